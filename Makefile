@@ -1,0 +1,94 @@
+# pybpfprof — see README.md. `make test` on a fresh Debian 12 machine installs,
+# builds and tests everything; `make demo` profiles a bundled workload.
+
+CC       ?= gcc
+CLANG    ?= clang
+BPFTOOL  ?= $(shell command -v bpftool 2>/dev/null || echo /usr/sbin/bpftool)
+PYTEST   ?= pytest-3
+PREFIX   ?= /usr/local
+BUILD    := build
+
+ARCH     := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
+WARN     := -Wall -Wextra -Werror
+CFLAGS   ?= -O2 -g
+CFLAGS   += -std=c11 -D_GNU_SOURCE $(WARN) -Iinclude -I$(BUILD)
+LDLIBS   := -lbpf -lelf -lz
+
+# User space split in two: the library (everything testable without BPF)
+# and the parts that need the skeleton or are the program entry.
+PROG_SRCS := user/main.c user/sampler.c user/record.c
+LIB_SRCS  := $(filter-out $(PROG_SRCS),$(wildcard user/*.c))
+LIB_OBJS  := $(LIB_SRCS:user/%.c=$(BUILD)/obj/%.o)
+PROG_OBJS := $(PROG_SRCS:user/%.c=$(BUILD)/obj/%.o)
+HDRS      := $(wildcard include/*.h user/*.h)
+
+BPF_SRCS  := $(wildcard bpf/*.bpf.c)
+BPF_OBJS  := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/%.bpf.o)
+SKELS     := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/%.skel.h)
+
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit/%)
+ASAN_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/asan/%)
+SAN       := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+
+# Keep the BPF object: bpftool reads it and the tests inspect it.
+.SECONDARY: $(BPF_OBJS)
+
+.PHONY: all deps test unit unit-asan integration fuzz fuzz-regress bench demo install clean chroot
+
+all: $(BUILD)/pybpfprof
+
+deps:
+	@scripts/deps.sh
+
+$(BUILD)/vmlinux.h:
+	@mkdir -p $(BUILD)
+	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/%.bpf.o: bpf/%.bpf.c include/pybpfprof.h $(BUILD)/vmlinux.h
+	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -I$(BUILD) -c $< -o $@
+
+$(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
+	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/obj/%.o: user/%.c $(HDRS) $(SKELS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/pybpfprof: $(PROG_OBJS) $(LIB_OBJS)
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+# Unit tests: once plain, once under ASan+UBSan (with leak checking).
+$(BUILD)/unit/%: tests/unit/%.c $(LIB_SRCS) $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests/unit $< $(LIB_SRCS) -o $@ $(LDLIBS)
+
+$(BUILD)/asan/%: tests/unit/%.c $(LIB_SRCS) $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -O1 $(SAN) -Itests/unit $< $(LIB_SRCS) -o $@ $(LDLIBS)
+
+unit: $(UNIT_BINS)
+	@set -e; for t in $(UNIT_BINS); do (cd tests/unit && ../../$$t); done
+
+unit-asan: $(ASAN_BINS)
+	@set -e; for t in $(ASAN_BINS); do \
+		(cd tests/unit && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 ../../$$t); done
+
+integration: all
+	$(PYTEST) -ra -v tests/integration
+
+test: deps
+	$(MAKE) all
+	$(MAKE) unit
+	$(MAKE) unit-asan
+	$(MAKE) integration
+
+chroot:
+	@scripts/sid-chroot.sh
+
+install: all
+	install -D -m 0755 $(BUILD)/pybpfprof $(DESTDIR)$(PREFIX)/bin/pybpfprof
+	install -D -m 0644 pybpfprof.1 $(DESTDIR)$(PREFIX)/share/man/man1/pybpfprof.1
+
+clean:
+	rm -rf $(BUILD)

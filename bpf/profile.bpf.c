@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * Sampler: a perf-event program on every CPU. For a thread of a target
+ * process it copies the Python frame chain at the sample instant, so the
+ * stack user space names is the one that was running.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+
+#include "pybpfprof.h"
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+/* Loop bound over frames including skipped shims. */
+#define MAX_WALK (PBP_MAX_FRAMES + 32)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct pbp_proc);
+} procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct pbp_thread);
+} threads SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 << 20);
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pbp_sample);
+} scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PBP_STAT__COUNT);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+static __always_inline void stat_inc(__u32 i)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &i);
+
+	if (v)
+		(*v)++;
+}
+
+static __always_inline int read_ptr(__u64 *out, __u64 addr)
+{
+	return bpf_probe_read_user(out, sizeof(*out), (const void *)addr);
+}
+
+static __always_inline __u64 first_frame(const struct pbp_offsets *o, __u64 tstate, int *err)
+{
+	__u64 frame = 0;
+
+	*err = read_ptr(&frame, tstate + o->ts_frame);
+	if (!*err && frame && o->cframe_current != PBP_NOOFF)
+		*err = read_ptr(&frame, frame + o->cframe_current);
+	return frame;
+}
+
+static __always_inline bool is_shim(const struct pbp_offsets *o, __u64 frame, int *err)
+{
+	__u8 owner = 0;
+
+	if (o->fr_owner == PBP_NOOFF)
+		return false;
+	*err = bpf_probe_read_user(&owner, 1, (const void *)(frame + o->fr_owner));
+	return owner == o->owner_cstack || owner == o->owner_interp;
+}
+
+/* Copy one frame into f. Returns 0, or <0 if any read faulted. */
+static __always_inline int read_frame(const struct pbp_offsets *o, __u64 frame, struct pbp_frame *f)
+{
+	__u64 code = 0, name = 0;
+	__u32 line = 0;
+	int err;
+
+	err = read_ptr(&code, frame + o->fr_code);
+	code &= ~(__u64)o->exec_tag_bits;
+	if (o->instr_is_int) {
+		__s32 lasti = 0;
+
+		err |= bpf_probe_read_user(&lasti, sizeof(lasti), (const void *)(frame + o->fr_instr));
+		f->instr = (__u64)(__s64)lasti;
+	} else {
+		err |= read_ptr(&f->instr, frame + o->fr_instr);
+	}
+	err |= bpf_probe_read_user(&line, sizeof(line), (const void *)(code + o->code_firstlineno));
+	err |= read_ptr(&name, code + o->code_name);
+	f->code = code;
+	f->firstlineno = line;
+	f->name_lo = (__u32)name;
+	return err;
+}
+
+struct walk_ctx {
+	struct pbp_offsets o;
+	__u64 frame;
+	__u32 n;
+	int err;
+};
+
+/*
+ * One step of the frame walk, run by bpf_loop so the verifier checks it once.
+ * A frame is counted only when all its reads succeeded.
+ */
+static long walk_step(__u32 i, void *vctx)
+{
+	struct walk_ctx *c = vctx;
+	struct pbp_sample *s;
+	__u32 zero = 0;
+	__u64 prev = 0;
+	bool shim;
+
+	if (!c->frame)
+		return 1;
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s)
+		return 1;
+	shim = is_shim(&c->o, c->frame, &c->err);
+	if (!c->err && !shim) {
+		if (c->n >= PBP_MAX_FRAMES)
+			return 1;
+		c->err = read_frame(&c->o, c->frame, &s->frames[c->n & (PBP_MAX_FRAMES - 1)]);
+	}
+	if (!c->err)
+		c->err = read_ptr(&prev, c->frame + c->o.fr_previous);
+	if (c->err)
+		return 1;
+	c->n += !shim;
+	c->frame = prev;
+	return 0;
+}
+
+/* On a fault or at the bound, .resume names the first frame not copied, for user space. */
+static __always_inline void walk(struct pbp_sample *s, const struct pbp_offsets *o, __u64 tstate)
+{
+	struct walk_ctx c = { .o = *o };
+
+	c.frame = first_frame(o, tstate, &c.err);
+	if (!c.err)
+		bpf_loop(MAX_WALK, walk_step, &c, 0);
+	if (c.err)
+		s->flags |= PBP_F_FAULT;
+	else if (c.frame)
+		s->flags |= PBP_F_TRUNCATED;
+	s->resume = c.frame;
+	s->nframes = c.n;
+}
+
+static __always_inline void read_gil(struct pbp_sample *s, const struct pbp_proc *p)
+{
+	__s32 locked = 0;
+	__u64 holder = 0;
+
+	if (!p->gil_locked)
+		return;
+	if (bpf_probe_read_user(&locked, sizeof(locked), (const void *)p->gil_locked) ||
+	    read_ptr(&holder, p->gil_holder))
+		return;
+	s->flags |= PBP_F_GIL_KNOWN;
+	if (locked && holder == s->tstate && s->tstate)
+		s->flags |= PBP_F_HOLDS_GIL;
+}
+
+SEC("perf_event")
+int on_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id, zero = 0;
+	struct pbp_proc *p = bpf_map_lookup_elem(&procs, &tgid);
+	struct pbp_thread *t;
+	struct pbp_sample *s;
+	__u64 size;
+
+	if (!p)
+		return 0;
+	stat_inc(PBP_STAT_TAKEN);
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s)
+		return 0;
+	s->ts = bpf_ktime_get_ns();
+	s->tgid = tgid;
+	s->tid = tid;
+	s->cpu = bpf_get_smp_processor_id();
+	s->flags = 0;
+	s->nframes = 0;
+	s->resume = 0;
+	s->tstate = 0;
+	t = bpf_map_lookup_elem(&threads, &tid);
+	if (t && t->tgid == tgid) {  /* a tid reused by another process is not this thread */
+		s->tstate = t->tstate;
+		walk(s, &p->off, t->tstate);
+	} else {
+		s->flags |= PBP_F_NO_TSTATE;
+		stat_inc(PBP_STAT_NO_TSTATE);
+	}
+	read_gil(s, p);
+	if (s->flags & PBP_F_TRUNCATED)
+		stat_inc(PBP_STAT_TRUNCATED);
+	if (s->flags & PBP_F_FAULT)
+		stat_inc(PBP_STAT_FAULTED);
+	size = __builtin_offsetof(struct pbp_sample, frames) +
+	       (__u64)(s->nframes & (PBP_MAX_FRAMES - 1)) * sizeof(struct pbp_frame);
+	if (s->nframes == PBP_MAX_FRAMES)
+		size = sizeof(*s);
+	if (bpf_ringbuf_output(&events, s, size, 0) == 0)
+		stat_inc(PBP_STAT_DELIVERED);
+	else
+		stat_inc(PBP_STAT_LOST);
+	return 0;
+}

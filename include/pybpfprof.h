@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Structures shared by the BPF programs (bpf/) and user space (user/).
+ * Everything here crosses the kernel boundary, so it uses fixed-width
+ * types only and no pointers.
+ */
+#ifndef PYBPFPROF_H
+#define PYBPFPROF_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+/* Frames the kernel copies per sample. Deeper stacks are finished in user space. */
+#define PBP_MAX_FRAMES 128
+
+/* Unset offset (the field does not exist in this CPython version). */
+#define PBP_NOOFF 0xffff
+
+/*
+ * The part of a CPython version's layout the kernel needs to walk a frame
+ * chain. User space fills it from pyver.c (one copy per target process).
+ */
+struct pbp_offsets {
+	__u16 ts_frame;        /* tstate->frame / ->cframe / ->current_frame */
+	__u16 cframe_current;  /* _PyCFrame.current_frame (3.11, 3.12) or PBP_NOOFF */
+	__u16 fr_previous;     /* f_back / previous */
+	__u16 fr_code;         /* f_code / f_executable */
+	__u16 fr_instr;        /* f_lasti (int) / prev_instr / instr_ptr */
+	__u16 fr_owner;        /* owner byte (3.12+) or PBP_NOOFF */
+	__u16 fr_is_entry;     /* 3.11 only: is_entry byte, else PBP_NOOFF */
+	__u16 code_firstlineno;
+	__u16 code_name;
+	__u8 instr_is_int;     /* <= 3.10: f_lasti is a C int inside the frame */
+	__u8 owner_cstack;     /* owner value that marks a C-stack shim frame, 0xff none */
+	__u8 owner_interp;     /* 3.14: owner value of interpreter-owned frames, 0xff none */
+	__u8 exec_tag_bits;    /* 3.14 _PyStackRef: mask of low tag bits to clear off f_executable */
+	__u8 pad[2];
+};
+
+/* Per target process, keyed by tgid in the "procs" map. */
+struct pbp_proc {
+	struct pbp_offsets off;
+	__u64 gil_locked;      /* address of the GIL's "locked" int, 0 if unknown */
+	__u64 gil_holder;      /* address of the GIL's last_holder (tstate *) */
+};
+
+/* Per target thread, keyed by tid in the "threads" map. */
+struct pbp_thread {
+	__u64 tstate;
+	__u32 tgid;
+	__u32 pad;
+};
+
+/* One Python frame as the kernel saw it. */
+struct pbp_frame {
+	__u64 code;            /* code object address (tag bits cleared) */
+	__u64 instr;           /* instruction pointer, or f_lasti on <= 3.10 */
+	__u32 firstlineno;     /* code->co_firstlineno: tells a reused address apart */
+	__u32 name_lo;         /* low 32 bits of code->co_name: same purpose */
+};
+
+enum pbp_sample_flags {
+	PBP_F_TRUNCATED = 1 << 0,  /* more than PBP_MAX_FRAMES: resume at .resume */
+	PBP_F_FAULT     = 1 << 1,  /* a read faulted: resume at .resume */
+	PBP_F_NO_TSTATE = 1 << 2,  /* tid not yet in the threads map */
+	PBP_F_HOLDS_GIL = 1 << 3,  /* thread held the GIL at the sample */
+	PBP_F_GIL_KNOWN = 1 << 4,  /* the GIL state could be read */
+};
+
+/* Ring buffer record: header, then nframes struct pbp_frame, innermost first. */
+struct pbp_sample {
+	__u64 ts;              /* bpf_ktime_get_ns() */
+	__u64 tstate;
+	__u64 resume;          /* frame address where the kernel stopped, if flagged */
+	__u32 tgid;
+	__u32 tid;
+	__u32 cpu;
+	__u16 nframes;
+	__u16 flags;
+	struct pbp_frame frames[PBP_MAX_FRAMES];
+};
+
+/* Per-CPU counters, index into the "stats" array map. */
+enum pbp_stat {
+	PBP_STAT_TAKEN,        /* perf event fired on a target thread */
+	PBP_STAT_DELIVERED,    /* record reached the ring buffer */
+	PBP_STAT_LOST,         /* ring buffer full */
+	PBP_STAT_TRUNCATED,    /* deeper than PBP_MAX_FRAMES */
+	PBP_STAT_FAULTED,      /* a frame read faulted in the kernel */
+	PBP_STAT_NO_TSTATE,
+	PBP_STAT__COUNT,
+};
+
+#endif /* PYBPFPROF_H */

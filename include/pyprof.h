@@ -1,0 +1,403 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * User-space internals of pybpfprof: one header, one section per module.
+ * Data flows one way: kernel -> samples -> symbols -> aggregate -> output.
+ */
+#ifndef PYPROF_H
+#define PYPROF_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "pybpfprof.h"
+
+/* ---------------------------------------------------------------- errors */
+
+/* Exit codes: documented in README.md and pybpfprof.1; tested. */
+enum pbp_exit {
+	EXIT_OK = 0,
+	EXIT_USAGE = 2,         /* bad command line */
+	EXIT_NO_PROCESS = 3,    /* no such pid */
+	EXIT_NOT_PYTHON = 4,    /* no CPython runtime found in the process */
+	EXIT_UNSUPPORTED = 5,   /* CPython version not supported */
+	EXIT_PERM = 6,          /* missing privileges / capabilities */
+	EXIT_NO_BPF = 7,        /* no BTF, BPF or perf events in this kernel */
+	EXIT_TARGET_GONE = 8,   /* target exited before anything could be read */
+	EXIT_CORRUPT = 9,       /* target memory makes no sense */
+	EXIT_IO = 10,           /* could not write the output */
+	EXIT_INTERNAL = 11,
+};
+
+/* Internal error codes returned as negative values by readers. */
+enum pbp_err {
+	PBP_OK = 0,
+	PBP_E_GONE = 1,     /* process exited (ESRCH) */
+	PBP_E_FAULT = 2,    /* address not mapped in the target */
+	PBP_E_PERM = 3,     /* EPERM: not allowed to read */
+	PBP_E_CORRUPT = 4,  /* data read is inconsistent */
+	PBP_E_NOMEM = 5,
+	PBP_E_NOTPY = 6,
+	PBP_E_VERSION = 7,
+	PBP_E_NOENT = 8,    /* pid does not exist */
+	PBP_E_BPF = 9,      /* the kernel refused the BPF side */
+	PBP_E_NOBTF = 10,   /* no /sys/kernel/btf/vmlinux */
+};
+
+const char *pbp_strerror(int err);
+
+/* ------------------------------------------------------------- maps.c */
+
+struct map_entry {
+	uint64_t start, end, offset;
+	char perms[5];
+	uint64_t inode;
+	char path[512];         /* as written in maps; may be empty */
+	bool deleted;           /* path ends in " (deleted)" (kept in path as written) */
+};
+
+/*
+ * Parse one line of /proc/PID/maps ("start-end perms offset dev inode  path"),
+ * with or without its trailing newline. The path is everything after the
+ * padding that follows the inode (it may contain spaces; it may be absent).
+ * 0 on success; -1 on a malformed line (missing field, bad or overflowing
+ * number, start > end, junk after a newline) or a path that does not fit.
+ */
+int maps_parse_line(const char *line, struct map_entry *e);
+
+/* ------------------------------------------------------------- elf.c */
+
+struct elf_info {
+	uint64_t runtime_vaddr;     /* st_value of _PyRuntime or .PyRuntime sh_addr, 0 if none */
+	uint64_t runtime_size;      /* st_size of that symbol or sh_size of the section, 0 if unknown */
+	uint64_t version_vaddr;     /* Py_Version (3.11+), 0 if none */
+	uint32_t version_hex;       /* Py_Version's value as stored in the file, 0 if none */
+	uint64_t pycode_type_vaddr; /* PyCode_Type, 0 if none */
+	bool is_shared;             /* ET_DYN */
+	bool runtime_from_section;  /* no _PyRuntime symbol: runtime_vaddr is .PyRuntime's address */
+	/*
+	 * p_vaddr of the PT_LOAD with p_offset 0 (if no PT_LOAD maps offset 0:
+	 * p_vaddr - p_offset of the one with the lowest offset). Load bias of a
+	 * shared object = start of its offset-0 mapping - (first_load_vaddr
+	 * rounded down to the page size).
+	 */
+	uint64_t first_load_vaddr;
+	/* "3.11" from the file name (python3.11, libpython3.11d.so.1.0), else from DT_SONAME; "" if none */
+	char soname_version[16];
+};
+
+/* Look up the CPython symbols of one ELF file. 0 found _PyRuntime, -1 not. */
+int elf_find_python(const char *path, struct elf_info *out);
+/* Same, from an in-memory image (for fuzzing). */
+int elf_find_python_mem(const void *buf, size_t len, struct elf_info *out);
+/*
+ * CPython <= 3.10 has no Py_Version: find the PY_VERSION literal ("3.8.18")
+ * in the file's read-only data instead (see elf.c for how). out gets the
+ * string, NUL-terminated. 0 on a single unambiguous match, -1 otherwise.
+ */
+int elf_find_version_string(const char *path, char *out, size_t outlen);
+/* Same, from an in-memory image (major.minor from DT_SONAME only). */
+int elf_find_version_string_mem(const void *buf, size_t len, char *out, size_t outlen);
+
+/* ------------------------------------------------------------- remote.c */
+
+struct remote_stats {
+	uint64_t hits, misses;      /* page cache */
+	uint64_t reads;             /* process_vm_readv calls */
+	uint64_t bytes;             /* bytes those calls returned */
+	uint64_t faults;            /* reads of unmapped memory */
+	uint64_t evictions;
+};
+
+struct remote;
+
+/* pages: page-cache capacity in 4 KiB pages (0 disables the cache). */
+struct remote *remote_open(pid_t pid, unsigned pages);
+void remote_close(struct remote *r);
+/* Read len bytes now, bypassing the cache (mutable data: frames, threads). */
+int remote_read(struct remote *r, uint64_t addr, void *buf, size_t len);
+/* Read through the page cache (immutable data: code objects, strings). */
+int remote_read_cached(struct remote *r, uint64_t addr, void *buf, size_t len);
+/* Forget cached pages that overlap [addr, addr+len). */
+void remote_invalidate(struct remote *r, uint64_t addr, size_t len);
+void remote_invalidate_all(struct remote *r);
+const struct remote_stats *remote_stats(const struct remote *r);
+pid_t remote_pid(const struct remote *r);
+/* Read a pointer / u32 / int helpers, uncached. */
+int remote_ptr(struct remote *r, uint64_t addr, uint64_t *out);
+
+/* ------------------------------------------------------------- pyver.c */
+
+/*
+ * Everything this program knows about one CPython version's memory layout.
+ * All per-version knowledge lives in pyver.c and the generated table it
+ * includes (user/offsets_gen.h).
+ */
+struct pyver {
+	unsigned major, minor, micro;
+	uint32_t hexversion;        /* PY_VERSION_HEX */
+	bool from_debug_offsets;    /* 3.13+: read from the target */
+
+	/* _PyRuntime */
+	uint32_t rt_interpreters_head;
+	uint32_t rt_gil;            /* <= 3.11: offset of ceval.gil in _PyRuntime */
+	uint32_t rt_size;
+
+	/* PyInterpreterState */
+	uint32_t is_next, is_threads_head, is_id;
+	uint32_t is_ceval_gil;      /* 3.12+: offset of the gil pointer, else NOOFF */
+	uint32_t is_size;
+
+	/* struct _gil_runtime_state */
+	uint32_t gil_locked, gil_last_holder, gil_mutex, gil_cond, gil_size;
+
+	/* PyThreadState */
+	uint32_t ts_next, ts_interp, ts_thread_id, ts_native_thread_id; /* native: NOOFF <= 3.10 */
+	uint32_t ts_size;
+
+	/* frame walking: the kernel's subset */
+	struct pbp_offsets k;
+	uint32_t fr_size;
+
+	/* PyCodeObject */
+	uint32_t code_filename, code_name, code_qualname; /* qualname NOOFF <= 3.10 */
+	uint32_t code_linetable;    /* co_lnotab <= 3.9, co_linetable 3.10+ */
+	uint32_t code_code;         /* co_code bytes object <= 3.10, NOOFF after */
+	uint32_t code_code_adaptive;/* 3.11+: offset of the inline bytecode */
+	uint32_t code_size;
+
+	/* objects */
+	uint32_t ob_type;           /* offsetof(PyObject, ob_type) */
+	uint32_t bytes_size, bytes_sval;
+	uint32_t unicode_state, unicode_length, ascii_size, compact_size;
+
+	enum { LT_LNOTAB, LT_LINETABLE310, LT_LOCATIONS } lt_kind;
+};
+
+#define PYVER_NOOFF 0xffffffffu
+
+/* Offsets from the generated table for 3.8-3.12; -PBP_E_VERSION if unknown. */
+int pyver_from_table(unsigned major, unsigned minor, unsigned micro, struct pyver *v);
+/*
+ * Validate a raw _Py_DebugOffsets blob (3.13+) read from the target and fill v.
+ * Untrusted input: every offset is checked against the sizes it claims.
+ */
+int pyver_from_debug_offsets(const void *blob, size_t len, struct pyver *v);
+/* Bytes of _Py_DebugOffsets to read for validation (largest layout known). */
+size_t pyver_debug_offsets_max(void);
+/* Byte offset into the bytecode from a frame's raw instr value. */
+int64_t pyver_instr_offset(const struct pyver *v, uint64_t code_addr, uint64_t instr);
+
+/* ------------------------------------------------------------- linetable.c */
+
+/*
+ * Line number of the instruction at byte offset `off` into the bytecode.
+ * Returns the line, or -1 where the instruction has no line (or the table
+ * is malformed). Never reads outside tab[0..len).
+ */
+int lt_addr2line(int kind, const uint8_t *tab, size_t len, int firstlineno, int64_t off);
+
+/* ------------------------------------------------------------- pystr.c */
+
+/*
+ * Decode a str object (compact ASCII or compact UCS1/2/4) into UTF-8.
+ * Reads through the cache. out is NUL-terminated, truncated to outlen-1.
+ */
+int pystr_read(struct remote *r, const struct pyver *v, uint64_t addr, char *out, size_t outlen);
+/* Decode from an in-memory copy of the object (for fuzzing and unit tests). */
+int pystr_decode(const struct pyver *v, const uint8_t *obj, size_t objlen, char *out, size_t outlen);
+/* Read a bytes object's contents into a malloc'd buffer (capped at maxlen). */
+int pybytes_read(struct remote *r, const struct pyver *v, uint64_t addr, size_t maxlen,
+		 uint8_t **out, size_t *outlen);
+
+/* ------------------------------------------------------------- codeobj.c */
+
+struct codeinfo {
+	uint64_t addr;
+	uint32_t firstlineno, name_lo;  /* the key that tells a reused address apart */
+	char *name;                     /* co_qualname on 3.11+, co_name before */
+	char *file;
+	uint8_t *linetable;
+	size_t lt_len;
+	uint64_t used;
+};
+
+struct codecache_stats {
+	uint64_t hits, misses, stale, bad, evictions;
+};
+
+struct codecache;
+struct pyproc;
+
+struct codecache *codecache_new(unsigned capacity);
+void codecache_free(struct codecache *c);
+/*
+ * The code object at addr. key (firstlineno, name_lo) comes from the kernel's
+ * snapshot; with key == NULL the header is re-read to validate the entry.
+ * Returns NULL with *err set when addr is not a readable code object.
+ */
+const struct codeinfo *codecache_get(struct codecache *c, struct pyproc *p, uint64_t addr,
+				     const struct pbp_frame *key, int *err);
+const struct codecache_stats *codecache_stats(const struct codecache *c);
+
+/* ------------------------------------------------------------- process.c */
+
+struct pyproc {
+	pid_t pid;
+	struct pyver v;
+	struct remote *r;
+	struct codecache *codes;
+	uint64_t runtime;       /* address of _PyRuntime */
+	uint64_t pycode_type;   /* address of PyCode_Type, 0 if unknown */
+	char binary[512];       /* file holding _PyRuntime, as named in maps */
+	char version[24];       /* "3.11.7" */
+};
+
+/*
+ * Attach to pid: find its interpreter, version and offsets. Returns -PBP_E_*.
+ * On error *out may still be set (p->version tells an unsupported version);
+ * the caller closes it.
+ */
+int pyproc_open(pid_t pid, unsigned cache_pages, struct pyproc **out);
+void pyproc_close(struct pyproc *p);
+/* Ok when v validates as a CPython version this program supports. */
+bool pyver_supported(const struct pyver *v);
+
+/* ------------------------------------------------------------- thread.c */
+
+struct pythread {
+	uint64_t tstate;
+	uint64_t interp;
+	int64_t interp_id;
+	pid_t tid;              /* kernel tid, 0 if it could not be found */
+	uint64_t frame;         /* innermost frame address, 0 if idle */
+};
+
+#define PBP_MAX_THREADS 8192
+#define PBP_MAX_INTERPS 256
+
+/* Walk every interpreter's thread list. *n threads written, at most max. */
+int pythreads_read(struct pyproc *p, struct pythread *out, size_t max, size_t *n);
+/* Innermost frame of one thread state, read now. */
+int pythread_frame(struct pyproc *p, uint64_t tstate, uint64_t *frame);
+
+struct gilstate {
+	bool known, locked;
+	uint64_t holder;        /* tstate that last took the GIL */
+	uint64_t addr;          /* address of the struct _gil_runtime_state */
+};
+/* The GIL of the interpreter at interp (ignored on <= 3.11: one GIL). */
+int pygil_read(struct pyproc *p, uint64_t interp, struct gilstate *g);
+
+/* ------------------------------------------------------------- stack.c */
+
+#define PBP_MAX_DEPTH 16384     /* longer chains are taken as corrupt (a cycle) */
+
+/*
+ * Walk the frame chain from frame, innermost first, skipping C-stack shims.
+ * Writes at most max frames; *n is how many. Returns -PBP_E_CORRUPT for a
+ * cycle or a chain deeper than PBP_MAX_DEPTH.
+ */
+int stack_walk(struct pyproc *p, uint64_t frame, struct pbp_frame *out, size_t max, size_t *n);
+/* Line of a frame from its raw instr value, -1 if unknown. */
+int frame_line(const struct pyproc *p, const struct codeinfo *ci, uint64_t instr);
+
+/* ------------------------------------------------------------- dump.c */
+
+/* Kernel scheduler state letter of a thread (R, S, D, ...), '?' if gone. */
+char proc_thread_state(pid_t pid, pid_t tid);
+void proc_thread_comm(pid_t pid, pid_t tid, char *out, size_t len);
+int dump_process(struct pyproc *p, FILE *o, bool json);
+
+/* ------------------------------------------------------------- aggregate.c */
+
+enum loc_kind {
+	LOC_PY = 0,             /* a Python frame: name (file:line) */
+	LOC_THREAD,             /* root label: thread TID name */
+	LOC_PROCESS,            /* root label: process PID cmdline */
+	LOC_STATUS,             /* leaf label: [running], [gil wait], ... */
+};
+
+struct agg;
+struct agg *agg_new(void);
+void agg_free(struct agg *a);
+void agg_reset(struct agg *a);
+/* Location id (>= 0) for a frame or label; -PBP_E_NOMEM on failure. */
+int64_t agg_loc(struct agg *a, const char *name, const char *file, int line, uint32_t kind);
+/* Count a stack of location ids, root first. */
+int agg_add(struct agg *a, const uint32_t *locs, uint32_t n, uint64_t count);
+uint64_t agg_total(const struct agg *a);
+uint32_t agg_nstacks(const struct agg *a);
+uint32_t agg_nlocs(const struct agg *a);
+const uint32_t *agg_stack(const struct agg *a, uint32_t i, uint32_t *n, uint64_t *count);
+void agg_loc_info(const struct agg *a, uint32_t id, const char **name, const char **file, int *line,
+		  uint32_t *kind);
+
+/* ------------------------------------------------------------- symbolize.c */
+
+struct symstats {
+	uint64_t samples;
+	uint64_t completed;     /* stack finished in user space from where the kernel stopped */
+	uint64_t failed;        /* finishing it failed: the stack is what the kernel saw */
+	uint64_t frames;
+	uint64_t unknown_frames;/* code object freed or unreadable by the time it was named */
+	uint64_t no_python;     /* the thread was in no Python frame */
+};
+
+/* Locations of one sample, root first, into locs (at most max). */
+int symbolize(struct pyproc *p, const struct pbp_sample *s, struct agg *a, uint32_t *locs,
+	      uint32_t max, uint32_t *n, struct symstats *st);
+
+/* ------------------------------------------------------------- collapsed.c */
+
+/* One line per distinct stack, root first, `;`-separated, then a space and the count. */
+int collapsed_write(const struct agg *a, FILE *o);
+/* A location as text: "name (file:line)" for Python frames, the label otherwise. */
+void loc_format(const struct agg *a, uint32_t id, char *out, size_t len);
+
+/* ------------------------------------------------------------- output.c */
+
+struct output {
+	FILE *f;
+	char path[4096];
+	char tmp[4096 + 8];
+};
+
+/* SUDO_UID/SUDO_GID when run by root through sudo, else (uid_t)-1. */
+void sudo_ids(uid_t *uid, gid_t *gid);
+/* Open path for writing ("-" or NULL: stdout). Returns -errno. */
+int output_open(struct output *out, const char *path);
+/* Flush and move the file into place. Returns -errno. */
+int output_commit(struct output *out);
+void output_abort(struct output *out);
+
+/* ------------------------------------------------------------- sampler.c */
+
+struct sampler;
+typedef void (*sample_fn)(void *ctx, const struct pbp_sample *s);
+
+/* Load the BPF side and start sampling every online CPU at hz. */
+int sampler_open(struct sampler **out, unsigned hz, sample_fn cb, void *ctx);
+void sampler_close(struct sampler *s);
+void sampler_verbose(bool on);
+int sampler_add_proc(struct sampler *s, pid_t pid, const struct pbp_proc *p);
+void sampler_del_proc(struct sampler *s, pid_t pid);
+int sampler_set_thread(struct sampler *s, pid_t tid, pid_t tgid, uint64_t tstate);
+void sampler_del_thread(struct sampler *s, pid_t tid);
+/* Deliver ready samples to the callback; waits at most timeout_ms. */
+int sampler_poll(struct sampler *s, int timeout_ms);
+void sampler_stats(struct sampler *s, uint64_t out[PBP_STAT__COUNT]);
+
+/* ------------------------------------------------------------- main.c */
+
+#define PBP_VERSION "0.1.0"
+
+int exit_code_for(int err);
+int parse_pid(const char *s, pid_t *pid);
+int report_attach_error(pid_t pid, int err, const struct pyproc *p);
+/* The sampling command (record.c). */
+int record_main(int argc, char **argv);
+
+#endif /* PYPROF_H */

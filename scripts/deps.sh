@@ -1,0 +1,20 @@
+#!/bin/sh
+# Installs the Debian packages pybpfprof needs to build and test. Idempotent:
+# does nothing (and needs no network) when everything is already there.
+set -eu
+PKGS="clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool make gcc pkg-config \
+      python3 python3-pytest debootstrap libclang-rt-14-dev"
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+	echo "pybpfprof: missing Debian packages:$missing (run 'sudo make deps')" >&2
+	exit 1
+fi
+echo "installing:$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing

@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Layout probe for scripts/gen-offsets.sh: compiled once per CPython version
+ * against that version's installed internal headers (-DPy_BUILD_CORE), it
+ * prints the offsetof()/sizeof() values pybpfprof needs as one C initializer.
+ * Run with the argument "struct" it prints the matching struct definition
+ * instead, so the field list below is the only place that names the fields.
+ *
+ * Only facts the compiler can compute go here; what a value means for the
+ * profiler (which field the kernel starts from, how f_lasti counts) is
+ * decided in user/pyver.c.
+ */
+#include <Python.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#if PY_VERSION_HEX < 0x03080000 || PY_VERSION_HEX >= 0x030f0000
+#error "offsets-probe.c knows CPython 3.8 to 3.14"
+#endif
+
+#ifdef Py_GIL_DISABLED
+#error "free-threaded builds have another layout: not supported"
+#endif
+
+/*
+ * Which internal headers declare what moved between versions:
+ *  3.8:   _PyRuntimeState, PyInterpreterState and the GIL in pycore_pystate.h;
+ *         PyFrameObject in the public frameobject.h.
+ *  3.9+:  pycore_runtime.h and pycore_interp.h.
+ *  3.11+: frames are _PyInterpreterFrame in pycore_frame.h; code objects'
+ *         inline bytecode needs pycore_code.h.
+ *  3.14:  the frame's f_executable is a tagged _PyStackRef (pycore_stackref.h).
+ */
+#if PY_VERSION_HEX < 0x03090000
+#include <internal/pycore_pystate.h>
+#else
+#include <internal/pycore_runtime.h>
+#include <internal/pycore_interp.h>
+#endif
+#include <internal/pycore_gil.h>
+#if PY_VERSION_HEX < 0x030b0000
+#include <frameobject.h>
+#else
+#include <internal/pycore_code.h>
+#include <internal/pycore_frame.h>
+#endif
+#if PY_VERSION_HEX >= 0x030e0000
+#include <internal/pycore_stackref.h>
+#endif
+
+#define NONE 0xffffffffu
+
+/*
+ * Every value the generated table carries. An absent field (not in this
+ * version) prints as PYGEN_NONE.
+ */
+#define FIELDS(X) \
+	X(rt_size) X(rt_interpreters_head) X(rt_gil) \
+	X(is_size) X(is_next) X(is_threads_head) X(is_id) X(is_ceval_gil) X(is_gil) \
+	X(gil_size) X(gil_locked) X(gil_last_holder) X(gil_mutex) X(gil_cond) \
+	X(ts_size) X(ts_next) X(ts_interp) X(ts_thread_id) X(ts_native_thread_id) \
+	X(ts_frame) X(cframe_current) \
+	X(fr_size) X(fr_previous) X(fr_code) X(fr_instr) X(fr_owner) X(fr_is_entry) \
+	X(owner_cstack) X(owner_interp) X(exec_tag_bits) \
+	X(code_size) X(code_filename) X(code_name) X(code_qualname) X(code_firstlineno) \
+	X(code_linetable) X(code_code) X(code_code_adaptive) \
+	X(ob_type) X(bytes_size) X(bytes_sval) \
+	X(unicode_state) X(unicode_length) X(ascii_size) X(compact_size)
+
+#define DECL(f) unsigned long f;
+struct vals { FIELDS(DECL) };
+
+static void fill_runtime(struct vals *v)
+{
+	v->rt_size = sizeof(_PyRuntimeState);
+	v->rt_interpreters_head = offsetof(_PyRuntimeState, interpreters.head);
+	v->is_size = sizeof(PyInterpreterState);
+	v->is_next = offsetof(PyInterpreterState, next);
+	v->is_id = offsetof(PyInterpreterState, id);
+#if PY_VERSION_HEX < 0x030b0000
+	v->is_threads_head = offsetof(PyInterpreterState, tstate_head);
+#else
+	v->is_threads_head = offsetof(PyInterpreterState, threads.head);
+#endif
+	/* 3.12 made the GIL per interpreter: interp->ceval.gil points at it. */
+#if PY_VERSION_HEX < 0x030c0000
+	v->rt_gil = offsetof(_PyRuntimeState, ceval.gil);
+#else
+	v->is_ceval_gil = offsetof(PyInterpreterState, ceval.gil);
+	v->is_gil = offsetof(PyInterpreterState, _gil);
+#endif
+	v->gil_size = sizeof(struct _gil_runtime_state);
+	v->gil_locked = offsetof(struct _gil_runtime_state, locked);
+	v->gil_last_holder = offsetof(struct _gil_runtime_state, last_holder);
+	v->gil_mutex = offsetof(struct _gil_runtime_state, mutex);
+	v->gil_cond = offsetof(struct _gil_runtime_state, cond);
+}
+
+static void fill_thread(struct vals *v)
+{
+	v->ts_size = sizeof(PyThreadState);
+	v->ts_next = offsetof(PyThreadState, next);
+	v->ts_interp = offsetof(PyThreadState, interp);
+	v->ts_thread_id = offsetof(PyThreadState, thread_id);
+#if PY_VERSION_HEX >= 0x030b0000
+	v->ts_native_thread_id = offsetof(PyThreadState, native_thread_id);
+#endif
+#if PY_VERSION_HEX < 0x030b0000
+	v->ts_frame = offsetof(PyThreadState, frame);
+#elif PY_VERSION_HEX < 0x030d0000
+	v->ts_frame = offsetof(PyThreadState, cframe);
+	v->cframe_current = offsetof(_PyCFrame, current_frame);
+#else
+	v->ts_frame = offsetof(PyThreadState, current_frame);
+#endif
+}
+
+static void fill_frame(struct vals *v)
+{
+#if PY_VERSION_HEX < 0x030b0000
+	v->fr_size = sizeof(PyFrameObject);
+	v->fr_previous = offsetof(PyFrameObject, f_back);
+	v->fr_code = offsetof(PyFrameObject, f_code);
+	v->fr_instr = offsetof(PyFrameObject, f_lasti);
+#else
+	v->fr_size = sizeof(_PyInterpreterFrame);
+	v->fr_previous = offsetof(_PyInterpreterFrame, previous);
+	v->fr_owner = offsetof(_PyInterpreterFrame, owner);
+#endif
+#if PY_VERSION_HEX >= 0x030b0000 && PY_VERSION_HEX < 0x030d0000
+	v->fr_code = offsetof(_PyInterpreterFrame, f_code);
+	v->fr_instr = offsetof(_PyInterpreterFrame, prev_instr);
+#elif PY_VERSION_HEX >= 0x030d0000
+	v->fr_code = offsetof(_PyInterpreterFrame, f_executable);
+	v->fr_instr = offsetof(_PyInterpreterFrame, instr_ptr);
+#endif
+#if PY_VERSION_HEX >= 0x030b0000 && PY_VERSION_HEX < 0x030c0000
+	v->fr_is_entry = offsetof(_PyInterpreterFrame, is_entry);
+#endif
+	/* 3.12 replaced is_entry with shim frames the C stack owns. */
+#if PY_VERSION_HEX >= 0x030c0000
+	v->owner_cstack = FRAME_OWNED_BY_CSTACK;
+#endif
+	/* 3.14 frames owned by the interpreter are not Python frames either. */
+#if PY_VERSION_HEX >= 0x030e0000
+	v->owner_interp = FRAME_OWNED_BY_INTERPRETER;
+	v->exec_tag_bits = Py_TAG_BITS;
+#endif
+}
+
+static void fill_code(struct vals *v)
+{
+	v->code_size = sizeof(PyCodeObject);
+	v->code_filename = offsetof(PyCodeObject, co_filename);
+	v->code_name = offsetof(PyCodeObject, co_name);
+	v->code_firstlineno = offsetof(PyCodeObject, co_firstlineno);
+#if PY_VERSION_HEX < 0x030a0000
+	v->code_linetable = offsetof(PyCodeObject, co_lnotab);
+#else
+	v->code_linetable = offsetof(PyCodeObject, co_linetable);
+#endif
+#if PY_VERSION_HEX < 0x030b0000
+	v->code_code = offsetof(PyCodeObject, co_code);
+#else
+	v->code_qualname = offsetof(PyCodeObject, co_qualname);
+	v->code_code_adaptive = offsetof(PyCodeObject, co_code_adaptive);
+#endif
+}
+
+static void fill_objects(struct vals *v)
+{
+	v->ob_type = offsetof(PyObject, ob_type);
+	v->bytes_size = offsetof(PyBytesObject, ob_base.ob_size);
+	v->bytes_sval = offsetof(PyBytesObject, ob_sval);
+	v->unicode_state = offsetof(PyASCIIObject, state);
+	v->unicode_length = offsetof(PyASCIIObject, length);
+	v->ascii_size = sizeof(PyASCIIObject);
+	v->compact_size = sizeof(PyCompactUnicodeObject);
+}
+
+static void print_struct(void)
+{
+	printf("struct pyver_gen {\n\tuint32_t major, minor, micro, hexversion;\n");
+#define PDECL(f) printf("\tuint32_t %s;\n", #f);
+	FIELDS(PDECL)
+	printf("};\n");
+}
+
+static void print_value(const char *name, unsigned long val)
+{
+	if (val == NONE)
+		printf("\t\t.%s = PYGEN_NONE,\n", name);
+	else
+		printf("\t\t.%s = %lu,\n", name, val);
+}
+
+static void print_entry(const struct vals *v)
+{
+	printf("\t{ /* %s */\n", PY_VERSION);
+	printf("\t\t.major = %d, .minor = %d, .micro = %d, .hexversion = 0x%08lx,\n",
+	       PY_MAJOR_VERSION, PY_MINOR_VERSION, PY_MICRO_VERSION,
+	       (unsigned long)PY_VERSION_HEX);
+#define PVAL(f) print_value(#f, v->f);
+	FIELDS(PVAL)
+	printf("\t},\n");
+}
+
+int main(int argc, char **argv)
+{
+	struct vals v;
+
+	if (argc > 1 && strcmp(argv[1], "struct") == 0) {
+		print_struct();
+		return 0;
+	}
+#define UNSET(f) v.f = NONE;
+	FIELDS(UNSET)
+	fill_runtime(&v);
+	fill_thread(&v);
+	fill_frame(&v);
+	fill_code(&v);
+	fill_objects(&v);
+	print_entry(&v);
+	return 0;
+}

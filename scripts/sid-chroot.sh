@@ -1,0 +1,161 @@
+#!/bin/bash
+# Build, once, a Debian sid chroot that holds CPython 3.14, and cache it
+# outside the repo. The integration tests profile that interpreter through
+# `chroot DIR /usr/bin/python3.14 script.py`.
+#
+#   scripts/sid-chroot.sh          build if needed; print the chroot dir on stdout
+#   scripts/sid-chroot.sh --force  rebuild even if a cached chroot exists
+#
+# Environment:
+#   PBP_CHROOT      where the chroot lives (default /var/cache/pybpfprof/sid-chroot)
+#   PBP_SID_MIRROR  Debian mirror          (default http://deb.debian.org/debian)
+#   PBP_SID_DEV=0   do not add libpython3.14-dev (CPython's headers, internal/ too)
+#   PBP_SID_TIMEOUT seconds debootstrap may take (default 900)
+#
+# The chroot is built in DIR.tmp.XXXXXX beside DIR and renamed into place only
+# once python3.14 runs in it, so a half-built chroot is never used. DIR/.pbp-stamp
+# records the build date and what was found. /proc is NOT left mounted inside:
+# whoever runs things in the chroot mounts it for as long as it needs it.
+# Exit 0: stdout is the chroot dir, one line. Exit non-zero: one line on stderr
+# starting "sid-chroot: FAILED:"; callers treat that as "3.14 unavailable".
+set -uo pipefail
+
+DIR=${PBP_CHROOT:-/var/cache/pybpfprof/sid-chroot}
+DIR=${DIR%/}
+MIRROR=${PBP_SID_MIRROR:-http://deb.debian.org/debian}
+PY=/usr/bin/python3.14
+STAMP_NAME=.pbp-stamp
+LOG=$DIR.log
+FORCE=0
+[ "${1:-}" = "--force" ] && FORCE=1
+
+fail() {
+	echo "sid-chroot: FAILED: $* (python 3.14 unavailable)" >&2
+	exit 1
+}
+
+# A chroot is usable iff it carries our stamp and its python3.14 runs.
+usable() {
+	[ -f "$1/$STAMP_NAME" ] && [ -f "$1$PY" ] &&
+		chroot "$1" "$PY" -c 'import sys; print(sys.version)' >/dev/null 2>&1
+}
+
+# Unmount everything mounted at or below $1, deepest first.
+umount_under() {
+	local m
+	[ -e "$1" ] || return 0
+	findmnt -rn -o TARGET 2>/dev/null | awk -v d="$1" '$0 == d || index($0, d "/") == 1' |
+		sort -r | while read -r m; do umount -l "$m" 2>/dev/null; done
+}
+
+# Fast path: cached and working. No lock, no network (< 0.1 s).
+if [ "$FORCE" = 0 ] && usable "$DIR"; then
+	echo "$DIR"
+	exit 0
+fi
+
+[ "$(id -u)" = 0 ] || fail "must run as root to build $DIR"
+for tool in chroot flock findmnt; do
+	command -v "$tool" >/dev/null || fail "'$tool' not found"
+done
+mkdir -p "$(dirname "$DIR")" || fail "cannot create $(dirname "$DIR")"
+
+# One builder at a time; the others wait and then use its result.
+exec 9>"$DIR.lock" || fail "cannot open $DIR.lock"
+flock -w 3600 9 || fail "timed out waiting for another build ($DIR.lock)"
+if [ "$FORCE" = 0 ] && usable "$DIR"; then
+	echo "$DIR"
+	exit 0
+fi
+
+if ! command -v debootstrap >/dev/null; then
+	echo "sid-chroot: installing debootstrap" >&2
+	{ apt-get install -y debootstrap || { apt-get update && apt-get install -y debootstrap; }; } \
+		>"$LOG" 2>&1 || fail "could not install debootstrap (see $LOG)"
+fi
+
+# Leftovers of builds that were killed (we hold the lock: nobody else builds).
+for old in "$DIR".tmp.*; do
+	[ -d "$old" ] || continue
+	umount_under "$old"
+	rm -rf --one-file-system "$old"
+done
+
+TMP=$(mktemp -d "$DIR.tmp.XXXXXX") || fail "cannot create a temporary dir beside $DIR"
+chmod 755 "$TMP"  # it becomes the chroot's /
+cleanup() {
+	umount_under "$TMP"
+	rm -rf --one-file-system "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+START=$(date +%s)
+echo "sid-chroot: building Debian sid + python3.14 in $DIR (log: $LOG) ..." >&2
+: >"$LOG"
+# Same as debootstrap would pick, but explicit; minbase keeps it small.
+if ! timeout "${PBP_SID_TIMEOUT:-900}" debootstrap --variant=minbase --include=python3.14 \
+	sid "$TMP" "$MIRROR" >>"$LOG" 2>&1; then
+	last=$(grep -E '^(E|W):' "$LOG" | tail -1)
+	fail "debootstrap of sid from $MIRROR failed: ${last:-$(tail -1 "$LOG")} (see $LOG)"
+fi
+usable_py() { chroot "$TMP" "$PY" -c 'import sys; print(sys.version)' 2>>"$LOG"; }
+VERSION=$(usable_py) || fail "debootstrap finished but $PY does not run in the chroot (see $LOG)"
+
+# Find out what sid has (apt-cache inside the chroot), and add the CPython
+# headers, internal ones included, when the package exists (a few MiB).
+cp -L /etc/resolv.conf "$TMP/etc/resolv.conf" 2>/dev/null
+# The mirror may serve a sid snapshot whose Release file is past Valid-Until;
+# debootstrap does not care, apt refuses it unless told not to.
+echo 'Acquire::Check-Valid-Until "false";' >"$TMP/etc/apt/apt.conf.d/99pybpfprof"
+mount -t proc proc "$TMP/proc" || fail "cannot mount /proc in $TMP"
+in_chroot() { chroot "$TMP" env DEBIAN_FRONTEND=noninteractive LC_ALL=C "$@"; }
+PKG_VER="?" DEFAULT_PY3="?" DEV="not installed"
+if in_chroot apt-get update >>"$LOG" 2>&1; then
+	PKG_VER=$(in_chroot apt-cache policy python3.14 | awk '/Installed:/ {print $2}')
+	DEFAULT_PY3=$(in_chroot apt-cache show python3 2>/dev/null |
+		awk '/^Depends:/ {if (match($0, /python3\.[0-9]+/)) print substr($0, RSTART, RLENGTH); exit}')
+	if [ "${PBP_SID_DEV:-1}" != 0 ]; then
+		if in_chroot apt-cache show libpython3.14-dev >/dev/null 2>&1; then
+			if in_chroot apt-get install -y --no-install-recommends libpython3.14-dev >>"$LOG" 2>&1; then
+				DEV="libpython3.14-dev $(in_chroot dpkg-query -W -f='${Version}' libpython3.14-dev)"
+			else
+				echo "sid-chroot: warning: libpython3.14-dev did not install (see $LOG); headers missing" >&2
+			fi
+		else
+			DEV="no libpython3.14-dev in sid"
+		fi
+	fi
+	in_chroot apt-get clean >>"$LOG" 2>&1
+	# The sid package lists are ~100 MB; `apt-get update` in the chroot brings them back.
+	find "$TMP/var/lib/apt/lists" -maxdepth 1 -type f -delete
+else
+	echo "sid-chroot: warning: apt-get update inside the chroot failed (see $LOG); no headers" >&2
+fi
+umount "$TMP/proc" || umount -l "$TMP/proc"
+
+OFFSETS=$(cd "$TMP" && find usr/include -name pycore_debug_offsets.h 2>/dev/null | head -1)
+# Check once more after apt: the interpreter must still run.
+VERSION=$(usable_py) || fail "$PY stopped working after installing headers (see $LOG)"
+ELAPSED=$(($(date +%s) - START))
+{
+	echo "built: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	echo "build_seconds: $ELAPSED"
+	echo "mirror: $MIRROR"
+	echo "python3.14_package: $PKG_VER"
+	echo "python3.14_sys_version: $(echo "$VERSION" | head -1)"
+	echo "sid_default_python3: $DEFAULT_PY3"
+	echo "dev_headers: $DEV"
+	echo "pycore_debug_offsets.h: ${OFFSETS:+/$OFFSETS}"
+} >"$TMP/$STAMP_NAME" || fail "cannot write the stamp"
+
+# Swap into place: a stale DIR (no stamp, broken python, --force) goes first.
+if [ -e "$DIR" ]; then
+	umount_under "$DIR"
+	OLD=$(mktemp -d "$DIR.tmp.XXXXXX") && mv -T "$DIR" "$OLD/old" &&
+		rm -rf --one-file-system "$OLD" || fail "cannot remove the old $DIR"
+fi
+mv -T "$TMP" "$DIR" || fail "cannot rename $TMP to $DIR"
+trap - EXIT
+echo "sid-chroot: ready in ${ELAPSED}s: $DIR, Python $(echo "$VERSION" | head -1)" >&2
+echo "$DIR"

@@ -1,0 +1,544 @@
+"""Integration test harness: the interpreters to profile, and their targets.
+
+Fixtures
+  interp        parametrized over every interpreter we know of (see below);
+                an unavailable one is skipped, or fails under PBP_REQUIRE_ALL=1
+  start_target  start_target(interp, script, *args) -> (Popen, pid, ready_json)
+  pybpfprof     pybpfprof(*args, timeout=60) -> CompletedProcess (text)
+
+Interpreters
+  pyenv         $(pyenv root)/versions/* for 3.8 and later ("3.8", "3.12", ...)
+  debian        /usr/bin/python3.11, libpython linked in statically, stripped
+                ("3.11-debian-static")
+  sid chroot    /usr/bin/python3.14 in the chroot that scripts/sid-chroot.sh
+                builds and caches ("3.14-sid-chroot"), run as
+                `chroot DIR /usr/bin/python3.14`; /proc is mounted inside it
+                for the session and unmounted at its end.
+
+Which were used and which skipped, and why, is printed in the terminal summary.
+PBP_EXPECTED (comma-separated names) replaces the default list of interpreters
+that must be there; PBP_REQUIRE_ALL=1 makes a missing one a failure.
+"""
+
+import atexit
+import ctypes
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+TARGETS = os.path.join(HERE, "targets")
+PYBPFPROF = os.path.join(REPO, "build", "pybpfprof")
+SID_CHROOT_SH = os.path.join(REPO, "scripts", "sid-chroot.sh")
+
+MIN_VERSION = (3, 8)
+DEFAULT_EXPECTED = ["3.8", "3.9", "3.10", "3.11", "3.12", "3.13",
+                    "3.11-debian-static", "3.14-sid-chroot"]
+REQUIRE_ALL = os.environ.get("PBP_REQUIRE_ALL", "") not in ("", "0")
+READY_TIMEOUT = float(os.environ.get("PBP_READY_TIMEOUT", "60"))
+
+PROBE = ("import sys, json, threading; "
+         "print(json.dumps({'version': list(sys.version_info[:3]), "
+         "'executable': sys.executable, 'impl': sys.implementation.name}))")
+
+
+def _pdeathsig():
+    """In the child before exec: die with SIGKILL when the test runner dies.
+    The setting survives the exec of chroot and of python."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+class Interp(object):
+    """One interpreter.
+
+    name      "3.8", "3.11-debian-static", "3.14-sid-chroot", ...
+    argv      prefix that runs a script: argv + [script, args...]
+    version   (major, minor, micro)
+    root      host path of the root the interpreter sees ("/" unless chrooted)
+    executable          the interpreter's path as it sees it
+    host_executable     the same file seen from the host
+    kind      "pyenv", "debian" or "sid-chroot"
+    """
+
+    def __init__(self, name, kind, argv, root="/", executable=None):
+        self.name = name
+        self.kind = kind
+        self.argv = list(argv)
+        self.root = root
+        self.executable = executable or (argv[-1] if argv else None)
+        self.version = None
+        self.skip_reason = None  # set when the interpreter cannot be used
+        self.notes = ""
+
+    def __repr__(self):
+        return "Interp(%s)" % self.name
+
+    @property
+    def chrooted(self):
+        return self.root != "/"
+
+    @property
+    def host_executable(self):
+        return self.host_path(self.executable)
+
+    def host_path(self, path):
+        """A path as the interpreter sees it -> the same file from the host."""
+        if not self.chrooted:
+            return path
+        return os.path.join(self.root, path.lstrip("/"))
+
+    def interp_path(self, host_path):
+        """A host path inside the interpreter's root -> its path as it sees it."""
+        if not self.chrooted:
+            return host_path
+        rel = os.path.relpath(os.path.abspath(host_path), self.root)
+        if rel.startswith(".."):
+            raise ValueError("%s is outside %s" % (host_path, self.root))
+        return "/" + rel
+
+    def mkdtemp(self):
+        """A fresh directory the interpreter can read and write:
+        (host path, path as the interpreter sees it)."""
+        if not self.chrooted:
+            host = tempfile.mkdtemp(prefix="pbp-", dir=_session_tmp())
+        else:
+            base = os.path.join(self.root, "tmp", "pbp-tests", _SESSION_ID)
+            os.makedirs(base, exist_ok=True)
+            _cleanup_dirs.add(base)
+            host = tempfile.mkdtemp(prefix="pbp-", dir=base)
+        os.chmod(host, 0o777)
+        return host, self.interp_path(host)
+
+    def place(self, script):
+        """Make a script file readable by the interpreter; returns its path as
+        the interpreter sees it (a copy inside the chroot, else the file)."""
+        script = os.path.abspath(script)
+        if not self.chrooted:
+            return script
+        host, inside = self.mkdtemp()
+        shutil.copy(script, host)
+        return os.path.join(inside, os.path.basename(script))
+
+    def cmd(self, script_path, *args):
+        """argv running a script given by its path as the interpreter sees it."""
+        return self.argv + [script_path] + [str(a) for a in args]
+
+    def run(self, *args, **kwargs):
+        """Run the interpreter with arguments (e.g. "-c", code)."""
+        kwargs.setdefault("timeout", 60)
+        kwargs.setdefault("capture_output", True)
+        kwargs.setdefault("universal_newlines", True)
+        return subprocess.run(self.argv + list(args), **kwargs)
+
+
+# --- session state ---------------------------------------------------------
+
+_SESSION_ID = "%d-%s" % (os.getpid(), uuid.uuid4().hex[:8])
+_cleanup_dirs = set()
+_session_tmp_dir = []
+_proc_mounts = []         # chroot /proc mounts this session made
+_interps = None           # [Interp], all candidates, usable or not
+_ignored = []             # (what, reason): not candidates at all (too old)
+_used = {}                # name -> number of tests that ran with it
+_live_targets = {}        # pid -> Popen, every target not yet reaped
+
+
+def _session_tmp():
+    if not _session_tmp_dir:
+        _session_tmp_dir.append(tempfile.mkdtemp(prefix="pbp-tests-%s-" % _SESSION_ID))
+        _cleanup_dirs.add(_session_tmp_dir[0])
+    return _session_tmp_dir[0]
+
+
+def _probe(interp):
+    """Fill in interp.version, or interp.skip_reason when it does not run."""
+    try:
+        r = interp.run("-c", PROBE, timeout=30)
+    except (OSError, subprocess.SubprocessError) as e:
+        interp.skip_reason = "does not run: %s" % e
+        return
+    if r.returncode != 0:
+        err = (r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[-1]
+        interp.skip_reason = "does not run: %s" % err
+        return
+    info = json.loads(r.stdout.strip().splitlines()[-1])
+    interp.version = tuple(info["version"])
+    interp.executable = info["executable"] or interp.executable
+    if info["impl"] != "cpython":
+        interp.skip_reason = "not CPython (%s)" % info["impl"]
+    elif interp.version[:2] < MIN_VERSION:
+        interp.skip_reason = "unsupported version %s" % ".".join(map(str, interp.version))
+
+
+def _pyenv_root():
+    root = os.environ.get("PYENV_ROOT")
+    if not root and shutil.which("pyenv"):
+        try:
+            root = subprocess.run(["pyenv", "root"], capture_output=True,
+                                  universal_newlines=True, timeout=10).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            root = None
+    if not root and os.path.isdir("/root/.pyenv"):
+        root = "/root/.pyenv"
+    return root
+
+
+def _discover_pyenv():
+    found = []
+    root = _pyenv_root()
+    versions = os.path.join(root, "versions") if root else None
+    if not versions or not os.path.isdir(versions):
+        return found
+    for entry in sorted(os.listdir(versions)):
+        m = re.match(r"^(\d+)\.(\d+)(?:\.\d+)?(t?)$", entry)
+        if not m:
+            _ignored.append(("pyenv %s" % entry, "not a plain CPython version", entry))
+            continue
+        name = "%s.%s%s" % m.groups()
+        if (int(m.group(1)), int(m.group(2))) < MIN_VERSION:
+            _ignored.append(("pyenv %s" % entry, "unsupported (< 3.8)", name))
+            continue
+        if any(i.name == name for i in found):
+            name = entry
+        exe = os.path.join(versions, entry, "bin", "python3")
+        interp = Interp(name, "pyenv", [exe])
+        interp.notes = "pyenv %s" % entry
+        if not os.path.exists(exe):
+            interp.skip_reason = "%s missing" % exe
+        found.append(interp)
+    return found
+
+
+def _discover_debian():
+    exe = "/usr/bin/python3.11"
+    interp = Interp("3.11-debian-static", "debian", [exe])
+    if not os.path.exists(exe):
+        interp.skip_reason = "%s not installed (apt-get install python3.11)" % exe
+        return interp
+    try:
+        ldd = subprocess.run(["ldd", exe], capture_output=True,
+                             universal_newlines=True, timeout=10).stdout
+        stripped = b".symtab" not in open(exe, "rb").read()
+        interp.notes = "libpython %s, %s" % (
+            "shared" if "libpython" in ldd else "static",
+            "stripped" if stripped else "not stripped")
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return interp
+
+
+def _discover_sid_chroot():
+    interp = Interp("3.14-sid-chroot", "sid-chroot", [], executable="/usr/bin/python3.14")
+    if os.geteuid() != 0:
+        interp.skip_reason = "needs root for chroot"
+        return interp
+    t0 = time.monotonic()
+    try:
+        r = subprocess.run(["bash", SID_CHROOT_SH], capture_output=True,
+                           universal_newlines=True, timeout=3600)
+    except (OSError, subprocess.SubprocessError) as e:
+        interp.skip_reason = "scripts/sid-chroot.sh: %s" % e
+        return interp
+    if r.returncode != 0 or not r.stdout.strip():
+        lines = r.stderr.strip().splitlines()
+        why = [l for l in lines if "FAILED" in l] or lines[-1:] or ["exit %d" % r.returncode]
+        interp.skip_reason = why[-1]
+        return interp
+    root = r.stdout.strip().splitlines()[-1]
+    interp.root = root
+    interp.argv = ["chroot", root, "/usr/bin/python3.14"]
+    took = time.monotonic() - t0
+    interp.notes = "chroot %s%s" % (root, " (built in %.0fs)" % took if took > 5 else "")
+    try:
+        with open(os.path.join(root, ".pbp-stamp")) as f:
+            stamp = dict(l.split(": ", 1) for l in f.read().splitlines() if ": " in l)
+        interp.notes += ", package %s, built %s" % (
+            stamp.get("python3.14_package", "?"), stamp.get("built", "?"))
+    except OSError:
+        pass
+    _mount_proc(interp)
+    return interp
+
+
+def _mount_proc(interp):
+    """Mount /proc inside the chroot for this session. Mounts stack, so two
+    sessions sharing the chroot each mount and unmount their own."""
+    target = os.path.join(interp.root, "proc")
+    _umount_stale(interp.root)
+    r = subprocess.run(["mount", "-t", "proc", "proc", target],
+                       capture_output=True, universal_newlines=True)
+    if r.returncode != 0:
+        interp.notes += ", /proc NOT mounted inside: %s" % r.stderr.strip()
+    else:
+        _proc_mounts.append(target)
+
+
+def _umount_stale(root):
+    """Unmount /proc mounts left inside the chroot by sessions that were
+    killed, provided no process runs in the chroot now."""
+    target = os.path.join(root, "proc")
+    real = os.path.realpath(root)
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.readlink("/proc/%s/root" % entry) == real:
+                    return  # in use, maybe by another session: leave it be
+            except OSError:
+                pass
+    for _ in range(100):
+        if not os.path.ismount(target):
+            return
+        if subprocess.run(["umount", target], capture_output=True).returncode != 0:
+            return
+
+
+def _umount_procs():
+    while _proc_mounts:
+        target = _proc_mounts.pop()
+        if subprocess.run(["umount", target], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", target], capture_output=True)
+
+
+def _discover():
+    global _interps
+    if _interps is not None:
+        return _interps
+    found = _discover_pyenv() + [_discover_debian(), _discover_sid_chroot()]
+    for interp in found:
+        if interp.skip_reason is None:
+            _probe(interp)
+    names = set(i.name for i in found)
+    expected = [n.strip() for n in os.environ.get("PBP_EXPECTED", "").split(",") if n.strip()]
+    for name in expected or DEFAULT_EXPECTED:
+        if name not in names:
+            missing = Interp(name, "missing", [])
+            ignored = [why for what, why, n in _ignored if n == name]
+            if ignored:
+                missing.skip_reason = "expected but %s" % ignored[0]
+            else:
+                missing.skip_reason = "not found (expected: %s)" % (
+                    "pyenv install %s" % name if re.match(r"^\d+\.\d+$", name)
+                    else "see conftest.py")
+            found.append(missing)
+            names.add(name)
+    _interps = sorted(found, key=lambda i: (i.version or (99,), i.name))
+    return _interps
+
+
+def _kill_target(proc):
+    """SIGKILL the target's whole process group and reap it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    except PermissionError:
+        proc.kill()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+    _live_targets.pop(proc.pid, None)
+
+
+def _cleanup():
+    for proc in list(_live_targets.values()):
+        _kill_target(proc)
+    _umount_procs()
+    for d in sorted(_cleanup_dirs, reverse=True):
+        shutil.rmtree(d, ignore_errors=True)
+    _cleanup_dirs.clear()
+
+
+atexit.register(_cleanup)
+
+
+# --- pytest hooks ------------------------------------------------------------
+
+def pytest_report_header(config):
+    interps = _discover()
+    ok = [i.name for i in interps if not i.skip_reason]
+    bad = [i.name for i in interps if i.skip_reason]
+    return ["pybpfprof interpreters: %s%s" % (
+        ", ".join(ok) or "NONE", "; UNAVAILABLE: %s" % ", ".join(bad) if bad else "")]
+
+
+def pytest_generate_tests(metafunc):
+    if "interp" in metafunc.fixturenames:
+        interps = _discover()
+        metafunc.parametrize("interp", interps, ids=[i.name for i in interps],
+                             indirect=True)
+
+
+@pytest.fixture
+def interp(request):
+    it = request.param
+    if it.skip_reason:
+        msg = "interpreter %s unavailable: %s" % (it.name, it.skip_reason)
+        if REQUIRE_ALL:
+            pytest.fail(msg + " (PBP_REQUIRE_ALL=1)", pytrace=False)
+        pytest.skip(msg)
+    _used[it.name] = _used.get(it.name, 0) + 1
+    return it
+
+
+def pytest_sessionfinish(session, exitstatus):
+    _cleanup()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if _interps is None:
+        return
+    tr = terminalreporter
+    tr.section("pybpfprof interpreters", sep="=", bold=True)
+    for it in _interps:
+        if it.skip_reason:
+            continue
+        tr.write_line("USED     %-20s %-8s %s tests; %s; %s" % (
+            it.name, ".".join(map(str, it.version)), _used.get(it.name, 0),
+            " ".join(it.argv), it.notes), green=True)
+    for it in _interps:
+        if it.skip_reason:
+            tr.write_line("%s %-20s %s" % (
+                "FAILED  " if REQUIRE_ALL else "SKIPPED ", it.name, it.skip_reason),
+                red=True, bold=True)
+    for what, why, _ in _ignored:
+        tr.write_line("IGNORED  %-20s %s" % (what, why), yellow=True)
+    missing = [it.name for it in _interps if it.skip_reason]
+    if missing:
+        tr.write_line("!!! %d interpreter(s) NOT TESTED: %s%s" % (
+            len(missing), ", ".join(missing),
+            "" if REQUIRE_ALL else "  (PBP_REQUIRE_ALL=1 makes this a failure)"),
+            red=True, bold=True)
+
+
+# --- targets -------------------------------------------------------------------
+
+def _task_alive(pid, tid):
+    return os.path.exists("/proc/%d/task/%d" % (pid, tid))
+
+
+class TargetStarter(object):
+    """start_target(interp, script, *args) -> (Popen, pid, ready JSON).
+
+    script: a host path, or a bare name under tests/integration/targets/.
+    The ready file's path (as the interpreter sees it) is in $PBP_READY.
+    Waits until the JSON is there and, when it names a "reporter" thread,
+    until that thread is gone. The pid is the Python process's, as the host
+    sees it (chroot execs the interpreter, so it is Popen.pid; checked
+    against the JSON's "pid" when it has one). Every target is SIGKILLed
+    and reaped at teardown."""
+
+    def __init__(self):
+        self.procs = []
+
+    def __call__(self, interp, script, *args, **kwargs):
+        timeout = kwargs.pop("timeout", READY_TIMEOUT)
+        env = dict(os.environ, **kwargs.pop("env", {}))
+        if kwargs:
+            raise TypeError("unexpected arguments %s" % sorted(kwargs))
+        if not os.path.isabs(script) and not os.path.exists(script):
+            script = os.path.join(TARGETS, script)
+        inside = interp.place(script)
+        host_dir, in_dir = interp.mkdtemp()
+        ready_host = os.path.join(host_dir, "ready.json")
+        env["PBP_READY"] = os.path.join(in_dir, "ready.json")
+        env.pop("PYTHONHOME", None)
+        env.pop("PYTHONPATH", None)
+        out = open(os.path.join(host_dir, "stdout"), "w")
+        err = open(os.path.join(host_dir, "stderr"), "w")
+        try:
+            proc = subprocess.Popen(interp.cmd(inside, *args), env=env, stdout=out,
+                                    stderr=err, stdin=subprocess.DEVNULL,
+                                    start_new_session=True, preexec_fn=_pdeathsig)
+        finally:
+            out.close()
+            err.close()
+        self.procs.append(proc)
+        _live_targets[proc.pid] = proc
+
+        def stderr_tail():
+            with open(os.path.join(host_dir, "stderr")) as f:
+                return f.read()[-2000:]
+
+        deadline = time.monotonic() + timeout
+        while not os.path.exists(ready_host):
+            if proc.poll() is not None:
+                pytest.fail("target %s on %s exited %s before it was ready:\n%s" % (
+                    os.path.basename(script), interp.name, proc.returncode,
+                    stderr_tail()), pytrace=False)
+            if time.monotonic() > deadline:
+                pytest.fail("target %s on %s not ready after %gs:\n%s" % (
+                    os.path.basename(script), interp.name, timeout, stderr_tail()),
+                    pytrace=False)
+            time.sleep(0.02)
+        with open(ready_host) as f:
+            ready = json.load(f)
+        if "error" in ready:
+            pytest.fail("target %s on %s failed: %s\n%s" % (
+                os.path.basename(script), interp.name, ready["error"], stderr_tail()),
+                pytrace=False)
+        pid = proc.pid
+        if "pid" in ready and ready["pid"] != pid:
+            pytest.fail("target reports pid %s but Popen.pid is %s: the launcher "
+                        "did not exec the interpreter" % (ready["pid"], pid),
+                        pytrace=False)
+        reporter = ready.get("reporter")
+        if reporter:
+            while _task_alive(pid, reporter["native_id"]):
+                if time.monotonic() > deadline:
+                    pytest.fail("reporter thread of %s did not exit" % script,
+                                pytrace=False)
+                time.sleep(0.01)
+        return proc, pid, ready
+
+    def stop_all(self):
+        while self.procs:
+            _kill_target(self.procs.pop())
+
+
+@pytest.fixture
+def start_target():
+    starter = TargetStarter()
+    try:
+        yield starter
+    finally:
+        starter.stop_all()
+
+
+# --- pybpfprof -----------------------------------------------------------------
+
+def pybpfprof(*args, **kwargs):
+    """Run build/pybpfprof with the arguments; CompletedProcess with text
+    stdout/stderr. Fails the test when it is not built or times out."""
+    timeout = kwargs.pop("timeout", 60)
+    if not os.access(PYBPFPROF, os.X_OK):
+        pytest.fail("%s is not built (make all)" % os.path.relpath(PYBPFPROF, REPO),
+                    pytrace=False)
+    cmd = [PYBPFPROF] + [str(a) for a in args]
+    try:
+        return subprocess.run(cmd, capture_output=True, universal_newlines=True,
+                              timeout=timeout, **kwargs)
+    except subprocess.TimeoutExpired as e:
+        def text(b):
+            return b.decode(errors="replace") if isinstance(b, bytes) else (b or "")
+        pytest.fail("pybpfprof %s timed out after %gs\nstdout:\n%s\nstderr:\n%s" % (
+            " ".join(cmd[1:]), timeout, text(e.stdout)[-2000:], text(e.stderr)[-2000:]),
+            pytrace=False)
+
+
+@pytest.fixture(name="pybpfprof")
+def pybpfprof_fixture():
+    return pybpfprof

@@ -1,0 +1,478 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pyver.c: the generated table for 3.8-3.12, and the _Py_DebugOffsets reader
+ * for 3.13+ checked against what offsetof() says on the same versions'
+ * headers (the crosscheck block of offsets_gen.h) using real tables dumped
+ * from those interpreters (data/debug_offsets_3.*.bin, by gen-offsets.sh).
+ * Run from tests/unit.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "unit.h"
+#include "pyprof.h"
+#define PYVER_GEN_CROSSCHECK
+#include "../../user/offsets_gen.h"
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Byte positions in the 3.13 layout (pycore_runtime.h), for targeted damage. */
+#define D13_VERSION 8
+#define D13_FREE_THREADED 16
+#define D13_INTERP 48           /* interpreter_state block */
+#define D13_THREAD 152          /* thread_state block */
+#define D13_FRAME 224           /* interpreter_frame block */
+#define D13_CODE 272            /* code_object block */
+#define D13_UNICODE 536         /* unicode_object block */
+#define D13_SIZE 584
+
+static uint64_t xorshift_state = 0x9e3779b97f4a7c15ull;
+
+/* Fixed-seed generator: the fuzz loop must be the same on every run. */
+static uint64_t rnd(void)
+{
+	uint64_t x = xorshift_state;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return xorshift_state = x;
+}
+
+static uint8_t *load(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *buf = NULL;
+	long n;
+
+	*len = 0;
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0) {
+		buf = malloc((size_t)n);
+		if (buf && fread(buf, 1, (size_t)n, f) == (size_t)n)
+			*len = (size_t)n;
+	}
+	fclose(f);
+	if (!*len) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+static void put64(uint8_t *blob, size_t off, uint64_t val)
+{
+	memcpy(blob + off, &val, sizeof(val));
+}
+
+static uint64_t get64(const uint8_t *blob, size_t off)
+{
+	uint64_t val;
+
+	memcpy(&val, blob + off, sizeof(val));
+	return val;
+}
+
+/* A generated "absent" is PYVER_NOOFF in struct pyver, PBP_NOOFF in the kernel's. */
+static unsigned k_of(uint32_t gen)
+{
+	return gen == PYGEN_NONE ? PBP_NOOFF : gen;
+}
+
+static unsigned u8_of(uint32_t gen)
+{
+	return gen == PYGEN_NONE ? 0xff : gen;
+}
+
+/* Everything offsetof() knows must come out of either path unchanged. */
+static void check_against_gen(const struct pyver_gen *g, const struct pyver *v)
+{
+	CHECK_EQ_INT(v->major, 3);
+	CHECK_EQ_INT(v->minor, g->minor);
+	CHECK_EQ_INT(v->rt_interpreters_head, g->rt_interpreters_head);
+	CHECK_EQ_INT(v->rt_gil, g->rt_gil);
+	CHECK_EQ_INT(v->rt_size, g->rt_size);
+	CHECK_EQ_INT(v->is_next, g->is_next);
+	CHECK_EQ_INT(v->is_threads_head, g->is_threads_head);
+	CHECK_EQ_INT(v->is_id, g->is_id);
+	CHECK_EQ_INT(v->is_ceval_gil, g->is_ceval_gil);
+	CHECK_EQ_INT(v->is_size, g->is_size);
+	CHECK_EQ_INT(v->gil_locked, g->gil_locked);
+	CHECK_EQ_INT(v->gil_last_holder, g->gil_last_holder);
+	CHECK_EQ_INT(v->gil_mutex, g->gil_mutex);
+	CHECK_EQ_INT(v->gil_cond, g->gil_cond);
+	CHECK_EQ_INT(v->gil_size, g->gil_size);
+	CHECK_EQ_INT(v->ts_next, g->ts_next);
+	CHECK_EQ_INT(v->ts_interp, g->ts_interp);
+	CHECK_EQ_INT(v->ts_thread_id, g->ts_thread_id);
+	CHECK_EQ_INT(v->ts_native_thread_id, g->ts_native_thread_id);
+	CHECK_EQ_INT(v->ts_size, g->ts_size);
+	CHECK_EQ_INT(v->k.ts_frame, k_of(g->ts_frame));
+	CHECK_EQ_INT(v->k.cframe_current, k_of(g->cframe_current));
+	CHECK_EQ_INT(v->k.fr_previous, k_of(g->fr_previous));
+	CHECK_EQ_INT(v->k.fr_code, k_of(g->fr_code));
+	CHECK_EQ_INT(v->k.fr_instr, k_of(g->fr_instr));
+	CHECK_EQ_INT(v->k.fr_owner, k_of(g->fr_owner));
+	CHECK_EQ_INT(v->k.fr_is_entry, k_of(g->fr_is_entry));
+	CHECK_EQ_INT(v->k.code_firstlineno, k_of(g->code_firstlineno));
+	CHECK_EQ_INT(v->k.code_name, k_of(g->code_name));
+	CHECK_EQ_INT(v->k.owner_cstack, u8_of(g->owner_cstack));
+	CHECK_EQ_INT(v->k.owner_interp, u8_of(g->owner_interp));
+	CHECK_EQ_INT(v->k.exec_tag_bits, g->exec_tag_bits == PYGEN_NONE ? 0 : g->exec_tag_bits);
+	CHECK_EQ_INT(v->k.instr_is_int, g->minor <= 10);
+	CHECK_EQ_INT(v->fr_size, g->fr_size);
+	CHECK_EQ_INT(v->code_filename, g->code_filename);
+	CHECK_EQ_INT(v->code_name, g->code_name);
+	CHECK_EQ_INT(v->code_qualname, g->code_qualname);
+	CHECK_EQ_INT(v->code_linetable, g->code_linetable);
+	CHECK_EQ_INT(v->code_code, g->code_code);
+	CHECK_EQ_INT(v->code_code_adaptive, g->code_code_adaptive);
+	CHECK_EQ_INT(v->code_size, g->code_size);
+	CHECK_EQ_INT(v->ob_type, g->ob_type);
+	CHECK_EQ_INT(v->bytes_size, g->bytes_size);
+	CHECK_EQ_INT(v->bytes_sval, g->bytes_sval);
+	CHECK_EQ_INT(v->unicode_state, g->unicode_state);
+	CHECK_EQ_INT(v->unicode_length, g->unicode_length);
+	CHECK_EQ_INT(v->ascii_size, g->ascii_size);
+	CHECK_EQ_INT(v->compact_size, g->compact_size);
+	CHECK_EQ_INT(v->lt_kind, g->minor <= 9 ? LT_LNOTAB :
+		     g->minor == 10 ? LT_LINETABLE310 : LT_LOCATIONS);
+}
+
+/* Facts each version must have whichever way its layout was found. */
+static void check_version_facts(const struct pyver *v)
+{
+	bool has_iframe = v->minor >= 11;
+
+	CHECK(v->k.ts_frame != PBP_NOOFF && v->k.fr_previous != PBP_NOOFF);
+	CHECK(v->k.fr_code != PBP_NOOFF && v->k.fr_instr != PBP_NOOFF);
+	CHECK(v->k.code_name != PBP_NOOFF && v->k.code_firstlineno != PBP_NOOFF);
+	CHECK_EQ_INT(v->k.cframe_current != PBP_NOOFF, v->minor == 11 || v->minor == 12);
+	CHECK_EQ_INT(v->k.fr_is_entry != PBP_NOOFF, v->minor == 11);
+	CHECK_EQ_INT(v->k.fr_owner != PBP_NOOFF, has_iframe);
+	CHECK_EQ_INT(v->rt_gil != PYVER_NOOFF, v->minor <= 11);
+	CHECK_EQ_INT(v->is_ceval_gil != PYVER_NOOFF, v->minor >= 12);
+	CHECK_EQ_INT(v->ts_native_thread_id != PYVER_NOOFF, has_iframe);
+	CHECK_EQ_INT(v->code_qualname != PYVER_NOOFF, has_iframe);
+	CHECK_EQ_INT(v->code_code != PYVER_NOOFF, !has_iframe);
+	CHECK_EQ_INT(v->code_code_adaptive != PYVER_NOOFF, has_iframe);
+	CHECK_EQ_INT(v->k.owner_cstack, v->minor == 12 || v->minor == 13 ? 3 : v->minor == 14 ? 4 : 0xff);
+	CHECK_EQ_INT(v->k.owner_interp, v->minor == 14 ? 3 : 0xff);
+	CHECK_EQ_INT(v->k.exec_tag_bits, v->minor == 14 ? 3 : 0);
+	CHECK_EQ_INT(v->from_debug_offsets, v->minor >= 13);
+	/* Every kernel offset must leave room for what it reads. */
+	CHECK(v->k.ts_frame + 8u <= v->ts_size);
+	CHECK(v->k.fr_previous + 8u <= v->fr_size && v->k.fr_code + 8u <= v->fr_size);
+	CHECK(v->k.fr_instr + 4u <= v->fr_size);
+	CHECK(v->k.code_name + 8u <= v->code_size && v->k.code_firstlineno + 4u <= v->code_size);
+	CHECK(v->gil_locked + 4 <= v->gil_size && v->gil_last_holder + 8 <= v->gil_size);
+}
+
+static void test_table(void)
+{
+	struct pyver v;
+
+	for (size_t i = 0; i < ARRAY_LEN(pyver_gen_table); i++) {
+		const struct pyver_gen *g = &pyver_gen_table[i];
+
+		CHECK_EQ_INT(pyver_from_table(3, g->minor, 4, &v), 0);
+		CHECK_EQ_INT(v.micro, 4);
+		CHECK_EQ_INT(v.hexversion, 0x03000000u | g->minor << 16 | 4 << 8 | 0xf0);
+		check_against_gen(g, &v);
+		check_version_facts(&v);
+	}
+	CHECK_EQ_INT(ARRAY_LEN(pyver_gen_table), 5);
+	/* 3.13+ must come from the target; 3.7 and 2.x are not supported. */
+	CHECK_EQ_INT(pyver_from_table(3, 13, 0, &v), -PBP_E_VERSION);
+	CHECK_EQ_INT(pyver_from_table(3, 14, 0, &v), -PBP_E_VERSION);
+	CHECK_EQ_INT(pyver_from_table(3, 7, 16, &v), -PBP_E_VERSION);
+	CHECK_EQ_INT(pyver_from_table(2, 8, 0, &v), -PBP_E_VERSION);
+	CHECK_EQ_INT(pyver_from_table(4, 8, 0, &v), -PBP_E_VERSION);
+}
+
+/* A few well-known values, so that a regenerated table that drifted shows. */
+static void test_table_spot_values(void)
+{
+	struct pyver v;
+
+	CHECK_EQ_INT(pyver_from_table(3, 8, 18, &v), 0);
+	CHECK_EQ_INT(v.k.fr_instr, 104);        /* PyFrameObject.f_lasti */
+	CHECK_EQ_INT(v.k.ts_frame, 24);
+	CHECK_EQ_INT(pyver_from_table(3, 10, 13, &v), 0);
+	CHECK_EQ_INT(v.k.fr_instr, 96);
+	CHECK_EQ_INT(pyver_from_table(3, 11, 7, &v), 0);
+	CHECK_EQ_INT(v.k.ts_frame, 56);         /* tstate->cframe */
+	CHECK_EQ_INT(v.k.cframe_current, 8);
+	CHECK_EQ_INT(v.k.fr_is_entry, 68);
+	CHECK_EQ_INT(pyver_from_table(3, 12, 1, &v), 0);
+	CHECK_EQ_INT(v.k.cframe_current, 0);
+	CHECK_EQ_INT(v.k.fr_code, 0);
+	CHECK_EQ_INT(v.gil_locked, 16);
+	CHECK_EQ_INT(v.gil_mutex, 80);
+}
+
+/* The real table of the interpreter each crosscheck entry was probed from. */
+static uint8_t *load_fixture(unsigned minor, size_t *len)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "data/debug_offsets_3.%u.bin", minor);
+	return load(path, len);
+}
+
+static void test_crosscheck(void)
+{
+	for (size_t i = 0; i < ARRAY_LEN(pyver_gen_crosscheck); i++) {
+		const struct pyver_gen *g = &pyver_gen_crosscheck[i];
+		struct pyver v;
+		size_t len;
+		uint8_t *blob = load_fixture(g->minor, &len);
+
+		CHECK(blob != NULL);
+		if (!blob)
+			continue;
+		CHECK_EQ_INT(pyver_from_debug_offsets(blob, len, &v), 0);
+		CHECK_EQ_INT(v.hexversion, g->hexversion);
+		CHECK_EQ_INT(v.micro, g->micro);
+		check_against_gen(g, &v);
+		check_version_facts(&v);
+		free(blob);
+	}
+	CHECK(ARRAY_LEN(pyver_gen_crosscheck) >= 1);
+	CHECK_EQ_INT(pyver_gen_crosscheck[0].minor, 13);
+}
+
+/* Exact-size heap copy, so that ASan sees any read past len. */
+static int parse_copy(const uint8_t *blob, size_t len, struct pyver *v)
+{
+	uint8_t *copy = malloc(len ? len : 1);
+	int err;
+
+	memcpy(copy, blob, len);
+	err = pyver_from_debug_offsets(copy, len, v);
+	free(copy);
+	return err;
+}
+
+static int parse_with(const uint8_t *base, size_t len, size_t off, uint64_t val)
+{
+	uint8_t *copy = malloc(len);
+	struct pyver v;
+	int err;
+
+	memcpy(copy, base, len);
+	put64(copy, off, val);
+	err = pyver_from_debug_offsets(copy, len, &v);
+	free(copy);
+	return err;
+}
+
+static void test_truncated(const uint8_t *b, size_t len)
+{
+	struct pyver v;
+
+	CHECK_EQ_INT(pyver_from_debug_offsets(NULL, 0, &v), -PBP_E_CORRUPT);
+	CHECK_EQ_INT(parse_copy(b, 0, &v), -PBP_E_CORRUPT);
+	CHECK_EQ_INT(parse_copy(b, 8, &v), -PBP_E_CORRUPT);
+	CHECK_EQ_INT(parse_copy(b, 23, &v), -PBP_E_CORRUPT);
+	CHECK_EQ_INT(parse_copy(b, 24, &v), -PBP_E_CORRUPT);
+	CHECK_EQ_INT(parse_copy(b, len - 1, &v), -PBP_E_CORRUPT);
+	CHECK_EQ_INT(parse_copy(b, len, &v), 0);
+	for (size_t n = 0; n < len; n += 7)
+		CHECK_EQ_INT(parse_copy(b, n, &v), -PBP_E_CORRUPT);
+}
+
+static void test_header(const uint8_t *b, size_t len)
+{
+	uint8_t *copy = malloc(len);
+	struct pyver v;
+
+	memcpy(copy, b, len);
+	copy[0] = 'y';
+	CHECK_EQ_INT(pyver_from_debug_offsets(copy, len, &v), -PBP_E_CORRUPT);
+	free(copy);
+	/* 3.12 never had the table; 3.15's layout is unknown; 3.13 alphas moved it. */
+	CHECK_EQ_INT(parse_with(b, len, D13_VERSION, 0x030c01f0), -PBP_E_VERSION);
+	CHECK_EQ_INT(parse_with(b, len, D13_VERSION, 0x030f00f0), -PBP_E_VERSION);
+	CHECK_EQ_INT(parse_with(b, len, D13_VERSION, 0x040d00f0), -PBP_E_VERSION);
+	CHECK_EQ_INT(parse_with(b, len, D13_VERSION, 0x030d00a1), -PBP_E_VERSION);
+	CHECK_EQ_INT(parse_with(b, len, D13_VERSION, 0x030d00b1), 0);
+	CHECK_EQ_INT(parse_with(b, len, D13_VERSION, 0x030d05c2), 0);
+	CHECK_EQ_INT(parse_with(b, len, D13_VERSION, 0x030d0000), -PBP_E_CORRUPT);
+	CHECK_EQ_INT(parse_with(b, len, D13_VERSION, 0x1030d00f0ull), -PBP_E_CORRUPT);
+	/* 3.14 in a 584-byte 3.13 table: too short for the 3.14 layout. */
+	CHECK_EQ_INT(parse_with(b, len, D13_VERSION, 0x030e00f0), -PBP_E_CORRUPT);
+	CHECK_EQ_INT(parse_with(b, len, D13_FREE_THREADED, 1), -PBP_E_VERSION);
+	CHECK_EQ_INT(parse_with(b, len, D13_FREE_THREADED, 2), -PBP_E_CORRUPT);
+	CHECK_EQ_INT(parse_with(b, len, D13_FREE_THREADED, ~0ull), -PBP_E_CORRUPT);
+}
+
+static void test_bad_offsets(const uint8_t *b, size_t len)
+{
+	uint64_t frame_size = get64(b, D13_FRAME);
+	uint64_t code_size = get64(b, D13_CODE);
+	uint64_t gil = get64(b, D13_INTERP + 9 * 8);
+
+	/* owner one past the end; instr_ptr whose 8 bytes straddle the end. */
+	CHECK_EQ_INT(parse_with(b, len, D13_FRAME + 5 * 8, frame_size), -PBP_E_CORRUPT);
+	CHECK_EQ_INT(parse_with(b, len, D13_FRAME + 3 * 8, frame_size - 4), -PBP_E_CORRUPT);
+	CHECK_EQ_INT(parse_with(b, len, D13_FRAME + 3 * 8, frame_size - 8), 0);
+	CHECK_EQ_INT(parse_with(b, len, D13_CODE + 2 * 8, code_size + 100), -PBP_E_CORRUPT);
+	CHECK_EQ_INT(parse_with(b, len, D13_CODE + 2 * 8, ~0ull), -PBP_E_CORRUPT);
+	/* A word the profiler never reads (gc) is still checked. */
+	CHECK_EQ_INT(parse_with(b, len, D13_INTERP + 4 * 8, 1ull << 62), -PBP_E_CORRUPT);
+	/* GIL fields before the GIL they belong to. */
+	CHECK_EQ_INT(parse_with(b, len, D13_INTERP + 11 * 8, gil - 1), -PBP_E_CORRUPT);
+	CHECK_EQ_INT(parse_with(b, len, D13_INTERP + 12 * 8, 0), -PBP_E_CORRUPT);
+	/* A PyASCIIObject too small for its own length field. */
+	CHECK_EQ_INT(parse_with(b, len, D13_UNICODE + 3 * 8, 8), -PBP_E_CORRUPT);
+}
+
+static void test_bad_sizes(const uint8_t *b, size_t len)
+{
+	CHECK_EQ_INT(parse_with(b, len, D13_THREAD, 0), -PBP_E_CORRUPT);
+	CHECK_EQ_INT(parse_with(b, len, D13_THREAD, 1ull << 40), -PBP_E_CORRUPT);
+	CHECK_EQ_INT(parse_with(b, len, D13_THREAD, ~0ull), -PBP_E_CORRUPT);
+	/* 64 KiB: offsets could reach 0xffff, the kernel's "absent". */
+	CHECK_EQ_INT(parse_with(b, len, D13_FRAME, 0x10000), -PBP_E_CORRUPT);
+	CHECK_EQ_INT(parse_with(b, len, D13_FRAME, 0xffff), 0);
+	CHECK_EQ_INT(parse_with(b, len, D13_INTERP, 1ull << 32), -PBP_E_CORRUPT);
+	/* Sizes that cut off fields the profiler reads. */
+	CHECK_EQ_INT(parse_with(b, len, D13_FRAME, 8), -PBP_E_CORRUPT);
+	CHECK_EQ_INT(parse_with(b, len, D13_UNICODE, 41), -PBP_E_CORRUPT);
+}
+
+/* What the caller does: read pyver_debug_offsets_max() bytes whatever the version. */
+static void test_longer_read(const uint8_t *b, size_t len)
+{
+	size_t max = pyver_debug_offsets_max();
+	uint8_t *big = calloc(1, max);
+	struct pyver v;
+
+	CHECK_EQ_INT(max, 760);
+	memcpy(big, b, len < max ? len : max);
+	CHECK_EQ_INT(pyver_from_debug_offsets(big, max, &v), 0);
+	CHECK_EQ_INT(v.minor, 13);
+	free(big);
+}
+
+/* A parse that succeeded must only ever hand out offsets inside their structs. */
+static int sane(const struct pyver *v)
+{
+	const struct pbp_offsets *k = &v->k;
+
+	return k->ts_frame < v->ts_size && k->fr_previous < v->fr_size &&
+	       k->fr_code < v->fr_size && k->fr_instr < v->fr_size &&
+	       k->fr_owner < v->fr_size && k->code_name < v->code_size &&
+	       k->code_firstlineno < v->code_size && v->ts_thread_id < v->ts_size &&
+	       v->is_threads_head < v->is_size && v->rt_interpreters_head < v->rt_size &&
+	       v->code_code_adaptive < v->code_size && v->ascii_size < v->compact_size;
+}
+
+static void mutate(uint8_t *buf, size_t len, const uint8_t *orig)
+{
+	size_t nwords = len / 8;
+	unsigned edits = 1 + rnd() % 4;
+
+	for (unsigned e = 0; e < edits; e++) {
+		size_t w = rnd() % nwords;
+		uint64_t old = get64(orig, w * 8);
+
+		switch (rnd() % 6) {
+		case 0: buf[rnd() % len] ^= (uint8_t)(1u << (rnd() % 8)); break;
+		case 1: put64(buf, w * 8, rnd()); break;
+		case 2: put64(buf, w * 8, old + 1 + rnd() % 16); break;
+		case 3: put64(buf, w * 8, old ? old - 1 - rnd() % old : 0); break;
+		case 4: put64(buf, w * 8, (uint64_t)1 << (rnd() % 64)); break;
+		default: put64(buf, w * 8, rnd() % 0x20000); break;
+		}
+	}
+}
+
+/* 10k damaged tables: rejected or sane, never a crash or an out-of-bounds read. */
+static void test_fuzz(const uint8_t *orig, size_t len)
+{
+	unsigned accepted = 0, insane = 0;
+
+	for (int i = 0; i < 10000; i++) {
+		size_t n = rnd() % 8 ? len : rnd() % (len + 1);
+		uint8_t *buf = malloc(len);
+		struct pyver v;
+		int err;
+
+		memcpy(buf, orig, len);
+		mutate(buf, len, orig);
+		err = pyver_from_debug_offsets(buf, n, &v);
+		if (err == 0) {
+			accepted++;
+			insane += !sane(&v);
+		} else if (err != -PBP_E_CORRUPT && err != -PBP_E_VERSION) {
+			insane++;
+		}
+		free(buf);
+	}
+	CHECK_EQ_INT(insane, 0);
+	/* Harmless mutations must still pass, or the checks reject too much. */
+	CHECK(accepted > 0);
+}
+
+static void test_instr_offset(void)
+{
+	struct pyver v;
+
+	CHECK_EQ_INT(pyver_from_table(3, 9, 18, &v), 0);
+	CHECK_EQ_INT(pyver_instr_offset(&v, 0x1000, 10), 10);
+	CHECK_EQ_INT(pyver_instr_offset(&v, 0x1000, 0xffffffffu), -1);    /* f_lasti -1 */
+	CHECK_EQ_INT(pyver_instr_offset(&v, 0x1000, 0xffffffffffffffffull), -1);
+	CHECK_EQ_INT(pyver_from_table(3, 10, 13, &v), 0);
+	CHECK_EQ_INT(pyver_instr_offset(&v, 0x1000, 10), 20);
+	CHECK_EQ_INT(pyver_instr_offset(&v, 0x1000, 0), 0);
+	CHECK_EQ_INT(pyver_instr_offset(&v, 0x1000, 0x7fffffff), -1);      /* absurd */
+	CHECK_EQ_INT(pyver_from_table(3, 11, 7, &v), 0);
+	CHECK_EQ_INT(pyver_instr_offset(&v, 0x1000, 0x1000 + v.code_code_adaptive + 6), 6);
+	/* prev_instr before the first instruction: nothing has run yet. */
+	CHECK_EQ_INT(pyver_instr_offset(&v, 0x1000, 0x1000 + v.code_code_adaptive - 2), -1);
+	CHECK_EQ_INT(pyver_instr_offset(&v, 0x1000, 0), -1);
+	CHECK_EQ_INT(pyver_instr_offset(&v, 0x1000, 0x1000 + v.code_code_adaptive + (1ull << 40)), -1);
+	CHECK_EQ_INT(pyver_instr_offset(&v, ~0ull - 8, 4), -1);
+}
+
+static void test_instr_offset_313(const uint8_t *b, size_t len)
+{
+	struct pyver v;
+
+	CHECK_EQ_INT(pyver_from_debug_offsets(b, len, &v), 0);
+	CHECK_EQ_INT(pyver_instr_offset(&v, 0x7f0000, 0x7f0000 + v.code_code_adaptive + 40), 40);
+	CHECK_EQ_INT(pyver_instr_offset(&v, 0x7f0000, 0x7f0000), -1);
+}
+
+int main(void)
+{
+	size_t len13 = 0, len14 = 0;
+	uint8_t *b13 = load_fixture(13, &len13);
+	uint8_t *b14 = load_fixture(14, &len14);
+
+	test_table();
+	test_table_spot_values();
+	test_crosscheck();
+	test_instr_offset();
+	CHECK(b13 != NULL && len13 == D13_SIZE);
+	if (b13 && len13 == D13_SIZE) {
+		test_truncated(b13, len13);
+		test_header(b13, len13);
+		test_bad_offsets(b13, len13);
+		test_bad_sizes(b13, len13);
+		test_longer_read(b13, len13);
+		test_instr_offset_313(b13, len13);
+		test_fuzz(b13, len13);
+	}
+	CHECK(b14 != NULL && len14 == 760);
+	if (b14 && len14 == 760) {
+		test_truncated(b14, len14);
+		test_fuzz(b14, len14);
+	}
+	free(b13);
+	free(b14);
+	return unit_done("pyver");
+}

@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `pybpfprof dump`: every thread's stack, read once from outside without
+ * stopping the target.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pyprof.h"
+
+#define DUMP_FRAMES 4096
+
+struct dump_thread {
+	struct pythread t;
+	char name[64];
+	char state;             /* from /proc: R, S, D, ... */
+	bool holds_gil;
+	struct pbp_frame *frames;
+	size_t nframes;
+	int err;                /* the walk failed part way: frames are what was read */
+};
+
+/* Kernel scheduler state of a thread, '?' if it is gone. */
+char proc_thread_state(pid_t pid, pid_t tid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	f = fopen(path, "re");
+	if (!f)
+		return '?';
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');     /* comm may hold spaces and parentheses */
+	return p && p[1] == ' ' && p[2] ? p[2] : '?';
+}
+
+void proc_thread_comm(pid_t pid, pid_t tid, char *out, size_t len)
+{
+	char path[64];
+	FILE *f;
+
+	out[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	if (fgets(out, (int)len, f))
+		out[strcspn(out, "\n")] = '\0';
+	fclose(f);
+}
+
+static void json_str(FILE *o, const char *s)
+{
+	fputc('"', o);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(o, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(o, "\\u%04x", c);
+		else
+			fputc(c, o);
+	}
+	fputc('"', o);
+}
+
+static void print_frame_text(FILE *o, const char *name, const char *file, int line)
+{
+	if (line >= 0)
+		fprintf(o, "    %s (%s:%d)\n", name, file, line);
+	else
+		fprintf(o, "    %s (%s)\n", name, file);
+}
+
+static void print_frame_json(FILE *o, const char *name, const char *file, int line, bool first)
+{
+	fputs(first ? "\n        {" : ",\n        {", o);
+	fputs("\"function\": ", o);
+	json_str(o, name);
+	fputs(", \"file\": ", o);
+	json_str(o, file);
+	fprintf(o, ", \"line\": %d}", line);
+}
+
+static void print_frames(FILE *o, struct pyproc *p, const struct dump_thread *d, bool json)
+{
+	for (size_t i = 0; i < d->nframes; i++) {
+		int err;
+		const struct codeinfo *ci = codecache_get(p->codes, p, d->frames[i].code, NULL, &err);
+		const char *name = ci ? ci->name : "<unreadable>";
+		const char *file = ci ? ci->file : "<unreadable>";
+		int line = ci ? frame_line(p, ci, d->frames[i].instr) : -1;
+
+		if (json)
+			print_frame_json(o, name, file, line, i == 0);
+		else
+			print_frame_text(o, name, file, line);
+	}
+}
+
+static void print_thread(FILE *o, struct pyproc *p, const struct dump_thread *d, bool json, bool first)
+{
+	bool oncpu = d->state == 'R';
+
+	if (json) {
+		fprintf(o, "%s\n    {\"tid\": %d, \"interpreter\": %lld, \"name\": ", first ? "" : ",",
+			(int)d->t.tid, (long long)d->t.interp_id);
+		json_str(o, d->name);
+		fprintf(o, ", \"on_cpu\": %s, \"holds_gil\": %s, \"state\": \"%c\", \"error\": ",
+			oncpu ? "true" : "false", d->holds_gil ? "true" : "false", d->state);
+		if (d->err)
+			json_str(o, pbp_strerror(d->err));
+		else
+			fputs("null", o);
+		fputs(", \"frames\": [", o);
+		print_frames(o, p, d, true);
+		fputs("]}", o);
+		return;
+	}
+	fprintf(o, "Thread %d \"%s\" (interpreter %lld, %s, %s)%s%s\n", (int)d->t.tid, d->name,
+		(long long)d->t.interp_id, oncpu ? "on CPU" : "off CPU",
+		d->holds_gil ? "holds the GIL" : "no GIL", d->err ? ": stack incomplete: " : "",
+		d->err ? pbp_strerror(d->err) : "");
+	print_frames(o, p, d, false);
+	if (d->nframes == 0 && !d->err)
+		fputs("    (no Python frames)\n", o);
+}
+
+static void collect(struct pyproc *p, struct dump_thread *d)
+{
+	struct gilstate g;
+
+	d->frames = calloc(DUMP_FRAMES, sizeof(*d->frames));
+	if (!d->frames) {
+		d->err = -PBP_E_NOMEM;
+		return;
+	}
+	if (d->t.tid) {
+		d->state = proc_thread_state(p->pid, d->t.tid);
+		proc_thread_comm(p->pid, d->t.tid, d->name, sizeof(d->name));
+	} else {
+		d->state = '?';
+	}
+	if (pygil_read(p, d->t.interp, &g) == 0 && g.known)
+		d->holds_gil = g.locked && g.holder == d->t.tstate;
+	if (d->t.frame)
+		d->err = stack_walk(p, d->t.frame, d->frames, DUMP_FRAMES, &d->nframes);
+}
+
+int dump_process(struct pyproc *p, FILE *o, bool json)
+{
+	struct pythread *ts = calloc(PBP_MAX_THREADS, sizeof(*ts));
+	struct dump_thread *d;
+	size_t n = 0;
+	int err;
+
+	if (!ts)
+		return -PBP_E_NOMEM;
+	remote_invalidate_all(p->r);
+	err = pythreads_read(p, ts, PBP_MAX_THREADS, &n);
+	d = calloc(n ? n : 1, sizeof(*d));
+	if (!err && !d)
+		err = -PBP_E_NOMEM;
+	for (size_t i = 0; !err && i < n; i++) {
+		d[i].t = ts[i];
+		collect(p, &d[i]);
+	}
+	if (!err && json) {
+		fprintf(o, "{\"pid\": %d, \"version\": \"%s\", \"binary\": ", (int)p->pid, p->version);
+		json_str(o, p->binary);
+		fputs(", \"threads\": [", o);
+	} else if (!err) {
+		fprintf(o, "Process %d: %s (Python %s)\n", (int)p->pid, p->binary, p->version);
+	}
+	for (size_t i = 0; !err && i < n; i++)
+		print_thread(o, p, &d[i], json, i == 0);
+	if (!err && json)
+		fputs("\n]}\n", o);
+	for (size_t i = 0; d && i < n; i++)
+		free(d[i].frames);
+	free(d);
+	free(ts);
+	return err;
+}

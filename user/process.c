@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A target process: which file holds its interpreter, where _PyRuntime is,
+ * which CPython version it runs. Files are opened through /proc/PID/root so
+ * a process in a chroot or container is read with its own binaries.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pyprof.h"
+
+#define CODE_CACHE_ENTRIES 4096
+
+const char *pbp_strerror(int err)
+{
+	switch (err < 0 ? -err : err) {
+	case PBP_OK: return "ok";
+	case PBP_E_GONE: return "process exited";
+	case PBP_E_FAULT: return "address not mapped in the target";
+	case PBP_E_PERM: return "permission denied (needs root or CAP_SYS_PTRACE)";
+	case PBP_E_CORRUPT: return "target memory is inconsistent";
+	case PBP_E_NOMEM: return "out of memory";
+	case PBP_E_NOTPY: return "not a Python process (no _PyRuntime found)";
+	case PBP_E_VERSION: return "unsupported Python version";
+	case PBP_E_NOENT: return "no such process";
+	case PBP_E_BPF: return "the kernel refused to load or attach the BPF sampler";
+	case PBP_E_NOBTF: return "the kernel has no BTF (/sys/kernel/btf/vmlinux is missing)";
+	default: return "unknown error";
+	}
+}
+
+bool pyver_supported(const struct pyver *v)
+{
+	return v->major == 3 && v->minor >= 8 && v->minor <= 14;
+}
+
+/* A file is worth opening as an ELF if its name says python, or always on a second pass. */
+static bool looks_like_python(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	return strstr(base ? base : path, "python") != NULL;
+}
+
+static int open_maps(pid_t pid, FILE **f)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	*f = fopen(path, "re");
+	if (*f)
+		return 0;
+	if (errno == ENOENT || errno == ESRCH)
+		return -PBP_E_NOENT;
+	return errno == EACCES || errno == EPERM ? -PBP_E_PERM : -PBP_E_GONE;
+}
+
+/* Path to open for a mapped file: through the target's root, or its map_files link. */
+static void file_path(pid_t pid, const struct map_entry *e, char *out, size_t n)
+{
+	const char *deleted = strstr(e->path, " (deleted)");
+
+	if (deleted && deleted[10] == '\0')
+		snprintf(out, n, "/proc/%d/map_files/%llx-%llx", (int)pid,
+			 (unsigned long long)e->start, (unsigned long long)e->end);
+	else
+		snprintf(out, n, "/proc/%d/root%s", (int)pid, e->path);
+}
+
+/* Try one mapped file; on success set p->runtime, p->binary and the ELF facts. */
+static int try_file(struct pyproc *p, const struct map_entry *e, struct elf_info *ei, uint64_t *bias)
+{
+	char path[700];
+
+	file_path(p->pid, e, path, sizeof(path));
+	memset(ei, 0, sizeof(*ei));
+	if (elf_find_python(path, ei) != 0)
+		return -1;
+	*bias = ei->is_shared ? e->start - (ei->first_load_vaddr & ~0xfffull) : 0;
+	p->runtime = *bias + ei->runtime_vaddr;
+	snprintf(p->binary, sizeof(p->binary), "%s", e->path);
+	return 0;
+}
+
+static int find_runtime(struct pyproc *p, bool python_named, struct elf_info *ei, uint64_t *bias)
+{
+	struct map_entry e;
+	char line[1024], last[512] = "";
+	FILE *f;
+	int err = open_maps(p->pid, &f);
+
+	if (err)
+		return err;
+	err = -PBP_E_NOTPY;
+	while (fgets(line, sizeof(line), f)) {
+		if (maps_parse_line(line, &e) != 0 || e.path[0] != '/' || e.offset != 0)
+			continue;
+		if (strcmp(e.path, last) == 0 || looks_like_python(e.path) != python_named)
+			continue;
+		snprintf(last, sizeof(last), "%s", e.path);
+		if (try_file(p, &e, ei, bias) == 0) {
+			err = 0;
+			break;
+		}
+	}
+	fclose(f);
+	return err;
+}
+
+static void set_version_string(struct pyproc *p)
+{
+	snprintf(p->version, sizeof(p->version), "%u.%u.%u", p->v.major, p->v.minor, p->v.micro);
+}
+
+/* Version and offsets: the target's own debug table (3.13+), else our tables. */
+static int find_version(struct pyproc *p, const struct elf_info *ei, uint64_t bias)
+{
+	size_t max = pyver_debug_offsets_max();
+	uint8_t *blob = malloc(max);
+	unsigned maj = 0, min = 0, mic = 0;
+	int err;
+
+	if (!blob)
+		return -PBP_E_NOMEM;
+	err = remote_read(p->r, p->runtime, blob, max);
+	if (err == 0 && memcmp(blob, "xdebugpy", 8) == 0) {
+		err = pyver_from_debug_offsets(blob, max, &p->v);
+		free(blob);
+		if (err == 0)
+			set_version_string(p);
+		return err;
+	}
+	free(blob);
+	if (err)
+		return err;
+	if (ei->version_vaddr) {
+		uint32_t hex;
+
+		err = remote_read(p->r, bias + ei->version_vaddr, &hex, sizeof(hex));
+		if (err)
+			return err;
+		maj = hex >> 24, min = hex >> 16 & 0xff, mic = hex >> 8 & 0xff;
+	} else {
+		char path[700], ver[32];
+
+		snprintf(path, sizeof(path), "/proc/%d/root%s", (int)p->pid, p->binary);
+		if (elf_find_version_string(path, ver, sizeof(ver)) != 0 ||
+		    sscanf(ver, "%u.%u.%u", &maj, &min, &mic) != 3)
+			return -PBP_E_VERSION;
+	}
+	snprintf(p->version, sizeof(p->version), "%u.%u.%u", maj, min, mic);
+	err = pyver_from_table(maj, min, mic, &p->v);
+	if (err == 0)
+		set_version_string(p);
+	return err;
+}
+
+int pyproc_open(pid_t pid, unsigned cache_pages, struct pyproc **out)
+{
+	struct pyproc *p = calloc(1, sizeof(*p));
+	struct elf_info ei;
+	uint64_t bias = 0;
+	int err;
+
+	*out = NULL;
+	if (!p)
+		return -PBP_E_NOMEM;
+	p->pid = pid;
+	p->r = remote_open(pid, cache_pages);
+	p->codes = codecache_new(CODE_CACHE_ENTRIES);
+	if (!p->r || !p->codes) {
+		pyproc_close(p);
+		return -PBP_E_NOMEM;
+	}
+	err = find_runtime(p, true, &ei, &bias);
+	if (err == -PBP_E_NOTPY)  /* an embedding program whose library is not named python */
+		err = find_runtime(p, false, &ei, &bias);
+	if (!err)
+		err = find_version(p, &ei, bias);
+	if (!err && !pyver_supported(&p->v))
+		err = -PBP_E_VERSION;
+	if (err) {
+		*out = p;   /* the caller may report p->version; it must close p */
+		return err;
+	}
+	p->pycode_type = ei.pycode_type_vaddr ? bias + ei.pycode_type_vaddr : 0;
+	*out = p;
+	return 0;
+}
+
+void pyproc_close(struct pyproc *p)
+{
+	if (!p)
+		return;
+	codecache_free(p->codes);
+	remote_close(p->r);
+	free(p);
+}

@@ -1,0 +1,549 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pyver.c: all this program knows about CPython memory layouts.
+ *
+ * 3.8-3.12 come from user/offsets_gen.h, which scripts/gen-offsets.sh makes
+ * by running offsetof() against each version's own internal headers; this
+ * file adds the few facts that are not offsets (how f_lasti counts, which
+ * line table format is in use).
+ *
+ * 3.13+ come from the target itself: CPython keeps a _Py_DebugOffsets table
+ * at the start of _PyRuntime for out-of-process tools. That table is read
+ * from a process we do not control, so it is treated as hostile input: every
+ * offset is checked against the size its own table claims, and every size
+ * against what the kernel's 16-bit offsets can hold, before anything is used.
+ */
+#include <string.h>
+
+#include "pyprof.h"
+#include "offsets_gen.h"
+
+/* ----------------------------------------------------- 3.8-3.12: table */
+
+static const struct pyver_gen *gen_find(unsigned minor)
+{
+	size_t n = sizeof(pyver_gen_table) / sizeof(pyver_gen_table[0]);
+
+	for (size_t i = 0; i < n; i++)
+		if (pyver_gen_table[i].minor == minor)
+			return &pyver_gen_table[i];
+	return NULL;
+}
+
+/* The kernel's copy is 16 bits wide; the table only holds small structs' offsets here. */
+static __u16 k16(uint32_t off)
+{
+	return off == PYGEN_NONE || off >= PBP_NOOFF ? PBP_NOOFF : (__u16)off;
+}
+
+static void table_kernel(const struct pyver_gen *g, struct pbp_offsets *k)
+{
+	k->ts_frame = k16(g->ts_frame);
+	k->cframe_current = k16(g->cframe_current);
+	k->fr_previous = k16(g->fr_previous);
+	k->fr_code = k16(g->fr_code);
+	k->fr_instr = k16(g->fr_instr);
+	k->fr_owner = k16(g->fr_owner);
+	k->fr_is_entry = k16(g->fr_is_entry);
+	k->code_firstlineno = k16(g->code_firstlineno);
+	k->code_name = k16(g->code_name);
+	/* Up to 3.10 frames are PyFrameObjects whose f_lasti is an int. */
+	k->instr_is_int = g->minor <= 10;
+	k->owner_cstack = g->owner_cstack == PYGEN_NONE ? 0xff : (__u8)g->owner_cstack;
+	/* Interpreter-owned frames and tagged f_executable arrive with 3.14. */
+	k->owner_interp = 0xff;
+	k->exec_tag_bits = 0;
+}
+
+static void table_runtime(const struct pyver_gen *g, struct pyver *v)
+{
+	v->rt_interpreters_head = g->rt_interpreters_head;
+	v->rt_gil = g->rt_gil;
+	v->rt_size = g->rt_size;
+	v->is_next = g->is_next;
+	v->is_threads_head = g->is_threads_head;
+	v->is_id = g->is_id;
+	v->is_ceval_gil = g->is_ceval_gil;
+	v->is_size = g->is_size;
+	v->gil_locked = g->gil_locked;
+	v->gil_last_holder = g->gil_last_holder;
+	v->gil_mutex = g->gil_mutex;
+	v->gil_cond = g->gil_cond;
+	v->gil_size = g->gil_size;
+	v->ts_next = g->ts_next;
+	v->ts_interp = g->ts_interp;
+	v->ts_thread_id = g->ts_thread_id;
+	v->ts_native_thread_id = g->ts_native_thread_id;
+	v->ts_size = g->ts_size;
+}
+
+static void table_objects(const struct pyver_gen *g, struct pyver *v)
+{
+	v->fr_size = g->fr_size;
+	v->code_filename = g->code_filename;
+	v->code_name = g->code_name;
+	v->code_qualname = g->code_qualname;
+	v->code_linetable = g->code_linetable;
+	v->code_code = g->code_code;
+	v->code_code_adaptive = g->code_code_adaptive;
+	v->code_size = g->code_size;
+	v->ob_type = g->ob_type;
+	v->bytes_size = g->bytes_size;
+	v->bytes_sval = g->bytes_sval;
+	v->unicode_state = g->unicode_state;
+	v->unicode_length = g->unicode_length;
+	v->ascii_size = g->ascii_size;
+	v->compact_size = g->compact_size;
+}
+
+/* PY_VERSION_HEX of a final release: callers of the table know no more. */
+static uint32_t hexversion(unsigned major, unsigned minor, unsigned micro)
+{
+	return (uint32_t)major << 24 | (uint32_t)minor << 16 | (uint32_t)(micro & 0xff) << 8 | 0xf0;
+}
+
+int pyver_from_table(unsigned major, unsigned minor, unsigned micro, struct pyver *v)
+{
+	const struct pyver_gen *g = major == 3 ? gen_find(minor) : NULL;
+
+	/* Layouts are stable within a minor version, so the micro is only recorded. */
+	if (!g)
+		return -PBP_E_VERSION;
+	memset(v, 0, sizeof(*v));
+	v->major = major;
+	v->minor = minor;
+	v->micro = micro;
+	v->hexversion = hexversion(major, minor, micro);
+	v->from_debug_offsets = false;
+	table_runtime(g, v);
+	table_kernel(g, &v->k);
+	table_objects(g, v);
+	v->lt_kind = minor <= 9 ? LT_LNOTAB : minor == 10 ? LT_LINETABLE310 : LT_LOCATIONS;
+	return 0;
+}
+
+/* ------------------------------------------- 3.13+: _Py_DebugOffsets */
+
+/*
+ * The blob is a run of uint64_t words in sub-structs. Sub-structs whose
+ * first word is their C struct's sizeof() are "sized": every other word in
+ * them is an offset into (or a size within) that struct.
+ */
+enum dsec {
+	S_RUNTIME, S_INTERP, S_THREAD, S_FRAME, S_CODE, S_PYOBJECT, S_TYPE,
+	S_TUPLE, S_LIST, S_SET, S_DICT, S_FLOAT, S_LONG, S_BYTES, S_UNICODE,
+	S_GC, S_GEN,
+	S__COUNT
+};
+
+/* The words this file reads. */
+enum dfield {
+	F_RT_INTERP_HEAD,
+	F_IS_ID, F_IS_NEXT, F_IS_THREADS_HEAD, F_IS_CEVAL_GIL, F_IS_GIL,
+	F_IS_GIL_LOCKED, F_IS_GIL_HOLDER,
+	F_TS_NEXT, F_TS_INTERP, F_TS_FRAME, F_TS_THREAD_ID, F_TS_NATIVE_ID,
+	F_FR_PREVIOUS, F_FR_EXECUTABLE, F_FR_INSTR, F_FR_OWNER,
+	F_CO_FILENAME, F_CO_NAME, F_CO_QUALNAME, F_CO_LINETABLE, F_CO_FIRSTLINENO,
+	F_CO_ADAPTIVE,
+	F_OB_TYPE, F_BY_SIZE, F_BY_SVAL, F_UN_STATE, F_UN_LENGTH, F_UN_ASCII_SIZE,
+	F__COUNT
+};
+
+struct dsec_pos {
+	uint16_t base;      /* byte offset of the sub-struct in the blob */
+	uint8_t nwords;     /* words in it, the size word included; 0: absent */
+};
+
+struct dfield_pos {
+	uint8_t sec;        /* enum dsec */
+	uint8_t word;       /* index of the word in its sub-struct */
+	uint8_t width;      /* bytes the target's field has: offset + width <= size */
+};
+
+/* One version's _Py_DebugOffsets, plus the facts its table leaves out. */
+struct dlayout {
+	unsigned minor;
+	uint16_t size;                      /* sizeof(_Py_DebugOffsets) */
+	struct dsec_pos sec[S__COUNT];
+	struct dfield_pos field[F__COUNT];
+	uint8_t owner_cstack, owner_interp, exec_tag_bits;
+};
+
+/*
+ * Fields whose place is the same in 3.13 and 3.14. Widths are those of the C
+ * fields (pointers and Py_ssize_t 8, ints 4, owner a char); a field read
+ * through an inline array (ob_sval, co_code_adaptive) needs one element.
+ */
+#define COMMON_FIELDS \
+	[F_RT_INTERP_HEAD] = { S_RUNTIME, 2, 8 }, \
+	[F_IS_ID] = { S_INTERP, 1, 8 }, \
+	[F_IS_NEXT] = { S_INTERP, 2, 8 }, \
+	[F_IS_THREADS_HEAD] = { S_INTERP, 3, 8 }, \
+	[F_TS_NEXT] = { S_THREAD, 2, 8 }, \
+	[F_TS_INTERP] = { S_THREAD, 3, 8 }, \
+	[F_TS_FRAME] = { S_THREAD, 4, 8 }, \
+	[F_TS_THREAD_ID] = { S_THREAD, 5, 8 }, \
+	[F_TS_NATIVE_ID] = { S_THREAD, 6, 8 }, \
+	[F_FR_PREVIOUS] = { S_FRAME, 1, 8 }, \
+	[F_FR_EXECUTABLE] = { S_FRAME, 2, 8 }, \
+	[F_FR_INSTR] = { S_FRAME, 3, 8 }, \
+	[F_FR_OWNER] = { S_FRAME, 5, 1 }, \
+	[F_CO_FILENAME] = { S_CODE, 1, 8 }, \
+	[F_CO_NAME] = { S_CODE, 2, 8 }, \
+	[F_CO_QUALNAME] = { S_CODE, 3, 8 }, \
+	[F_CO_LINETABLE] = { S_CODE, 4, 8 }, \
+	[F_CO_FIRSTLINENO] = { S_CODE, 5, 4 }, \
+	[F_CO_ADAPTIVE] = { S_CODE, 9, 2 }, \
+	[F_OB_TYPE] = { S_PYOBJECT, 1, 8 }, \
+	[F_BY_SIZE] = { S_BYTES, 1, 8 }, \
+	[F_BY_SVAL] = { S_BYTES, 2, 1 }, \
+	[F_UN_STATE] = { S_UNICODE, 1, 4 }, \
+	[F_UN_LENGTH] = { S_UNICODE, 2, 8 }, \
+	[F_UN_ASCII_SIZE] = { S_UNICODE, 3, 0 }
+
+/* Include/internal/pycore_runtime.h of 3.13 (584 bytes). */
+static const struct dlayout layout_313 = {
+	.minor = 13,
+	.size = 584,
+	.sec = {
+		[S_RUNTIME] = { 24, 3 }, [S_INTERP] = { 48, 13 },
+		[S_THREAD] = { 152, 9 }, [S_FRAME] = { 224, 6 },
+		[S_CODE] = { 272, 10 }, [S_PYOBJECT] = { 352, 2 },
+		[S_TYPE] = { 368, 4 }, [S_TUPLE] = { 400, 3 },
+		[S_LIST] = { 424, 3 }, [S_SET] = { 0, 0 },
+		[S_DICT] = { 448, 3 }, [S_FLOAT] = { 472, 2 },
+		[S_LONG] = { 488, 3 }, [S_BYTES] = { 512, 3 },
+		[S_UNICODE] = { 536, 4 }, [S_GC] = { 568, 2 },
+		[S_GEN] = { 0, 0 },
+	},
+	.field = {
+		COMMON_FIELDS,
+		[F_IS_CEVAL_GIL] = { S_INTERP, 8, 8 },
+		[F_IS_GIL] = { S_INTERP, 9, 1 },
+		[F_IS_GIL_LOCKED] = { S_INTERP, 11, 4 },
+		[F_IS_GIL_HOLDER] = { S_INTERP, 12, 8 },
+	},
+	/* enum _frameowner in pycore_frame.h; f_executable is a plain PyObject *. */
+	.owner_cstack = 3,
+	.owner_interp = 0xff,
+	.exec_tag_bits = 0,
+};
+
+/*
+ * Include/internal/pycore_debug_offsets.h of 3.14 (760 bytes): threads_main,
+ * code_object_generation and tlbc_generation join the interpreter block,
+ * stackpointer and tlbc_index the frame, co_tlbc the code object, and set,
+ * generator, llist_node and debugger_support blocks are added (the last two
+ * carry no size word and are not read).
+ */
+static const struct dlayout layout_314 = {
+	.minor = 14,
+	.size = 760,
+	.sec = {
+		[S_RUNTIME] = { 24, 3 }, [S_INTERP] = { 48, 16 },
+		[S_THREAD] = { 176, 9 }, [S_FRAME] = { 248, 8 },
+		[S_CODE] = { 312, 11 }, [S_PYOBJECT] = { 400, 2 },
+		[S_TYPE] = { 416, 4 }, [S_TUPLE] = { 448, 3 },
+		[S_LIST] = { 472, 3 }, [S_SET] = { 496, 4 },
+		[S_DICT] = { 528, 3 }, [S_FLOAT] = { 552, 2 },
+		[S_LONG] = { 568, 3 }, [S_BYTES] = { 592, 3 },
+		[S_UNICODE] = { 616, 4 }, [S_GC] = { 648, 2 },
+		[S_GEN] = { 664, 4 },
+	},
+	.field = {
+		COMMON_FIELDS,
+		[F_IS_CEVAL_GIL] = { S_INTERP, 9, 8 },
+		[F_IS_GIL] = { S_INTERP, 10, 1 },
+		[F_IS_GIL_LOCKED] = { S_INTERP, 12, 4 },
+		[F_IS_GIL_HOLDER] = { S_INTERP, 13, 8 },
+	},
+	/*
+	 * pycore_interpframe_structs.h: FRAME_OWNED_BY_INTERPRETER = 3 was put
+	 * before FRAME_OWNED_BY_CSTACK, which moved to 4. pycore_stackref.h
+	 * (GIL build): Py_TAG_BITS = 3, the mask of f_executable's tag bits.
+	 */
+	.owner_cstack = 4,
+	.owner_interp = 3,
+	.exec_tag_bits = 3,
+};
+
+static const struct dlayout *const layouts[] = { &layout_313, &layout_314 };
+
+#define DEBUG_COOKIE "xdebugpy"
+#define HDR_VERSION 8           /* byte offsets of the header words */
+#define HDR_FREE_THREADED 16
+#define HDR_SIZE 24
+
+/* Sizes a sane build can have: a few KiB for objects, ~0.5 MiB seen for the two states. */
+#define MAX_SMALL_SIZE 0xffffu  /* fits the kernel's __u16, whose 0xffff is NOOFF */
+#define MAX_STATE_SIZE (16u << 20)
+
+/*
+ * struct _gil_runtime_state is not described by _Py_DebugOffsets beyond
+ * locked and last_holder, but its GIL-build layout has not changed from 3.8
+ * through 3.14 (checked with offsetof() on the 3.12, 3.13 and 3.14.10
+ * headers): interval, last_holder, locked, switch_number, then the pthread
+ * cond and mutex. When a target's locked and last_holder sit where that
+ * layout puts them, the cond and mutex offsets are taken from it too.
+ */
+#define GIL_LAST_HOLDER 8u
+#define GIL_LOCKED 16u
+#define GIL_COND 32u
+#define GIL_MUTEX 80u
+#define GIL_SIZE 208u
+
+/* Non-ASCII compact strings add utf8_length and utf8 (3.12+: no wstr). */
+#define COMPACT_EXTRA 16u
+
+static uint64_t word_at(const uint8_t *blob, size_t off)
+{
+	uint64_t w;
+
+	memcpy(&w, blob + off, sizeof(w));
+	return w;
+}
+
+static uint64_t dword(const uint8_t *blob, const struct dlayout *l, enum dsec s, unsigned i)
+{
+	return word_at(blob, l->sec[s].base + 8u * i);
+}
+
+static uint64_t dfield(const uint8_t *blob, const struct dlayout *l, enum dfield f)
+{
+	return dword(blob, l, l->field[f].sec, l->field[f].word);
+}
+
+static uint64_t max_size(enum dsec s)
+{
+	return s == S_RUNTIME || s == S_INTERP ? MAX_STATE_SIZE : MAX_SMALL_SIZE;
+}
+
+/* Every word of a sized sub-struct must lie inside the size it claims. */
+static int check_sections(const uint8_t *blob, const struct dlayout *l)
+{
+	for (int s = 0; s < S__COUNT; s++) {
+		uint64_t size;
+
+		if (!l->sec[s].nwords)
+			continue;
+		size = dword(blob, l, s, 0);
+		if (size == 0 || size > max_size(s))
+			return -PBP_E_CORRUPT;
+		for (unsigned i = 1; i < l->sec[s].nwords; i++)
+			if (dword(blob, l, s, i) >= size)
+				return -PBP_E_CORRUPT;
+	}
+	return 0;
+}
+
+/* The fields read must fit whole, not just start, inside their struct. */
+static int check_fields(const uint8_t *blob, const struct dlayout *l)
+{
+	for (int f = 0; f < F__COUNT; f++) {
+		const struct dfield_pos *p = &l->field[f];
+
+		if (dfield(blob, l, f) + p->width > dword(blob, l, p->sec, 0))
+			return -PBP_E_CORRUPT;
+	}
+	return 0;
+}
+
+/* Decode PY_VERSION_HEX; 3.13 and 3.14 betas onward (alphas moved the layout). */
+static int check_version(uint64_t ver, const struct dlayout **lp)
+{
+	unsigned major = ver >> 24 & 0xff, minor = ver >> 16 & 0xff, level = ver >> 4 & 0xf;
+
+	if (ver >> 32)
+		return -PBP_E_CORRUPT;
+	if (level != 0xa && level != 0xb && level != 0xc && level != 0xf)
+		return -PBP_E_CORRUPT;
+	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++) {
+		if (major == 3 && minor == layouts[i]->minor && level != 0xa) {
+			*lp = layouts[i];
+			return 0;
+		}
+	}
+	return -PBP_E_VERSION;
+}
+
+static int check_header(const uint8_t *blob, size_t len, const struct dlayout **lp)
+{
+	uint64_t ft;
+	int err;
+
+	if (!blob || len < HDR_SIZE || memcmp(blob, DEBUG_COOKIE, 8) != 0)
+		return -PBP_E_CORRUPT;
+	err = check_version(word_at(blob, HDR_VERSION), lp);
+	if (err)
+		return err;
+	/* Free-threaded builds lay out objects and frames differently. */
+	ft = word_at(blob, HDR_FREE_THREADED);
+	if (ft > 1)
+		return -PBP_E_CORRUPT;
+	if (ft)
+		return -PBP_E_VERSION;
+	return len < (*lp)->size ? -PBP_E_CORRUPT : 0;
+}
+
+/* Offsets relative to the struct _gil_runtime_state embedded in the interpreter. */
+static int debug_gil(const uint8_t *blob, const struct dlayout *l, struct pyver *v)
+{
+	uint64_t gil = dfield(blob, l, F_IS_GIL);
+	uint64_t locked = dfield(blob, l, F_IS_GIL_LOCKED);
+	uint64_t holder = dfield(blob, l, F_IS_GIL_HOLDER);
+
+	if (locked < gil || holder < gil)
+		return -PBP_E_CORRUPT;
+	v->is_ceval_gil = (uint32_t)dfield(blob, l, F_IS_CEVAL_GIL);
+	v->gil_locked = (uint32_t)(locked - gil);
+	v->gil_last_holder = (uint32_t)(holder - gil);
+	if (v->gil_locked == GIL_LOCKED && v->gil_last_holder == GIL_LAST_HOLDER &&
+	    gil + GIL_SIZE <= v->is_size) {
+		v->gil_cond = GIL_COND;
+		v->gil_mutex = GIL_MUTEX;
+		v->gil_size = GIL_SIZE;
+	} else {
+		/* An unknown GIL layout: only what the table vouches for. */
+		v->gil_cond = PYVER_NOOFF;
+		v->gil_mutex = PYVER_NOOFF;
+		v->gil_size = (v->gil_locked + 4 > v->gil_last_holder + 8) ?
+			v->gil_locked + 4 : v->gil_last_holder + 8;
+	}
+	return 0;
+}
+
+static void debug_states(const uint8_t *blob, const struct dlayout *l, struct pyver *v)
+{
+	v->rt_interpreters_head = (uint32_t)dfield(blob, l, F_RT_INTERP_HEAD);
+	v->rt_gil = PYVER_NOOFF;
+	v->rt_size = (uint32_t)dword(blob, l, S_RUNTIME, 0);
+	v->is_next = (uint32_t)dfield(blob, l, F_IS_NEXT);
+	v->is_threads_head = (uint32_t)dfield(blob, l, F_IS_THREADS_HEAD);
+	v->is_id = (uint32_t)dfield(blob, l, F_IS_ID);
+	v->is_size = (uint32_t)dword(blob, l, S_INTERP, 0);
+	v->ts_next = (uint32_t)dfield(blob, l, F_TS_NEXT);
+	v->ts_interp = (uint32_t)dfield(blob, l, F_TS_INTERP);
+	v->ts_thread_id = (uint32_t)dfield(blob, l, F_TS_THREAD_ID);
+	v->ts_native_thread_id = (uint32_t)dfield(blob, l, F_TS_NATIVE_ID);
+	v->ts_size = (uint32_t)dword(blob, l, S_THREAD, 0);
+}
+
+/* check_sections() bounded these by MAX_SMALL_SIZE, so they fit 16 bits. */
+static void debug_kernel(const uint8_t *blob, const struct dlayout *l, struct pbp_offsets *k)
+{
+	k->ts_frame = (__u16)dfield(blob, l, F_TS_FRAME);
+	k->cframe_current = PBP_NOOFF;
+	k->fr_previous = (__u16)dfield(blob, l, F_FR_PREVIOUS);
+	k->fr_code = (__u16)dfield(blob, l, F_FR_EXECUTABLE);
+	k->fr_instr = (__u16)dfield(blob, l, F_FR_INSTR);
+	k->fr_owner = (__u16)dfield(blob, l, F_FR_OWNER);
+	k->fr_is_entry = PBP_NOOFF;
+	k->code_firstlineno = (__u16)dfield(blob, l, F_CO_FIRSTLINENO);
+	k->code_name = (__u16)dfield(blob, l, F_CO_NAME);
+	k->instr_is_int = 0;
+	k->owner_cstack = l->owner_cstack;
+	k->owner_interp = l->owner_interp;
+	k->exec_tag_bits = l->exec_tag_bits;
+}
+
+static int debug_objects(const uint8_t *blob, const struct dlayout *l, struct pyver *v)
+{
+	uint64_t unicode_size = dword(blob, l, S_UNICODE, 0);
+	uint64_t ascii = dfield(blob, l, F_UN_ASCII_SIZE);
+
+	v->fr_size = (uint32_t)dword(blob, l, S_FRAME, 0);
+	v->code_filename = (uint32_t)dfield(blob, l, F_CO_FILENAME);
+	v->code_name = (uint32_t)dfield(blob, l, F_CO_NAME);
+	v->code_qualname = (uint32_t)dfield(blob, l, F_CO_QUALNAME);
+	v->code_linetable = (uint32_t)dfield(blob, l, F_CO_LINETABLE);
+	v->code_code = PYVER_NOOFF;
+	v->code_code_adaptive = (uint32_t)dfield(blob, l, F_CO_ADAPTIVE);
+	v->code_size = (uint32_t)dword(blob, l, S_CODE, 0);
+	v->ob_type = (uint32_t)dfield(blob, l, F_OB_TYPE);
+	v->bytes_size = (uint32_t)dfield(blob, l, F_BY_SIZE);
+	v->bytes_sval = (uint32_t)dfield(blob, l, F_BY_SVAL);
+	v->unicode_state = (uint32_t)dfield(blob, l, F_UN_STATE);
+	v->unicode_length = (uint32_t)dfield(blob, l, F_UN_LENGTH);
+	/* PyASCIIObject must hold state and length; PyUnicodeObject the compact header. */
+	if (v->unicode_state + 4 > ascii || v->unicode_length + 8 > ascii ||
+	    ascii + COMPACT_EXTRA > unicode_size)
+		return -PBP_E_CORRUPT;
+	v->ascii_size = (uint32_t)ascii;
+	v->compact_size = (uint32_t)ascii + COMPACT_EXTRA;
+	return 0;
+}
+
+int pyver_from_debug_offsets(const void *blob, size_t len, struct pyver *v)
+{
+	const uint8_t *b = blob;
+	const struct dlayout *l = NULL;
+	struct pyver out;
+	uint64_t ver;
+	int err;
+
+	err = check_header(b, len, &l);
+	if (!err)
+		err = check_sections(b, l);
+	if (!err)
+		err = check_fields(b, l);
+	if (err)
+		return err;
+	memset(&out, 0, sizeof(out));
+	ver = word_at(b, HDR_VERSION);
+	out.major = 3;
+	out.minor = l->minor;
+	out.micro = ver >> 8 & 0xff;
+	out.hexversion = (uint32_t)ver;
+	out.from_debug_offsets = true;
+	debug_states(b, l, &out);
+	err = debug_gil(b, l, &out);
+	if (!err)
+		err = debug_objects(b, l, &out);
+	if (err)
+		return err;
+	debug_kernel(b, l, &out.k);
+	out.lt_kind = LT_LOCATIONS;
+	*v = out;
+	return 0;
+}
+
+size_t pyver_debug_offsets_max(void)
+{
+	size_t max = 0;
+
+	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++)
+		if (layouts[i]->size > max)
+			max = layouts[i]->size;
+	return max;
+}
+
+/* ------------------------------------------------------ instructions */
+
+/* Past this a "byte offset" is garbage: no code object is 256 MiB. */
+#define MAX_INSTR_OFFSET ((int64_t)1 << 28)
+
+int64_t pyver_instr_offset(const struct pyver *v, uint64_t code_addr, uint64_t instr)
+{
+	int64_t off;
+
+	if (v->k.instr_is_int) {
+		/* The kernel copied a C int; only its low 32 bits are meaningful. */
+		off = (int32_t)(uint32_t)instr;
+		/* 3.10 counts f_lasti in 2-byte code units, earlier in bytes. */
+		if (v->minor == 10)
+			off *= 2;
+	} else {
+		uint64_t start;
+
+		if (v->code_code_adaptive == PYVER_NOOFF)
+			return -1;
+		start = code_addr + v->code_code_adaptive;
+		/* prev_instr starts one unit before the code: "nothing run yet". */
+		if (start < code_addr || instr < start)
+			return -1;
+		if (instr - start > (uint64_t)MAX_INSTR_OFFSET)
+			return -1;
+		off = (int64_t)(instr - start);
+	}
+	return off < 0 || off > MAX_INSTR_OFFSET ? -1 : off;
+}

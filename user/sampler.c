@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The kernel side's loader: one cpu-clock perf event per online CPU, each
+ * with the sampler program attached through a BPF link. Nothing is pinned,
+ * so everything is released when this process exits, however it exits.
+ */
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "pyprof.h"
+#include "profile.skel.h"
+
+struct sampler {
+	struct profile_bpf *skel;
+	struct ring_buffer *rb;
+	struct bpf_link **links;
+	int *pfds;
+	int ncpus;
+	sample_fn cb;
+	void *ctx;
+};
+
+static bool verbose_bpf;
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	if (!verbose_bpf && level != LIBBPF_WARN)
+		return 0;
+	if (!verbose_bpf)
+		return 0;  /* libbpf's own lines would repeat our one-line error */
+	return vfprintf(stderr, fmt, args);
+}
+
+void sampler_verbose(bool on)
+{
+	verbose_bpf = on;
+}
+
+static int on_event(void *ctx, void *data, size_t size)
+{
+	struct sampler *s = ctx;
+	const struct pbp_sample *smp = data;
+
+	if (size < offsetof(struct pbp_sample, frames) ||
+	    size < offsetof(struct pbp_sample, frames) + (size_t)smp->nframes * sizeof(struct pbp_frame))
+		return 0;
+	s->cb(s->ctx, smp);
+	return 0;
+}
+
+static int perf_open(int cpu, unsigned hz)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(attr),
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		/* A fixed period in ns of CPU time: exactly hz samples per second on CPU. */
+		.sample_period = 1000000000ull / hz,
+	};
+
+	return (int)syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+/* Map an errno from loading or attaching to our error. */
+static int bpf_err(int e)
+{
+	if (e == EPERM || e == EACCES)
+		return -PBP_E_PERM;
+	return -PBP_E_BPF;
+}
+
+/* /sys/devices/system/cpu/online: "0-3,5,7-8". */
+static int online_cpus(bool **online, int *n)
+{
+	char buf[1024], *p = buf;
+	FILE *f = fopen("/sys/devices/system/cpu/online", "re");
+	bool ok = f && fgets(buf, sizeof(buf), f);
+	int max = libbpf_num_possible_cpus();
+
+	if (f)
+		fclose(f);
+	if (!ok || max <= 0)
+		return -PBP_E_BPF;
+	*online = calloc((size_t)max, sizeof(**online));
+	if (!*online)
+		return -PBP_E_NOMEM;
+	*n = max;
+	while (*p && *p != '\n') {
+		char *end;
+		long a = strtol(p, &end, 10), b = a;
+
+		if (end == p)
+			return -PBP_E_BPF;
+		if (*end == '-')
+			b = strtol(end + 1, &end, 10);
+		for (long c = a; c <= b && c < max; c++)
+			(*online)[c] = true;
+		p = *end == ',' ? end + 1 : end;
+	}
+	return 0;
+}
+
+static int attach_cpus(struct sampler *s, unsigned hz)
+{
+	bool *online = NULL;
+	int n = 0, err;
+
+	err = online_cpus(&online, &n);
+	if (err) {
+		free(online);
+		return err;
+	}
+	s->ncpus = n;
+	s->links = calloc((size_t)n, sizeof(*s->links));
+	s->pfds = malloc((size_t)n * sizeof(*s->pfds));
+	if (!s->links || !s->pfds) {
+		free(online);
+		return -PBP_E_NOMEM;
+	}
+	for (int i = 0; i < n; i++)
+		s->pfds[i] = -1;
+	for (int cpu = 0; cpu < n && !err; cpu++) {
+		if (!online[cpu])
+			continue;
+		s->pfds[cpu] = perf_open(cpu, hz);
+		if (s->pfds[cpu] < 0) {
+			err = errno == ENODEV ? 0 : bpf_err(errno);
+			continue;
+		}
+		s->links[cpu] = bpf_program__attach_perf_event(s->skel->progs.on_sample, s->pfds[cpu]);
+		if (!s->links[cpu])
+			err = bpf_err(errno);
+	}
+	free(online);
+	return err;
+}
+
+int sampler_open(struct sampler **out, unsigned hz, sample_fn cb, void *ctx)
+{
+	struct sampler *s;
+	int err;
+
+	*out = NULL;
+	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
+		return -PBP_E_NOBTF;
+	libbpf_set_print(libbpf_print);
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -PBP_E_NOMEM;
+	s->cb = cb;
+	s->ctx = ctx;
+	s->skel = profile_bpf__open();
+	if (!s->skel) {
+		err = bpf_err(errno);
+		goto fail;
+	}
+	err = profile_bpf__load(s->skel);
+	if (err) {
+		err = bpf_err(-err);
+		goto fail;
+	}
+	err = attach_cpus(s, hz);
+	if (err)
+		goto fail;
+	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_event, s, NULL);
+	if (!s->rb) {
+		err = bpf_err(errno);
+		goto fail;
+	}
+	*out = s;
+	return 0;
+fail:
+	sampler_close(s);
+	return err;
+}
+
+void sampler_close(struct sampler *s)
+{
+	if (!s)
+		return;
+	ring_buffer__free(s->rb);
+	for (int i = 0; i < s->ncpus; i++) {
+		bpf_link__destroy(s->links[i]);
+		if (s->pfds[i] >= 0)
+			close(s->pfds[i]);
+	}
+	free(s->links);
+	free(s->pfds);
+	profile_bpf__destroy(s->skel);
+	free(s);
+}
+
+int sampler_add_proc(struct sampler *s, pid_t pid, const struct pbp_proc *p)
+{
+	__u32 key = (__u32)pid;
+
+	return bpf_map_update_elem(bpf_map__fd(s->skel->maps.procs), &key, p, BPF_ANY) ? -errno : 0;
+}
+
+void sampler_del_proc(struct sampler *s, pid_t pid)
+{
+	__u32 key = (__u32)pid;
+
+	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.procs), &key);
+}
+
+int sampler_set_thread(struct sampler *s, pid_t tid, pid_t tgid, uint64_t tstate)
+{
+	struct pbp_thread t = { .tstate = tstate, .tgid = (__u32)tgid };
+	__u32 key = (__u32)tid;
+
+	return bpf_map_update_elem(bpf_map__fd(s->skel->maps.threads), &key, &t, BPF_ANY) ? -errno : 0;
+}
+
+void sampler_del_thread(struct sampler *s, pid_t tid)
+{
+	__u32 key = (__u32)tid;
+
+	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.threads), &key);
+}
+
+int sampler_poll(struct sampler *s, int timeout_ms)
+{
+	int n = ring_buffer__poll(s->rb, timeout_ms);
+
+	return n == -EINTR ? 0 : n;
+}
+
+void sampler_stats(struct sampler *s, uint64_t out[PBP_STAT__COUNT])
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t *vals = calloc((size_t)(ncpu > 0 ? ncpu : 1), sizeof(*vals));
+
+	memset(out, 0, sizeof(uint64_t) * PBP_STAT__COUNT);
+	for (__u32 i = 0; vals && i < PBP_STAT__COUNT; i++) {
+		if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.stats), &i, vals))
+			continue;
+		for (int c = 0; c < ncpu; c++)
+			out[i] += vals[c];
+	}
+	free(vals);
+}

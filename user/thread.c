@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Interpreters, their thread states, and the GIL, read from the target.
+ * Lists are walked with a bound: a corrupt or cyclic list ends the walk
+ * with -PBP_E_CORRUPT instead of a hang.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "pyprof.h"
+
+#define TS_READ_MAX 1024
+
+/*
+ * Before 3.11 a thread state holds only pthread_t, which on glibc is the
+ * address of the thread's struct pthread; the kernel tid sits inside it at
+ * an offset that depends on glibc's build. Find it by looking for our own
+ * tid in a thread of ours (the target uses the same glibc unless it is in a
+ * container, and the caller checks the tid against /proc).
+ */
+static long tid_offset = -1;
+
+static void *find_tid_offset(void *arg)
+{
+	const uint8_t *self = (const uint8_t *)pthread_self();
+	pid_t tid = gettid();
+
+	(void)arg;
+	for (long off = 0; off < 4096; off += 4) {
+		pid_t x;
+
+		memcpy(&x, self + off, sizeof(x));
+		if (x == tid) {
+			tid_offset = off;
+			break;
+		}
+	}
+	return NULL;
+}
+
+static void tid_offset_init(void)
+{
+	pthread_t t;
+
+	/* A fresh thread: its tid differs from the pid, so a match is the tid field. */
+	if (pthread_create(&t, NULL, find_tid_offset, NULL) == 0)
+		pthread_join(t, NULL);
+}
+
+static long pthread_tid_offset(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, tid_offset_init);
+	return tid_offset;
+}
+
+static bool task_exists(pid_t pid, pid_t tid)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d", (int)pid, (int)tid);
+	return stat(path, &st) == 0;
+}
+
+static uint64_t rd64(const uint8_t *b, uint32_t off)
+{
+	uint64_t x = 0;
+
+	if (off != PYVER_NOOFF && off + 8 <= TS_READ_MAX)
+		memcpy(&x, b + off, 8);
+	return x;
+}
+
+static pid_t thread_tid(struct pyproc *p, const uint8_t *ts)
+{
+	const struct pyver *v = &p->v;
+	long off;
+	pid_t tid = 0;
+
+	if (v->ts_native_thread_id != PYVER_NOOFF) {
+		tid = (pid_t)rd64(ts, v->ts_native_thread_id);
+	} else if ((off = pthread_tid_offset()) >= 0) {
+		uint64_t pth = rd64(ts, v->ts_thread_id);
+
+		if (pth && remote_read(p->r, pth + (uint64_t)off, &tid, sizeof(tid)) != 0)
+			tid = 0;
+	}
+	return tid > 0 && task_exists(p->pid, tid) ? tid : 0;
+}
+
+int pythread_frame(struct pyproc *p, uint64_t tstate, uint64_t *frame)
+{
+	const struct pbp_offsets *k = &p->v.k;
+	int err = remote_ptr(p->r, tstate + k->ts_frame, frame);
+
+	if (!err && *frame && k->cframe_current != PBP_NOOFF)
+		err = remote_ptr(p->r, *frame + k->cframe_current, frame);
+	return err;
+}
+
+static size_t ts_span(const struct pyver *v)
+{
+	uint32_t offs[] = { v->ts_next, v->ts_interp, v->ts_thread_id, v->ts_native_thread_id,
+			    v->k.ts_frame };
+	size_t end = 0;
+
+	for (size_t i = 0; i < sizeof(offs) / sizeof(offs[0]); i++)
+		if (offs[i] != PYVER_NOOFF && offs[i] + 8 > end)
+			end = offs[i] + 8;
+	return end;
+}
+
+static int read_interp_threads(struct pyproc *p, uint64_t interp, struct pythread *out,
+			       size_t max, size_t *n)
+{
+	const struct pyver *v = &p->v;
+	uint8_t ts[TS_READ_MAX];
+	uint64_t tstate;
+	int64_t id = 0;
+	size_t span = ts_span(v), walked = 0;
+	int err;
+
+	if (span > sizeof(ts))
+		return -PBP_E_CORRUPT;
+	err = remote_ptr(p->r, interp + v->is_threads_head, &tstate);
+	if (!err)
+		err = remote_read(p->r, interp + v->is_id, &id, sizeof(id));
+	for (; !err && tstate; walked++) {
+		struct pythread *t;
+
+		if (walked >= PBP_MAX_THREADS)
+			return -PBP_E_CORRUPT;
+		err = remote_read(p->r, tstate, ts, span);
+		if (err)
+			break;
+		if (*n < max) {
+			t = &out[(*n)++];
+			t->tstate = tstate;
+			t->interp = interp;
+			t->interp_id = id;
+			t->tid = thread_tid(p, ts);
+			err = pythread_frame(p, tstate, &t->frame);
+		}
+		tstate = rd64(ts, v->ts_next);
+	}
+	return err;
+}
+
+int pythreads_read(struct pyproc *p, struct pythread *out, size_t max, size_t *n)
+{
+	uint64_t interp;
+	int err = remote_ptr(p->r, p->runtime + p->v.rt_interpreters_head, &interp);
+
+	*n = 0;
+	for (size_t i = 0; !err && interp; i++) {
+		if (i >= PBP_MAX_INTERPS)
+			return -PBP_E_CORRUPT;
+		err = read_interp_threads(p, interp, out, max, n);
+		if (!err)
+			err = remote_ptr(p->r, interp + p->v.is_next, &interp);
+	}
+	return err;
+}
+
+int pygil_read(struct pyproc *p, uint64_t interp, struct gilstate *g)
+{
+	const struct pyver *v = &p->v;
+	int32_t locked = 0;
+	int err;
+
+	memset(g, 0, sizeof(*g));
+	if (v->rt_gil != PYVER_NOOFF) {
+		g->addr = p->runtime + v->rt_gil;
+		err = 0;
+	} else if (v->is_ceval_gil != PYVER_NOOFF && interp) {
+		err = remote_ptr(p->r, interp + v->is_ceval_gil, &g->addr);
+	} else {
+		return 0;
+	}
+	if (!err && !g->addr)
+		return 0;
+	if (!err)
+		err = remote_read(p->r, g->addr + v->gil_locked, &locked, sizeof(locked));
+	if (!err)
+		err = remote_ptr(p->r, g->addr + v->gil_last_holder, &g->holder);
+	if (err)
+		return err;
+	g->known = true;
+	g->locked = locked != 0;
+	return 0;
+}
