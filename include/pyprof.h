@@ -252,6 +252,7 @@ struct pyproc {
 	uint64_t runtime;       /* address of _PyRuntime */
 	uint64_t pycode_type;   /* address of PyCode_Type, 0 if unknown */
 	char binary[512];       /* file holding _PyRuntime, as named in maps */
+	char binary_open[700];  /* the path it was opened by */
 	char version[24];       /* "3.11.7" */
 };
 
@@ -320,6 +321,28 @@ enum loc_kind {
 	LOC_STATUS,             /* leaf label: [running], [gil wait], ... */
 };
 
+/* What a thread was doing at the sample instant. */
+enum pbp_status {
+	ST_RUNNING = 0,         /* on a CPU, holding the GIL (or the GIL is unknown) */
+	ST_NATIVE,              /* on a CPU without the GIL: native code */
+	ST_RUNNABLE,            /* ready to run, waiting for a CPU */
+	ST_GIL_WAIT,            /* blocked waiting for the GIL */
+	ST_SLEEPING,            /* interruptible sleep: I/O, sleep, lock */
+	ST_DISK,                /* uninterruptible sleep */
+	ST_UNKNOWN,
+	ST__COUNT,
+};
+
+/* "[running]", "[native, no GIL]", ... */
+const char *status_label(uint32_t status);
+
+/* Per-sample facts kept beside each stack; identical stacks with equal tags share a count. */
+struct stack_tags {
+	uint32_t pid, tid;
+	uint32_t status;        /* enum pbp_status */
+	uint32_t pad;
+};
+
 struct agg;
 struct agg *agg_new(void);
 void agg_free(struct agg *a);
@@ -327,11 +350,16 @@ void agg_reset(struct agg *a);
 /* Location id (>= 0) for a frame or label; -PBP_E_NOMEM on failure. */
 int64_t agg_loc(struct agg *a, const char *name, const char *file, int line, uint32_t kind);
 /* Count a stack of location ids, root first. */
-int agg_add(struct agg *a, const uint32_t *locs, uint32_t n, uint64_t count);
+int agg_add(struct agg *a, const struct stack_tags *tags, const uint32_t *locs, uint32_t n,
+	    uint64_t count);
+/* Python thread names, by (pid, tid); NULL when never set. */
+int agg_set_thread_name(struct agg *a, uint32_t pid, uint32_t tid, const char *name);
+const char *agg_thread_name(const struct agg *a, uint32_t pid, uint32_t tid);
 uint64_t agg_total(const struct agg *a);
 uint32_t agg_nstacks(const struct agg *a);
 uint32_t agg_nlocs(const struct agg *a);
-const uint32_t *agg_stack(const struct agg *a, uint32_t i, uint32_t *n, uint64_t *count);
+const uint32_t *agg_stack(const struct agg *a, uint32_t i, uint32_t *n, uint64_t *count,
+			  const struct stack_tags **tags);
 void agg_loc_info(const struct agg *a, uint32_t id, const char **name, const char **file, int *line,
 		  uint32_t *kind);
 
@@ -350,10 +378,23 @@ struct symstats {
 int symbolize(struct pyproc *p, const struct pbp_sample *s, struct agg *a, uint32_t *locs,
 	      uint32_t max, uint32_t *n, struct symstats *st);
 
-/* ------------------------------------------------------------- collapsed.c */
+/* ------------------------------------------------------------- output formats */
 
-/* One line per distinct stack, root first, `;`-separated, then a space and the count. */
-int collapsed_write(const struct agg *a, FILE *o);
+/*
+ * What every writer gets besides the aggregate. Label locations (LOC_THREAD,
+ * LOC_PROCESS, LOC_STATUS) are already in the stacks where the options asked
+ * for them; formats with a better place for them (pprof labels) skip them and
+ * use the stack's tags instead.
+ */
+struct profile_meta {
+	const char *mode;       /* "cpu", "wall" or "gil" */
+	unsigned hz;
+	uint64_t start_unix_ns; /* wall-clock start of the run */
+	uint64_t duration_ns;
+};
+
+/* collapsed.c: one line per distinct stack, root first, `;`-separated, a space, the count. */
+int collapsed_write(const struct agg *a, const struct profile_meta *m, FILE *o);
 /* A location as text: "name (file:line)" for Python frames, the label otherwise. */
 void loc_format(const struct agg *a, uint32_t id, char *out, size_t len);
 
@@ -372,6 +413,20 @@ int output_open(struct output *out, const char *path);
 /* Flush and move the file into place. Returns -errno. */
 int output_commit(struct output *out);
 void output_abort(struct output *out);
+
+/* ------------------------------------------------------------- formats.c */
+
+/* Index of a format by name ("html") or by a path's extension (collapsed if none matches). */
+int format_by_name(const char *name);
+int format_by_path(const char *path);
+const char *format_name(int fmt);
+void format_list(FILE *o);
+int format_write(int fmt, const struct agg *a, const struct profile_meta *m, FILE *o);
+
+/* ------------------------------------------------------------- convert.c */
+
+/* Read collapsed stacks (as pybpfprof writes them) into a. -1 on a malformed line. */
+int collapsed_read(struct agg *a, FILE *in, size_t *lineno);
 
 /* ------------------------------------------------------------- sampler.c */
 

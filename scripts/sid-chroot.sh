@@ -92,8 +92,8 @@ trap 'exit 130' INT TERM
 
 START=$(date +%s)
 echo "sid-chroot: building Debian sid + python3.14 in $DIR (log: $LOG) ..." >&2
-: >"$LOG"
-# Same as debootstrap would pick, but explicit; minbase keeps it small.
+echo "=== $(date -u +%FT%TZ) debootstrap sid $MIRROR" >>"$LOG"
+# minbase: essential packages + apt only; python3.14 pulls in its stdlib.
 if ! timeout "${PBP_SID_TIMEOUT:-900}" debootstrap --variant=minbase --include=python3.14 \
 	sid "$TMP" "$MIRROR" >>"$LOG" 2>&1; then
 	last=$(grep -E '^(E|W):' "$LOG" | tail -1)

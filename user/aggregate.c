@@ -19,6 +19,12 @@ struct stack {
 	uint64_t hash;
 	uint64_t count;
 	uint32_t off, n;            /* into agg->pool */
+	struct stack_tags tags;
+};
+
+struct name {
+	uint64_t key;               /* pid << 32 | tid; 0 = empty */
+	const char *name;           /* interned */
 };
 
 struct agg {
@@ -40,6 +46,9 @@ struct agg {
 	uint32_t *pool;
 	size_t npool, cappool;
 	uint64_t total;
+	/* thread names, open addressing */
+	struct name *names;
+	uint32_t nnames, capnames;
 };
 
 static uint64_t hash_bytes(const void *p, size_t n, uint64_t h)
@@ -139,6 +148,7 @@ static void agg_clear(struct agg *a)
 	free(a->stacks);
 	free(a->stacktab);
 	free(a->pool);
+	free(a->names);
 	memset(a, 0, sizeof(*a));
 }
 
@@ -200,9 +210,10 @@ int64_t agg_loc(struct agg *a, const char *name, const char *file, int line, uin
 	return a->nlocs - 1;
 }
 
-int agg_add(struct agg *a, const uint32_t *locs, uint32_t n, uint64_t count)
+int agg_add(struct agg *a, const struct stack_tags *tags, const uint32_t *locs, uint32_t n,
+	    uint64_t count)
 {
-	uint64_t h = hash_bytes(locs, (size_t)n * sizeof(*locs), HASH_SEED ^ n);
+	uint64_t h = hash_bytes(locs, (size_t)n * sizeof(*locs), hash_bytes(tags, sizeof(*tags), HASH_SEED ^ n));
 	uint32_t slot;
 	struct stack *s;
 
@@ -210,7 +221,8 @@ int agg_add(struct agg *a, const uint32_t *locs, uint32_t n, uint64_t count)
 		return -PBP_E_NOMEM;
 	for (slot = h & (a->stacktab_cap - 1); a->stacktab[slot]; slot = (slot + 1) & (a->stacktab_cap - 1)) {
 		s = &a->stacks[a->stacktab[slot] - 1];
-		if (s->hash == h && s->n == n && memcmp(a->pool + s->off, locs, n * sizeof(*locs)) == 0) {
+		if (s->hash == h && s->n == n && memcmp(&s->tags, tags, sizeof(*tags)) == 0 &&
+		    memcmp(a->pool + s->off, locs, n * sizeof(*locs)) == 0) {
 			s->count += count;
 			a->total += count;
 			return 0;
@@ -231,7 +243,7 @@ int agg_add(struct agg *a, const uint32_t *locs, uint32_t n, uint64_t count)
 		a->cappool = ncap;
 	}
 	memcpy(a->pool + a->npool, locs, n * sizeof(*locs));
-	a->stacks[a->nstacks] = (struct stack){ h, count, (uint32_t)a->npool, n };
+	a->stacks[a->nstacks] = (struct stack){ h, count, (uint32_t)a->npool, n, *tags };
 	a->npool += n;
 	a->stacktab[slot] = ++a->nstacks;
 	a->total += count;
@@ -253,10 +265,13 @@ uint32_t agg_nlocs(const struct agg *a)
 	return a->nlocs;
 }
 
-const uint32_t *agg_stack(const struct agg *a, uint32_t i, uint32_t *n, uint64_t *count)
+const uint32_t *agg_stack(const struct agg *a, uint32_t i, uint32_t *n, uint64_t *count,
+			  const struct stack_tags **tags)
 {
 	*n = a->stacks[i].n;
 	*count = a->stacks[i].count;
+	if (tags)
+		*tags = &a->stacks[i].tags;
 	return a->pool + a->stacks[i].off;
 }
 
@@ -269,4 +284,69 @@ void agg_loc_info(const struct agg *a, uint32_t id, const char **name, const cha
 	*file = l->file;
 	*line = l->line;
 	*kind = l->kind;
+}
+
+static uint32_t name_slot(const struct agg *a, uint64_t key)
+{
+	uint32_t s = (uint32_t)(hash_bytes(&key, sizeof(key), HASH_SEED) & (a->capnames - 1));
+
+	while (a->names[s].key && a->names[s].key != key)
+		s = (s + 1) & (a->capnames - 1);
+	return s;
+}
+
+int agg_set_thread_name(struct agg *a, uint32_t pid, uint32_t tid, const char *name)
+{
+	uint64_t key = (uint64_t)pid << 32 | tid;
+	const char *n = intern(a, name);
+	uint32_t s;
+
+	if (!n || !key)
+		return -PBP_E_NOMEM;
+	if ((uint64_t)(a->nnames + 1) * 10 >= (uint64_t)a->capnames * 7) {
+		struct name *old = a->names;
+		uint32_t oldcap = a->capnames;
+
+		a->capnames = oldcap ? oldcap * 2 : 64;
+		a->names = calloc(a->capnames, sizeof(*a->names));
+		if (!a->names) {
+			a->names = old, a->capnames = oldcap;
+			return -PBP_E_NOMEM;
+		}
+		for (uint32_t i = 0; i < oldcap; i++)
+			if (old[i].key)
+				a->names[name_slot(a, old[i].key)] = old[i];
+		free(old);
+	}
+	s = name_slot(a, key);
+	if (!a->names[s].key)
+		a->nnames++;
+	a->names[s] = (struct name){ key, n };
+	return 0;
+}
+
+const char *agg_thread_name(const struct agg *a, uint32_t pid, uint32_t tid)
+{
+	uint64_t key = (uint64_t)pid << 32 | tid;
+	uint32_t s;
+
+	if (!a->capnames)
+		return NULL;
+	s = name_slot(a, key);
+	return a->names[s].key ? a->names[s].name : NULL;
+}
+
+const char *status_label(uint32_t status)
+{
+	static const char *const labels[] = {
+		[ST_RUNNING] = "[running]",
+		[ST_NATIVE] = "[native, no GIL]",
+		[ST_RUNNABLE] = "[runnable]",
+		[ST_GIL_WAIT] = "[gil wait]",
+		[ST_SLEEPING] = "[sleeping]",
+		[ST_DISK] = "[disk]",
+		[ST_UNKNOWN] = "[unknown]",
+	};
+
+	return status < ST__COUNT ? labels[status] : "[unknown]";
 }

@@ -26,14 +26,15 @@ static void put_frame(FILE *o, const char *s)
 		fputc(*s == ';' ? ':' : *s == '\n' || *s == '\r' ? ' ' : *s, o);
 }
 
-int collapsed_write(const struct agg *a, FILE *o)
+int collapsed_write(const struct agg *a, const struct profile_meta *m, FILE *o)
 {
 	char buf[2048];
 
+	(void)m;
 	for (uint32_t i = 0; i < agg_nstacks(a); i++) {
 		uint64_t count;
 		uint32_t n;
-		const uint32_t *locs = agg_stack(a, i, &n, &count);
+		const uint32_t *locs = agg_stack(a, i, &n, &count, NULL);
 
 		for (uint32_t j = 0; j < n; j++) {
 			if (j)

@@ -125,8 +125,109 @@ static int dump_main(int argc, char **argv)
 	return exit_code_for(err);
 }
 
+/* --------------------------------------------------------------- convert */
+
+struct convert_args {
+	const char *in, *out, *format, *mode;
+	unsigned hz;
+};
+
+static const struct argp_option convert_opts[] = {
+	{ "input", 'i', "FILE", 0, "Collapsed stacks to read (default: stdin)", 0 },
+	{ "output", 'o', "FILE", 0, "Where to write (default: stdout)", 0 },
+	{ "format", 'f', "FORMAT", 0, "Output format (default: from the -o extension)", 0 },
+	{ "frequency", 'F', "HZ", 0, "Rate the profile was taken at, for time units (default 99)", 0 },
+	{ "mode", 'm', "MODE", 0, "cpu, wall or gil: what the samples counted (default cpu)", 0 },
+	{ 0 },
+};
+
+static error_t convert_parse(int key, char *arg, struct argp_state *st)
+{
+	struct convert_args *a = st->input;
+	char *end;
+
+	switch (key) {
+	case 'i': a->in = arg; break;
+	case 'o': a->out = arg; break;
+	case 'f':
+		if (format_by_name(arg) < 0)
+			argp_error(st, "unknown format '%s'", arg);
+		a->format = arg;
+		break;
+	case 'F':
+		a->hz = (unsigned)strtoul(arg, &end, 10);
+		if (*end || a->hz < 1 || a->hz > 100000)
+			argp_error(st, "invalid frequency '%s'", arg);
+		break;
+	case 'm':
+		if (strcmp(arg, "cpu") && strcmp(arg, "wall") && strcmp(arg, "gil"))
+			argp_error(st, "invalid mode '%s' (cpu, wall or gil)", arg);
+		a->mode = arg;
+		break;
+	case ARGP_KEY_ARG:
+		argp_error(st, "unexpected argument '%s'", arg);
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static const char convert_doc[] =
+	"Render a collapsed-stack profile in another format."
+	"\vExamples:\n"
+	"  pybpfprof convert -i profile.txt -o profile.html\n"
+	"  pybpfprof convert -i profile.txt -o profile.pb.gz -m wall";
+
+static int convert_main(int argc, char **argv)
+{
+	struct argp argp = { convert_opts, convert_parse, NULL, convert_doc, NULL, NULL, NULL };
+	struct convert_args a = { .hz = 99, .mode = "cpu" };
+	struct profile_meta m;
+	struct output out;
+	struct agg *agg;
+	FILE *in;
+	size_t lineno;
+	int fmt, err;
+
+	argp_parse(&argp, argc, argv, 0, NULL, &a);
+	fmt = a.format ? format_by_name(a.format) : format_by_path(a.out);
+	in = a.in ? fopen(a.in, "re") : stdin;
+	if (!in) {
+		fprintf(stderr, "pybpfprof: cannot read %s: %s\n", a.in, strerror(errno));
+		return EXIT_IO;
+	}
+	agg = agg_new();
+	if (!agg || collapsed_read(agg, in, &lineno) != 0) {
+		fprintf(stderr, "pybpfprof: %s:%zu: not a collapsed-stack line\n", a.in ? a.in : "stdin", lineno);
+		agg_free(agg);
+		return EXIT_USAGE;
+	}
+	if (in != stdin)
+		fclose(in);
+	m = (struct profile_meta){ .mode = a.mode, .hz = a.hz };
+	err = output_open(&out, a.out);
+	if (!err && format_write(fmt, agg, &m, out.f) != 0)
+		err = -EIO;
+	if (!err)
+		err = output_commit(&out);
+	else if (out.f)
+		output_abort(&out);
+	agg_free(agg);
+	if (err) {
+		fprintf(stderr, "pybpfprof: cannot write %s: %s\n", a.out ? a.out : "stdout", strerror(-err));
+		return EXIT_IO;
+	}
+	return EXIT_OK;
+}
+
 int main(int argc, char **argv)
 {
+	argp_err_exit_status = EXIT_USAGE;
+	if (argc > 1 && strcmp(argv[1], "convert") == 0) {
+		argv[1] = "pybpfprof convert";
+		return convert_main(argc - 1, argv + 1);
+	}
 	if (argc > 1 && strcmp(argv[1], "dump") == 0) {
 		argv[1] = "pybpfprof dump";
 		return dump_main(argc - 1, argv + 1);

@@ -58,30 +58,44 @@ static int open_maps(pid_t pid, FILE **f)
 	return errno == EACCES || errno == EPERM ? -PBP_E_PERM : -PBP_E_GONE;
 }
 
-/* Path to open for a mapped file: through the target's root, or its map_files link. */
-static void file_path(pid_t pid, const struct map_entry *e, char *out, size_t n)
+/*
+ * Ways to open a mapped file, best first. maps names files as seen from our
+ * root: for a container that path is valid inside /proc/PID/root; for a
+ * plain chroot it is not, but map_files always names the exact file mapped
+ * (deleted or replaced ones too).
+ */
+static int file_path(pid_t pid, const struct map_entry *e, int i, char *out, size_t n)
 {
-	const char *deleted = strstr(e->path, " (deleted)");
-
-	if (deleted && deleted[10] == '\0')
+	switch (i) {
+	case 0:
+		snprintf(out, n, "/proc/%d/root%s", (int)pid, e->path);
+		return 0;
+	case 1:
 		snprintf(out, n, "/proc/%d/map_files/%llx-%llx", (int)pid,
 			 (unsigned long long)e->start, (unsigned long long)e->end);
-	else
-		snprintf(out, n, "/proc/%d/root%s", (int)pid, e->path);
+		return 0;
+	default:
+		return -1;
+	}
 }
 
 /* Try one mapped file; on success set p->runtime, p->binary and the ELF facts. */
 static int try_file(struct pyproc *p, const struct map_entry *e, struct elf_info *ei, uint64_t *bias)
 {
 	char path[700];
+	int i;
 
-	file_path(p->pid, e, path, sizeof(path));
-	memset(ei, 0, sizeof(*ei));
-	if (elf_find_python(path, ei) != 0)
+	for (i = 0; file_path(p->pid, e, i, path, sizeof(path)) == 0; i++) {
+		memset(ei, 0, sizeof(*ei));
+		if (elf_find_python(path, ei) == 0)
+			break;
+	}
+	if (file_path(p->pid, e, i, path, sizeof(path)) != 0)
 		return -1;
 	*bias = ei->is_shared ? e->start - (ei->first_load_vaddr & ~0xfffull) : 0;
 	p->runtime = *bias + ei->runtime_vaddr;
 	snprintf(p->binary, sizeof(p->binary), "%s", e->path);
+	snprintf(p->binary_open, sizeof(p->binary_open), "%s", path);
 	return 0;
 }
 
@@ -144,10 +158,9 @@ static int find_version(struct pyproc *p, const struct elf_info *ei, uint64_t bi
 			return err;
 		maj = hex >> 24, min = hex >> 16 & 0xff, mic = hex >> 8 & 0xff;
 	} else {
-		char path[700], ver[32];
+		char ver[32];
 
-		snprintf(path, sizeof(path), "/proc/%d/root%s", (int)p->pid, p->binary);
-		if (elf_find_version_string(path, ver, sizeof(ver)) != 0 ||
+		if (elf_find_version_string(p->binary_open, ver, sizeof(ver)) != 0 ||
 		    sscanf(ver, "%u.%u.%u", &maj, &min, &mic) != 3)
 			return -PBP_E_VERSION;
 	}

@@ -49,7 +49,7 @@ struct record {
 	struct agg *agg;
 	struct symstats sym;
 	uint32_t *locs;
-	uint64_t start_ns, end_ns;
+	uint64_t start_ns, end_ns, start_unix_ns;
 	uint64_t dropped;       /* samples of threads that are not Python threads */
 };
 
@@ -246,6 +246,7 @@ static void on_sample(void *ctx, const struct pbp_sample *ks)
 	struct record *r = ctx;
 	struct target *t = target_of(r, (pid_t)ks->tgid);
 	struct pbp_sample s;
+	struct stack_tags tags = { .pid = ks->tgid, .tid = ks->tid, .status = ST_UNKNOWN };
 	uint32_t n = 0, off = 0;
 
 	if (!t || !t->alive)
@@ -275,7 +276,7 @@ static void on_sample(void *ctx, const struct pbp_sample *ks)
 	remote_invalidate_all(t->p->r);
 	symbolize(t->p, ks, r->agg, r->locs + off, MAX_LOCS - off, &n, &r->sym);
 	if (n)
-		agg_add(r->agg, r->locs, n + off, 1);
+		agg_add(r->agg, &tags, r->locs, n + off, 1);
 }
 
 /* ------------------------------------------------------------- launch */
@@ -476,7 +477,10 @@ static int write_output(struct record *r)
 	struct output out;
 	int err = output_open(&out, r->outpath);
 
-	if (!err && collapsed_write(r->agg, out.f) != 0)
+	struct profile_meta m = { .mode = "cpu", .hz = r->hz, .start_unix_ns = r->start_unix_ns,
+				  .duration_ns = r->end_ns - r->start_ns };
+
+	if (!err && collapsed_write(r->agg, &m, out.f) != 0)
 		err = -EIO;
 	if (!err)
 		err = output_commit(&out);
@@ -555,6 +559,7 @@ static int run(struct record *r, int *go_fd)
 		}
 	}
 	r->start_ns = now_ns();
+	r->start_unix_ns = (uint64_t)time(NULL) * 1000000000ull;
 	loop(r);
 	code = write_output(r);
 	if (!r->quiet)

@@ -9,6 +9,9 @@
  * An accepted line must give a well-formed entry, and printing that entry
  * back in the kernel's format must parse to the same entry.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE     /* strnlen under -std=c11 */
+#endif
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdint.h>

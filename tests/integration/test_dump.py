@@ -1,0 +1,134 @@
+"""`pybpfprof dump` against parked targets on every interpreter: the stacks
+it reads from outside must equal what the target reports of itself."""
+
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+from conftest import TARGETS, _discover
+
+PARKED = os.path.join(TARGETS, "parked.py")
+
+EXIT_USAGE, EXIT_NO_PROCESS, EXIT_NOT_PYTHON, EXIT_UNSUPPORTED = 2, 3, 4, 5
+
+
+def expected_function(frame, version):
+    """What dump names a frame: co_qualname on 3.11+, co_name before."""
+    return frame["qualname"] if version >= (3, 11) else frame["name"]
+
+
+def dump_json(pybpfprof, pid):
+    r = pybpfprof("dump", "-p", pid, "--json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def states(pid):
+    out = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+            out[int(tid)] = f.read().rpartition(")")[2].split()[0]
+    return out
+
+
+def test_dump_matches_target(interp, start_target, pybpfprof):
+    proc, pid, ready = start_target(interp, PARKED)
+    got = dump_json(pybpfprof, pid)
+
+    assert got["pid"] == pid
+    assert got["version"] == "%d.%d.%d" % tuple(ready["version"])
+    by_tid = {t["tid"]: t for t in got["threads"]}
+    want = {t["native_id"]: t for t in ready["threads"]}
+    assert sorted(by_tid) == sorted(want), "dump saw other threads than the target has"
+    for tid, t in want.items():
+        d = by_tid[tid]
+        assert d["error"] is None, (t["role"], d["error"])
+        assert d["on_cpu"] is False and d["holds_gil"] is False, t["role"]
+        exp = [(expected_function(f, interp.version), f["file"], f["line"]) for f in t["frames"]]
+        seen = [(f["function"], f["file"], f["line"]) for f in d["frames"]]
+        assert seen == exp, "thread %s (%s) differs" % (t["role"], t["name"])
+    assert len(by_tid[ready["threads"][0]["native_id"]]["frames"]) >= 3
+
+
+def test_dump_does_not_stop_target(interp, start_target, pybpfprof):
+    proc, pid, ready = start_target(interp, PARKED)
+    for _ in range(20):
+        r = pybpfprof("dump", "-p", pid)
+        assert r.returncode == 0, r.stderr
+        # A stopped task would show 't' or 'T'; parked threads sleep throughout.
+        assert set(states(pid).values()) == {"S"}
+    assert proc.poll() is None
+
+
+def test_dump_text(interp, start_target, pybpfprof):
+    proc, pid, ready = start_target(interp, PARKED)
+    r = pybpfprof("dump", "-p", pid)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("Process %d: " % pid)
+    assert "(Python %d.%d.%d)" % tuple(ready["version"]) in r.stdout
+    script = ready["script"]
+    for t in ready["threads"]:
+        top = t["frames"][0]
+        line = "    %s (%s:%d)" % (expected_function(top, interp.version), script, top["line"])
+        assert line in r.stdout.splitlines()
+        assert "Thread %d " % t["native_id"] in r.stdout
+
+
+# --- errors: one line on stderr, a distinct exit code ----------------------------
+
+def one_line_error(r, code, text):
+    assert r.returncode == code, (r.returncode, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and text in lines[0], r.stderr
+    assert r.stdout == ""
+
+
+def test_error_no_such_pid(pybpfprof):
+    pid = 4194000  # above the default pid_max of small machines, never in use
+    while os.path.exists("/proc/%d" % pid):
+        pid += 1
+    one_line_error(pybpfprof("dump", "-p", pid), EXIT_NO_PROCESS, "no such process")
+
+
+def test_error_not_python(pybpfprof):
+    p = subprocess.Popen(["sleep", "30"])
+    try:
+        time.sleep(0.1)
+        one_line_error(pybpfprof("dump", "-p", p.pid), EXIT_NOT_PYTHON, "not a Python process")
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_error_usage(pybpfprof):
+    r = pybpfprof("dump", "-p", "abc")
+    assert r.returncode == EXIT_USAGE
+    r = pybpfprof("dump")
+    assert r.returncode == EXIT_USAGE and "-p PID is required" in r.stderr
+
+
+def old_pythons():
+    root = os.environ.get("PYENV_ROOT", "/root/.pyenv")
+    out = []
+    for v in ("3.7", "3.6"):
+        vers = os.path.join(root, "versions")
+        if os.path.isdir(vers):
+            out += [os.path.join(vers, d, "bin", "python" + v) for d in sorted(os.listdir(vers))
+                    if d.startswith(v + ".")]
+    return [p for p in out if os.access(p, os.X_OK)]
+
+
+@pytest.mark.skipif(not old_pythons(), reason="no Python older than 3.8 installed to test with")
+def test_error_unsupported_version(pybpfprof):
+    exe = old_pythons()[0]
+    p = subprocess.Popen([exe, "-c", "import time; time.sleep(30)"])
+    try:
+        time.sleep(0.5)
+        r = pybpfprof("dump", "-p", p.pid)
+        one_line_error(r, EXIT_UNSUPPORTED, "unsupported Python version 3.")
+    finally:
+        p.kill()
+        p.wait()
