@@ -7,6 +7,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
 
 #include "pybpfprof.h"
 
@@ -28,6 +29,15 @@ struct {
 	__type(key, __u32);
 	__type(value, struct pbp_thread);
 } threads SEC(".maps");
+
+/* An array user space maps into memory: wall mode reads every thread's state with no syscall. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PBP_MAX_SLOTS);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct pbp_tstate);
+} tstates SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -223,3 +233,88 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		stat_inc(PBP_STAT_LOST);
 	return 0;
 }
+
+/* ------------------------------------------------------------ thread state */
+
+#define TASK_INTERRUPTIBLE_ 0x1
+#define TASK_UNINTERRUPTIBLE_ 0x2
+#define TASK_NOLOAD_ 0x400
+
+static __always_inline struct pbp_tstate *tstate_of(__u32 tgid, __u32 tid)
+{
+	struct pbp_thread *t = bpf_map_lookup_elem(&threads, &tid);
+	__u32 slot;
+
+	if (!t || t->tgid != tgid)
+		return NULL;
+	slot = t->slot;
+	return bpf_map_lookup_elem(&tstates, &slot);
+}
+
+#if defined(__TARGET_ARCH_x86)
+#define NR_FUTEX 202
+#define SYSCALL_NR(regs) BPF_CORE_READ(regs, orig_ax)
+#elif defined(__TARGET_ARCH_arm64)
+#define NR_FUTEX 98
+#define SYSCALL_NR(regs) BPF_CORE_READ(regs, syscallno)
+#endif
+
+/*
+ * The futex a sleeping task waits on. The task is inside its syscall, so
+ * its saved user registers hold the syscall number and first argument: no
+ * syscall hook is needed, and nothing runs for other tasks.
+ */
+static __always_inline __u64 futex_of(struct task_struct *task)
+{
+#ifdef NR_FUTEX
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+
+	if (regs && SYSCALL_NR(regs) == NR_FUTEX)
+		return PT_REGS_PARM1_CORE_SYSCALL(regs);
+#endif
+	return 0;
+}
+
+/* A futex wait whose address lies inside the GIL struct is a GIL wait, on every version. */
+static __always_inline __u8 off_reason(struct pbp_tstate *st, struct task_struct *task,
+				       unsigned int state)
+{
+	struct pbp_proc *p;
+	__u32 tgid = task->tgid;
+
+	st->futex_addr = 0;
+	if (state == 0)
+		return PBP_OFF_RUNNABLE;
+	if ((state & TASK_UNINTERRUPTIBLE_) && !(state & TASK_NOLOAD_))
+		return PBP_OFF_DISK;
+	st->futex_addr = futex_of(task);
+	p = bpf_map_lookup_elem(&procs, &tgid);
+	if (p && st->futex_addr >= p->gil_lo && st->futex_addr < p->gil_hi)
+		return PBP_OFF_GIL;
+	return PBP_OFF_SLEEP;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct pbp_tstate *st;
+
+	st = tstate_of(prev->tgid, prev->pid);
+	if (st) {
+		st->off_reason = off_reason(st, prev, prev_state);
+		st->oncpu = 0;
+		st->switches++;
+		st->last_switch_ns = now;
+	}
+	st = tstate_of(next->tgid, next->pid);
+	if (st) {
+		st->off_reason = PBP_OFF_NONE;
+		st->oncpu = 1;
+		st->switches++;
+		st->last_switch_ns = now;
+	}
+	return 0;
+}
+

@@ -43,14 +43,37 @@ struct pbp_proc {
 	struct pbp_offsets off;
 	__u64 gil_locked;      /* address of the GIL's "locked" int, 0 if unknown */
 	__u64 gil_holder;      /* address of the GIL's last_holder (tstate *) */
+	__u64 gil_lo, gil_hi;  /* the GIL struct: a futex wait inside it is a GIL wait */
+};
+
+/* Why a thread is off CPU, as the scheduler saw it when it left. */
+enum pbp_off_reason {
+	PBP_OFF_NONE = 0,      /* on CPU, or never seen switching */
+	PBP_OFF_RUNNABLE,      /* preempted: ready, waiting for a CPU */
+	PBP_OFF_SLEEP,         /* interruptible sleep */
+	PBP_OFF_DISK,          /* uninterruptible sleep */
+	PBP_OFF_GIL,           /* futex wait on the target's GIL */
+};
+
+/* Per target thread, at its slot in the "tstates" array, kept by sched_switch. */
+struct pbp_tstate {
+	__u64 switches;        /* context switches in and out: unchanged means the stack is too */
+	__u64 last_switch_ns;
+	__u64 futex_addr;      /* futex it sleeps on, 0 if none: tells GIL waits */
+	__u8 oncpu;
+	__u8 off_reason;       /* enum pbp_off_reason */
+	__u8 pad[6];
 };
 
 /* Per target thread, keyed by tid in the "threads" map. */
 struct pbp_thread {
 	__u64 tstate;
 	__u32 tgid;
-	__u32 pad;
+	__u32 slot;            /* index into "tstates", which user space reads by mmap */
 };
+
+/* Threads whose scheduler state is kept (slots of the "tstates" array). */
+#define PBP_MAX_SLOTS 65536
 
 /* One Python frame as the kernel saw it. */
 struct pbp_frame {

@@ -88,7 +88,10 @@ struct elf_info {
 	char soname_version[16];
 };
 
-/* Look up the CPython symbols of one ELF file. 0 found _PyRuntime, -1 not. */
+/*
+ * Look up the CPython symbols of one ELF file (ET_EXEC or ET_DYN). 0 found
+ * _PyRuntime, -1 not; out is zeroed first and filled as far as found either way.
+ */
 int elf_find_python(const char *path, struct elf_info *out);
 /* Same, from an in-memory image (for fuzzing). */
 int elf_find_python_mem(const void *buf, size_t len, struct elf_info *out);
@@ -98,7 +101,7 @@ int elf_find_python_mem(const void *buf, size_t len, struct elf_info *out);
  * string, NUL-terminated. 0 on a single unambiguous match, -1 otherwise.
  */
 int elf_find_version_string(const char *path, char *out, size_t outlen);
-/* Same, from an in-memory image (major.minor from DT_SONAME only). */
+/* Same, from an in-memory image (no file name to take major.minor from). */
 int elf_find_version_string_mem(const void *buf, size_t len, char *out, size_t outlen);
 
 /* ------------------------------------------------------------- remote.c */
@@ -174,6 +177,32 @@ struct pyver {
 	uint32_t unicode_state, unicode_length, ascii_size, compact_size;
 
 	enum { LT_LNOTAB, LT_LINETABLE310, LT_LOCATIONS } lt_kind;
+
+	/* thread names (threadname.c): sys.modules -> threading._active -> Thread._name */
+	uint32_t is_modules;        /* interp->modules (<= 3.11), interp->imports.modules */
+	uint32_t mod_dict;          /* PyModuleObject.md_dict */
+	uint32_t dict_keys, dict_values;        /* PyDictObject.ma_keys, ma_values */
+	uint32_t dk_size;           /* <= 3.10: Py_ssize_t dk_size; NOOFF after */
+	uint32_t dk_log2_size, dk_log2_index_bytes, dk_kind;   /* 3.11+: uint8_t; NOOFF before */
+	uint32_t dk_nentries, dk_indices;
+	uint32_t de_size, de_key, de_value;     /* PyDictKeyEntry {hash, key, value} */
+	uint32_t due_size, due_key, due_value;  /* 3.11+: PyDictUnicodeEntry; NOOFF before */
+	uint32_t dv_values;         /* values[] in PyDictValues (<= 3.10 ma_values is the array: 0) */
+	uint32_t dv_capacity, dv_valid;         /* 3.13+: uint8_t; NOOFF before */
+	uint32_t tp_basicsize, tp_flags, tp_dictoffset, ht_cached_keys;
+	uint32_t tpf_managed_dict, tpf_inline_values;   /* tp_flags bits, 0 if none */
+	uint32_t tpf_long_subclass, tpf_unicode_subclass, tpf_dict_subclass;
+	uint32_t managed_dict_before;   /* 3.11+: bytes before an object of its dict pointer */
+	uint32_t managed_values_before; /* 3.11: of its values pointer; NOOFF otherwise */
+	enum {
+		INST_DICTOFFSET,        /* <= 3.10: the dict at tp_dictoffset */
+		INST_VALUES_PTR,        /* 3.11: values or dict pointer before the object */
+		INST_TAGGED,            /* 3.12: one word before it, odd: values pointer - 1 */
+		INST_INLINE,            /* 3.13+: dict pointer before it, values at tp_basicsize */
+	} inst_dict;
+	uint32_t long_size;         /* signed ob_size (<= 3.11) or lv_tag (3.12+) */
+	uint32_t long_digit, long_shift;        /* ob_digit[], bits per digit */
+	bool long_tagged;           /* 3.12+: ndigits = lv_tag >> 3, sign in lv_tag & 3 */
 };
 
 #define PYVER_NOOFF 0xffffffffu
@@ -198,6 +227,14 @@ int64_t pyver_instr_offset(const struct pyver *v, uint64_t code_addr, uint64_t i
  * is malformed). Never reads outside tab[0..len).
  */
 int lt_addr2line(int kind, const uint8_t *tab, size_t len, int firstlineno, int64_t off);
+
+/* 3.11+ only: the full position (lines and 0-based UTF-8 byte columns, -1 for none). */
+struct lt_pos {
+	int line, end_line;
+	int col, end_col;
+};
+/* 0, or -1 where the instruction has no position or the table is malformed. */
+int lt_addr2pos(const uint8_t *tab, size_t len, int firstlineno, int64_t off, struct lt_pos *out);
 
 /* ------------------------------------------------------------- pystr.c */
 
@@ -244,6 +281,17 @@ const struct codecache_stats *codecache_stats(const struct codecache *c);
 
 /* ------------------------------------------------------------- process.c */
 
+/* threadname.c's per-interpreter memo: where the threading module is. */
+struct pyname_cache {
+	uint64_t interp;        /* 0: an empty slot */
+	uint64_t module;        /* sys.modules["threading"] when it was looked up */
+	uint64_t dict;          /* that module's md_dict */
+	uint64_t dict_type;     /* type(sys.modules): what a real dict's ob_type is */
+	uint64_t module_type;   /* type(module) then */
+};
+
+#define PBP_NAME_CACHE 4
+
 struct pyproc {
 	pid_t pid;
 	struct pyver v;
@@ -254,6 +302,8 @@ struct pyproc {
 	char binary[512];       /* file holding _PyRuntime, as named in maps */
 	char binary_open[700];  /* the path it was opened by */
 	char version[24];       /* "3.11.7" */
+	struct pyname_cache names[PBP_NAME_CACHE];  /* zeroed at open */
+	unsigned names_next;    /* slot to reuse next */
 };
 
 /*
@@ -274,6 +324,13 @@ struct pythread {
 	int64_t interp_id;
 	pid_t tid;              /* kernel tid, 0 if it could not be found */
 	uint64_t frame;         /* innermost frame address, 0 if idle */
+	uint64_t ident;         /* tstate->thread_id: pthread_t, threading.get_ident() */
+};
+
+/* A Python-level thread name: threading.Thread.name of the thread ident. */
+struct pythread_name {
+	uint64_t ident;         /* threading.get_ident(), as in struct pythread */
+	char name[64];          /* UTF-8, NUL-terminated, truncated */
 };
 
 #define PBP_MAX_THREADS 8192
@@ -291,6 +348,31 @@ struct gilstate {
 };
 /* The GIL of the interpreter at interp (ignored on <= 3.11: one GIL). */
 int pygil_read(struct pyproc *p, uint64_t interp, struct gilstate *g);
+
+/* ------------------------------------------------------------- threadname.c */
+
+/*
+ * Python names of the threads of the interpreter at interp, read from its
+ * threading module (_active, then _limbo): *n pairs written, at most max.
+ * 0 on success, even when some threads' names could not be read (they are
+ * left out); -PBP_E_NOENT when threading is not imported; other -PBP_E_*
+ * when the way to it cannot be read. Callers fall back to the kernel's comm.
+ */
+int pythread_names(struct pyproc *p, uint64_t interp, struct pythread_name *out, size_t max,
+		   size_t *n);
+
+/* Where a dict keys object's entries are (pure, for tests: hdr holds its first len bytes). */
+struct pydict_table {
+	uint64_t entries;       /* address of entry 0 */
+	uint64_t nentries;      /* entries used so far (deleted ones have a NULL key) */
+	uint32_t entry_size, key_off, value_off;
+	bool unicode;           /* 3.11+ unicode-only or split keys: no hash field */
+	bool split;             /* 3.11+ dk_kind says split (<= 3.10: only ma_values tells) */
+};
+int pydict_keys_decode(const struct pyver *v, uint64_t keys_addr, const uint8_t *hdr, size_t len,
+		       struct pydict_table *t);
+/* Value of an int object (its first len bytes in obj) if it is >= 0 and fits 64 bits. */
+int pylong_decode(const struct pyver *v, const uint8_t *obj, size_t len, uint64_t *out);
 
 /* ------------------------------------------------------------- stack.c */
 
@@ -377,6 +459,9 @@ struct symstats {
 /* Locations of one sample, root first, into locs (at most max). */
 int symbolize(struct pyproc *p, const struct pbp_sample *s, struct agg *a, uint32_t *locs,
 	      uint32_t max, uint32_t *n, struct symstats *st);
+/* Locations of a thread's stack read now from its thread state, root first. */
+int symbolize_thread(struct pyproc *p, uint64_t tstate, struct agg *a, uint32_t *locs,
+		     uint32_t max, uint32_t *n, struct symstats *st);
 
 /* ------------------------------------------------------------- output formats */
 
@@ -397,6 +482,36 @@ struct profile_meta {
 int collapsed_write(const struct agg *a, const struct profile_meta *m, FILE *o);
 /* A location as text: "name (file:line)" for Python frames, the label otherwise. */
 void loc_format(const struct agg *a, uint32_t id, char *out, size_t len);
+/* speedscope.c: speedscope's JSON file format, one sampled profile per thread. */
+int speedscope_write(const struct agg *a, const struct profile_meta *m, FILE *o);
+/* Bytes of the valid UTF-8 sequence at s (1-4), 0 if invalid. For writers whose format wants UTF-8. */
+size_t utf8_seq_len(const unsigned char *s);
+/* pprof.c: gzipped profile.proto; label frames become sample labels. */
+int pprof_write(const struct agg *a, const struct profile_meta *m, FILE *o);
+/* pstats.c: the marshal'ed dict Python's pstats reads; see pstats.c for the figures. */
+int pstats_write(const struct agg *a, const struct profile_meta *m, FILE *o);
+
+/* top.c: per-function figures, a function being (name, file) whatever the line. */
+struct func_stat {
+	const char *name, *file;    /* the aggregate's strings */
+	int min_line;               /* smallest line seen in it, -1 if none */
+	uint64_t own;               /* samples with it as the innermost Python frame */
+	uint64_t total;             /* samples with it on the stack, once per sample */
+	uint64_t frames;            /* its frames in all samples, recursive ones included */
+};
+
+#define FUNC_NONE UINT32_MAX
+
+struct functab {
+	struct func_stat *f;        /* in order of first location */
+	uint32_t n;
+	uint32_t *of_loc;           /* location id -> index into f; FUNC_NONE for labels */
+};
+
+int functab_build(const struct agg *a, struct functab *t);     /* -PBP_E_NOMEM */
+void functab_free(struct functab *t);
+/* The end-of-run table: the top `rows` (<= 0: 10) functions by own, then total, samples. */
+void top_print(const struct agg *a, const struct profile_meta *m, FILE *o, int rows);
 
 /* ------------------------------------------------------------- output.c */
 
@@ -433,17 +548,70 @@ int collapsed_read(struct agg *a, FILE *in, size_t *lineno);
 struct sampler;
 typedef void (*sample_fn)(void *ctx, const struct pbp_sample *s);
 
-/* Load the BPF side and start sampling every online CPU at hz. */
-int sampler_open(struct sampler **out, unsigned hz, sample_fn cb, void *ctx);
+/* Load the BPF side and sample every online CPU at hz; sched: also track off-CPU state. */
+int sampler_open(struct sampler **out, unsigned hz, bool sched, sample_fn cb, void *ctx);
 void sampler_close(struct sampler *s);
 void sampler_verbose(bool on);
 int sampler_add_proc(struct sampler *s, pid_t pid, const struct pbp_proc *p);
 void sampler_del_proc(struct sampler *s, pid_t pid);
-int sampler_set_thread(struct sampler *s, pid_t tid, pid_t tgid, uint64_t tstate);
+/* A slot in the kernel's per-thread state array (-1 when not tracking). */
+int sampler_slot_alloc(struct sampler *s);
+void sampler_slot_free(struct sampler *s, int slot);
+/* The kernel's live view of a slot, NULL when not tracking. */
+const volatile struct pbp_tstate *sampler_tstate(struct sampler *s, int slot);
+int sampler_set_thread(struct sampler *s, pid_t tid, pid_t tgid, uint64_t tstate, int slot);
 void sampler_del_thread(struct sampler *s, pid_t tid);
 /* Deliver ready samples to the callback; waits at most timeout_ms. */
 int sampler_poll(struct sampler *s, int timeout_ms);
 void sampler_stats(struct sampler *s, uint64_t out[PBP_STAT__COUNT]);
+
+/* ------------------------------------------------------------- target.c */
+
+enum pbp_mode { MODE_CPU, MODE_WALL, MODE_GIL };
+
+struct profile_opts {
+	enum pbp_mode mode;
+	unsigned hz;
+	bool per_thread;        /* root frame "thread TID name" */
+	bool status;            /* leaf frame "[running]", ... */
+};
+
+/* Where samples and ticks of every target end up. */
+struct collector {
+	struct profile_opts o;
+	struct sampler *smp;
+	struct agg *agg;
+	struct symstats sym;
+	uint32_t *locs;         /* scratch: one stack */
+	uint64_t dropped;       /* samples of threads that are not Python threads */
+	uint64_t ticks, late_ticks;
+	uint64_t reused;        /* wall/gil: stack reused, the thread had not run: no read */
+	uint64_t from_kernel;   /* wall/gil: on-CPU thread, stack from its last kernel sample */
+	uint64_t read_now;      /* wall/gil: stack read from the target at the tick */
+};
+
+struct tcache;
+
+/* One profiled process and what is known of its threads. */
+struct target {
+	pid_t pid;
+	struct pyproc *p;
+	bool alive;
+	uint64_t last_rescan, gen;
+	struct pythread *list;  /* scratch for pythreads_read */
+	struct tcache *tc;      /* open addressing by tid */
+	uint32_t tc_cap, tc_n;
+	uint64_t gil_ticks, gil_held, gil_contended;
+};
+
+/* Register a freshly opened process with the sampler and read its threads. */
+int target_init(struct collector *c, struct target *t);
+void target_fini(struct collector *c, struct target *t);
+void target_rescan(struct collector *c, struct target *t);
+void target_on_sample(struct collector *c, struct target *t, const struct pbp_sample *s);
+/* wall and gil modes: count every thread (or the GIL holder) once. */
+void target_tick(struct collector *c, struct target *t, uint64_t now_kns);
+void target_print_threads(const struct collector *c, const struct target *t, FILE *o);
 
 /* ------------------------------------------------------------- main.c */
 

@@ -427,7 +427,9 @@ int elf_find_python_mem(const void *buf, size_t len, struct elf_info *out)
  *    "13.8.1" or "v3.8.1" or "1.3.8.1" do not yield a version.
  *  - Other version-like strings exist: Debian's python3.11 also holds
  *    "3.2.0" (unicodedata's ucd_3_2_0). So a candidate's major.minor must
- *    equal the file's own (from its name or DT_SONAME) when that is known.
+ *    equal the file's own when that is known: from its name, else its
+ *    DT_SONAME, else its Py_Version, else getpath's "lib/python3.X"
+ *    landmark (see landmark_version).
  *
  * A candidate matches ^3\.[0-9]+\.[0-9]+([abc]|rc)?[0-9]*\+?$ up to its NUL.
  * Standalone candidates (preceded by NUL) beat tail-merged ones; if the best
@@ -443,7 +445,7 @@ static bool is_digit(uint8_t c)
 	return c >= '0' && c <= '9';
 }
 
-/* A byte that may end the string a tail-merged version is the suffix of. */
+/* A byte that may precede a version merged into the tail of a longer string. */
 static bool is_separator(uint8_t c)
 {
 	if (c == ' ')
@@ -524,10 +526,59 @@ static void scan_version_bytes(const uint8_t *b, size_t n, struct vscan *v)
 	}
 }
 
+/*
+ * Without a name or DT_SONAME (a file opened as /proc/PID/map_files/A-B, a
+ * static interpreter), major.minor comes from the file itself: Py_Version
+ * when there is one, else the "lib/python3.8" / "python3.9" landmark that
+ * getpath.c (3.x <= 3.10) builds from VERSION, a NUL-terminated string
+ * "python3.<minor>" that starts the string or follows a '/'. Several
+ * different landmarks mean no hint.
+ */
+static void landmark_version(Elf_Data *const *ds, size_t nd, char want[16])
+{
+	char found[16] = "";
+	bool conflict = false;
+	size_t k;
+
+	for (k = 0; k < nd && !conflict; k++) {
+		const uint8_t *b = ds[k]->d_buf, *p = b, *end = b + ds[k]->d_size;
+
+		while (!conflict && (p = memchr(p, 'p', (size_t)(end - p))) != NULL) {
+			size_t i = (size_t)(p - b) + 8, n = 0;
+
+			if ((size_t)(end - p) < 8 || memcmp(p, "python3.", 8) != 0) {
+				p++;
+				continue;
+			}
+			while (i + n < ds[k]->d_size && n < 4 && is_digit(b[i + n]))
+				n++;
+			if (n > 0 && n < 4 && i + n < ds[k]->d_size && b[i + n] == '\0' &&
+			    (p == b || p[-1] == '\0' || p[-1] == '/')) {
+				char cand[16];
+
+				memcpy(cand, "3.", 2);
+				memcpy(cand + 2, b + i, n);
+				cand[2 + n] = '\0';
+				if (!found[0])
+					memcpy(found, cand, sizeof(cand));
+				else if (strcmp(found, cand) != 0)
+					conflict = true;
+			}
+			p += 8;
+		}
+	}
+	if (!conflict && found[0])
+		memcpy(want, found, 16);
+}
+
+#define MAX_RO_SECTIONS 64
+
 static int find_version_string(Elf *elf, const char *name_hint, char *out, size_t outlen)
 {
 	struct sections s;
 	struct vscan v;
+	Elf_Data *ds[MAX_RO_SECTIONS];
+	size_t nd = 0, k;
 	char want[16];
 	Elf_Scn *scn;
 	GElf_Ehdr eh;
@@ -536,40 +587,46 @@ static int find_version_string(Elf *elf, const char *name_hint, char *out, size_
 	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh) ||
 	    get_sections(elf, &s) != 0)
 		return -1;
-	soname_version(elf, &s, name_hint, want);
-	if (want[0] && strncmp(want, "3.", 2) != 0)
-		return -1;
-	memset(&v, 0, sizeof(v));
-	v.want = want;
-	/* Pass 0: .rodata only. Pass 1 (no .rodata at all): read-only data sections. */
-	for (pass = 0; pass < 2; pass++) {
-		bool used = false;
 
+	/* Pass 0: .rodata only. Pass 1 (no .rodata at all): read-only data sections. */
+	for (pass = 0; pass < 2 && nd == 0; pass++) {
 		scn = NULL;
-		while ((scn = elf_nextscn(elf, scn)) != NULL) {
+		while ((scn = elf_nextscn(elf, scn)) != NULL && nd < MAX_RO_SECTIONS) {
 			GElf_Shdr sh;
 			const char *name;
 			Elf_Data *d;
-			bool use;
 
 			if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
 			    !(sh.sh_flags & SHF_ALLOC))
 				continue;
 			name = section_name(elf, &s, &sh);
-			if (pass == 0)
-				use = name && strcmp(name, ".rodata") == 0;
-			else
-				use = !(sh.sh_flags & (SHF_WRITE | SHF_EXECINSTR));
-			if (!use)
+			if (pass == 0 ? !name || strcmp(name, ".rodata") != 0
+				      : (sh.sh_flags & (SHF_WRITE | SHF_EXECINSTR)) != 0)
 				continue;
-			used = true;
 			d = section_data(scn, &sh);
 			if (d)
-				scan_version_bytes(d->d_buf, d->d_size, &v);
+				ds[nd++] = d;
 		}
-		if (used)
-			break;
 	}
+
+	soname_version(elf, &s, name_hint, want);
+	if (!want[0]) {
+		struct elf_info ei;
+
+		memset(&ei, 0, sizeof(ei));
+		find_python(elf, NULL, &ei);
+		if (ei.version_hex >> 24 == 3)
+			snprintf(want, sizeof(want), "3.%u", (unsigned)(ei.version_hex >> 16 & 0xff));
+		else
+			landmark_version(ds, nd, want);
+	}
+	if (want[0] && strncmp(want, "3.", 2) != 0)
+		return -1;
+
+	memset(&v, 0, sizeof(v));
+	v.want = want;
+	for (k = 0; k < nd; k++)
+		scan_version_bytes(ds[k]->d_buf, ds[k]->d_size, &v);
 	if (!v.best_class || v.ambiguous || strlen(v.best) >= outlen)
 		return -1;
 	memcpy(out, v.best, strlen(v.best) + 1);

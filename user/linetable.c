@@ -16,14 +16,6 @@
 
 #include "pyprof.h"
 
-/* Declared here until pyprof.h grows it; see lt_addr2pos() below. */
-struct lt_pos {
-	int line, end_line;     /* -1: none */
-	int col, end_col;       /* 0-based UTF-8 byte columns, -1: none */
-};
-int lt_addr2pos(const uint8_t *tab, size_t len, int firstlineno, int64_t off,
-		struct lt_pos *out);
-
 /* A byte as the signed char CPython stores line deltas in (3.8-3.10). */
 static int sbyte(uint8_t b)
 {

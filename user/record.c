@@ -19,38 +19,25 @@
 #include "pyprof.h"
 
 #define MAX_TARGETS 64
-#define RESCAN_NS (20 * 1000000ull)     /* least time between two thread-list reads */
 #define LAUNCH_WAIT_NS (10 * 1000000000ull)
 #define MAX_LOCS (PBP_MAX_DEPTH + 4)
-
-struct target {
-	pid_t pid;
-	struct pyproc *p;
-	bool alive;
-	uint64_t last_rescan;
-	struct pythread *threads, *spare;   /* the last thread list, and room for the next */
-	size_t nthreads;
-};
+#define MAX_CATCH_UP 10         /* ticks run at once when the loop fell behind */
 
 struct record {
 	/* options */
 	pid_t pids[MAX_TARGETS];
 	int npids;
-	unsigned hz;
 	double duration;
 	const char *outpath;
-	bool per_thread, stats, quiet, verbose;
+	int format;
+	bool stats, quiet, verbose;
 	char **cmd;
 	/* state */
+	struct collector c;
 	pid_t child;
 	struct target targets[MAX_TARGETS];
 	int ntargets;
-	struct sampler *smp;
-	struct agg *agg;
-	struct symstats sym;
-	uint32_t *locs;
 	uint64_t start_ns, end_ns, start_unix_ns;
-	uint64_t dropped;       /* samples of threads that are not Python threads */
 };
 
 static volatile sig_atomic_t stop_signal;
@@ -70,18 +57,27 @@ static uint64_t now_ns(void)
 
 /* ------------------------------------------------------------- options */
 
-enum { OPT_STATS = 1000, OPT_VERBOSE };
+enum { OPT_STATS = 1000, OPT_VERBOSE, OPT_STATUS };
 
 static const struct argp_option opts[] = {
 	{ NULL, 0, NULL, 0, "Targets:", 1 },
 	{ "pid", 'p', "PID[,PID...]", 0, "Profile these processes (repeatable)", 1 },
 	{ NULL, 0, NULL, 0, "Sampling:", 2 },
-	{ "frequency", 'F', "HZ", 0, "Samples per second of CPU time per thread (default 99)", 2 },
+	{ "mode", 'm', "MODE", 0,
+	  "What a sample counts: cpu (threads on a CPU; default), wall (every thread at every "
+	  "tick), gil (the thread holding the GIL)", 2 },
+	{ "frequency", 'F', "HZ", 0,
+	  "Samples per second: of CPU time per thread in cpu mode, ticks in wall and gil modes "
+	  "(default 99)", 2 },
 	{ "duration", 'd', "SECONDS", 0,
 	  "Stop after this long (default: Ctrl-C, SIGTERM, or every target exited)", 2 },
 	{ NULL, 0, NULL, 0, "Output:", 3 },
 	{ "output", 'o', "FILE", 0, "Write the profile here (default: stdout)", 3 },
+	{ "format", 'f', "FORMAT", 0, "Output format (default: from the -o extension, else collapsed)", 3 },
 	{ "threads", 't', NULL, 0, "Add a root frame per thread: 'thread TID name'", 3 },
+	{ "status", OPT_STATUS, NULL, 0,
+	  "Add a leaf frame with the thread's status: [running], [native, no GIL], [runnable], "
+	  "[gil wait], [sleeping], [disk]", 3 },
 	{ "stats", OPT_STATS, NULL, 0, "Print cache and read statistics at the end", 3 },
 	{ "quiet", 'q', NULL, 0, "No live line and no summary on stderr", 3 },
 	{ "verbose", OPT_VERBOSE, NULL, 0, "Show libbpf's messages", 3 },
@@ -110,9 +106,24 @@ static error_t parse_opt(int key, char *arg, struct argp_state *st)
 		if (add_pids(r, arg))
 			argp_error(st, "invalid pid list '%s' (at most %d pids)", arg, MAX_TARGETS);
 		break;
+	case 'm':
+		if (strcmp(arg, "cpu") == 0)
+			r->c.o.mode = MODE_CPU;
+		else if (strcmp(arg, "wall") == 0)
+			r->c.o.mode = MODE_WALL;
+		else if (strcmp(arg, "gil") == 0)
+			r->c.o.mode = MODE_GIL;
+		else
+			argp_error(st, "invalid mode '%s' (cpu, wall or gil)", arg);
+		break;
+	case 'f':
+		r->format = format_by_name(arg);
+		if (r->format < 0)
+			argp_error(st, "unknown format '%s'", arg);
+		break;
 	case 'F':
-		r->hz = (unsigned)strtoul(arg, &end, 10);
-		if (*end || r->hz < 1 || r->hz > 100000)
+		r->c.o.hz = (unsigned)strtoul(arg, &end, 10);
+		if (*end || r->c.o.hz < 1 || r->c.o.hz > 100000)
 			argp_error(st, "invalid frequency '%s' (1 to 100000 Hz)", arg);
 		break;
 	case 'd':
@@ -121,7 +132,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *st)
 			argp_error(st, "invalid duration '%s'", arg);
 		break;
 	case 'o': r->outpath = arg; break;
-	case 't': r->per_thread = true; break;
+	case 't': r->c.o.per_thread = true; break;
+	case OPT_STATUS: r->c.o.status = true; break;
 	case 'q': r->quiet = true; break;
 	case OPT_STATS: r->stats = true; break;
 	case OPT_VERBOSE: r->verbose = true; break;
@@ -149,6 +161,7 @@ static const char doc[] =
 	"\vExamples:\n"
 	"  sudo pybpfprof -p 1234 -F 99 -d 10 -o profile.txt\n"
 	"  sudo pybpfprof -o app.txt -- python3 app.py\n"
+	"  sudo pybpfprof -p 1234 -m wall --status -t -o wall.txt\n"
 	"  flamegraph.pl profile.txt > profile.svg";
 
 /* ------------------------------------------------------------- targets */
@@ -161,122 +174,18 @@ static struct target *target_of(struct record *r, pid_t pid)
 	return NULL;
 }
 
-/* Kernel view of the GIL: where its locked flag and holder live. */
-static void gil_addrs(struct target *t, struct pbp_proc *kp)
-{
-	struct gilstate g;
-	uint64_t interp = 0;
-
-	remote_ptr(t->p->r, t->p->runtime + t->p->v.rt_interpreters_head, &interp);
-	if (pygil_read(t->p, interp, &g) == 0 && g.addr) {
-		kp->gil_locked = g.addr + t->p->v.gil_locked;
-		kp->gil_holder = g.addr + t->p->v.gil_last_holder;
-	}
-}
-
-/* Read the thread list and tell the kernel each thread's state address. */
-static void rescan(struct record *r, struct target *t)
-{
-	struct pythread *tmp;
-	size_t n = 0;
-
-	t->last_rescan = now_ns();
-	if (pythreads_read(t->p, t->spare, PBP_MAX_THREADS, &n) != 0)
-		return;
-	/* Forget threads that ended, so a reused tid never inherits their state. */
-	for (size_t i = 0; i < t->nthreads; i++) {
-		bool still = false;
-
-		for (size_t j = 0; j < n && !still; j++)
-			still = t->spare[j].tid == t->threads[i].tid;
-		if (!still && t->threads[i].tid)
-			sampler_del_thread(r->smp, t->threads[i].tid);
-	}
-	tmp = t->threads, t->threads = t->spare, t->spare = tmp;
-	t->nthreads = n;
-	for (size_t i = 0; i < n; i++)
-		if (t->threads[i].tid)
-			sampler_set_thread(r->smp, t->threads[i].tid, t->pid, t->threads[i].tstate);
-}
-
-static int register_target(struct record *r, struct target *t)
-{
-	struct pbp_proc kp = { .off = t->p->v.k };
-	int err;
-
-	t->threads = calloc(PBP_MAX_THREADS, sizeof(*t->threads));
-	t->spare = calloc(PBP_MAX_THREADS, sizeof(*t->spare));
-	if (!t->threads || !t->spare)
-		return -PBP_E_NOMEM;
-	gil_addrs(t, &kp);
-	err = sampler_add_proc(r->smp, t->pid, &kp);
-	if (err)
-		return -PBP_E_BPF;
-	t->alive = true;
-	rescan(r, t);
-	return 0;
-}
-
 static bool alive(pid_t pid)
 {
 	return kill(pid, 0) == 0 || errno == EPERM;
-}
-
-/* ------------------------------------------------------------- samples */
-
-static const struct pythread *thread_of(const struct target *t, pid_t tid)
-{
-	for (size_t i = 0; i < t->nthreads; i++)
-		if (t->threads[i].tid == tid)
-			return &t->threads[i];
-	return NULL;
-}
-
-static int64_t thread_label(struct record *r, struct target *t, pid_t tid)
-{
-	char comm[32], label[96];
-
-	proc_thread_comm(t->pid, tid, comm, sizeof(comm));
-	snprintf(label, sizeof(label), "thread %d %s", (int)tid, comm[0] ? comm : "?");
-	return agg_loc(r->agg, label, NULL, -1, LOC_THREAD);
 }
 
 static void on_sample(void *ctx, const struct pbp_sample *ks)
 {
 	struct record *r = ctx;
 	struct target *t = target_of(r, (pid_t)ks->tgid);
-	struct pbp_sample s;
-	struct stack_tags tags = { .pid = ks->tgid, .tid = ks->tid, .status = ST_UNKNOWN };
-	uint32_t n = 0, off = 0;
 
-	if (!t || !t->alive)
-		return;
-	if (ks->flags & PBP_F_NO_TSTATE) {
-		const struct pythread *th;
-
-		/* A thread born since the last scan: find its state, and the kernel's next time. */
-		if (now_ns() - t->last_rescan > RESCAN_NS)
-			rescan(r, t);
-		th = thread_of(t, (pid_t)ks->tid);
-		if (!th) {
-			r->dropped++;
-			return;
-		}
-		memcpy(&s, ks, offsetof(struct pbp_sample, frames));
-		s.tstate = th->tstate;
-		ks = &s;
-	}
-	if (r->per_thread) {
-		int64_t id = thread_label(r, t, (pid_t)ks->tid);
-
-		if (id < 0)
-			return;
-		r->locs[off++] = (uint32_t)id;
-	}
-	remote_invalidate_all(t->p->r);
-	symbolize(t->p, ks, r->agg, r->locs + off, MAX_LOCS - off, &n, &r->sym);
-	if (n)
-		agg_add(r->agg, &tags, r->locs, n + off, 1);
+	if (t && t->alive)
+		target_on_sample(&r->c, t, ks);
 }
 
 /* ------------------------------------------------------------- launch */
@@ -343,7 +252,7 @@ static int attach_child(struct record *r)
 	}
 	t->pid = r->child;
 	r->ntargets = 1;
-	return register_target(r, t);
+	return target_init(&r->c, t);
 }
 
 /* ------------------------------------------------------------- run */
@@ -375,13 +284,13 @@ static int any_alive(struct record *r)
 		r->child = 0;
 	for (int i = 0; i < r->ntargets; i++) {
 		struct target *t = &r->targets[i];
+		bool up = t->pid == r->child ? r->child != 0 : alive(t->pid);
 
-		if (t->alive && (t->pid == r->child ? r->child != 0 : alive(t->pid)))
-			n++;
-		else if (t->alive) {
+		if (t->alive && !up) {
 			t->alive = false;
-			sampler_del_proc(r->smp, t->pid);
+			sampler_del_proc(r->c.smp, t->pid);
 		}
+		n += t->alive;
 	}
 	return n;
 }
@@ -390,27 +299,50 @@ static void live_line(struct record *r, uint64_t now)
 {
 	uint64_t st[PBP_STAT__COUNT];
 	double secs = (double)(now - r->start_ns) / 1e9;
+	uint64_t n = agg_total(r->c.agg);
 
-	sampler_stats(r->smp, st);
+	sampler_stats(r->c.smp, st);
 	fprintf(stderr, "\r\033[Kpybpfprof: %.0f s, %llu samples, %.0f/s, %llu lost", secs,
-		(unsigned long long)st[PBP_STAT_DELIVERED],
-		secs > 0 ? (double)st[PBP_STAT_DELIVERED] / secs : 0.0,
+		(unsigned long long)n, secs > 0 ? (double)n / secs : 0.0,
 		(unsigned long long)st[PBP_STAT_LOST]);
+}
+
+/* wall and gil modes: ticks at hz on the monotonic clock, caught up if the loop fell behind. */
+static void run_ticks(struct record *r, uint64_t now, uint64_t *next_tick)
+{
+	uint64_t period = 1000000000ull / r->c.o.hz;
+	int done = 0;
+
+	while (*next_tick <= now) {
+		if (done++ < MAX_CATCH_UP) {
+			for (int i = 0; i < r->ntargets; i++)
+				target_tick(&r->c, &r->targets[i], now);
+			r->c.ticks++;
+		} else {
+			r->c.late_ticks++;
+		}
+		*next_tick += period;
+	}
 }
 
 static void loop(struct record *r)
 {
 	bool tty = !r->quiet && isatty(STDERR_FILENO);
+	bool ticking = r->c.o.mode != MODE_CPU;
 	uint64_t deadline = r->duration > 0 ? r->start_ns + (uint64_t)(r->duration * 1e9) : 0;
 	uint64_t next_live = r->start_ns + 1000000000ull;
+	uint64_t next_tick = r->start_ns + 1000000000ull / r->c.o.hz;
 
 	while (!stop_signal) {
-		uint64_t now;
+		uint64_t now = now_ns();
+		int wait = ticking ? (int)((next_tick > now ? next_tick - now : 0) / 1000000) : 50;
 
-		sampler_poll(r->smp, 50);
+		sampler_poll(r->c.smp, wait < 50 ? wait : 50);
 		now = now_ns();
 		if (deadline && now >= deadline)
 			break;
+		if (ticking)
+			run_ticks(r, now, &next_tick);
 		if (!any_alive(r))
 			break;
 		if (tty && now >= next_live) {
@@ -419,37 +351,46 @@ static void loop(struct record *r)
 		}
 	}
 	/* Samples still in the ring buffer belong to the run. */
-	while (sampler_poll(r->smp, 0) > 0)
+	while (sampler_poll(r->c.smp, 0) > 0)
 		;
 	r->end_ns = now_ns();
 	if (tty)
 		fputs("\r\033[K", stderr);
 }
 
+static const char *mode_name(enum pbp_mode m)
+{
+	return m == MODE_WALL ? "wall" : m == MODE_GIL ? "gil" : "cpu";
+}
+
 static void print_summary(struct record *r)
 {
+	const struct collector *c = &r->c;
 	uint64_t st[PBP_STAT__COUNT];
 	double secs = (double)(r->end_ns - r->start_ns) / 1e9;
 
-	sampler_stats(r->smp, st);
-	fprintf(stderr, "pybpfprof: %llu samples in %.2f s (%.1f samples/s at %u Hz per on-CPU thread), "
-		"%llu lost\n", (unsigned long long)agg_total(r->agg), secs,
-		secs > 0 ? (double)agg_total(r->agg) / secs : 0.0, r->hz,
+	sampler_stats(c->smp, st);
+	fprintf(stderr, "pybpfprof: %s mode, %llu samples in %.2f s (%.1f/s at %u Hz), %llu lost\n",
+		mode_name(c->o.mode), (unsigned long long)agg_total(c->agg), secs,
+		secs > 0 ? (double)agg_total(c->agg) / secs : 0.0, c->o.hz,
 		(unsigned long long)st[PBP_STAT_LOST]);
 	fprintf(stderr, "pybpfprof: kernel: %llu taken, %llu delivered; stacks: %llu deeper than %d, "
 		"%llu faulted, %llu completed in user space, %llu failed\n",
 		(unsigned long long)st[PBP_STAT_TAKEN], (unsigned long long)st[PBP_STAT_DELIVERED],
 		(unsigned long long)st[PBP_STAT_TRUNCATED], PBP_MAX_FRAMES,
-		(unsigned long long)st[PBP_STAT_FAULTED], (unsigned long long)r->sym.completed,
-		(unsigned long long)r->sym.failed);
-	fprintf(stderr, "pybpfprof: %llu samples outside Python code, %llu of non-Python threads, "
-		"%llu frames unnamed\n", (unsigned long long)r->sym.no_python,
-		(unsigned long long)r->dropped, (unsigned long long)r->sym.unknown_frames);
+		(unsigned long long)st[PBP_STAT_FAULTED], (unsigned long long)c->sym.completed,
+		(unsigned long long)c->sym.failed);
+	if (c->o.mode != MODE_CPU)
+		fprintf(stderr, "pybpfprof: %llu ticks (%llu dropped, the loop fell behind)\n",
+			(unsigned long long)c->ticks, (unsigned long long)c->late_ticks);
+	for (int i = 0; i < r->ntargets; i++)
+		target_print_threads(c, &r->targets[i], stderr);
 }
 
 static void print_stats(struct record *r)
 {
-	double ns = (double)(r->sym.samples ? r->sym.samples : 1);
+	const struct collector *c = &r->c;
+	double ns = (double)(agg_total(c->agg) ? agg_total(c->agg) : 1);
 
 	for (int i = 0; i < r->ntargets; i++) {
 		const struct remote_stats *rs = remote_stats(r->targets[i].p->r);
@@ -468,19 +409,27 @@ static void print_stats(struct record *r)
 			"%llu unreadable\n", (unsigned long long)cs->hits, (unsigned long long)cs->misses,
 			(unsigned long long)cs->stale, (unsigned long long)cs->bad);
 	}
-	fprintf(stderr, "  aggregate     %u distinct stacks, %u locations\n", agg_nstacks(r->agg),
-		agg_nlocs(r->agg));
+	if (c->o.mode != MODE_CPU)
+		fprintf(stderr, "  tick stacks   %llu reused (thread had not run), %llu from the kernel "
+			"(on CPU), %llu read at the tick\n", (unsigned long long)c->reused,
+			(unsigned long long)c->from_kernel, (unsigned long long)c->read_now);
+	fprintf(stderr, "  samples       %llu outside Python code, %llu of non-Python threads, "
+		"%llu frames unnamed\n", (unsigned long long)c->sym.no_python,
+		(unsigned long long)c->dropped, (unsigned long long)c->sym.unknown_frames);
+	fprintf(stderr, "  aggregate     %u distinct stacks, %u locations\n", agg_nstacks(c->agg),
+		agg_nlocs(c->agg));
 }
 
 static int write_output(struct record *r)
 {
+	struct profile_meta m = { .mode = mode_name(r->c.o.mode), .hz = r->c.o.hz,
+				  .start_unix_ns = r->start_unix_ns,
+				  .duration_ns = r->end_ns - r->start_ns };
+	int fmt = r->format >= 0 ? r->format : format_by_path(r->outpath);
 	struct output out;
 	int err = output_open(&out, r->outpath);
 
-	struct profile_meta m = { .mode = "cpu", .hz = r->hz, .start_unix_ns = r->start_unix_ns,
-				  .duration_ns = r->end_ns - r->start_ns };
-
-	if (!err && collapsed_write(r->agg, &m, out.f) != 0)
+	if (!err && format_write(fmt, r->c.agg, &m, out.f) != 0)
 		err = -EIO;
 	if (!err)
 		err = output_commit(&out);
@@ -522,14 +471,31 @@ static void cleanup(struct record *r, int go_fd)
 		kill(r->child, SIGTERM);
 	if (r->child > 0)
 		waitpid(r->child, NULL, 0);
-	sampler_close(r->smp);
-	for (int i = 0; i < r->ntargets; i++) {
-		pyproc_close(r->targets[i].p);
-		free(r->targets[i].threads);
-		free(r->targets[i].spare);
+	for (int i = 0; i < r->ntargets; i++)
+		target_fini(&r->c, &r->targets[i]);
+	sampler_close(r->c.smp);
+	agg_free(r->c.agg);
+	free(r->c.locs);
+}
+
+static int start_command(struct record *r, int *go_fd)
+{
+	int err = launch(r, go_fd);
+
+	if (err) {
+		fprintf(stderr, "pybpfprof: cannot start '%s': %s\n", r->cmd[0], strerror(-err));
+		return EXIT_INTERNAL;
 	}
-	agg_free(r->agg);
-	free(r->locs);
+	if (write(*go_fd, "g", 1) != 1)
+		return EXIT_INTERNAL;
+	close(*go_fd);
+	*go_fd = -1;
+	err = attach_child(r);
+	if (err) {
+		fprintf(stderr, "pybpfprof: '%s': %s\n", r->cmd[0], pbp_strerror(err));
+		return exit_code_for(err);
+	}
+	return 0;
 }
 
 static int run(struct record *r, int *go_fd)
@@ -538,26 +504,14 @@ static int run(struct record *r, int *go_fd)
 
 	if (!r->cmd && (code = open_targets(r)) != 0)
 		return code;
-	err = sampler_open(&r->smp, r->hz, on_sample, r);
+	err = sampler_open(&r->c.smp, r->c.o.hz, r->c.o.mode != MODE_CPU, on_sample, r);
 	if (err)
 		return report_sampler_error(err);
 	for (int i = 0; i < r->ntargets; i++)
-		if ((err = register_target(r, &r->targets[i])) != 0)
+		if ((err = target_init(&r->c, &r->targets[i])) != 0)
 			return report_sampler_error(err);
-	if (r->cmd) {
-		if ((err = launch(r, go_fd)) != 0) {
-			fprintf(stderr, "pybpfprof: cannot start '%s': %s\n", r->cmd[0], strerror(-err));
-			return EXIT_INTERNAL;
-		}
-		if (write(*go_fd, "g", 1) != 1)
-			return EXIT_INTERNAL;
-		close(*go_fd);
-		*go_fd = -1;
-		if ((err = attach_child(r)) != 0) {
-			fprintf(stderr, "pybpfprof: '%s': %s\n", r->cmd[0], pbp_strerror(err));
-			return exit_code_for(err);
-		}
-	}
+	if (r->cmd && (code = start_command(r, go_fd)) != 0)
+		return code;
 	r->start_ns = now_ns();
 	r->start_unix_ns = (uint64_t)time(NULL) * 1000000000ull;
 	loop(r);
@@ -572,14 +526,14 @@ static int run(struct record *r, int *go_fd)
 int record_main(int argc, char **argv)
 {
 	struct argp argp = { opts, parse_opt, "[-- COMMAND [ARG...]]", doc, NULL, NULL, NULL };
-	struct record r = { .hz = 99 };
+	struct record r = { .format = -1, .c.o = { .mode = MODE_CPU, .hz = 99 } };
 	int go_fd = -1, code;
 
 	argp_parse(&argp, argc, argv, 0, NULL, &r);
 	sampler_verbose(r.verbose);
-	r.agg = agg_new();
-	r.locs = malloc(sizeof(*r.locs) * MAX_LOCS);
-	if (!r.agg || !r.locs) {
+	r.c.agg = agg_new();
+	r.c.locs = malloc(sizeof(*r.c.locs) * MAX_LOCS);
+	if (!r.c.agg || !r.c.locs) {
 		fprintf(stderr, "pybpfprof: out of memory\n");
 		return EXIT_INTERNAL;
 	}

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -21,6 +22,10 @@
 struct sampler {
 	struct profile_bpf *skel;
 	struct ring_buffer *rb;
+	struct bpf_link *switch_link;
+	struct pbp_tstate *tstates;     /* the kernel's array, mapped */
+	uint32_t *free_slots;
+	uint32_t nfree;
 	struct bpf_link **links;
 	int *pfds;
 	int ncpus;
@@ -143,7 +148,36 @@ static int attach_cpus(struct sampler *s, unsigned hz)
 	return err;
 }
 
-int sampler_open(struct sampler **out, unsigned hz, sample_fn cb, void *ctx)
+static size_t tstates_bytes(void)
+{
+	size_t n = sizeof(struct pbp_tstate) * PBP_MAX_SLOTS;
+	long page = sysconf(_SC_PAGESIZE);
+
+	return (n + (size_t)page - 1) / (size_t)page * (size_t)page;
+}
+
+static int track_threads(struct sampler *s)
+{
+	void *m;
+
+	s->switch_link = bpf_program__attach(s->skel->progs.on_switch);
+	if (!s->switch_link)
+		return bpf_err(errno);
+	m = mmap(NULL, tstates_bytes(), PROT_READ | PROT_WRITE, MAP_SHARED,
+		 bpf_map__fd(s->skel->maps.tstates), 0);
+	if (m == MAP_FAILED)
+		return bpf_err(errno);
+	s->tstates = m;
+	s->free_slots = malloc(sizeof(*s->free_slots) * PBP_MAX_SLOTS);
+	if (!s->free_slots)
+		return -PBP_E_NOMEM;
+	for (uint32_t i = 0; i < PBP_MAX_SLOTS; i++)
+		s->free_slots[i] = PBP_MAX_SLOTS - 1 - i;
+	s->nfree = PBP_MAX_SLOTS;
+	return 0;
+}
+
+int sampler_open(struct sampler **out, unsigned hz, bool sched, sample_fn cb, void *ctx)
 {
 	struct sampler *s;
 	int err;
@@ -162,12 +196,16 @@ int sampler_open(struct sampler **out, unsigned hz, sample_fn cb, void *ctx)
 		err = bpf_err(errno);
 		goto fail;
 	}
+	/* Only the modes that look at off-CPU threads pay for the scheduler hook. */
+	bpf_program__set_autoload(s->skel->progs.on_switch, sched);
 	err = profile_bpf__load(s->skel);
 	if (err) {
 		err = bpf_err(-err);
 		goto fail;
 	}
 	err = attach_cpus(s, hz);
+	if (!err && sched)
+		err = track_threads(s);
 	if (err)
 		goto fail;
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_event, s, NULL);
@@ -187,6 +225,10 @@ void sampler_close(struct sampler *s)
 	if (!s)
 		return;
 	ring_buffer__free(s->rb);
+	bpf_link__destroy(s->switch_link);
+	if (s->tstates)
+		munmap(s->tstates, tstates_bytes());
+	free(s->free_slots);
 	for (int i = 0; i < s->ncpus; i++) {
 		bpf_link__destroy(s->links[i]);
 		if (s->pfds[i] >= 0)
@@ -212,9 +254,31 @@ void sampler_del_proc(struct sampler *s, pid_t pid)
 	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.procs), &key);
 }
 
-int sampler_set_thread(struct sampler *s, pid_t tid, pid_t tgid, uint64_t tstate)
+int sampler_slot_alloc(struct sampler *s)
 {
-	struct pbp_thread t = { .tstate = tstate, .tgid = (__u32)tgid };
+	uint32_t slot;
+
+	if (!s->tstates || !s->nfree)
+		return -1;
+	slot = s->free_slots[--s->nfree];
+	memset(&s->tstates[slot], 0, sizeof(s->tstates[slot]));
+	return (int)slot;
+}
+
+void sampler_slot_free(struct sampler *s, int slot)
+{
+	if (s->tstates && slot >= 0 && slot < PBP_MAX_SLOTS)
+		s->free_slots[s->nfree++] = (uint32_t)slot;
+}
+
+const volatile struct pbp_tstate *sampler_tstate(struct sampler *s, int slot)
+{
+	return s->tstates && slot >= 0 && slot < PBP_MAX_SLOTS ? &s->tstates[slot] : NULL;
+}
+
+int sampler_set_thread(struct sampler *s, pid_t tid, pid_t tgid, uint64_t tstate, int slot)
+{
+	struct pbp_thread t = { .tstate = tstate, .tgid = (__u32)tgid, .slot = (__u32)(slot < 0 ? PBP_MAX_SLOTS : slot) };
 	__u32 key = (__u32)tid;
 
 	return bpf_map_update_elem(bpf_map__fd(s->skel->maps.threads), &key, &t, BPF_ANY) ? -errno : 0;

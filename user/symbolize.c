@@ -83,3 +83,31 @@ out:
 	*n = k;
 	return k ? 0 : err;
 }
+
+int symbolize_thread(struct pyproc *p, uint64_t tstate, struct agg *a, uint32_t *locs,
+		     uint32_t max, uint32_t *n, struct symstats *st)
+{
+	struct pbp_frame *frames = malloc(sizeof(*frames) * PBP_MAX_DEPTH);
+	uint64_t frame = 0;
+	size_t nf = 0;
+	uint32_t k = 0;
+	int err;
+
+	*n = 0;
+	if (!frames)
+		return -PBP_E_NOMEM;
+	err = pythread_frame(p, tstate, &frame);
+	if (!err && frame)
+		err = stack_walk(p, frame, frames, PBP_MAX_DEPTH, &nf);
+	for (size_t i = nf; !err && i-- > 0 && k < max;) {
+		int64_t id = frame_loc(p, a, &frames[i], NULL, st);
+
+		if (id < 0)
+			err = (int)id;
+		else
+			locs[k++] = (uint32_t)id;
+	}
+	free(frames);
+	*n = k;
+	return err;
+}

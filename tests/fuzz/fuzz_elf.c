@@ -33,6 +33,10 @@
  *     const unsigned int Py_Version = 0x030a0ef0;
  *     const char strs[] = "\0" "3.10.14+\0";
  *     void _start(void) { for (;;) ; }
+ * exec39_landmark: gcc $F -no-pie -static
+ *     char _PyRuntime[128];
+ *     const char strs[] = "\0" "lib/python3.9\0" "3.9.16\0" "3.2.0\0";
+ *     void _start(void) { for (;;) ; }
  * nopython.so: gcc $F -shared -fPIC
  *     int something[16] = { 1 };
  *     const char strs[] = "\0" "3.8.1\0" "3.9.2\0";

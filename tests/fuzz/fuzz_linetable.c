@@ -25,14 +25,6 @@
 
 #include "pyprof.h"
 
-/* Not in pyprof.h (yet): the 3.11+ column decoder, see user/linetable.c. */
-struct lt_pos {
-	int line, end_line;
-	int col, end_col;
-};
-int lt_addr2pos(const uint8_t *tab, size_t len, int firstlineno, int64_t off,
-		struct lt_pos *out);
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* First lines worth trying: ordinary, zero, negative, near both int ends. */

@@ -220,6 +220,45 @@ static int pread_u32(const char *path, int64_t off, uint32_t *out)
 	return 0;
 }
 
+/* Turn a 64-bit little-endian image's DT_SONAME into DT_DEBUG; true if there was one. */
+static bool hide_soname(uint8_t *buf, size_t len)
+{
+	uint64_t shoff;
+	uint16_t shentsize, shnum;
+	size_t i, j;
+	bool done = false;
+
+	if (len < 64 || buf[4] != ELFCLASS64 || buf[5] != ELFDATA2LSB)
+		return false;
+	memcpy(&shoff, buf + 0x28, 8);
+	memcpy(&shentsize, buf + 0x3a, 2);
+	memcpy(&shnum, buf + 0x3c, 2);
+	if (shentsize != 64 || shoff >= len || len - shoff < (uint64_t)shnum * 64)
+		return false;
+	for (i = 0; i < shnum; i++) {
+		const uint8_t *sh = buf + shoff + i * 64;
+		uint32_t type;
+		uint64_t off, size;
+
+		memcpy(&type, sh + 4, 4);
+		memcpy(&off, sh + 0x18, 8);
+		memcpy(&size, sh + 0x20, 8);
+		if (type != SHT_DYNAMIC || off >= len || len - off < size)
+			continue;
+		for (j = 0; j + 16 <= size; j += 16) {
+			int64_t tag;
+
+			memcpy(&tag, buf + off + j, 8);
+			if (tag == DT_SONAME) {
+				tag = DT_DEBUG;
+				memcpy(buf + off + j, &tag, 8);
+				done = true;
+			}
+		}
+	}
+	return done;
+}
+
 /* ------------------------------------------------------- real binaries */
 
 /*
@@ -278,13 +317,17 @@ static void check_real(const char *path, const char *ver, uint32_t hex)
 			CHECK_EQ_INT(em.version_hex, ei.version_hex);
 			CHECK_EQ_INT(em.pycode_type_vaddr, ei.pycode_type_vaddr);
 			CHECK_EQ_INT(em.first_load_vaddr, ei.first_load_vaddr);
-			r = elf_find_version_string_mem(buf, len, vs, sizeof(vs));
-			if (em.soname_version[0]) {
-				CHECK_EQ_STR(em.soname_version, mm);
-				CHECK_EQ_INT(r, 0);
+			/* no name: DT_SONAME, Py_Version or getpath's landmark must do */
+			CHECK(em.soname_version[0] == '\0' || strcmp(em.soname_version, mm) == 0);
+			CHECK_EQ_INT(elf_find_version_string_mem(buf, len, vs, sizeof(vs)), 0);
+			CHECK_EQ_STR(vs, ver);
+			/* and with DT_SONAME hidden too (a static interpreter, a map_files path) */
+			if (hide_soname(buf, len)) {
+				CHECK_EQ_INT(elf_find_python_mem(buf, len, &em), expect_found ? 0 : -1);
+				CHECK_EQ_STR(em.soname_version, "");
+				CHECK_EQ_INT(em.runtime_vaddr, ei.runtime_vaddr);
+				CHECK_EQ_INT(elf_find_version_string_mem(buf, len, vs, sizeof(vs)), 0);
 				CHECK_EQ_STR(vs, ver);
-			} else if (r == 0) {
-				CHECK_EQ_STR(vs, ver);  /* a guess, but never a wrong one */
 			}
 			free(buf);
 		}
@@ -495,12 +538,13 @@ struct seed_expect {
  */
 static void test_seeds(void)
 {
-	char v312[16], v397[16], v311rc[16], v310p[16];
+	char v312[16], v397[16], v311rc[16], v310p[16], v3916[16];
 	const struct seed_expect seeds[] = {
 		{ "lib312_pyruntime_section.so", 0, 0, false, 0x030c04f0, true, true, "3.12", v312 },
 		{ "lib39_bss_decoys.so", 0, 0, false, 0, true, true, "3.9", v397 },
 		{ "lib311_stripped.so", 0, 0, true, 0, false, true, "3.11", v311rc },
 		{ "exec_static", 0, 0, false, 0x030a0ef0, false, false, "", v310p },
+		{ "exec39_landmark", 0, 0, false, 0, false, false, "", v3916 },
 		{ "nopython.so", -1, 0, false, 0, false, true, "", NULL },
 	};
 	size_t i;
@@ -509,6 +553,7 @@ static void test_seeds(void)
 	snprintf(v397, sizeof(v397), "%d.%d.%d", 3, 9, 7);
 	snprintf(v311rc, sizeof(v311rc), "%d.%d.%drc%d", 3, 11, 9, 1);
 	snprintf(v310p, sizeof(v310p), "%d.%d.%d+", 3, 10, 14);
+	snprintf(v3916, sizeof(v3916), "%d.%d.%d", 3, 9, 16);
 
 	for (i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++) {
 		const struct seed_expect *s = &seeds[i];
@@ -623,7 +668,7 @@ static void test_names(void)
 static void test_corrupt(void)
 {
 	static const char *const names[] = { "lib312_pyruntime_section.so", "lib39_bss_decoys.so",
-					     "lib311_stripped.so", "exec_static" };
+					     "lib311_stripped.so", "exec_static", "exec39_landmark" };
 	uint32_t rng = 12345;
 	size_t k;
 	int bad = 0;

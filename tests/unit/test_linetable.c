@@ -19,14 +19,6 @@
 #include "pyprof.h"
 #include "unit.h"
 
-/* Not in pyprof.h (yet): the 3.11+ column decoder, see user/linetable.c. */
-struct lt_pos {
-	int line, end_line;
-	int col, end_col;
-};
-int lt_addr2pos(const uint8_t *tab, size_t len, int firstlineno, int64_t off,
-		struct lt_pos *out);
-
 /* Mismatches reported in full; past this only counted, to keep logs short. */
 #define MAX_REPORTS 20
 static int reports;

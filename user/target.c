@@ -1,0 +1,433 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A profiled process and its threads: which thread state each kernel tid
+ * has, the last stack seen of each thread, and how samples and ticks turn
+ * into counted stacks for the mode asked.
+ *
+ * cpu:  a kernel sample is counted as it arrives.
+ * wall: at each tick every thread is counted once. A thread on a CPU uses
+ *       the stack of its latest kernel sample; one that has not run since
+ *       its stack was last read reuses it (the scheduler's switch count
+ *       proves it unchanged); only the others are read from the target.
+ * gil:  at each tick the thread holding the GIL is counted, the same way.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pyprof.h"
+
+#define RESCAN_NS (20 * 1000000ull)     /* least time between two thread-list reads */
+#define MAX_LOCS (PBP_MAX_DEPTH + 4)
+
+struct tcache {
+	pid_t tid;              /* 0: empty slot */
+	uint64_t tstate;
+	int slot;               /* in the kernel's tstates array, -1 if none */
+	uint64_t gen;           /* rescan that last saw the thread */
+	uint32_t *locs;         /* last stack, Python frames root first */
+	uint32_t n, cap;
+	bool have;
+	bool read_off_cpu;      /* locs read while off CPU, at switch count `switches` */
+	uint64_t switches;
+	uint64_t kernel_ns;     /* when locs came from a kernel sample, 0 otherwise */
+	bool kernel_holds_gil, kernel_gil_known;
+	uint64_t status[ST__COUNT];
+	char name[64];
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ------------------------------------------------------------ thread table */
+
+static struct tcache *tc_find(struct target *t, pid_t tid)
+{
+	uint32_t mask = t->tc_cap - 1, i;
+
+	if (!t->tc_cap)
+		return NULL;
+	for (i = (uint32_t)tid * 2654435761u & mask; t->tc[i].tid; i = (i + 1) & mask)
+		if (t->tc[i].tid == tid)
+			return &t->tc[i];
+	return NULL;
+}
+
+static int tc_grow(struct target *t)
+{
+	uint32_t ncap = t->tc_cap ? t->tc_cap * 2 : 64;
+	struct tcache *old = t->tc, *nt = calloc(ncap, sizeof(*nt));
+
+	if (!nt)
+		return -PBP_E_NOMEM;
+	t->tc = nt;
+	for (uint32_t i = 0, oldcap = t->tc_cap; i < oldcap; i++) {
+		uint32_t j;
+
+		if (!old[i].tid)
+			continue;
+		for (j = (uint32_t)old[i].tid * 2654435761u & (ncap - 1); nt[j].tid; j = (j + 1) & (ncap - 1))
+			;
+		nt[j] = old[i];
+	}
+	t->tc_cap = ncap;
+	free(old);
+	return 0;
+}
+
+static struct tcache *tc_add(struct target *t, pid_t tid)
+{
+	uint32_t i;
+
+	if ((t->tc_n + 1) * 2 > t->tc_cap && tc_grow(t))
+		return NULL;
+	for (i = (uint32_t)tid * 2654435761u & (t->tc_cap - 1); t->tc[i].tid; i = (i + 1) & (t->tc_cap - 1))
+		;
+	memset(&t->tc[i], 0, sizeof(t->tc[i]));
+	t->tc[i].tid = tid;
+	t->tc[i].slot = -1;
+	t->tc_n++;
+	return &t->tc[i];
+}
+
+/* Drop threads the last rescan did not see; rebuilding keeps probing simple. */
+static void tc_sweep(struct collector *c, struct target *t)
+{
+	struct tcache *old = t->tc;
+	uint32_t oldcap = t->tc_cap;
+
+	t->tc = calloc(oldcap, sizeof(*t->tc));
+	if (!t->tc) {
+		t->tc = old;
+		return;
+	}
+	t->tc_n = 0;
+	for (uint32_t i = 0; i < oldcap; i++) {
+		struct tcache *e = &old[i], *n;
+
+		if (!e->tid)
+			continue;
+		if (e->gen != t->gen) {
+			sampler_del_thread(c->smp, e->tid);
+			sampler_slot_free(c->smp, e->slot);
+			free(e->locs);
+			continue;
+		}
+		n = tc_add(t, e->tid);
+		*n = *e;
+	}
+	free(old);
+}
+
+/* ------------------------------------------------------------ registration */
+
+/* Seed the kernel's state of a new thread from /proc: until it switches, that is all we know. */
+static void seed_state(struct collector *c, struct target *t, struct tcache *e)
+{
+	volatile struct pbp_tstate *st = (volatile struct pbp_tstate *)sampler_tstate(c->smp, e->slot);
+	char state;
+
+	if (!st)
+		return;
+	state = proc_thread_state(t->pid, e->tid);
+	st->oncpu = state == 'R';
+	st->off_reason = state == 'D' ? PBP_OFF_DISK : state == 'R' ? PBP_OFF_NONE : PBP_OFF_SLEEP;
+}
+
+static void thread_name(struct target *t, struct tcache *e)
+{
+	proc_thread_comm(t->pid, e->tid, e->name, sizeof(e->name));
+}
+
+static void register_thread(struct collector *c, struct target *t, const struct pythread *th)
+{
+	struct tcache *e = tc_find(t, th->tid);
+
+	if (!e) {
+		e = tc_add(t, th->tid);
+		if (!e)
+			return;
+		if (c->o.mode != MODE_CPU) {
+			e->slot = sampler_slot_alloc(c->smp);
+			seed_state(c, t, e);
+		}
+		thread_name(t, e);
+		agg_set_thread_name(c->agg, (uint32_t)t->pid, (uint32_t)e->tid, e->name);
+	}
+	if (e->tstate != th->tstate) {
+		e->tstate = th->tstate;
+		e->have = false;
+		sampler_set_thread(c->smp, e->tid, t->pid, e->tstate, e->slot);
+	}
+	e->gen = t->gen;
+}
+
+void target_rescan(struct collector *c, struct target *t)
+{
+	size_t n = 0;
+
+	t->last_rescan = mono_ns();
+	if (pythreads_read(t->p, t->list, PBP_MAX_THREADS, &n) != 0)
+		return;
+	t->gen++;
+	for (size_t i = 0; i < n; i++)
+		if (t->list[i].tid)
+			register_thread(c, t, &t->list[i]);
+	tc_sweep(c, t);
+}
+
+/* The kernel watches the GIL's flag and holder, and futex waits inside its struct. */
+static void gil_addrs(struct target *t, struct pbp_proc *kp)
+{
+	struct gilstate g;
+	uint64_t interp = 0;
+
+	remote_ptr(t->p->r, t->p->runtime + t->p->v.rt_interpreters_head, &interp);
+	if (pygil_read(t->p, interp, &g) == 0 && g.addr) {
+		kp->gil_locked = g.addr + t->p->v.gil_locked;
+		kp->gil_holder = g.addr + t->p->v.gil_last_holder;
+		kp->gil_lo = g.addr;
+		kp->gil_hi = g.addr + (t->p->v.gil_size != PYVER_NOOFF ? t->p->v.gil_size : 0);
+	}
+}
+
+int target_init(struct collector *c, struct target *t)
+{
+	struct pbp_proc kp = { .off = t->p->v.k };
+
+	t->list = calloc(PBP_MAX_THREADS, sizeof(*t->list));
+	if (!t->list)
+		return -PBP_E_NOMEM;
+	gil_addrs(t, &kp);
+	if (sampler_add_proc(c->smp, t->pid, &kp) != 0)
+		return -PBP_E_BPF;
+	t->alive = true;
+	target_rescan(c, t);
+	return 0;
+}
+
+void target_fini(struct collector *c, struct target *t)
+{
+	for (uint32_t i = 0; i < t->tc_cap; i++)
+		free(t->tc[i].locs);
+	free(t->tc);
+	free(t->list);
+	pyproc_close(t->p);
+	(void)c;
+	memset(t, 0, sizeof(*t));
+}
+
+/* ------------------------------------------------------------ counting */
+
+static void count(struct collector *c, struct target *t, struct tcache *e, const uint32_t *py,
+		  uint32_t n, uint32_t status)
+{
+	struct stack_tags tags = { .pid = (uint32_t)t->pid, .tid = (uint32_t)e->tid, .status = status };
+	uint32_t k = 0;
+	int64_t id;
+
+	e->status[status < ST__COUNT ? status : ST_UNKNOWN]++;
+	if (n == 0)
+		return;     /* no Python frame: nothing to attribute */
+	if (c->o.per_thread) {
+		char label[96];
+
+		snprintf(label, sizeof(label), "thread %d %s", (int)e->tid, e->name[0] ? e->name : "?");
+		if ((id = agg_loc(c->agg, label, NULL, -1, LOC_THREAD)) < 0)
+			return;
+		c->locs[k++] = (uint32_t)id;
+	}
+	if (py != c->locs + k)
+		memmove(c->locs + k, py, n * sizeof(*py));
+	k += n;
+	if (c->o.status) {
+		if ((id = agg_loc(c->agg, status_label(status), NULL, -1, LOC_STATUS)) < 0)
+			return;
+		c->locs[k++] = (uint32_t)id;
+	}
+	agg_add(c->agg, &tags, c->locs, k, 1);
+}
+
+static int keep_stack(struct tcache *e, const uint32_t *locs, uint32_t n)
+{
+	if (n > e->cap) {
+		uint32_t *p = realloc(e->locs, n * sizeof(*p));
+
+		if (!p)
+			return -PBP_E_NOMEM;
+		e->locs = p;
+		e->cap = n;
+	}
+	memcpy(e->locs, locs, n * sizeof(*locs));
+	e->n = n;
+	e->have = true;
+	return 0;
+}
+
+static uint32_t on_cpu_status(bool gil_known, bool holds)
+{
+	return !gil_known || holds ? ST_RUNNING : ST_NATIVE;
+}
+
+void target_on_sample(struct collector *c, struct target *t, const struct pbp_sample *ks)
+{
+	struct tcache *e = tc_find(t, (pid_t)ks->tid);
+	struct pbp_sample s;
+	uint32_t n = 0, off = c->o.per_thread ? 1 : 0;
+
+	if (!e || (ks->flags & PBP_F_NO_TSTATE)) {
+		/* A thread born since the last scan: find its state, and tell the kernel. */
+		if (mono_ns() - t->last_rescan > RESCAN_NS)
+			target_rescan(c, t);
+		e = tc_find(t, (pid_t)ks->tid);
+		if (!e) {
+			c->dropped++;
+			return;
+		}
+	}
+	if (ks->flags & PBP_F_NO_TSTATE) {
+		memcpy(&s, ks, offsetof(struct pbp_sample, frames));
+		s.tstate = e->tstate;
+		ks = &s;
+	}
+	remote_invalidate_all(t->p->r);
+	/* Python frames go after the room for a thread label, so count() need not move them. */
+	symbolize(t->p, ks, c->agg, c->locs + off, MAX_LOCS - off - 1, &n, &c->sym);
+	if (c->o.mode == MODE_CPU) {
+		bool known = ks->flags & PBP_F_GIL_KNOWN, holds = ks->flags & PBP_F_HOLDS_GIL;
+
+		count(c, t, e, c->locs + off, n, on_cpu_status(known, holds));
+		return;
+	}
+	if (keep_stack(e, c->locs + off, n) == 0) {
+		e->kernel_ns = ks->ts;
+		e->read_off_cpu = false;
+		e->kernel_gil_known = ks->flags & PBP_F_GIL_KNOWN;
+		e->kernel_holds_gil = ks->flags & PBP_F_HOLDS_GIL;
+	}
+}
+
+/* ------------------------------------------------------------ ticks */
+
+static uint32_t off_cpu_status(uint8_t reason)
+{
+	switch (reason) {
+	case PBP_OFF_RUNNABLE: return ST_RUNNABLE;
+	case PBP_OFF_DISK: return ST_DISK;
+	case PBP_OFF_GIL: return ST_GIL_WAIT;
+	default: return ST_SLEEPING;
+	}
+}
+
+/* The thread's stack at this tick, by the cheapest exact means. */
+static int tick_stack(struct collector *c, struct target *t, struct tcache *e,
+		      const struct pbp_tstate *st, uint64_t now_kns)
+{
+	uint64_t fresh = 2 * 1000000000ull / c->o.hz;
+	uint32_t n = 0;
+	int err;
+
+	if (st->oncpu && e->have && e->kernel_ns && now_kns - e->kernel_ns <= fresh) {
+		c->from_kernel++;
+		return 0;
+	}
+	if (!st->oncpu && e->have && e->read_off_cpu && e->switches == st->switches) {
+		c->reused++;
+		return 0;
+	}
+	c->read_now++;
+	remote_invalidate_all(t->p->r);
+	err = symbolize_thread(t->p, e->tstate, c->agg, c->locs, MAX_LOCS - 2, &n, &c->sym);
+	if (err && n == 0)
+		return err;
+	err = keep_stack(e, c->locs, n);
+	e->kernel_ns = 0;
+	e->read_off_cpu = !st->oncpu;
+	e->switches = st->switches;
+	return err;
+}
+
+static void tick_thread(struct collector *c, struct target *t, struct tcache *e,
+			const struct gilstate *g, uint64_t now_kns)
+{
+	const volatile struct pbp_tstate *vst = sampler_tstate(c->smp, e->slot);
+	struct pbp_tstate st = { 0 };
+	bool holds = g->known && g->locked && g->holder == e->tstate;
+	uint32_t status;
+
+	if (vst) {
+		st.switches = vst->switches;
+		st.oncpu = vst->oncpu;
+		st.off_reason = vst->off_reason;
+	}
+	if (c->o.mode == MODE_GIL && !holds)
+		return;
+	status = st.oncpu ? on_cpu_status(g->known, holds) : off_cpu_status(st.off_reason);
+	if (tick_stack(c, t, e, &st, now_kns) != 0) {
+		e->status[status]++;
+		return;
+	}
+	count(c, t, e, e->locs, e->n, status);
+}
+
+void target_tick(struct collector *c, struct target *t, uint64_t now_kns)
+{
+	struct gilstate g = { 0 };
+	uint64_t interp = 0;
+	bool contended = false;
+
+	if (!t->alive)
+		return;
+	remote_ptr(t->p->r, t->p->runtime + t->p->v.rt_interpreters_head, &interp);
+	pygil_read(t->p, interp, &g);
+	for (uint32_t i = 0; i < t->tc_cap; i++) {
+		struct tcache *e = &t->tc[i];
+		const volatile struct pbp_tstate *st;
+
+		if (!e->tid)
+			continue;
+		st = sampler_tstate(c->smp, e->slot);
+		if (st && !st->oncpu && st->off_reason == PBP_OFF_GIL)
+			contended = true;
+		tick_thread(c, t, e, &g, now_kns);
+	}
+	t->gil_ticks++;
+	t->gil_held += g.known && g.locked;
+	t->gil_contended += contended;
+}
+
+/* ------------------------------------------------------------ summary */
+
+void target_print_threads(const struct collector *c, const struct target *t, FILE *o)
+{
+	(void)c;
+	fprintf(o, "pybpfprof: pid %d (Python %s)", (int)t->pid, t->p ? t->p->version : "?");
+	if (t->gil_ticks)
+		fprintf(o, ": GIL held %.1f%%, contended %.1f%% of %llu ticks",
+			100.0 * (double)t->gil_held / (double)t->gil_ticks,
+			100.0 * (double)t->gil_contended / (double)t->gil_ticks,
+			(unsigned long long)t->gil_ticks);
+	fputc('\n', o);
+	for (uint32_t i = 0; i < t->tc_cap; i++) {
+		const struct tcache *e = &t->tc[i];
+		uint64_t total = 0;
+
+		if (!e->tid)
+			continue;
+		for (int s = 0; s < ST__COUNT; s++)
+			total += e->status[s];
+		if (!total)
+			continue;
+		fprintf(o, "  thread %-7d %-16s %7llu samples:", (int)e->tid, e->name, (unsigned long long)total);
+		for (int s = 0; s < ST__COUNT; s++)
+			if (e->status[s])
+				fprintf(o, " %s %.1f%%", status_label((uint32_t)s),
+					100.0 * (double)e->status[s] / (double)total);
+		fputc('\n', o);
+	}
+}
