@@ -44,6 +44,7 @@ enum pbp_err {
 	PBP_E_NOENT = 8,    /* pid does not exist */
 	PBP_E_BPF = 9,      /* the kernel refused the BPF side */
 	PBP_E_NOBTF = 10,   /* no /sys/kernel/btf/vmlinux */
+	PBP_E_CHILD = 11,   /* a launched command could not start (it said why) */
 };
 
 const char *pbp_strerror(int err);
@@ -284,6 +285,7 @@ const struct codecache_stats *codecache_stats(const struct codecache *c);
 /* threadname.c's per-interpreter memo: where the threading module is. */
 struct pyname_cache {
 	uint64_t interp;        /* 0: an empty slot */
+	uint64_t modules;       /* interp's sys.modules dict then */
 	uint64_t module;        /* sys.modules["threading"] when it was looked up */
 	uint64_t dict;          /* that module's md_dict */
 	uint64_t dict_type;     /* type(sys.modules): what a real dict's ob_type is */
@@ -357,6 +359,9 @@ int pygil_read(struct pyproc *p, uint64_t interp, struct gilstate *g);
  * 0 on success, even when some threads' names could not be read (they are
  * left out); -PBP_E_NOENT when threading is not imported; other -PBP_E_*
  * when the way to it cannot be read. Callers fall back to the kernel's comm.
+ * Strings and types are read through the page cache: call it at the start of
+ * an epoch (remote_invalidate_all). Where threading is is remembered in p
+ * (checked on each call); _active itself is read anew every time.
  */
 int pythread_names(struct pyproc *p, uint64_t interp, struct pythread_name *out, size_t max,
 		   size_t *n);
@@ -373,6 +378,8 @@ int pydict_keys_decode(const struct pyver *v, uint64_t keys_addr, const uint8_t 
 		       struct pydict_table *t);
 /* Value of an int object (its first len bytes in obj) if it is >= 0 and fits 64 bits. */
 int pylong_decode(const struct pyver *v, const uint8_t *obj, size_t len, uint64_t *out);
+/* Make s valid UTF-8 in place: each invalid sequence (a lone surrogate, a cut character) becomes '?'. */
+void utf8_scrub(char *s);
 
 /* ------------------------------------------------------------- stack.c */
 
@@ -387,11 +394,15 @@ int stack_walk(struct pyproc *p, uint64_t frame, struct pbp_frame *out, size_t m
 /* Line of a frame from its raw instr value, -1 if unknown. */
 int frame_line(const struct pyproc *p, const struct codeinfo *ci, uint64_t instr);
 
+/* ------------------------------------------------------------- procfs.c */
+
+/* Kernel scheduler state letter of a thread (R, S, D, Z, ...), '?' if gone. */
+char proc_thread_state(pid_t pid, pid_t tid);
+char proc_state(pid_t pid);
+void proc_thread_comm(pid_t pid, pid_t tid, char *out, size_t len);
+
 /* ------------------------------------------------------------- dump.c */
 
-/* Kernel scheduler state letter of a thread (R, S, D, ...), '?' if gone. */
-char proc_thread_state(pid_t pid, pid_t tid);
-void proc_thread_comm(pid_t pid, pid_t tid, char *out, size_t len);
 int dump_process(struct pyproc *p, FILE *o, bool json);
 
 /* ------------------------------------------------------------- aggregate.c */
@@ -490,6 +501,10 @@ size_t utf8_seq_len(const unsigned char *s);
 int pprof_write(const struct agg *a, const struct profile_meta *m, FILE *o);
 /* pstats.c: the marshal'ed dict Python's pstats reads; see pstats.c for the figures. */
 int pstats_write(const struct agg *a, const struct profile_meta *m, FILE *o);
+/* html.c: a self-contained interactive flame graph page (user/flamegraph.html.tmpl). */
+int html_write(const struct agg *a, const struct profile_meta *m, FILE *o);
+/* svg.c: a static flame graph, 1200 px wide, a <title> tooltip per frame. */
+int svg_write(const struct agg *a, const struct profile_meta *m, FILE *o);
 
 /* top.c: per-function figures, a function being (name, file) whatever the line. */
 struct func_stat {
@@ -564,6 +579,8 @@ void sampler_del_thread(struct sampler *s, pid_t tid);
 /* Deliver ready samples to the callback; waits at most timeout_ms. */
 int sampler_poll(struct sampler *s, int timeout_ms);
 void sampler_stats(struct sampler *s, uint64_t out[PBP_STAT__COUNT]);
+/* Re-draw each CPU's sampling period around the mean (breaks aliasing). */
+void sampler_jitter(struct sampler *s);
 
 /* ------------------------------------------------------------- target.c */
 

@@ -48,6 +48,23 @@
 #if PY_VERSION_HEX >= 0x030e0000
 #include <internal/pycore_stackref.h>
 #endif
+/*
+ * Thread names (threading._active and the objects on the way to it):
+ *  3.10+: PyModuleObject in pycore_moduleobject.h (3.8/3.9: moduleobject.c).
+ *  3.11+: dict keys and values in pycore_dict.h (3.8-3.10: Objects/dict-common.h,
+ *         not installed: user/pyver.c knows those), managed dicts in
+ *         pycore_object.h; 3.12: sys.modules moved to pycore_import.h.
+ */
+#if PY_VERSION_HEX >= 0x030a0000
+#include <internal/pycore_moduleobject.h>
+#endif
+#if PY_VERSION_HEX >= 0x030b0000
+#include <internal/pycore_dict.h>
+#include <internal/pycore_object.h>
+#endif
+#if PY_VERSION_HEX < 0x030b0000
+#include <longintrepr.h>       /* 3.11+: cpython/longintrepr.h, from Python.h */
+#endif
 
 #define NONE 0xffffffffu
 
@@ -66,7 +83,16 @@
 	X(code_size) X(code_filename) X(code_name) X(code_qualname) X(code_firstlineno) \
 	X(code_linetable) X(code_code) X(code_code_adaptive) \
 	X(ob_type) X(bytes_size) X(bytes_sval) \
-	X(unicode_state) X(unicode_length) X(ascii_size) X(compact_size)
+	X(unicode_state) X(unicode_length) X(ascii_size) X(compact_size) \
+	X(is_modules) X(mod_dict) X(dict_keys) X(dict_values) \
+	X(dk_log2_size) X(dk_log2_index_bytes) X(dk_kind) X(dk_nentries) X(dk_indices) \
+	X(de_size) X(de_key) X(de_value) X(due_size) X(due_key) X(due_value) \
+	X(dv_capacity) X(dv_valid) X(dv_values) \
+	X(tp_basicsize) X(tp_flags) X(tp_dictoffset) X(ht_cached_keys) \
+	X(tpf_managed_dict) X(tpf_inline_values) \
+	X(tpf_long_subclass) X(tpf_unicode_subclass) X(tpf_dict_subclass) \
+	X(managed_dict_before) X(managed_values_before) \
+	X(long_size) X(long_digit) X(long_shift)
 
 #define DECL(f) unsigned long f;
 struct vals { FIELDS(DECL) };
@@ -179,6 +205,84 @@ static void fill_objects(struct vals *v)
 	v->compact_size = sizeof(PyCompactUnicodeObject);
 }
 
+/* Where sys.modules is and how dicts, modules, types and ints are laid out. */
+static void fill_names(struct vals *v)
+{
+#if PY_VERSION_HEX < 0x030c0000
+	v->is_modules = offsetof(PyInterpreterState, modules);
+#else
+	v->is_modules = offsetof(PyInterpreterState, imports.modules);
+#endif
+#if PY_VERSION_HEX >= 0x030a0000
+	v->mod_dict = offsetof(PyModuleObject, md_dict);
+#endif
+	v->dict_keys = offsetof(PyDictObject, ma_keys);
+	v->dict_values = offsetof(PyDictObject, ma_values);
+#if PY_VERSION_HEX >= 0x030b0000
+	v->dk_log2_size = offsetof(PyDictKeysObject, dk_log2_size);
+	v->dk_log2_index_bytes = offsetof(PyDictKeysObject, dk_log2_index_bytes);
+	v->dk_kind = offsetof(PyDictKeysObject, dk_kind);
+	v->dk_nentries = offsetof(PyDictKeysObject, dk_nentries);
+	v->dk_indices = offsetof(PyDictKeysObject, dk_indices);
+	v->de_size = sizeof(PyDictKeyEntry);
+	v->de_key = offsetof(PyDictKeyEntry, me_key);
+	v->de_value = offsetof(PyDictKeyEntry, me_value);
+	v->due_size = sizeof(PyDictUnicodeEntry);
+	v->due_key = offsetof(PyDictUnicodeEntry, me_key);
+	v->due_value = offsetof(PyDictUnicodeEntry, me_value);
+	v->dv_values = offsetof(PyDictValues, values);
+#endif
+#if PY_VERSION_HEX >= 0x030d0000
+	v->dv_capacity = offsetof(PyDictValues, capacity);
+	v->dv_valid = offsetof(PyDictValues, valid);
+#endif
+	v->tp_basicsize = offsetof(PyTypeObject, tp_basicsize);
+	v->tp_flags = offsetof(PyTypeObject, tp_flags);
+	v->tp_dictoffset = offsetof(PyTypeObject, tp_dictoffset);
+	v->ht_cached_keys = offsetof(PyHeapTypeObject, ht_cached_keys);
+#ifdef Py_TPFLAGS_MANAGED_DICT
+	v->tpf_managed_dict = Py_TPFLAGS_MANAGED_DICT;
+#endif
+#ifdef Py_TPFLAGS_INLINE_VALUES
+	v->tpf_inline_values = Py_TPFLAGS_INLINE_VALUES;
+#endif
+	v->tpf_long_subclass = Py_TPFLAGS_LONG_SUBCLASS;
+	v->tpf_unicode_subclass = Py_TPFLAGS_UNICODE_SUBCLASS;
+	v->tpf_dict_subclass = Py_TPFLAGS_DICT_SUBCLASS;
+#if PY_VERSION_HEX >= 0x030b0000
+	{
+		/*
+		 * Instances of classes with Py_TPFLAGS_MANAGED_DICT keep their
+		 * dict (3.11: also their values) pointer before the object:
+		 * ask the interpreter's own accessors where, on a fake object.
+		 */
+		static PyTypeObject type;
+		static PyObject *buf[16];
+		PyObject *obj = (PyObject *)&buf[8];
+
+		type.tp_flags = Py_TPFLAGS_MANAGED_DICT;
+		obj->ob_type = &type;
+#if PY_VERSION_HEX < 0x030c0000
+		v->managed_dict_before = (char *)obj - (char *)_PyObject_ManagedDictPointer(obj);
+		v->managed_values_before = (char *)obj - (char *)_PyObject_ValuesPointer(obj);
+#elif PY_VERSION_HEX < 0x030d0000
+		v->managed_dict_before = (char *)obj - (char *)_PyObject_DictOrValuesPointer(obj);
+#else
+		v->managed_dict_before = (char *)obj - (char *)_PyObject_ManagedDictPointer(obj);
+#endif
+	}
+#endif
+	/* 3.12 replaced the signed digit count ob_size with the tagged lv_tag. */
+#if PY_VERSION_HEX < 0x030c0000
+	v->long_size = offsetof(PyLongObject, ob_base.ob_size);
+	v->long_digit = offsetof(PyLongObject, ob_digit);
+#else
+	v->long_size = offsetof(PyLongObject, long_value.lv_tag);
+	v->long_digit = offsetof(PyLongObject, long_value.ob_digit);
+#endif
+	v->long_shift = PyLong_SHIFT;
+}
+
 static void print_struct(void)
 {
 	printf("struct pyver_gen {\n\tuint32_t major, minor, micro, hexversion;\n");
@@ -221,6 +325,7 @@ int main(int argc, char **argv)
 	fill_frame(&v);
 	fill_code(&v);
 	fill_objects(&v);
+	fill_names(&v);
 	print_entry(&v);
 	return 0;
 }

@@ -21,39 +21,6 @@ struct dump_thread {
 	int err;                /* the walk failed part way: frames are what was read */
 };
 
-/* Kernel scheduler state of a thread, '?' if it is gone. */
-char proc_thread_state(pid_t pid, pid_t tid)
-{
-	char path[64], buf[512], *p;
-	FILE *f;
-	size_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-	f = fopen(path, "re");
-	if (!f)
-		return '?';
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	p = strrchr(buf, ')');     /* comm may hold spaces and parentheses */
-	return p && p[1] == ' ' && p[2] ? p[2] : '?';
-}
-
-void proc_thread_comm(pid_t pid, pid_t tid, char *out, size_t len)
-{
-	char path[64];
-	FILE *f;
-
-	out[0] = '\0';
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
-	f = fopen(path, "re");
-	if (!f)
-		return;
-	if (fgets(out, (int)len, f))
-		out[strcspn(out, "\n")] = '\0';
-	fclose(f);
-}
-
 static void json_str(FILE *o, const char *s)
 {
 	fputc('"', o);
@@ -132,7 +99,46 @@ static void print_thread(FILE *o, struct pyproc *p, const struct dump_thread *d,
 		fputs("    (no Python frames)\n", o);
 }
 
-static void collect(struct pyproc *p, struct dump_thread *d)
+/* A thread's Python name, read once per interpreter by dump_process(). */
+struct dump_name {
+	uint64_t interp;
+	struct pythread_name pn;
+};
+
+static const char *python_name(const struct dump_name *names, size_t n, const struct pythread *t)
+{
+	for (size_t i = 0; i < n; i++)
+		if (names[i].interp == t->interp && names[i].pn.ident == t->ident && t->ident)
+			return names[i].pn.name;
+	return NULL;
+}
+
+/* Names from each interpreter's threading module; none where it cannot be read. */
+static struct dump_name *read_names(struct pyproc *p, const struct pythread *ts, size_t n,
+				    size_t *count)
+{
+	size_t max = n + 16, got;
+	struct dump_name *names = calloc(max, sizeof(*names));
+	struct pythread_name *buf = calloc(max, sizeof(*buf));
+
+	*count = 0;
+	for (size_t i = 0; names && buf && i < n; i++) {
+		bool seen = false;
+
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = ts[j].interp == ts[i].interp;
+		if (seen || pythread_names(p, ts[i].interp, buf, max - *count, &got) != 0)
+			continue;
+		for (size_t k = 0; k < got; k++) {
+			names[*count].interp = ts[i].interp;
+			names[(*count)++].pn = buf[k];
+		}
+	}
+	free(buf);
+	return names;
+}
+
+static void collect(struct pyproc *p, struct dump_thread *d, const char *pyname)
 {
 	struct gilstate g;
 
@@ -147,6 +153,9 @@ static void collect(struct pyproc *p, struct dump_thread *d)
 	} else {
 		d->state = '?';
 	}
+	if (pyname)     /* threading's name when known, else the kernel's comm */
+		snprintf(d->name, sizeof(d->name), "%s", pyname);
+	utf8_scrub(d->name);    /* comm is cut at 15 bytes, maybe inside a character */
 	if (pygil_read(p, d->t.interp, &g) == 0 && g.known)
 		d->holds_gil = g.locked && g.holder == d->t.tstate;
 	if (d->t.frame)
@@ -157,7 +166,8 @@ int dump_process(struct pyproc *p, FILE *o, bool json)
 {
 	struct pythread *ts = calloc(PBP_MAX_THREADS, sizeof(*ts));
 	struct dump_thread *d;
-	size_t n = 0;
+	struct dump_name *names = NULL;
+	size_t n = 0, nnames = 0;
 	int err;
 
 	if (!ts)
@@ -167,9 +177,11 @@ int dump_process(struct pyproc *p, FILE *o, bool json)
 	d = calloc(n ? n : 1, sizeof(*d));
 	if (!err && !d)
 		err = -PBP_E_NOMEM;
+	if (!err)
+		names = read_names(p, ts, n, &nnames);
 	for (size_t i = 0; !err && i < n; i++) {
 		d[i].t = ts[i];
-		collect(p, &d[i]);
+		collect(p, &d[i], python_name(names, nnames, &ts[i]));
 	}
 	if (!err && json) {
 		fprintf(o, "{\"pid\": %d, \"version\": \"%s\", \"binary\": ", (int)p->pid, p->version);
@@ -185,6 +197,7 @@ int dump_process(struct pyproc *p, FILE *o, bool json)
 	for (size_t i = 0; d && i < n; i++)
 		free(d[i].frames);
 	free(d);
+	free(names);
 	free(ts);
 	return err;
 }

@@ -96,6 +96,83 @@ static void table_objects(const struct pyver_gen *g, struct pyver *v)
 	v->compact_size = g->compact_size;
 }
 
+/*
+ * Objects on the way to thread names (threadname.c). 3.8-3.10 install neither
+ * the header that lays out dict keys (Objects/dict-common.h) nor, before 3.10,
+ * the module object (Objects/moduleobject.c), so the probe cannot see them;
+ * these are those files' layouts, the same from 3.6 (keys) and 3.0 (module)
+ * through 3.10, and checked on live 3.8-3.10 interpreters by the integration
+ * tests. dk_size, dk_nentries and dk_indices follow Py_ssize_t dk_refcnt,
+ * dk_size; dict_lookup_func dk_lookup; Py_ssize_t dk_usable, dk_nentries.
+ */
+#define DK310_SIZE 8u
+#define DK310_NENTRIES 32u
+#define DK310_INDICES 40u
+#define DE310_SIZE 24u          /* PyDictKeyEntry: Py_hash_t me_hash; PyObject *me_key, *me_value */
+#define DE310_KEY 8u
+#define DE310_VALUE 16u
+#define MOD39_DICT 16u          /* PyModuleObject: PyObject_HEAD, PyObject *md_dict */
+
+static uint32_t opt(uint32_t gen)
+{
+	return gen == PYGEN_NONE ? PYVER_NOOFF : gen;
+}
+
+static uint32_t flag(uint32_t gen)
+{
+	return gen == PYGEN_NONE ? 0 : gen;
+}
+
+static void table_names(const struct pyver_gen *g, struct pyver *v)
+{
+	v->is_modules = g->is_modules;
+	v->mod_dict = g->mod_dict == PYGEN_NONE ? MOD39_DICT : g->mod_dict;
+	v->dict_keys = g->dict_keys;
+	v->dict_values = g->dict_values;
+	v->dk_log2_size = opt(g->dk_log2_size);
+	v->dk_log2_index_bytes = opt(g->dk_log2_index_bytes);
+	v->dk_kind = opt(g->dk_kind);
+	v->due_size = opt(g->due_size);
+	v->due_key = opt(g->due_key);
+	v->due_value = opt(g->due_value);
+	v->dv_capacity = opt(g->dv_capacity);
+	v->dv_valid = opt(g->dv_valid);
+	if (g->minor <= 10) {
+		v->dk_size = DK310_SIZE;
+		v->dk_nentries = DK310_NENTRIES;
+		v->dk_indices = DK310_INDICES;
+		v->de_size = DE310_SIZE;
+		v->de_key = DE310_KEY;
+		v->de_value = DE310_VALUE;
+		v->dv_values = 0;       /* ma_values is a PyObject *[] */
+	} else {
+		v->dk_size = PYVER_NOOFF;
+		v->dk_nentries = g->dk_nentries;
+		v->dk_indices = g->dk_indices;
+		v->de_size = g->de_size;
+		v->de_key = g->de_key;
+		v->de_value = g->de_value;
+		v->dv_values = g->dv_values;
+	}
+	v->tp_basicsize = g->tp_basicsize;
+	v->tp_flags = g->tp_flags;
+	v->tp_dictoffset = g->tp_dictoffset;
+	v->ht_cached_keys = g->ht_cached_keys;
+	v->tpf_managed_dict = flag(g->tpf_managed_dict);
+	v->tpf_inline_values = flag(g->tpf_inline_values);
+	v->tpf_long_subclass = g->tpf_long_subclass;
+	v->tpf_unicode_subclass = g->tpf_unicode_subclass;
+	v->tpf_dict_subclass = g->tpf_dict_subclass;
+	v->managed_dict_before = opt(g->managed_dict_before);
+	v->managed_values_before = opt(g->managed_values_before);
+	v->inst_dict = g->minor <= 10 ? INST_DICTOFFSET : g->minor == 11 ? INST_VALUES_PTR :
+		g->minor == 12 ? INST_TAGGED : INST_INLINE;
+	v->long_size = g->long_size;
+	v->long_digit = g->long_digit;
+	v->long_shift = g->long_shift;
+	v->long_tagged = g->minor >= 12;
+}
+
 /* PY_VERSION_HEX of a final release: callers of the table know no more. */
 static uint32_t hexversion(unsigned major, unsigned minor, unsigned micro)
 {
@@ -118,6 +195,7 @@ int pyver_from_table(unsigned major, unsigned minor, unsigned micro, struct pyve
 	table_runtime(g, v);
 	table_kernel(g, &v->k);
 	table_objects(g, v);
+	table_names(g, v);
 	v->lt_kind = minor <= 9 ? LT_LNOTAB : minor == 10 ? LT_LINETABLE310 : LT_LOCATIONS;
 	return 0;
 }
@@ -160,14 +238,68 @@ struct dfield_pos {
 	uint8_t width;      /* bytes the target's field has: offset + width <= size */
 };
 
+/*
+ * The words thread names read. Optional: when they make no sense the
+ * profiler works on and only the names are lost (is_modules = NOOFF).
+ */
+enum nfield {
+	N_IS_MODULES, N_TP_FLAGS, N_DICT_KEYS, N_DICT_VALUES, N_LONG_TAG, N_LONG_DIGIT,
+	N__COUNT
+};
+
+/*
+ * What thread names need that _Py_DebugOffsets leaves out, from offsetof()
+ * on the version's headers (the crosscheck block of offsets_gen.h, which the
+ * unit tests compare these with).
+ */
+struct name_facts {
+	uint32_t mod_dict;
+	uint32_t dk_log2_size, dk_log2_index_bytes, dk_kind, dk_nentries, dk_indices;
+	uint32_t de_size, de_key, de_value, due_size, due_key, due_value;
+	uint32_t dv_capacity, dv_valid, dv_values;
+	uint32_t tp_basicsize, tp_dictoffset, ht_cached_keys;
+	uint32_t tpf_managed_dict, tpf_inline_values;
+	uint32_t tpf_long_subclass, tpf_unicode_subclass, tpf_dict_subclass;
+	uint32_t managed_dict_before, long_shift;
+};
+
+/*
+ * pycore_dict.h, pycore_object.h (MANAGED_DICT_OFFSET, GIL build),
+ * cpython/object.h, object.h and cpython/longintrepr.h of 3.13.0; the same
+ * in 3.14.
+ */
+static const struct name_facts names_313 = {
+	.mod_dict = 16,
+	.dk_log2_size = 8, .dk_log2_index_bytes = 9, .dk_kind = 10,
+	.dk_nentries = 24, .dk_indices = 32,
+	.de_size = 24, .de_key = 8, .de_value = 16,
+	.due_size = 16, .due_key = 0, .due_value = 8,
+	.dv_capacity = 0, .dv_valid = 3, .dv_values = 8,
+	.tp_basicsize = 32, .tp_dictoffset = 288, .ht_cached_keys = 880,
+	.tpf_managed_dict = 1u << 4, .tpf_inline_values = 1u << 2,
+	.tpf_long_subclass = 1u << 24, .tpf_unicode_subclass = 1u << 28,
+	.tpf_dict_subclass = 1u << 29,
+	.managed_dict_before = 24, .long_shift = 30,
+};
+
 /* One version's _Py_DebugOffsets, plus the facts its table leaves out. */
 struct dlayout {
 	unsigned minor;
 	uint16_t size;                      /* sizeof(_Py_DebugOffsets) */
 	struct dsec_pos sec[S__COUNT];
 	struct dfield_pos field[F__COUNT];
+	struct dfield_pos nfield[N__COUNT];
+	const struct name_facts *names;
 	uint8_t owner_cstack, owner_interp, exec_tag_bits;
 };
+
+/* Thread-name words placed alike in 3.13 and 3.14, sys.modules aside. */
+#define COMMON_NFIELDS \
+	[N_TP_FLAGS] = { S_TYPE, 3, 8 }, \
+	[N_DICT_KEYS] = { S_DICT, 1, 8 }, \
+	[N_DICT_VALUES] = { S_DICT, 2, 8 }, \
+	[N_LONG_TAG] = { S_LONG, 1, 8 }, \
+	[N_LONG_DIGIT] = { S_LONG, 2, 4 }
 
 /*
  * Fields whose place is the same in 3.13 and 3.14. Widths are those of the C
@@ -223,6 +355,11 @@ static const struct dlayout layout_313 = {
 		[F_IS_GIL_LOCKED] = { S_INTERP, 11, 4 },
 		[F_IS_GIL_HOLDER] = { S_INTERP, 12, 8 },
 	},
+	.nfield = {
+		COMMON_NFIELDS,
+		[N_IS_MODULES] = { S_INTERP, 5, 8 },
+	},
+	.names = &names_313,
 	/* enum _frameowner in pycore_frame.h; f_executable is a plain PyObject *. */
 	.owner_cstack = 3,
 	.owner_interp = 0xff,
@@ -257,6 +394,11 @@ static const struct dlayout layout_314 = {
 		[F_IS_GIL_LOCKED] = { S_INTERP, 12, 4 },
 		[F_IS_GIL_HOLDER] = { S_INTERP, 13, 8 },
 	},
+	.nfield = {
+		COMMON_NFIELDS,
+		[N_IS_MODULES] = { S_INTERP, 6, 8 },
+	},
+	.names = &names_313,
 	/*
 	 * pycore_interpframe_structs.h: FRAME_OWNED_BY_INTERPRETER = 3 was put
 	 * before FRAME_OWNED_BY_CSTACK, which moved to 4. pycore_stackref.h
@@ -473,6 +615,75 @@ static int debug_objects(const uint8_t *blob, const struct dlayout *l, struct py
 	return 0;
 }
 
+static bool nfield_ok(const uint8_t *blob, const struct dlayout *l, enum nfield f)
+{
+	const struct dfield_pos *p = &l->nfield[f];
+
+	/* check_sections() bounded the word by the size, the size by MAX_*_SIZE. */
+	return l->sec[p->sec].nwords > p->word &&
+	       dword(blob, l, p->sec, p->word) + p->width <= dword(blob, l, p->sec, 0);
+}
+
+static uint32_t nword(const uint8_t *blob, const struct dlayout *l, enum nfield f)
+{
+	return (uint32_t)dword(blob, l, l->nfield[f].sec, l->nfield[f].word);
+}
+
+/*
+ * Thread names: words from the table, the rest from l->names. A table that
+ * does not agree leaves names off (is_modules NOOFF), never the profiler.
+ */
+static void debug_names(const uint8_t *blob, const struct dlayout *l, struct pyver *v)
+{
+	const struct name_facts *nf = l->names;
+	uint64_t type_size = dword(blob, l, S_TYPE, 0);
+
+	v->is_modules = PYVER_NOOFF;
+	for (int f = 0; f < N__COUNT; f++)
+		if (!nfield_ok(blob, l, f))
+			return;
+	/* PyTypeObject must hold the fields read; PyHeapTypeObject follows it. */
+	if (nf->tp_basicsize + 8 > type_size || nf->tp_dictoffset + 8 > type_size ||
+	    nword(blob, l, N_TP_FLAGS) + 8 > type_size || nf->ht_cached_keys < type_size ||
+	    nf->ht_cached_keys > type_size + 1024)
+		return;
+	v->mod_dict = nf->mod_dict;
+	v->dict_keys = nword(blob, l, N_DICT_KEYS);
+	v->dict_values = nword(blob, l, N_DICT_VALUES);
+	v->dk_size = PYVER_NOOFF;
+	v->dk_log2_size = nf->dk_log2_size;
+	v->dk_log2_index_bytes = nf->dk_log2_index_bytes;
+	v->dk_kind = nf->dk_kind;
+	v->dk_nentries = nf->dk_nentries;
+	v->dk_indices = nf->dk_indices;
+	v->de_size = nf->de_size;
+	v->de_key = nf->de_key;
+	v->de_value = nf->de_value;
+	v->due_size = nf->due_size;
+	v->due_key = nf->due_key;
+	v->due_value = nf->due_value;
+	v->dv_capacity = nf->dv_capacity;
+	v->dv_valid = nf->dv_valid;
+	v->dv_values = nf->dv_values;
+	v->tp_basicsize = nf->tp_basicsize;
+	v->tp_flags = nword(blob, l, N_TP_FLAGS);
+	v->tp_dictoffset = nf->tp_dictoffset;
+	v->ht_cached_keys = nf->ht_cached_keys;
+	v->tpf_managed_dict = nf->tpf_managed_dict;
+	v->tpf_inline_values = nf->tpf_inline_values;
+	v->tpf_long_subclass = nf->tpf_long_subclass;
+	v->tpf_unicode_subclass = nf->tpf_unicode_subclass;
+	v->tpf_dict_subclass = nf->tpf_dict_subclass;
+	v->managed_dict_before = nf->managed_dict_before;
+	v->managed_values_before = PYVER_NOOFF;
+	v->inst_dict = INST_INLINE;
+	v->long_size = nword(blob, l, N_LONG_TAG);
+	v->long_digit = nword(blob, l, N_LONG_DIGIT);
+	v->long_shift = nf->long_shift;
+	v->long_tagged = true;
+	v->is_modules = nword(blob, l, N_IS_MODULES);
+}
+
 int pyver_from_debug_offsets(const void *blob, size_t len, struct pyver *v)
 {
 	const uint8_t *b = blob;
@@ -502,6 +713,7 @@ int pyver_from_debug_offsets(const void *blob, size_t len, struct pyver *v)
 	if (err)
 		return err;
 	debug_kernel(b, l, &out.k);
+	debug_names(b, l, &out);
 	out.lt_kind = LT_LOCATIONS;
 	*v = out;
 	return 0;

@@ -144,6 +144,7 @@ static int read_interp_threads(struct pyproc *p, uint64_t interp, struct pythrea
 			t->interp = interp;
 			t->interp_id = id;
 			t->tid = thread_tid(p, ts);
+			t->ident = rd64(ts, v->ts_thread_id);
 			err = pythread_frame(p, tstate, &t->frame);
 		}
 		tstate = rd64(ts, v->ts_next);

@@ -23,6 +23,9 @@
 #define D13_THREAD 152          /* thread_state block */
 #define D13_FRAME 224           /* interpreter_frame block */
 #define D13_CODE 272            /* code_object block */
+#define D13_TYPE 368            /* type_object block */
+#define D13_DICT 448            /* dict_object block */
+#define D13_LONG 488            /* long_object block */
 #define D13_UNICODE 536         /* unicode_object block */
 #define D13_SIZE 584
 
@@ -85,6 +88,58 @@ static unsigned u8_of(uint32_t gen)
 	return gen == PYGEN_NONE ? 0xff : gen;
 }
 
+static unsigned flag_of(uint32_t gen)
+{
+	return gen == PYGEN_NONE ? 0 : gen;
+}
+
+/*
+ * Thread-name offsets. 3.8-3.10 headers do not lay out dict keys (nor, before
+ * 3.10, modules): pyver.c's own values for those are checked here instead.
+ */
+static void check_names_against_gen(const struct pyver_gen *g, const struct pyver *v)
+{
+	bool old = g->minor <= 10;
+
+	CHECK_EQ_INT(v->is_modules, g->is_modules);
+	CHECK_EQ_INT(v->mod_dict, g->mod_dict == PYGEN_NONE ? 16 : g->mod_dict);
+	CHECK_EQ_INT(g->mod_dict == PYGEN_NONE, g->minor <= 9);
+	CHECK_EQ_INT(v->dict_keys, g->dict_keys);
+	CHECK_EQ_INT(v->dict_values, g->dict_values);
+	CHECK_EQ_INT(v->dk_size, old ? 8 : PYVER_NOOFF);
+	CHECK_EQ_INT(v->dk_log2_size, g->dk_log2_size);
+	CHECK_EQ_INT(v->dk_log2_index_bytes, g->dk_log2_index_bytes);
+	CHECK_EQ_INT(v->dk_kind, g->dk_kind);
+	CHECK_EQ_INT(v->dk_nentries, old ? 32 : g->dk_nentries);
+	CHECK_EQ_INT(v->dk_indices, old ? 40 : g->dk_indices);
+	CHECK_EQ_INT(v->de_size, old ? 24 : g->de_size);
+	CHECK_EQ_INT(v->de_key, old ? 8 : g->de_key);
+	CHECK_EQ_INT(v->de_value, old ? 16 : g->de_value);
+	CHECK_EQ_INT(v->due_size, g->due_size);
+	CHECK_EQ_INT(v->due_key, g->due_key);
+	CHECK_EQ_INT(v->due_value, g->due_value);
+	CHECK_EQ_INT(v->dv_values, old ? 0 : g->dv_values);
+	CHECK_EQ_INT(v->dv_capacity, g->dv_capacity);
+	CHECK_EQ_INT(v->dv_valid, g->dv_valid);
+	CHECK_EQ_INT(v->tp_basicsize, g->tp_basicsize);
+	CHECK_EQ_INT(v->tp_flags, g->tp_flags);
+	CHECK_EQ_INT(v->tp_dictoffset, g->tp_dictoffset);
+	CHECK_EQ_INT(v->ht_cached_keys, g->ht_cached_keys);
+	CHECK_EQ_INT(v->tpf_managed_dict, flag_of(g->tpf_managed_dict));
+	CHECK_EQ_INT(v->tpf_inline_values, flag_of(g->tpf_inline_values));
+	CHECK_EQ_INT(v->tpf_long_subclass, g->tpf_long_subclass);
+	CHECK_EQ_INT(v->tpf_unicode_subclass, g->tpf_unicode_subclass);
+	CHECK_EQ_INT(v->tpf_dict_subclass, g->tpf_dict_subclass);
+	CHECK_EQ_INT(v->managed_dict_before, g->managed_dict_before);
+	CHECK_EQ_INT(v->managed_values_before, g->managed_values_before);
+	CHECK_EQ_INT(v->long_size, g->long_size);
+	CHECK_EQ_INT(v->long_digit, g->long_digit);
+	CHECK_EQ_INT(v->long_shift, g->long_shift);
+	CHECK_EQ_INT(v->long_tagged, g->minor >= 12);
+	CHECK_EQ_INT(v->inst_dict, old ? INST_DICTOFFSET : g->minor == 11 ? INST_VALUES_PTR :
+		     g->minor == 12 ? INST_TAGGED : INST_INLINE);
+}
+
 /* Everything offsetof() knows must come out of either path unchanged. */
 static void check_against_gen(const struct pyver_gen *g, const struct pyver *v)
 {
@@ -138,6 +193,7 @@ static void check_against_gen(const struct pyver_gen *g, const struct pyver *v)
 	CHECK_EQ_INT(v->compact_size, g->compact_size);
 	CHECK_EQ_INT(v->lt_kind, g->minor <= 9 ? LT_LNOTAB :
 		     g->minor == 10 ? LT_LINETABLE310 : LT_LOCATIONS);
+	check_names_against_gen(g, v);
 }
 
 /* Facts each version must have whichever way its layout was found. */
@@ -329,6 +385,38 @@ static void test_bad_offsets(const uint8_t *b, size_t len)
 	CHECK_EQ_INT(parse_with(b, len, D13_UNICODE + 3 * 8, 8), -PBP_E_CORRUPT);
 }
 
+/* Thread-name words that make no sense turn names off, never the profiler. */
+static void test_bad_name_offsets(const uint8_t *b, size_t len)
+{
+	uint64_t is_size = get64(b, D13_INTERP), type_size = get64(b, D13_TYPE);
+	uint8_t *copy = malloc(len);
+	struct pyver v;
+
+	CHECK_EQ_INT(pyver_from_debug_offsets(b, len, &v), 0);
+	CHECK_EQ_INT(v.is_modules, get64(b, D13_INTERP + 5 * 8));
+	CHECK_EQ_INT(v.tp_flags, get64(b, D13_TYPE + 3 * 8));
+	CHECK_EQ_INT(v.dict_keys, get64(b, D13_DICT + 8));
+	CHECK_EQ_INT(v.long_digit, get64(b, D13_LONG + 2 * 8));
+	memcpy(copy, b, len);
+	put64(copy, D13_INTERP + 5 * 8, is_size - 4);   /* imports_modules straddles the end */
+	CHECK_EQ_INT(pyver_from_debug_offsets(copy, len, &v), 0);
+	CHECK_EQ_INT(v.is_modules, PYVER_NOOFF);
+	CHECK_EQ_INT(v.k.ts_frame, get64(b, D13_THREAD + 4 * 8));
+	memcpy(copy, b, len);
+	put64(copy, D13_TYPE + 3 * 8, type_size - 1);   /* tp_flags */
+	CHECK_EQ_INT(pyver_from_debug_offsets(copy, len, &v), 0);
+	CHECK_EQ_INT(v.is_modules, PYVER_NOOFF);
+	memcpy(copy, b, len);
+	put64(copy, D13_TYPE, 200);     /* a PyTypeObject too small for tp_dictoffset */
+	CHECK_EQ_INT(pyver_from_debug_offsets(copy, len, &v), 0);
+	CHECK_EQ_INT(v.is_modules, PYVER_NOOFF);
+	memcpy(copy, b, len);
+	put64(copy, D13_LONG + 2 * 8, get64(b, D13_LONG) - 2);  /* ob_digit */
+	CHECK_EQ_INT(pyver_from_debug_offsets(copy, len, &v), 0);
+	CHECK_EQ_INT(v.is_modules, PYVER_NOOFF);
+	free(copy);
+}
+
 static void test_bad_sizes(const uint8_t *b, size_t len)
 {
 	CHECK_EQ_INT(parse_with(b, len, D13_THREAD, 0), -PBP_E_CORRUPT);
@@ -367,7 +455,8 @@ static int sane(const struct pyver *v)
 	       k->fr_owner < v->fr_size && k->code_name < v->code_size &&
 	       k->code_firstlineno < v->code_size && v->ts_thread_id < v->ts_size &&
 	       v->is_threads_head < v->is_size && v->rt_interpreters_head < v->rt_size &&
-	       v->code_code_adaptive < v->code_size && v->ascii_size < v->compact_size;
+	       v->code_code_adaptive < v->code_size && v->ascii_size < v->compact_size &&
+	       (v->is_modules == PYVER_NOOFF || v->is_modules + 8 <= v->is_size);
 }
 
 static void mutate(uint8_t *buf, size_t len, const uint8_t *orig)
@@ -463,6 +552,7 @@ int main(void)
 		test_header(b13, len13);
 		test_bad_offsets(b13, len13);
 		test_bad_sizes(b13, len13);
+		test_bad_name_offsets(b13, len13);
 		test_longer_read(b13, len13);
 		test_instr_offset_313(b13, len13);
 		test_fuzz(b13, len13);
