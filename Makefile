@@ -22,6 +22,17 @@ LIB_OBJS  := $(LIB_SRCS:user/%.c=$(BUILD)/obj/%.o)
 PROG_OBJS := $(PROG_SRCS:user/%.c=$(BUILD)/obj/%.o)
 HDRS      := $(wildcard include/*.h user/*.h)
 
+# pprof's schema (proto/*.proto), compiled by protoc-c into build/proto/ and
+# linked into everything that links the library. The generated C is not ours
+# to fix, so it builds without -Werror.
+PROTOS     := $(wildcard proto/*.proto)
+PROTO_C    := $(PROTOS:proto/%.proto=$(BUILD)/proto/%.pb-c.c)
+PROTO_H    := $(PROTO_C:.c=.h)
+PROTO_OBJS := $(PROTO_C:$(BUILD)/proto/%.c=$(BUILD)/obj/%.o)
+HDRS       += $(PROTO_H)
+LIB_OBJS   += $(PROTO_OBJS)
+LDLIBS     += -lprotobuf-c
+
 BPF_SRCS  := $(wildcard bpf/*.bpf.c)
 BPF_OBJS  := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/%.bpf.o)
 SKELS     := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/%.skel.h)
@@ -55,17 +66,35 @@ $(BUILD)/obj/%.o: user/%.c $(HDRS) $(SKELS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
+$(BUILD)/proto/%.pb-c.c $(BUILD)/proto/%.pb-c.h: proto/%.proto
+	@mkdir -p $(BUILD)/proto
+	protoc-c --proto_path=proto --c_out=$(BUILD)/proto $<
+
+# Generated sources are kept: make would otherwise delete them as intermediates.
+.SECONDARY: $(PROTO_C) $(PROTO_H)
+
+$(BUILD)/obj/%.pb-c.o: $(BUILD)/proto/%.pb-c.c $(PROTO_H)
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -Werror,$(CFLAGS)) -c $< -o $@
+
+# The flame graph page is a template that html.c includes as bytes.
+$(BUILD)/flamegraph.html.inc: user/flamegraph.html.tmpl
+	@mkdir -p $(BUILD)
+	xxd -i < $< > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/obj/html.o $(UNIT_BINS) $(ASAN_BINS): $(BUILD)/flamegraph.html.inc
+
 $(BUILD)/pybpfprof: $(PROG_OBJS) $(LIB_OBJS)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 # Unit tests: once plain, once under ASan+UBSan (with leak checking).
-$(BUILD)/unit/%: tests/unit/%.c $(LIB_SRCS) $(HDRS)
+$(BUILD)/unit/%: tests/unit/%.c $(LIB_SRCS) $(HDRS) $(PROTO_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/unit $< $(LIB_SRCS) -o $@ $(LDLIBS)
+	$(CC) $(CFLAGS) -Itests/unit $< $(LIB_SRCS) $(PROTO_OBJS) -o $@ $(LDLIBS)
 
-$(BUILD)/asan/%: tests/unit/%.c $(LIB_SRCS) $(HDRS)
+$(BUILD)/asan/%: tests/unit/%.c $(LIB_SRCS) $(HDRS) $(PROTO_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -O1 $(SAN) -Itests/unit $< $(LIB_SRCS) -o $@ $(LDLIBS)
+	$(CC) $(CFLAGS) -O1 $(SAN) -Itests/unit $< $(LIB_SRCS) $(PROTO_OBJS) -o $@ $(LDLIBS)
 
 unit: $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do (cd tests/unit && ../../$$t); done

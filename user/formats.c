@@ -13,6 +13,11 @@ static const struct format {
 	writer_fn write;
 } formats[] = {
 	{ "collapsed", { ".txt", ".collapsed", ".folded" }, collapsed_write },
+	{ "speedscope", { ".speedscope.json", ".json" }, speedscope_write },
+	{ "pprof", { ".pb.gz", ".pprof" }, pprof_write },
+	{ "pstats", { ".pstats", ".prof" }, pstats_write },
+	{ "html", { ".html", ".htm" }, html_write },
+	{ "svg", { ".svg" }, svg_write },
 };
 
 #define NFORMATS (int)(sizeof(formats) / sizeof(formats[0]))
