@@ -22,6 +22,12 @@
 #define LAUNCH_WAIT_NS (10 * 1000000000ull)
 #define MAX_LOCS (PBP_MAX_DEPTH + 4)
 #define MAX_CATCH_UP 10         /* ticks run at once when the loop fell behind */
+/*
+ * Changing a perf event's period restarts its timer and drops the part of a
+ * period already run: re-draw seldom enough that this costs < 1% of samples.
+ */
+#define JITTER_MIN_NS 1000000000ull
+#define JITTER_PERIODS 64
 
 struct record {
 	/* options */
@@ -174,9 +180,10 @@ static struct target *target_of(struct record *r, pid_t pid)
 	return NULL;
 }
 
+/* A zombie has exited: its parent just has not reaped it yet. */
 static bool alive(pid_t pid)
 {
-	return kill(pid, 0) == 0 || errno == EPERM;
+	return proc_state(pid) != '?' && proc_state(pid) != 'Z' && proc_state(pid) != 'X';
 }
 
 static void on_sample(void *ctx, const struct pbp_sample *ks)
@@ -244,6 +251,9 @@ static int attach_child(struct record *r)
 		t->p = NULL;
 		if (waitpid(r->child, &status, WNOHANG) == r->child) {
 			r->child = 0;
+			/* 125-127: the child already said why it could not run the command. */
+			if (WIFEXITED(status) && WEXITSTATUS(status) >= 125)
+				return -PBP_E_CHILD;
 			return -PBP_E_NOTPY;
 		}
 		if ((err != -PBP_E_NOTPY && err != -PBP_E_FAULT) || now_ns() > deadline)
@@ -325,6 +335,13 @@ static void run_ticks(struct record *r, uint64_t now, uint64_t *next_tick)
 	}
 }
 
+static uint64_t jitter_every(unsigned hz)
+{
+	uint64_t n = JITTER_PERIODS * (1000000000ull / hz);
+
+	return n > JITTER_MIN_NS ? n : JITTER_MIN_NS;
+}
+
 static void loop(struct record *r)
 {
 	bool tty = !r->quiet && isatty(STDERR_FILENO);
@@ -332,6 +349,7 @@ static void loop(struct record *r)
 	uint64_t deadline = r->duration > 0 ? r->start_ns + (uint64_t)(r->duration * 1e9) : 0;
 	uint64_t next_live = r->start_ns + 1000000000ull;
 	uint64_t next_tick = r->start_ns + 1000000000ull / r->c.o.hz;
+	uint64_t next_jitter = r->start_ns + jitter_every(r->c.o.hz);
 
 	while (!stop_signal) {
 		uint64_t now = now_ns();
@@ -345,6 +363,10 @@ static void loop(struct record *r)
 			run_ticks(r, now, &next_tick);
 		if (!any_alive(r))
 			break;
+		if (now >= next_jitter) {
+			sampler_jitter(r->c.smp);
+			next_jitter = now + jitter_every(r->c.o.hz);
+		}
 		if (tty && now >= next_live) {
 			live_line(r, now);
 			next_live += 1000000000ull;
@@ -491,6 +513,8 @@ static int start_command(struct record *r, int *go_fd)
 	close(*go_fd);
 	*go_fd = -1;
 	err = attach_child(r);
+	if (err == -PBP_E_CHILD)
+		return EXIT_NOT_PYTHON;
 	if (err) {
 		fprintf(stderr, "pybpfprof: '%s': %s\n", r->cmd[0], pbp_strerror(err));
 		return exit_code_for(err);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -31,6 +32,10 @@ struct sampler {
 	int ncpus;
 	sample_fn cb;
 	void *ctx;
+	uint64_t period;        /* ns of CPU time between samples at the asked rate */
+	uint64_t rng;
+	double *last_u;         /* per CPU: the last rate offset drawn */
+	bool flip;
 };
 
 static bool verbose_bpf;
@@ -126,7 +131,8 @@ static int attach_cpus(struct sampler *s, unsigned hz)
 	s->ncpus = n;
 	s->links = calloc((size_t)n, sizeof(*s->links));
 	s->pfds = malloc((size_t)n * sizeof(*s->pfds));
-	if (!s->links || !s->pfds) {
+	s->last_u = calloc((size_t)n, sizeof(*s->last_u));
+	if (!s->links || !s->pfds || !s->last_u) {
 		free(online);
 		return -PBP_E_NOMEM;
 	}
@@ -191,6 +197,8 @@ int sampler_open(struct sampler **out, unsigned hz, bool sched, sample_fn cb, vo
 		return -PBP_E_NOMEM;
 	s->cb = cb;
 	s->ctx = ctx;
+	s->period = 1000000000ull / hz;
+	s->rng = (uint64_t)getpid() ^ (uint64_t)(uintptr_t)s;
 	s->skel = profile_bpf__open();
 	if (!s->skel) {
 		err = bpf_err(errno);
@@ -236,8 +244,36 @@ void sampler_close(struct sampler *s)
 	}
 	free(s->links);
 	free(s->pfds);
+	free(s->last_u);
 	profile_bpf__destroy(s->skel);
 	free(s);
+}
+
+/*
+ * A fixed period aliases with a periodic workload: a loop whose iteration
+ * divides the period is always caught at the same phase. Each call draws a
+ * new rate within +-10% of the asked one for every CPU, in pairs (+u, then
+ * -u) so that over equal stretches of time the mean rate is exactly hz.
+ */
+void sampler_jitter(struct sampler *s)
+{
+	for (int i = 0; i < s->ncpus; i++) {
+		double u;
+		uint64_t p;
+
+		if (s->pfds[i] < 0)
+			continue;
+		if (s->flip) {
+			u = -s->last_u[i];
+		} else {
+			s->rng = s->rng * 6364136223846793005ull + 1442695040888963407ull;
+			u = ((double)(s->rng >> 11) / (double)(1ull << 53) - 0.5) / 5;
+			s->last_u[i] = u;
+		}
+		p = (uint64_t)((double)s->period / (1.0 + u));
+		ioctl(s->pfds[i], PERF_EVENT_IOC_PERIOD, &p);
+	}
+	s->flip = !s->flip;
 }
 
 int sampler_add_proc(struct sampler *s, pid_t pid, const struct pbp_proc *p)

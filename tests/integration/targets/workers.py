@@ -1,0 +1,137 @@
+"""A target made of named worker threads whose behaviour is known.
+
+    workers.py KIND[*N] ...     e.g. workers.py spinner sleeper waiter hasher
+                                     workers.py spinner idle*200
+
+Kinds: spinner (pure Python loop, holds the GIL), sleeper (time.sleep loop),
+waiter (select() on a silent pipe), hasher (sha256 of 64 MiB buffers: the GIL
+is released while hashing), idle (blocked on a lock), deep (spins 300 frames
+deep in recurse()), split (alternates two
+functions, one doing twice the work of the other, and measures the CPU time
+of each with time.thread_time).
+
+Writes $PBP_READY: {"pid", "version", "threads": [{"kind", "name", "native_id"}]}
+once every thread runs; for split, $PBP_READY.split gets {"light": s, "heavy": s}
+of CPU time, rewritten every 0.2 s. The main thread sleeps until killed.
+Works on Python 3.8+."""
+
+import hashlib
+import json
+import os
+import random
+import select
+import sys
+import threading
+import time
+
+READY = os.environ["PBP_READY"]
+started = []
+lock = threading.Lock()
+
+
+def work(n):
+    x = 0
+    for i in range(n):
+        x += i
+    return x
+
+
+def spinner():
+    while True:
+        work(10000)
+
+
+def sleeper():
+    while True:
+        time.sleep(0.005)
+
+
+def waiter():
+    r, w = os.pipe()
+    select.select([r], [], [])
+
+
+def hasher():
+    buf = b"x" * (64 << 20)
+    while True:
+        hashlib.sha256(buf).digest()
+
+
+PARK = threading.Lock()
+PARK.acquire()
+
+
+def idle():
+    PARK.acquire()
+
+
+# Random sizes: a strictly periodic loop aliases with any fixed sampling period.
+def light():
+    work(random.randint(2000, 8000))
+
+
+def heavy():
+    work(random.randint(4000, 16000))
+
+
+def split():
+    spent = {"light": 0.0, "heavy": 0.0}
+    last = time.monotonic()
+    while True:
+        for name, fn in (("light", light), ("heavy", heavy)):
+            t0 = time.thread_time()
+            fn()
+            spent[name] += time.thread_time() - t0
+        if time.monotonic() - last > 0.2:
+            last = time.monotonic()
+            tmp = READY + ".split.tmp"
+            with open(tmp, "w") as f:
+                json.dump(spent, f)
+            os.replace(tmp, READY + ".split")
+
+
+def recurse(n):
+    if n:
+        return recurse(n - 1)  # mark: deep-call
+    while True:  # mark: deep-loop
+        work(1000)  # mark: deep-spin
+
+
+def deep():
+    recurse(299)  # mark: deep-entry
+
+
+KINDS = {"deep": deep, "spinner": spinner, "sleeper": sleeper, "waiter": waiter, "hasher": hasher,
+         "idle": idle, "split": split}
+
+
+def run(kind, name):
+    with lock:
+        started.append({"kind": kind, "name": name, "native_id": threading.get_native_id()})
+    KINDS[kind]()
+
+
+def main():
+    specs = []
+    for arg in sys.argv[1:]:
+        kind, _, count = arg.partition("*")
+        specs += [kind] * int(count or 1)
+    for i, kind in enumerate(specs):
+        threading.Thread(target=run, args=(kind, "%s-%d" % (kind, i)), name="%s-%d" % (kind, i),
+                         daemon=True).start()
+    while True:
+        with lock:
+            if len(started) == len(specs):
+                break
+        time.sleep(0.01)
+    time.sleep(0.2)  # let every thread reach its steady state
+    info = {"pid": os.getpid(), "version": list(sys.version_info[:3]),
+            "main_native_id": threading.get_native_id(), "threads": started}
+    with open(READY + ".tmp", "w") as f:
+        json.dump(info, f)
+    os.replace(READY + ".tmp", READY)
+    while True:
+        time.sleep(3600)
+
+
+main()

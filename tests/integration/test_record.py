@@ -1,0 +1,265 @@
+"""Kernel-triggered sampling (`pybpfprof -p PID`, launch mode, shutdown) on
+every interpreter: profiles are checked against what targets measure of
+themselves."""
+
+import json
+import os
+import signal
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+from conftest import PYBPFPROF, _discover
+from profile import (FRAME, WORKERS, by_thread, bpf_programs_of_dead, func_of, marks,
+                     parse_collapsed, run_profile, task_cpu_ns, total, wait_for)
+
+
+def profile_of(tmp_path, *args, timeout=120):
+    out = tmp_path / "out.txt"
+    r = run_profile(*args, "-o", out, timeout=timeout)
+    assert r.returncode == 0, r.stderr
+    return parse_collapsed(out.read_text()), r.stderr
+
+
+def tids(ready, kind):
+    return [t["native_id"] for t in ready["threads"] if t["kind"] == kind]
+
+
+def read_split(interp, ready):
+    path = ready_split_path(interp, ready)
+    wait_for(path)
+    with open(path) as f:
+        return json.load(f)
+
+
+def test_cpu_split_matches_target(interp, start_target, tmp_path):
+    proc, pid, ready = start_target(interp, WORKERS, "split", "idle")
+    spent = {"light": 0.0, "heavy": 0.0}
+    light = heavy = 0
+    # A loaded machine gives the target less CPU: profile until 2,000 samples.
+    for _ in range(4):
+        before = read_split(interp, ready)
+        stacks, err = profile_of(tmp_path, "-p", pid, "-F", 999, "-d", 4)
+        after = read_split(interp, ready)
+        for k in spent:
+            spent[k] += after[k] - before[k]
+        light += sum(c for fr, c in stacks if "light" in map(func_of, fr))
+        heavy += sum(c for fr, c in stacks if "heavy" in map(func_of, fr))
+        if light + heavy >= 2000:
+            break
+    assert light + heavy >= 2000, err
+    want = spent["heavy"] / (spent["light"] + spent["heavy"])
+    got = heavy / (light + heavy)
+    assert abs(got - want) <= 0.02, "profile %.3f vs target's own %.3f" % (got, want)
+
+
+def ready_split_path(interp, ready):
+    # The target writes its split beside the ready file, which the harness
+    # placed in a per-target directory; find it through /proc.
+    with open("/proc/%d/environ" % ready["pid"], "rb") as f:
+        env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
+    return interp.host_path(env[b"PBP_READY"].decode() + ".split")
+
+
+def test_sleeping_threads_never_sampled(interp, start_target, tmp_path):
+    proc, pid, ready = start_target(interp, WORKERS, "spinner", "idle*3")
+    stacks, err = profile_of(tmp_path, "-p", pid, "-F", 999, "-d", 2, "-t")
+    threads = by_thread(stacks)
+    for tid in tids(ready, "idle") + [ready["main_native_id"]]:
+        assert tid not in threads, "a sleeping thread was sampled: %s" % threads.get(tid)
+    assert total(threads[tids(ready, "spinner")[0]]) > 500
+
+
+def test_deep_recursion_whole_with_exact_lines(interp, start_target, tmp_path):
+    proc, pid, ready = start_target(interp, WORKERS, "deep")
+    stacks, err = profile_of(tmp_path, "-p", pid, "-F", 499, "-d", 2, "--stats")
+    m = marks()
+    deep = [(fr, c) for fr, c in stacks if any(func_of(f) == "recurse" for f in fr)]
+    assert total(deep) > 200, err
+    for frames, count in deep:
+        rec = [f for f in frames if func_of(f) == "recurse"]
+        assert len(rec) == 300, "recursion cut at %d frames" % len(rec)
+        first = frames.index(rec[0])
+        script = FRAME.match(rec[0]).group("file")
+        assert script.endswith("/workers.py")
+        assert frames[first - 1] == "deep (%s:%d)" % (script, m["deep-entry"])
+        assert rec[:-1] == ["recurse (%s:%d)" % (script, m["deep-call"])] * 299
+        assert rec[-1] in ["recurse (%s:%d)" % (script, m[k]) for k in ("deep-spin", "deep-loop")]
+        assert frames[first:first + 300] == rec, "other frames inside the recursion"
+    assert "completed in user space" in err
+    completed = int(err.split(" completed in user space")[0].rsplit(" ", 1)[1])
+    assert completed > 0, err
+
+
+# --- achieved rate: one interpreter is enough, it measures the kernel side -----
+
+def first_interp():
+    usable = [i for i in _discover() if not i.skip_reason]
+    assert usable, "no interpreter"
+    return usable[0]
+
+
+@pytest.mark.parametrize("hz", [99, 999])
+def test_achieved_rate(start_target, tmp_path, hz):
+    interp = first_interp()
+    proc, pid, ready = start_target(interp, WORKERS, "spinner")
+    spin = tids(ready, "spinner")[0]
+    before = task_cpu_ns(pid, spin)
+    # Long enough that the profiler's own start-up (BPF load, ~0.2 s during
+    # which nothing samples yet) stays well under the 5 % allowed.
+    stacks, err = profile_of(tmp_path, "-p", pid, "-F", hz, "-d", 10 if hz < 500 else 5, "-t")
+    cpu_s = (task_cpu_ns(pid, spin) - before) / 1e9
+    got = total(by_thread(stacks).get(spin, []))
+    want = hz * cpu_s
+    # The window also holds the profiler's start-up, when nothing samples yet.
+    assert 0.95 * want <= got <= 1.01 * want, "%d samples for %.2f s of CPU at %d Hz" % (
+        got, cpu_s, hz)
+
+
+# --- launch mode ------------------------------------------------------------
+
+FINITE = """
+import os, sys, time
+def burn():
+    end = time.time() + float(sys.argv[1])
+    while time.time() < end:
+        sum(range(1000))
+with open(sys.argv[2], "w") as f:
+    f.write("%d %d" % (os.getuid(), os.getgid()))
+burn()
+"""
+
+
+def launch(interp, tmp_path, env=None):
+    # pytest's tmp_path sits under a 0700 directory: the dropped user could
+    # not read the script there.
+    shared = tempfile.mkdtemp(prefix="pbp-launch-")
+    os.chmod(shared, 0o755)
+    script_host = os.path.join(shared, "finite.py")
+    with open(script_host, "w") as f:
+        f.write(FINITE)
+    os.chmod(script_host, 0o644)
+    script = interp.place(script_host)
+    host_dir, inside_dir = interp.mkdtemp()
+    if not interp.chrooted:
+        host_dir = inside_dir = shared
+    os.chmod(host_dir, 0o777)
+    ids = os.path.join(inside_dir, "ids")
+    out = tmp_path / "out.txt"
+    r = subprocess.run([PYBPFPROF, "-F", "499", "-o", str(out), "--"] + interp.cmd(script, "1.5", ids),
+                       capture_output=True, text=True, timeout=60, env=env)
+    assert r.returncode == 0, r.stderr
+    stacks = parse_collapsed(out.read_text())
+    assert total([s for s in stacks if "burn" in map(func_of, s[0])]) > 150
+    assert not bpf_programs_of_dead()
+    with open(interp.host_path(ids)) as f:
+        got = f.read()
+    shutil.rmtree(shared)
+    return got, out
+
+
+def test_launch_profiles_from_start_and_exits_with_target(interp, tmp_path):
+    ids, out = launch(interp, tmp_path)
+    assert ids == "0 0"
+
+
+def test_launch_under_sudo_runs_as_invoking_user(tmp_path):
+    """Under sudo the command runs as the invoking user, never as root, and
+    the profile belongs to that user."""
+    interp = [i for i in _discover() if not i.skip_reason and i.name == "3.11-debian-static"]
+    if not interp:
+        pytest.skip("Debian's /usr/bin/python3.11 is needed (readable by any user)")
+    env = dict(os.environ, SUDO_UID="65534", SUDO_GID="65534")
+    ids, out = launch(interp[0], tmp_path, env)
+    assert ids == "65534 65534"
+    st = os.stat(str(out))
+    assert (st.st_uid, st.st_gid) == (65534, 65534)
+
+
+def test_launch_not_python(tmp_path):
+    r = subprocess.run([PYBPFPROF, "-o", str(tmp_path / "o.txt"), "--", "sleep", "0.3"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 4, r.stderr
+    assert "not a Python process" in r.stderr
+    r = subprocess.run([PYBPFPROF, "-o", str(tmp_path / "o.txt"), "--", "/nonexistent/cmd"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 4
+    assert r.stderr.strip().splitlines() == [
+        "pybpfprof: cannot run '/nonexistent/cmd': No such file or directory"]
+
+
+# --- shutdown -----------------------------------------------------------------
+
+def start_profiler(pid, out):
+    return subprocess.Popen([PYBPFPROF, "-p", str(pid), "-F", "199", "-o", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_sampling(p, seconds=1.5):
+    time.sleep(seconds)
+    assert p.poll() is None, p.stderr.read()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signal_writes_complete_profile(start_target, tmp_path, sig):
+    proc, pid, ready = start_target(first_interp(), WORKERS, "spinner")
+    out = tmp_path / "out.txt"
+    p = start_profiler(pid, out)
+    wait_sampling(p)
+    p.send_signal(sig)
+    stdout, stderr = p.communicate(timeout=30)
+    assert p.returncode == 0, stderr
+    text = out.read_text()
+    assert text.endswith("\n")
+    assert total(parse_collapsed(text)) > 100
+    assert not bpf_programs_of_dead()
+    assert proc.poll() is None, "the target must not be touched"
+
+
+def test_target_exit_ends_run(start_target, tmp_path):
+    proc, pid, ready = start_target(first_interp(), WORKERS, "spinner")
+    out = tmp_path / "out.txt"
+    p = start_profiler(pid, out)
+    wait_sampling(p)
+    proc.kill()
+    proc.wait()
+    stdout, stderr = p.communicate(timeout=30)
+    assert p.returncode == 0, stderr
+    assert total(parse_collapsed(out.read_text())) > 100
+    assert not bpf_programs_of_dead()
+
+
+def test_duration(start_target, tmp_path):
+    proc, pid, ready = start_target(first_interp(), WORKERS, "spinner")
+    t0 = time.monotonic()
+    stacks, err = profile_of(tmp_path, "-p", pid, "-d", 1.5)
+    assert 1.4 <= time.monotonic() - t0 < 10
+    assert total(stacks) > 50
+
+
+def test_sigkill_leaves_no_kernel_objects_and_no_partial_file(start_target, tmp_path):
+    proc, pid, ready = start_target(first_interp(), WORKERS, "spinner")
+    out = tmp_path / "out.txt"
+    p = start_profiler(pid, out)
+    wait_sampling(p)
+    p.kill()
+    p.communicate(timeout=30)
+    deadline = time.monotonic() + 5
+    while bpf_programs_of_dead() and time.monotonic() < deadline:
+        time.sleep(0.1)  # the kernel frees them once the last fd is closed
+    assert not bpf_programs_of_dead()
+    assert not out.exists()
+    assert not [f for f in os.listdir(tmp_path) if f.startswith("out.txt")]
+
+
+def test_errors(tmp_path):
+    r = run_profile("-p", "4194301", "-d", "1")
+    assert r.returncode == 3 and r.stderr.count("\n") == 1, r.stderr
+    r = run_profile("-F", "0", "-p", "1")
+    assert r.returncode == 2
+    r = run_profile()
+    assert r.returncode == 2 and "give -p PID or a command" in r.stderr
