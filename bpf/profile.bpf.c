@@ -310,7 +310,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	}
 	st = tstate_of(next->tgid, next->pid);
 	if (st) {
-		st->off_reason = PBP_OFF_NONE;
+		/* off_reason is kept: it says where the thread was until this instant. */
 		st->oncpu = 1;
 		st->switches++;
 		st->last_switch_ns = now;

@@ -61,7 +61,7 @@ struct pbp_tstate {
 	__u64 last_switch_ns;
 	__u64 futex_addr;      /* futex it sleeps on, 0 if none: tells GIL waits */
 	__u8 oncpu;
-	__u8 off_reason;       /* enum pbp_off_reason */
+	__u8 off_reason;       /* enum pbp_off_reason of the last time off CPU */
 	__u8 pad[6];
 };
 

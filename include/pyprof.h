@@ -365,6 +365,10 @@ int pygil_read(struct pyproc *p, uint64_t interp, struct gilstate *g);
  */
 int pythread_names(struct pyproc *p, uint64_t interp, struct pythread_name *out, size_t max,
 		   size_t *n);
+/* Python names of the threads ts[0..n): names[i], "" where unknown; one read per interpreter. */
+#define PBP_NAME_LEN 64
+void pythreads_name_all(struct pyproc *p, const struct pythread *ts, size_t n,
+			char (*names)[PBP_NAME_LEN]);
 
 /* Where a dict keys object's entries are (pure, for tests: hdr holds its first len bytes). */
 struct pydict_table {
@@ -605,6 +609,7 @@ struct collector {
 	uint64_t reused;        /* wall/gil: stack reused, the thread had not run: no read */
 	uint64_t from_kernel;   /* wall/gil: on-CPU thread, stack from its last kernel sample */
 	uint64_t read_now;      /* wall/gil: stack read from the target at the tick */
+	uint64_t late_switches; /* wall/gil: a switch between the tick instant and the look */
 };
 
 struct tcache;
@@ -626,8 +631,8 @@ int target_init(struct collector *c, struct target *t);
 void target_fini(struct collector *c, struct target *t);
 void target_rescan(struct collector *c, struct target *t);
 void target_on_sample(struct collector *c, struct target *t, const struct pbp_sample *s);
-/* wall and gil modes: count every thread (or the GIL holder) once. */
-void target_tick(struct collector *c, struct target *t, uint64_t now_kns);
+/* wall and gil modes: count every thread (or the GIL holder) once, as at instant (ns, monotonic). */
+void target_tick(struct collector *c, struct target *t, uint64_t instant);
 void target_print_threads(const struct collector *c, const struct target *t, FILE *o);
 
 /* ------------------------------------------------------------- main.c */

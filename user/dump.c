@@ -99,44 +99,6 @@ static void print_thread(FILE *o, struct pyproc *p, const struct dump_thread *d,
 		fputs("    (no Python frames)\n", o);
 }
 
-/* A thread's Python name, read once per interpreter by dump_process(). */
-struct dump_name {
-	uint64_t interp;
-	struct pythread_name pn;
-};
-
-static const char *python_name(const struct dump_name *names, size_t n, const struct pythread *t)
-{
-	for (size_t i = 0; i < n; i++)
-		if (names[i].interp == t->interp && names[i].pn.ident == t->ident && t->ident)
-			return names[i].pn.name;
-	return NULL;
-}
-
-/* Names from each interpreter's threading module; none where it cannot be read. */
-static struct dump_name *read_names(struct pyproc *p, const struct pythread *ts, size_t n,
-				    size_t *count)
-{
-	size_t max = n + 16, got;
-	struct dump_name *names = calloc(max, sizeof(*names));
-	struct pythread_name *buf = calloc(max, sizeof(*buf));
-
-	*count = 0;
-	for (size_t i = 0; names && buf && i < n; i++) {
-		bool seen = false;
-
-		for (size_t j = 0; j < i && !seen; j++)
-			seen = ts[j].interp == ts[i].interp;
-		if (seen || pythread_names(p, ts[i].interp, buf, max - *count, &got) != 0)
-			continue;
-		for (size_t k = 0; k < got; k++) {
-			names[*count].interp = ts[i].interp;
-			names[(*count)++].pn = buf[k];
-		}
-	}
-	free(buf);
-	return names;
-}
 
 static void collect(struct pyproc *p, struct dump_thread *d, const char *pyname)
 {
@@ -166,8 +128,8 @@ int dump_process(struct pyproc *p, FILE *o, bool json)
 {
 	struct pythread *ts = calloc(PBP_MAX_THREADS, sizeof(*ts));
 	struct dump_thread *d;
-	struct dump_name *names = NULL;
-	size_t n = 0, nnames = 0;
+	char (*names)[PBP_NAME_LEN] = NULL;
+	size_t n = 0;
 	int err;
 
 	if (!ts)
@@ -178,10 +140,12 @@ int dump_process(struct pyproc *p, FILE *o, bool json)
 	if (!err && !d)
 		err = -PBP_E_NOMEM;
 	if (!err)
-		names = read_names(p, ts, n, &nnames);
+		names = calloc(n ? n : 1, sizeof(*names));
+	if (names)
+		pythreads_name_all(p, ts, n, names);
 	for (size_t i = 0; !err && i < n; i++) {
 		d[i].t = ts[i];
-		collect(p, &d[i], python_name(names, nnames, &ts[i]));
+		collect(p, &d[i], names && names[i][0] ? names[i] : NULL);
 	}
 	if (!err && json) {
 		fprintf(o, "{\"pid\": %d, \"version\": \"%s\", \"binary\": ", (int)p->pid, p->version);

@@ -27,6 +27,7 @@
  * period already run: re-draw seldom enough that this costs < 1% of samples.
  */
 #define JITTER_MIN_NS 1000000000ull
+#define RESCAN_EVERY_NS 1000000000ull
 #define JITTER_PERIODS 64
 
 struct record {
@@ -326,7 +327,7 @@ static void run_ticks(struct record *r, uint64_t now, uint64_t *next_tick)
 	while (*next_tick <= now) {
 		if (done++ < MAX_CATCH_UP) {
 			for (int i = 0; i < r->ntargets; i++)
-				target_tick(&r->c, &r->targets[i], now);
+				target_tick(&r->c, &r->targets[i], *next_tick);
 			r->c.ticks++;
 		} else {
 			r->c.late_ticks++;
@@ -350,6 +351,7 @@ static void loop(struct record *r)
 	uint64_t next_live = r->start_ns + 1000000000ull;
 	uint64_t next_tick = r->start_ns + 1000000000ull / r->c.o.hz;
 	uint64_t next_jitter = r->start_ns + jitter_every(r->c.o.hz);
+	uint64_t next_rescan = r->start_ns + RESCAN_EVERY_NS;
 
 	while (!stop_signal) {
 		uint64_t now = now_ns();
@@ -363,6 +365,13 @@ static void loop(struct record *r)
 			run_ticks(r, now, &next_tick);
 		if (!any_alive(r))
 			break;
+		if (now >= next_rescan) {
+			/* New threads that never ran, and renamed ones: the kernel cannot tell us. */
+			for (int i = 0; i < r->ntargets; i++)
+				if (r->targets[i].alive)
+					target_rescan(&r->c, &r->targets[i]);
+			next_rescan = now + RESCAN_EVERY_NS;
+		}
 		if (now >= next_jitter) {
 			sampler_jitter(r->c.smp);
 			next_jitter = now + jitter_every(r->c.o.hz);
@@ -433,8 +442,9 @@ static void print_stats(struct record *r)
 	}
 	if (c->o.mode != MODE_CPU)
 		fprintf(stderr, "  tick stacks   %llu reused (thread had not run), %llu from the kernel "
-			"(on CPU), %llu read at the tick\n", (unsigned long long)c->reused,
-			(unsigned long long)c->from_kernel, (unsigned long long)c->read_now);
+			"(on CPU), %llu read at the tick; %llu switches after the tick instant\n",
+			(unsigned long long)c->reused, (unsigned long long)c->from_kernel,
+			(unsigned long long)c->read_now, (unsigned long long)c->late_switches);
 	fprintf(stderr, "  samples       %llu outside Python code, %llu of non-Python threads, "
 		"%llu frames unnamed\n", (unsigned long long)c->sym.no_python,
 		(unsigned long long)c->dropped, (unsigned long long)c->sym.unknown_frames);

@@ -139,12 +139,23 @@ static void seed_state(struct collector *c, struct target *t, struct tcache *e)
 	st->off_reason = state == 'D' ? PBP_OFF_DISK : state == 'R' ? PBP_OFF_NONE : PBP_OFF_SLEEP;
 }
 
-static void thread_name(struct target *t, struct tcache *e)
+/* The Python name (threading.Thread.name) when it could be read, else the kernel's comm. */
+static void set_name(struct collector *c, struct target *t, struct tcache *e, const char *pyname)
 {
-	proc_thread_comm(t->pid, e->tid, e->name, sizeof(e->name));
+	char name[sizeof(e->name)];
+
+	if (pyname && pyname[0])
+		snprintf(name, sizeof(name), "%s", pyname);
+	else
+		proc_thread_comm(t->pid, e->tid, name, sizeof(name));
+	if (strcmp(name, e->name) == 0)
+		return;
+	memcpy(e->name, name, sizeof(name));
+	agg_set_thread_name(c->agg, (uint32_t)t->pid, (uint32_t)e->tid, e->name);
 }
 
-static void register_thread(struct collector *c, struct target *t, const struct pythread *th)
+static void register_thread(struct collector *c, struct target *t, const struct pythread *th,
+			    const char *pyname)
 {
 	struct tcache *e = tc_find(t, th->tid);
 
@@ -156,9 +167,8 @@ static void register_thread(struct collector *c, struct target *t, const struct 
 			e->slot = sampler_slot_alloc(c->smp);
 			seed_state(c, t, e);
 		}
-		thread_name(t, e);
-		agg_set_thread_name(c->agg, (uint32_t)t->pid, (uint32_t)e->tid, e->name);
 	}
+	set_name(c, t, e, pyname);
 	if (e->tstate != th->tstate) {
 		e->tstate = th->tstate;
 		e->have = false;
@@ -169,15 +179,21 @@ static void register_thread(struct collector *c, struct target *t, const struct 
 
 void target_rescan(struct collector *c, struct target *t)
 {
+	char (*names)[PBP_NAME_LEN];
 	size_t n = 0;
 
 	t->last_rescan = mono_ns();
+	remote_invalidate_all(t->p->r);
 	if (pythreads_read(t->p, t->list, PBP_MAX_THREADS, &n) != 0)
 		return;
+	names = calloc(n ? n : 1, sizeof(*names));
+	if (names)
+		pythreads_name_all(t->p, t->list, n, names);
 	t->gen++;
 	for (size_t i = 0; i < n; i++)
 		if (t->list[i].tid)
-			register_thread(c, t, &t->list[i]);
+			register_thread(c, t, &t->list[i], names ? names[i] : NULL);
+	free(names);
 	tc_sweep(c, t);
 }
 
@@ -352,30 +368,49 @@ static int tick_stack(struct collector *c, struct target *t, struct tcache *e,
 	return err;
 }
 
-static void tick_thread(struct collector *c, struct target *t, struct tcache *e,
-			const struct gilstate *g, uint64_t now_kns)
+/*
+ * The thread's state at the tick instant, not at the (later) moment we look:
+ * waking up to look can itself preempt the thread. A switch after the
+ * instant means it was in the other state then; off_reason still tells
+ * why it was off CPU before a switch in.
+ */
+static void state_at(struct collector *c, const struct tcache *e, uint64_t instant,
+		     struct pbp_tstate *st)
 {
-	const volatile struct pbp_tstate *vst = sampler_tstate(c->smp, e->slot);
-	struct pbp_tstate st = { 0 };
+	const volatile struct pbp_tstate *v = sampler_tstate(c->smp, e->slot);
+
+	memset(st, 0, sizeof(*st));
+	if (!v)
+		return;
+	st->switches = v->switches;
+	st->oncpu = v->oncpu;
+	st->off_reason = v->off_reason;
+	st->last_switch_ns = v->last_switch_ns;
+	if (st->last_switch_ns > instant && st->switches) {
+		st->oncpu = !st->oncpu;
+		c->late_switches++;
+	}
+}
+
+static void tick_thread(struct collector *c, struct target *t, struct tcache *e,
+			const struct gilstate *g, uint64_t instant)
+{
+	struct pbp_tstate st;
 	bool holds = g->known && g->locked && g->holder == e->tstate;
 	uint32_t status;
 
-	if (vst) {
-		st.switches = vst->switches;
-		st.oncpu = vst->oncpu;
-		st.off_reason = vst->off_reason;
-	}
+	state_at(c, e, instant, &st);
 	if (c->o.mode == MODE_GIL && !holds)
 		return;
 	status = st.oncpu ? on_cpu_status(g->known, holds) : off_cpu_status(st.off_reason);
-	if (tick_stack(c, t, e, &st, now_kns) != 0) {
+	if (tick_stack(c, t, e, &st, instant) != 0) {
 		e->status[status]++;
 		return;
 	}
 	count(c, t, e, e->locs, e->n, status);
 }
 
-void target_tick(struct collector *c, struct target *t, uint64_t now_kns)
+void target_tick(struct collector *c, struct target *t, uint64_t instant)
 {
 	struct gilstate g = { 0 };
 	uint64_t interp = 0;
@@ -394,7 +429,7 @@ void target_tick(struct collector *c, struct target *t, uint64_t now_kns)
 		st = sampler_tstate(c->smp, e->slot);
 		if (st && !st->oncpu && st->off_reason == PBP_OFF_GIL)
 			contended = true;
-		tick_thread(c, t, e, &g, now_kns);
+		tick_thread(c, t, e, &g, instant);
 	}
 	t->gil_ticks++;
 	t->gil_held += g.known && g.locked;

@@ -764,3 +764,27 @@ int pythread_names(struct pyproc *p, uint64_t interp, struct pythread_name *out,
 	}
 	return err;
 }
+
+/* Names of every thread in ts (names[i], "" where unknown), read once per interpreter. */
+void pythreads_name_all(struct pyproc *p, const struct pythread *ts, size_t n,
+			char (*names)[PBP_NAME_LEN])
+{
+	size_t max = n + 16, got;
+	struct pythread_name *buf = calloc(max, sizeof(*buf));
+
+	for (size_t i = 0; i < n; i++)
+		names[i][0] = '\0';
+	for (size_t i = 0; buf && i < n; i++) {
+		bool seen = false;
+
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = ts[j].interp == ts[i].interp;
+		if (seen || pythread_names(p, ts[i].interp, buf, max, &got) != 0)
+			continue;
+		for (size_t k = 0; k < got; k++)
+			for (size_t t = i; t < n; t++)
+				if (ts[t].interp == ts[i].interp && ts[t].ident && ts[t].ident == buf[k].ident)
+					snprintf(names[t], PBP_NAME_LEN, "%s", buf[k].name);
+	}
+	free(buf);
+}

@@ -3,7 +3,7 @@
     workers.py KIND[*N] ...     e.g. workers.py spinner sleeper waiter hasher
                                      workers.py spinner idle*200
 
-Kinds: spinner (pure Python loop, holds the GIL), sleeper (time.sleep loop),
+Kinds: spinner (pure Python loop, holds the GIL), sleeper (time.sleep(0.02) loop),
 waiter (select() on a silent pipe), hasher (sha256 of 64 MiB buffers: the GIL
 is released while hashing), idle (blocked on a lock), deep (spins 300 frames
 deep in recurse()), split (alternates two
@@ -43,7 +43,7 @@ def spinner():
 
 def sleeper():
     while True:
-        time.sleep(0.005)
+        time.sleep(0.02)
 
 
 def waiter():

@@ -1,0 +1,90 @@
+"""cpu, wall and gil modes and per-sample status, on every interpreter, with
+targets whose truth is known (tests/integration/targets/workers.py)."""
+
+import re
+
+import pytest
+
+from profile import WORKERS, by_thread, parse_collapsed, run_profile, total
+
+STATUSES = ["[running]", "[native, no GIL]", "[runnable]", "[gil wait]", "[sleeping]", "[disk]"]
+
+
+def record(tmp_path, pid, mode, *extra, seconds=3, hz=499):
+    out = tmp_path / ("%s.txt" % mode)
+    r = run_profile("-p", pid, "-m", mode, "-F", hz, "-d", seconds, "-t", "--status", "-o", out,
+                    *extra)
+    assert r.returncode == 0, r.stderr
+    return by_thread(parse_collapsed(out.read_text())), r.stderr
+
+
+def share(threads, tid):
+    return total(threads.get(tid, [])) / sum(total(v) for v in threads.values())
+
+
+def status_share(stacks, status):
+    n = total(stacks)
+    return sum(c for fr, c in stacks if fr[-1] == status) / n if n else 0.0
+
+
+@pytest.fixture
+def four(interp, start_target):
+    proc, pid, ready = start_target(interp, WORKERS, "spinner", "sleeper", "waiter", "hasher")
+    names = {t["kind"]: t["native_id"] for t in ready["threads"]}
+    names["main"] = ready["main_native_id"]
+    return pid, names
+
+
+def test_cpu_mode(four, tmp_path):
+    pid, t = four
+    threads, err = record(tmp_path, pid, "cpu")
+    assert share(threads, t["spinner"]) + share(threads, t["hasher"]) >= 0.97, err
+    assert share(threads, t["sleeper"]) <= 0.01, err
+    assert share(threads, t["waiter"]) <= 0.01, err
+    assert t["main"] not in threads
+    # Every stack ends in a status leaf, and hashing runs without the GIL.
+    assert all(fr[-1] in STATUSES for v in threads.values() for fr, _ in v)
+    assert status_share(threads[t["hasher"]], "[native, no GIL]") >= 0.80, err
+    assert status_share(threads[t["spinner"]], "[running]") >= 0.80, err
+
+
+def test_gil_mode(four, tmp_path):
+    pid, t = four
+    threads, err = record(tmp_path, pid, "gil", hz=199)
+    assert share(threads, t["spinner"]) >= 0.85, err
+    assert share(threads, t["sleeper"]) <= 0.01, err
+    assert share(threads, t["waiter"]) <= 0.01, err
+
+
+def test_wall_mode(four, tmp_path):
+    pid, t = four
+    threads, err = record(tmp_path, pid, "wall", hz=199)
+    assert set(threads) == set(t.values()), err
+    for kind, tid in t.items():
+        assert abs(share(threads, tid) - 1 / len(t)) <= 0.05, (kind, share(threads, tid), err)
+    assert status_share(threads[t["waiter"]], "[sleeping]") >= 0.95
+    assert status_share(threads[t["main"]], "[sleeping]") >= 0.95
+    assert "GIL held" in err and "contended" in err
+
+
+def test_gil_contention(interp, start_target, tmp_path):
+    proc, pid, ready = start_target(interp, WORKERS, "spinner", "spinner")
+    a, b = [t["native_id"] for t in ready["threads"]]
+    threads, err = record(tmp_path, pid, "wall", hz=199)
+    for tid in (a, b):
+        waiting = status_share(threads[tid], "[gil wait]")
+        assert 0.30 <= waiting <= 0.70, (tid, waiting, err)
+    threads, err = record(tmp_path, pid, "gil", hz=199)
+    assert 0.30 <= share(threads, a) <= 0.70, err
+
+
+def test_wall_reuses_stacks_of_idle_threads(interp, start_target, tmp_path):
+    proc, pid, ready = start_target(interp, WORKERS, "spinner", "idle*200")
+    threads, err = record(tmp_path, pid, "wall", "--stats", hz=99)
+    assert len(threads) == 202, err
+    m = re.search(r"tick stacks +(\d+) reused .*?, (\d+) from the kernel .*?, (\d+) read at the tick", err)
+    assert m, err
+    reused, kernel, read = map(int, m.groups())
+    # 200 of 202 threads never run: after one read each, their stacks are reused.
+    assert reused >= 0.95 * 200 * (reused + kernel + read) / 202, err
+    assert read <= 202 + 3 * (reused + kernel + read) // 202, err
