@@ -103,6 +103,49 @@ unit-asan: $(ASAN_BINS)
 	@set -e; for t in $(ASAN_BINS); do \
 		(cd tests/unit && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 ../../$$t); done
 
+# Fuzzing (libFuzzer): each tests/fuzz/fuzz_NAME.c is linked with the whole
+# library, built again by clang with coverage and sanitizers (the HTML writer
+# needs the page template), and seeded from tests/fuzz/corpus/NAME/.
+# `make fuzz` fuzzes each for FUZZ_SECONDS, new inputs going to a scratch
+# corpus in build/fuzz/ (listed first, so the committed one is only read);
+# a crash leaves its input as build/fuzz/NAME-crash-*. `make fuzz-regress`
+# runs each harness once over every committed input (part of `make test`).
+FUZZ_SECONDS ?= 60
+FUZZ_SRCS   := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BINS   := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/fuzz/%)
+FUZZ_SAN    := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -Iinclude -I$(BUILD) $(FUZZ_SAN)
+FUZZ_LIB    := $(LIB_SRCS:user/%.c=$(BUILD)/fuzz/obj/%.o) $(PROTO_C:$(BUILD)/proto/%.c=$(BUILD)/fuzz/obj/%.o)
+
+# Kept between builds: only pattern rules name them.
+.SECONDARY: $(FUZZ_LIB)
+
+$(BUILD)/fuzz/obj/%.o: user/%.c $(HDRS) $(BUILD)/flamegraph.html.inc
+	@mkdir -p $(dir $@)
+	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(BUILD)/fuzz/obj/%.pb-c.o: $(BUILD)/proto/%.pb-c.c $(PROTO_H)
+	@mkdir -p $(dir $@)
+	$(CLANG) $(filter-out -Werror,$(FUZZ_CFLAGS)) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB) $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_LIB) -o $@ $(LDLIBS)
+
+fuzz: $(FUZZ_BINS)
+	@set -e; for f in $(FUZZ_BINS); do n=$${f##*/fuzz_}; \
+		mkdir -p $(BUILD)/fuzz/corpus-$$n; \
+		echo "fuzz $$n: $(FUZZ_SECONDS) s"; \
+		$$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+			-artifact_prefix=$(BUILD)/fuzz/$$n- \
+			$(BUILD)/fuzz/corpus-$$n tests/fuzz/corpus/$$n; done
+
+fuzz-regress: $(FUZZ_BINS)
+	@set -e; for f in $(FUZZ_BINS); do n=$${f##*/fuzz_}; \
+		echo "fuzz-regress $$n: $$(ls tests/fuzz/corpus/$$n | wc -l) inputs"; \
+		$$f -runs=0 -artifact_prefix=$(BUILD)/fuzz/$$n- tests/fuzz/corpus/$$n 2>$(BUILD)/fuzz/$$n.log \
+			|| { cat $(BUILD)/fuzz/$$n.log; exit 1; }; done
+
 integration: all
 	$(PYTEST) -ra -v tests/integration
 
@@ -110,14 +153,22 @@ test: deps
 	$(MAKE) all
 	$(MAKE) unit
 	$(MAKE) unit-asan
+	$(MAKE) fuzz-regress
 	$(MAKE) integration
 
 chroot:
 	@scripts/sid-chroot.sh
 
+# Profiles scripts/demo_app.py for 10 s into demo.html (needs root).
+demo: deps
+	$(MAKE) all
+	@scripts/demo.sh
+
 install: all
 	install -D -m 0755 $(BUILD)/pybpfprof $(DESTDIR)$(PREFIX)/bin/pybpfprof
 	install -D -m 0644 pybpfprof.1 $(DESTDIR)$(PREFIX)/share/man/man1/pybpfprof.1
+	install -D -m 0644 scripts/pybpfprof.bash-completion \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/pybpfprof
 
 clean:
 	rm -rf $(BUILD)

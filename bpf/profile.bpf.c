@@ -45,6 +45,11 @@ struct {
 } events SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 << 10);
+} procevents SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
@@ -318,3 +323,41 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	return 0;
 }
 
+
+/* ------------------------------------------------------------ process lifecycle */
+
+static __always_inline void proc_event(__u32 kind, __u32 pid)
+{
+	struct pbp_proc_event ev = { .kind = kind, .pid = pid };
+
+	bpf_ringbuf_output(&procevents, &ev, sizeof(ev), 0);
+}
+
+/* Whole-host mode: every exec may start a Python process; user space checks it. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	proc_event(PBP_EV_EXEC, p->tgid);
+	return 0;
+}
+
+/*
+ * A thread's entry goes with it, so a reused tid never inherits its state;
+ * the process's own entry goes with its last thread (signal->live reaches 0
+ * before this tracepoint; that works on kernels whose tracepoint lacks the
+ * group_dead argument too).
+ */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *p)
+{
+	__u32 tid = p->pid, tgid = p->tgid;
+	struct pbp_thread *t = bpf_map_lookup_elem(&threads, &tid);
+
+	if (t && t->tgid == tgid)
+		bpf_map_delete_elem(&threads, &tid);
+	if (BPF_CORE_READ(p, signal, live.counter) == 0 && bpf_map_lookup_elem(&procs, &tgid)) {
+		bpf_map_delete_elem(&procs, &tgid);
+		proc_event(PBP_EV_EXIT, tgid);
+	}
+	return 0;
+}

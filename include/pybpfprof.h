@@ -104,6 +104,17 @@ struct pbp_sample {
 	struct pbp_frame frames[PBP_MAX_FRAMES];
 };
 
+/* Process lifecycle, on the "procevents" ring buffer (whole-host mode only). */
+enum pbp_proc_event_kind {
+	PBP_EV_EXEC = 1,       /* a process called execve: maybe a new Python */
+	PBP_EV_EXIT = 2,       /* a target process exited */
+};
+
+struct pbp_proc_event {
+	__u32 kind;
+	__u32 pid;
+};
+
 /* Per-CPU counters, index into the "stats" array map. */
 enum pbp_stat {
 	PBP_STAT_TAKEN,        /* perf event fired on a target thread */

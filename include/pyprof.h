@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
+#include <regex.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -45,6 +46,8 @@ enum pbp_err {
 	PBP_E_BPF = 9,      /* the kernel refused the BPF side */
 	PBP_E_NOBTF = 10,   /* no /sys/kernel/btf/vmlinux */
 	PBP_E_CHILD = 11,   /* a launched command could not start (it said why) */
+	PBP_E_LIMIT = 12,   /* --max-processes reached */
+	PBP_E_OLDKERNEL = 13, /* Linux older than 5.17 */
 };
 
 const char *pbp_strerror(int err);
@@ -338,7 +341,12 @@ struct pythread_name {
 #define PBP_MAX_THREADS 8192
 #define PBP_MAX_INTERPS 256
 
-/* Walk every interpreter's thread list. *n threads written, at most max. */
+/*
+ * Walk every interpreter's thread list. *n threads written, at most max.
+ * Threads exit while it runs: a walk that faults part way is tried again,
+ * and if it keeps faulting gives the threads read before the fault (and 0);
+ * a list that stays corrupt (a cycle, too long) is -PBP_E_CORRUPT.
+ */
 int pythreads_read(struct pyproc *p, struct pythread *out, size_t max, size_t *n);
 /* Innermost frame of one thread state, read now. */
 int pythread_frame(struct pyproc *p, uint64_t tstate, uint64_t *frame);
@@ -405,6 +413,56 @@ char proc_thread_state(pid_t pid, pid_t tid);
 char proc_state(pid_t pid);
 void proc_thread_comm(pid_t pid, pid_t tid, char *out, size_t len);
 
+/* ------------------------------------------------------------- cgroup.c */
+
+/* Where a process runs, from /proc/PID/cgroup; "" for what is not known. */
+struct cgroup_info {
+	char path[512];         /* the v2 path, else the v1 line's (name=systemd, cpu, memory); cut to fit */
+	char container_id[65];  /* 64 lower-case hex digits, the outermost container */
+	char pod_uid[37];       /* Kubernetes pod UID, with dashes (32 hex for static pods) */
+	char runtime[16];       /* "docker", "containerd", "cri-o", "podman" */
+};
+
+/*
+ * Parse the file's text (len bytes, NUL-terminated or not). Of its lines the
+ * one that tells most (a container, then a pod, then a non-root path) wins,
+ * ties going to v2, name=systemd, cpu, memory in that order; every field
+ * comes from that one line. Malformed lines are skipped. 0, or -1 when no
+ * line parsed (out is zeroed either way first).
+ */
+int cgroup_parse(const char *text, size_t len, struct cgroup_info *out);
+/* Read and parse /proc/PID/cgroup: 0 or -PBP_E_NOENT / _PERM / _NOMEM / _GONE. */
+int cgroup_read(pid_t pid, struct cgroup_info *out);
+
+/* ------------------------------------------------------------- discover.c */
+
+/*
+ * Candidate CPython processes: pids (other than ours) mapping an executable
+ * file whose name contains "python". Attaching tells which really are.
+ * 0, 1 when more than max were found (*n == max), or -PBP_E_PERM / _NOENT.
+ */
+int discover_pythons(pid_t *out, size_t max, size_t *n);
+
+/* What -a profiles; NULL / 0 members do not filter. */
+struct proc_filter {
+	regex_t *comm_re;               /* --comm: POSIX extended, against /proc/PID/comm */
+	const char *cgroup_prefix;      /* --cgroup: a prefix of cgroup_info.path */
+	const char *container_prefix;   /* --container: a prefix of the container id */
+	pid_t *exclude;                 /* --exclude-pid */
+	size_t nexclude;
+	pid_t *only;                    /* --pid: these and no others */
+	size_t nonly;
+};
+
+/* Every filter set must hold; comm or cg NULL (unknown) fails the filters that need them. */
+bool proc_filter_match(const struct proc_filter *f, pid_t pid, const char *comm,
+		       const struct cgroup_info *cg);
+/*
+ * /proc/PID/cmdline as one line: NULs and control characters become spaces,
+ * ends trimmed, cut to len - 1. Its length, or -PBP_E_NOENT / _PERM.
+ */
+int proc_cmdline(pid_t pid, char *out, size_t len);
+
 /* ------------------------------------------------------------- dump.c */
 
 int dump_process(struct pyproc *p, FILE *o, bool json);
@@ -452,6 +510,15 @@ int agg_add(struct agg *a, const struct stack_tags *tags, const uint32_t *locs, 
 /* Python thread names, by (pid, tid); NULL when never set. */
 int agg_set_thread_name(struct agg *a, uint32_t pid, uint32_t tid, const char *name);
 const char *agg_thread_name(const struct agg *a, uint32_t pid, uint32_t tid);
+
+/* What is known of a profiled process, for labels ("" when unknown). */
+struct proc_meta {
+	uint32_t pid;
+	const char *version, *container, *pod;
+};
+int agg_set_process(struct agg *a, uint32_t pid, const char *version, const char *container,
+		    const char *pod);
+const struct proc_meta *agg_process(const struct agg *a, uint32_t pid);
 uint64_t agg_total(const struct agg *a);
 uint32_t agg_nstacks(const struct agg *a);
 uint32_t agg_nlocs(const struct agg *a);
@@ -566,9 +633,19 @@ int collapsed_read(struct agg *a, FILE *in, size_t *lineno);
 
 struct sampler;
 typedef void (*sample_fn)(void *ctx, const struct pbp_sample *s);
+typedef void (*proc_event_fn)(void *ctx, uint32_t kind, pid_t pid);
 
-/* Load the BPF side and sample every online CPU at hz; sched: also track off-CPU state. */
-int sampler_open(struct sampler **out, unsigned hz, bool sched, sample_fn cb, void *ctx);
+struct sampler_opts {
+	unsigned hz;
+	bool sched;             /* track off-CPU state (wall and gil modes) */
+	bool execs;             /* report every exec (whole-host mode) */
+	sample_fn cb;
+	proc_event_fn pcb;      /* exec and target-exit events */
+	void *ctx;
+};
+
+/* Load the BPF side and sample every online CPU. */
+int sampler_open(struct sampler **out, const struct sampler_opts *o);
 void sampler_close(struct sampler *s);
 void sampler_verbose(bool on);
 int sampler_add_proc(struct sampler *s, pid_t pid, const struct pbp_proc *p);
@@ -623,6 +700,7 @@ struct target {
 	struct pythread *list;  /* scratch for pythreads_read */
 	struct tcache *tc;      /* open addressing by tid */
 	uint32_t tc_cap, tc_n;
+	int64_t proc_loc;       /* root frame "process PID cmdline", -1 for none */
 	uint64_t gil_ticks, gil_held, gil_contended;
 };
 
@@ -634,6 +712,25 @@ void target_on_sample(struct collector *c, struct target *t, const struct pbp_sa
 /* wall and gil modes: count every thread (or the GIL holder) once, as at instant (ns, monotonic). */
 void target_tick(struct collector *c, struct target *t, uint64_t instant);
 void target_print_threads(const struct collector *c, const struct target *t, FILE *o);
+
+/* ------------------------------------------------------------- privs.c */
+
+/*
+ * First thing: a non-root user needs CAP_BPF, CAP_PERFMON (CAP_SYS_ADMIN
+ * stands for either) and CAP_SYS_PTRACE; granted but not effective ones are
+ * raised. 0, or one line on stderr naming the missing ones and EXIT_PERM.
+ */
+int privs_check(void);
+/* What the run does after set-up, for privs_drop_after_setup() to keep room for. */
+void privs_note_output(const char *path);   /* the profile is written there at the end */
+void privs_note_child(void);                /* a launched command is signalled at the end */
+/*
+ * Once the sampler is attached and the targets registered: drop every
+ * capability but CAP_SYS_PTRACE (and the few the notes above and the kernel
+ * make necessary: see privs.c) from every set, and where allowed from the
+ * bounding set. Of the calling thread: call it while it is the only one.
+ */
+void privs_drop_after_setup(void);
 
 /* ------------------------------------------------------------- main.c */
 

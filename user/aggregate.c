@@ -49,6 +49,9 @@ struct agg {
 	/* thread names, open addressing */
 	struct name *names;
 	uint32_t nnames, capnames;
+	/* processes, few: a list */
+	struct proc_meta *procs;
+	uint32_t nprocs, capprocs;
 };
 
 static uint64_t hash_bytes(const void *p, size_t n, uint64_t h)
@@ -149,6 +152,7 @@ static void agg_clear(struct agg *a)
 	free(a->stacktab);
 	free(a->pool);
 	free(a->names);
+	free(a->procs);
 	memset(a, 0, sizeof(*a));
 }
 
@@ -334,6 +338,33 @@ const char *agg_thread_name(const struct agg *a, uint32_t pid, uint32_t tid)
 		return NULL;
 	s = name_slot(a, key);
 	return a->names[s].key ? a->names[s].name : NULL;
+}
+
+int agg_set_process(struct agg *a, uint32_t pid, const char *version, const char *container,
+		    const char *pod)
+{
+	struct proc_meta m = { pid, intern(a, version ? version : ""),
+			       intern(a, container ? container : ""), intern(a, pod ? pod : "") };
+
+	if (!m.version || !m.container || !m.pod)
+		return -PBP_E_NOMEM;
+	for (uint32_t i = 0; i < a->nprocs; i++)
+		if (a->procs[i].pid == pid) {
+			a->procs[i] = m;
+			return 0;
+		}
+	if (grow((void **)&a->procs, &a->capprocs, sizeof(*a->procs), a->nprocs + 1))
+		return -PBP_E_NOMEM;
+	a->procs[a->nprocs++] = m;
+	return 0;
+}
+
+const struct proc_meta *agg_process(const struct agg *a, uint32_t pid)
+{
+	for (uint32_t i = 0; i < a->nprocs; i++)
+		if (a->procs[i].pid == pid)
+			return &a->procs[i];
+	return NULL;
 }
 
 const char *status_label(uint32_t status)

@@ -10,6 +10,12 @@
 
 #define LINE_MAX_LEN (1 << 20)
 #define FRAMES_MAX PBP_MAX_DEPTH
+/*
+ * Counts are bounded so that no sum of them (the aggregate's total, a flame
+ * graph node's) can wrap, and every one is exact as a double, which the
+ * writers divide by: 2^53 samples is 2,800 years at 100 kHz.
+ */
+#define COUNT_MAX (1ull << 53)
 
 /* "name (file:line)" or "name (file)"; anything else is a bare name. */
 static int64_t py_frame(struct agg *a, char *f)
@@ -74,8 +80,10 @@ static int parse_line(struct agg *a, char *line, uint32_t *locs)
 	if (!sp)
 		return -1;
 	count = strtoull(sp + 1, &end, 10);
-	if (end == sp + 1 || (*end && *end != '\n'))
+	if (end == sp + 1 || (*end && *end != '\n') || sp[1] == '-' || count > COUNT_MAX - agg_total(a))
 		return -1;
+	if (count == 0)
+		return 0;   /* flamegraph.pl takes it, and it counts for nothing */
 	*sp = '\0';
 	for (char *f = strtok_r(line, ";", &save); f; f = strtok_r(NULL, ";", &save)) {
 		int64_t id = frame_loc(a, f, &t);

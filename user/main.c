@@ -28,6 +28,7 @@ int exit_code_for(int err)
 	case PBP_E_FAULT:
 	case PBP_E_CORRUPT: return EXIT_CORRUPT;
 	case PBP_E_BPF:
+	case PBP_E_OLDKERNEL:
 	case PBP_E_NOBTF: return EXIT_NO_BPF;
 	default: return EXIT_INTERNAL;
 	}
@@ -96,7 +97,9 @@ static error_t dump_parse(int key, char *arg, struct argp_state *st)
 }
 
 static const char dump_doc[] =
-	"Print the Python stack of every thread of a running process, once, without stopping it."
+	"Print the Python stack of every thread of a running process, once, without stopping it: "
+	"thread id and name, on or off CPU, whether it holds the GIL, and its frames, innermost "
+	"first. Needs no BPF (root or CAP_SYS_PTRACE suffices)."
 	"\vExamples:\n"
 	"  pybpfprof dump -p 1234\n"
 	"  pybpfprof dump -p 1234 --json | jq .";
@@ -135,7 +138,9 @@ struct convert_args {
 static const struct argp_option convert_opts[] = {
 	{ "input", 'i', "FILE", 0, "Collapsed stacks to read (default: stdin)", 0 },
 	{ "output", 'o', "FILE", 0, "Where to write (default: stdout)", 0 },
-	{ "format", 'f', "FORMAT", 0, "Output format (default: from the -o extension)", 0 },
+	{ "format", 'f', "FORMAT", 0,
+	  "collapsed, html, svg, speedscope, pprof or pstats (default: from the -o extension, "
+	  "else collapsed)", 0 },
 	{ "frequency", 'F', "HZ", 0, "Rate the profile was taken at, for time units (default 99)", 0 },
 	{ "mode", 'm', "MODE", 0, "cpu, wall or gil: what the samples counted (default cpu)", 0 },
 	{ 0 },
@@ -174,7 +179,8 @@ static error_t convert_parse(int key, char *arg, struct argp_state *st)
 }
 
 static const char convert_doc[] =
-	"Render a collapsed-stack profile in another format."
+	"Render a collapsed-stack profile (what 'pybpfprof -o FILE.txt' writes) in another format. "
+	"-F and -m describe the run the stacks came from: they set time units and labels."
 	"\vExamples:\n"
 	"  pybpfprof convert -i profile.txt -o profile.html\n"
 	"  pybpfprof convert -i profile.txt -o profile.pb.gz -m wall";

@@ -7,7 +7,8 @@
  * (function, line) locations with one Line each. The label frames of a stack
  * are not code, so they become sample labels instead of locations:
  * thread_id, thread_name, status, and pid/process when a process label is
- * there; pprof can then filter and group by them (-tagfocus, -tagroot).
+ * there (with python_version, container_id and pod_uid when known); pprof
+ * can then filter and group by them (-tagfocus, -tagroot).
  * Two sample values: the sample count and the time it stands for.
  */
 #include <stdlib.h>
@@ -25,7 +26,7 @@ typedef Perftools__Profiles__Location Location;
 typedef Perftools__Profiles__Line Line;
 typedef Perftools__Profiles__Function Function;
 
-#define MAX_LABELS 5
+#define MAX_LABELS 8
 
 /* ------------------------------------------------------------- string table */
 
@@ -175,6 +176,19 @@ static Label *add_label(struct builder *b, Sample *s, const char *key)
 	return l;
 }
 
+/* Whole-host runs: which Python, container and Kubernetes pod a sample came from. */
+static void process_labels(struct builder *b, Sample *s, const struct proc_meta *m)
+{
+	if (!m)
+		return;
+	if (m->version[0])
+		add_label(b, s, "python_version")->str = sid(b, m->version);
+	if (m->container[0])
+		add_label(b, s, "container_id")->str = sid(b, m->container);
+	if (m->pod[0])
+		add_label(b, s, "pod_uid")->str = sid(b, m->pod);
+}
+
 /* Labels from the stack's tags and its label frames. */
 static void sample_labels(struct builder *b, Sample *s, const struct stack_tags *t, const uint32_t *locs,
 			  uint32_t n)
@@ -205,6 +219,17 @@ static void sample_labels(struct builder *b, Sample *s, const struct stack_tags 
 		add_label(b, s, "pid")->num = t->pid;
 	if (process && after_id(process))   /* the command line, when the label has one */
 		add_label(b, s, "process")->str = sid(b, after_id(process));
+	process_labels(b, s, agg_process(b->a, t->pid));
+}
+
+/*
+ * pprof's values are int64: a count read back from a collapsed file can be
+ * any uint64 (and its time in ns more), so both saturate instead of wrapping
+ * (or, for the double, being undefined).
+ */
+static int64_t sat_i64(double x)
+{
+	return x >= 9223372036854775807.0 ? INT64_MAX : (int64_t)x;
 }
 
 /* Sample i: its Python locations leaf first (pprof's order), values and labels. */
@@ -224,8 +249,8 @@ static void build_sample(struct builder *b, uint32_t i, size_t *nids, const stru
 	*nids += s->n_location_id;
 	s->n_value = 2;
 	s->value = b->values + 2 * (size_t)i;
-	s->value[0] = (int64_t)count;
-	s->value[1] = m->hz ? (int64_t)((double)count * 1e9 / m->hz + 0.5) : 0;
+	s->value[0] = count > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)count;
+	s->value[1] = m->hz ? sat_i64((double)count * 1e9 / m->hz + 0.5) : 0;
 	s->label = b->labelp + MAX_LABELS * (size_t)i;
 	for (uint32_t k = 0; k < MAX_LABELS; k++)
 		s->label[k] = &b->labels[MAX_LABELS * (size_t)i + k];

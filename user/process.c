@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "pyprof.h"
@@ -28,6 +29,9 @@ const char *pbp_strerror(int err)
 	case PBP_E_NOENT: return "no such process";
 	case PBP_E_BPF: return "the kernel refused to load or attach the BPF sampler";
 	case PBP_E_NOBTF: return "the kernel has no BTF (/sys/kernel/btf/vmlinux is missing)";
+	case PBP_E_CHILD: return "the command could not be started";
+	case PBP_E_LIMIT: return "--max-processes reached";
+	case PBP_E_OLDKERNEL: return "this kernel is older than 5.17 (the sampler needs bpf_loop)";
 	default: return "unknown error";
 	}
 }
@@ -59,10 +63,12 @@ static int open_maps(pid_t pid, FILE **f)
 }
 
 /*
- * Ways to open a mapped file, best first. maps names files as seen from our
- * root: for a container that path is valid inside /proc/PID/root; for a
- * plain chroot it is not, but map_files always names the exact file mapped
- * (deleted or replaced ones too).
+ * Ways to open a mapped file, best first. maps names a file as seen from our
+ * root when we can reach it (a plain chroot: the path works as it is), else
+ * relative to the target's own root (a container: under /proc/PID/root).
+ * map_files names the exact file in every case but needs CAP_SYS_ADMIN,
+ * which is dropped after set-up. A path is used only if it leads to the
+ * very inode mapped, never to a different file of the same name.
  */
 static int file_path(pid_t pid, const struct map_entry *e, int i, char *out, size_t n)
 {
@@ -71,12 +77,22 @@ static int file_path(pid_t pid, const struct map_entry *e, int i, char *out, siz
 		snprintf(out, n, "/proc/%d/root%s", (int)pid, e->path);
 		return 0;
 	case 1:
+		snprintf(out, n, "%s", e->path);
+		return 0;
+	case 2:
 		snprintf(out, n, "/proc/%d/map_files/%llx-%llx", (int)pid,
 			 (unsigned long long)e->start, (unsigned long long)e->end);
 		return 0;
 	default:
 		return -1;
 	}
+}
+
+static bool same_file(const char *path, const struct map_entry *e)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && (uint64_t)st.st_ino == e->inode;
 }
 
 /* Try one mapped file; on success set p->runtime, p->binary and the ELF facts. */
@@ -87,7 +103,7 @@ static int try_file(struct pyproc *p, const struct map_entry *e, struct elf_info
 
 	for (i = 0; file_path(p->pid, e, i, path, sizeof(path)) == 0; i++) {
 		memset(ei, 0, sizeof(*ei));
-		if (elf_find_python(path, ei) == 0)
+		if (same_file(path, e) && elf_find_python(path, ei) == 0)
 			break;
 	}
 	if (file_path(p->pid, e, i, path, sizeof(path)) != 0)

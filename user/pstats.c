@@ -257,7 +257,8 @@ static void w_stats(FILE *o, const struct functab *t, const struct edges *g, uns
 		w_int(o, t->f[f].frames);
 		w_float(o, secs(t->f[f].own, hz));
 		w_float(o, secs(t->f[f].total, hz));
-		w_callers(o, t, g->e + start, k - start, hz);
+		/* no edges at all: g->e is NULL, and NULL + 0 is undefined */
+		w_callers(o, t, k > start ? g->e + start : NULL, k - start, hz);
 	}
 	fputc(M_NULL, o);
 }

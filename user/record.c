@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <regex.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +19,14 @@
 
 #include "pyprof.h"
 
-#define MAX_TARGETS 64
+#define MAX_PIDS 1024           /* -p lists and --exclude-pid lists */
+#define DEFAULT_MAX_PROCESSES 256
+#define HOST_HZ 19              /* -a default: a whole host, every process */
+#define MAX_SKIPPED 4096
+#define MAX_PENDING 1024
+#define MAX_DISCOVER 65536
+#define TARGET_CACHE_PAGES 1024 /* -p: a few processes, a page cache each */
+#define HOST_CACHE_PAGES 64     /* -a: many processes; memory stays bounded */
 #define LAUNCH_WAIT_NS (10 * 1000000000ull)
 #define MAX_LOCS (PBP_MAX_DEPTH + 4)
 #define MAX_CATCH_UP 10         /* ticks run at once when the loop fell behind */
@@ -30,10 +38,28 @@
 #define RESCAN_EVERY_NS 1000000000ull
 #define JITTER_PERIODS 64
 
+/* A process -a could not profile: reported once in the summary. */
+struct skipped {
+	pid_t pid;
+	int err;
+	char what[96];          /* comm, and the version when that was the reason */
+};
+
+/* An exec'd process that is not (yet) Python: it may load libpython later. */
+struct pending {
+	pid_t pid;
+	int tries;
+	uint64_t next_ns;
+};
+
 struct record {
 	/* options */
-	pid_t pids[MAX_TARGETS];
-	int npids;
+	pid_t pids[MAX_PIDS], excluded[MAX_PIDS];
+	int npids, nexcluded;
+	bool all, hz_given;
+	const char *comm_re, *cgroup, *container;
+	regex_t comm_regex;
+	int max_processes;
 	double duration;
 	const char *outpath;
 	int format;
@@ -42,8 +68,12 @@ struct record {
 	/* state */
 	struct collector c;
 	pid_t child;
-	struct target targets[MAX_TARGETS];
-	int ntargets;
+	struct target *targets; /* max_processes slots; t->p == NULL is free */
+	int ntargets;           /* slots in use or used, high-water mark */
+	struct skipped *skipped;
+	int nskipped;
+	struct pending pending[MAX_PENDING];
+	int npending;
 	uint64_t start_ns, end_ns, start_unix_ns;
 };
 
@@ -64,41 +94,55 @@ static uint64_t now_ns(void)
 
 /* ------------------------------------------------------------- options */
 
-enum { OPT_STATS = 1000, OPT_VERBOSE, OPT_STATUS };
+enum { OPT_STATS = 1000, OPT_VERBOSE, OPT_STATUS, OPT_COMM, OPT_CGROUP, OPT_CONTAINER,
+       OPT_EXCLUDE, OPT_MAXPROC };
 
 static const struct argp_option opts[] = {
 	{ NULL, 0, NULL, 0, "Targets:", 1 },
-	{ "pid", 'p', "PID[,PID...]", 0, "Profile these processes (repeatable)", 1 },
+	{ "pid", 'p', "PID[,PID...]", 0,
+	  "Profile these processes (repeatable); with -a, only these", 1 },
+	{ "all", 'a', NULL, 0,
+	  "Profile every Python process on the host, also those started later "
+	  "(default frequency 19 Hz)", 1 },
+	{ "comm", OPT_COMM, "REGEX", 0, "With -a: only processes whose comm matches", 1 },
+	{ "cgroup", OPT_CGROUP, "PATH", 0, "With -a: only processes in this cgroup or below", 1 },
+	{ "container", OPT_CONTAINER, "ID", 0,
+	  "With -a: only this container (id or a prefix of at least 4 characters)", 1 },
+	{ "exclude-pid", OPT_EXCLUDE, "PID[,PID...]", 0, "With -a: never these processes", 1 },
+	{ "max-processes", OPT_MAXPROC, "N", 0,
+	  "With -a: profile at most N processes at once (default 256)", 1 },
 	{ NULL, 0, NULL, 0, "Sampling:", 2 },
 	{ "mode", 'm', "MODE", 0,
 	  "What a sample counts: cpu (threads on a CPU; default), wall (every thread at every "
 	  "tick), gil (the thread holding the GIL)", 2 },
 	{ "frequency", 'F', "HZ", 0,
 	  "Samples per second: of CPU time per thread in cpu mode, ticks in wall and gil modes "
-	  "(default 99)", 2 },
+	  "(default 99; 19 with -a)", 2 },
 	{ "duration", 'd', "SECONDS", 0,
 	  "Stop after this long (default: Ctrl-C, SIGTERM, or every target exited)", 2 },
 	{ NULL, 0, NULL, 0, "Output:", 3 },
 	{ "output", 'o', "FILE", 0, "Write the profile here (default: stdout)", 3 },
-	{ "format", 'f', "FORMAT", 0, "Output format (default: from the -o extension, else collapsed)", 3 },
+	{ "format", 'f', "FORMAT", 0,
+	  "collapsed, html, svg, speedscope, pprof or pstats (default: from the -o extension, "
+	  "else collapsed)", 3 },
 	{ "threads", 't', NULL, 0, "Add a root frame per thread: 'thread TID name'", 3 },
 	{ "status", OPT_STATUS, NULL, 0,
 	  "Add a leaf frame with the thread's status: [running], [native, no GIL], [runnable], "
 	  "[gil wait], [sleeping], [disk]", 3 },
 	{ "stats", OPT_STATS, NULL, 0, "Print cache and read statistics at the end", 3 },
-	{ "quiet", 'q', NULL, 0, "No live line and no summary on stderr", 3 },
-	{ "verbose", OPT_VERBOSE, NULL, 0, "Show libbpf's messages", 3 },
+	{ "quiet", 'q', NULL, 0, "No live line, summary or top-functions table on stderr", 3 },
+	{ "verbose", OPT_VERBOSE, NULL, 0, "Show libbpf's messages (when the BPF side fails to load)", 3 },
 	{ 0 },
 };
 
-static int add_pids(struct record *r, char *arg)
+static int add_pids(pid_t *list, int *n, char *arg)
 {
 	for (char *save = NULL, *tok = strtok_r(arg, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		pid_t pid;
 
-		if (parse_pid(tok, &pid) || r->npids >= MAX_TARGETS)
+		if (parse_pid(tok, &pid) || *n >= MAX_PIDS)
 			return -1;
-		r->pids[r->npids++] = pid;
+		list[(*n)++] = pid;
 	}
 	return 0;
 }
@@ -110,8 +154,29 @@ static error_t parse_opt(int key, char *arg, struct argp_state *st)
 
 	switch (key) {
 	case 'p':
-		if (add_pids(r, arg))
-			argp_error(st, "invalid pid list '%s' (at most %d pids)", arg, MAX_TARGETS);
+		if (add_pids(r->pids, &r->npids, arg))
+			argp_error(st, "invalid pid list '%s' (at most %d pids)", arg, MAX_PIDS);
+		break;
+	case 'a': r->all = true; break;
+	case OPT_COMM:
+		if (regcomp(&r->comm_regex, arg, REG_EXTENDED | REG_NOSUB) != 0)
+			argp_error(st, "invalid regular expression '%s'", arg);
+		r->comm_re = arg;
+		break;
+	case OPT_CGROUP: r->cgroup = arg; break;
+	case OPT_CONTAINER:
+		if (strlen(arg) < 4)
+			argp_error(st, "--container needs at least 4 characters of the id");
+		r->container = arg;
+		break;
+	case OPT_EXCLUDE:
+		if (add_pids(r->excluded, &r->nexcluded, arg))
+			argp_error(st, "invalid pid list '%s'", arg);
+		break;
+	case OPT_MAXPROC:
+		r->max_processes = (int)strtol(arg, &end, 10);
+		if (*end || r->max_processes < 1 || r->max_processes > 4096)
+			argp_error(st, "invalid --max-processes '%s' (1 to 4096)", arg);
 		break;
 	case 'm':
 		if (strcmp(arg, "cpu") == 0)
@@ -129,6 +194,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *st)
 			argp_error(st, "unknown format '%s'", arg);
 		break;
 	case 'F':
+		r->hz_given = true;
 		r->c.o.hz = (unsigned)strtoul(arg, &end, 10);
 		if (*end || r->c.o.hz < 1 || r->c.o.hz > 100000)
 			argp_error(st, "invalid frequency '%s' (1 to 100000 Hz)", arg);
@@ -150,10 +216,14 @@ static error_t parse_opt(int key, char *arg, struct argp_state *st)
 	case ARGP_KEY_ARG:
 		return ARGP_ERR_UNKNOWN;
 	case ARGP_KEY_END:
-		if (!r->npids && !r->cmd)
-			argp_error(st, "give -p PID or a command after --");
-		if (r->npids && r->cmd)
-			argp_error(st, "-p and a command cannot be used together");
+		if (!r->npids && !r->cmd && !r->all)
+			argp_error(st, "give -p PID, -a, or a command after --");
+		if ((r->npids || r->all) && r->cmd)
+			argp_error(st, "-p and -a cannot be used with a command");
+		if (!r->all && (r->comm_re || r->cgroup || r->container || r->nexcluded))
+			argp_error(st, "--comm, --cgroup, --container and --exclude-pid go with -a");
+		if (r->all && !r->hz_given)
+			r->c.o.hz = HOST_HZ;
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -164,11 +234,17 @@ static error_t parse_opt(int key, char *arg, struct argp_state *st)
 static const char doc[] =
 	"Sample the Python stacks of running processes from the kernel, at a fixed frequency, "
 	"without stopping them.\n\n"
-	"Subcommands: 'pybpfprof dump -p PID' prints every thread's stack once."
+	"The format follows the -o extension: .txt/.collapsed (collapsed stacks), .html "
+	"(interactive flame graph), .svg, .json (speedscope), .pb.gz/.pprof (pprof), .pstats.\n\n"
+	"Subcommands: 'pybpfprof dump -p PID' prints every thread's stack once; "
+	"'pybpfprof convert' turns collapsed stacks into another format. "
+	"See 'pybpfprof dump --help', 'pybpfprof convert --help' and man pybpfprof."
 	"\vExamples:\n"
+	"  sudo pybpfprof -p 1234 -d 10 -o profile.html\n"
 	"  sudo pybpfprof -p 1234 -F 99 -d 10 -o profile.txt\n"
 	"  sudo pybpfprof -o app.txt -- python3 app.py\n"
 	"  sudo pybpfprof -p 1234 -m wall --status -t -o wall.txt\n"
+	"  sudo pybpfprof -a -d 60 -o host.pb.gz\n"
 	"  flamegraph.pl profile.txt > profile.svg";
 
 /* ------------------------------------------------------------- targets */
@@ -176,15 +252,191 @@ static const char doc[] =
 static struct target *target_of(struct record *r, pid_t pid)
 {
 	for (int i = 0; i < r->ntargets; i++)
-		if (r->targets[i].pid == pid)
+		if (r->targets[i].p && r->targets[i].pid == pid)
 			return &r->targets[i];
 	return NULL;
+}
+
+static int live_targets(const struct record *r)
+{
+	int n = 0;
+
+	for (int i = 0; i < r->ntargets; i++)
+		n += r->targets[i].p && r->targets[i].alive;
+	return n;
 }
 
 /* A zombie has exited: its parent just has not reaped it yet. */
 static bool alive(pid_t pid)
 {
-	return proc_state(pid) != '?' && proc_state(pid) != 'Z' && proc_state(pid) != 'X';
+	char st = proc_state(pid);
+
+	return st != '?' && st != 'Z' && st != 'X';
+}
+
+/* Whole-host runs (and several -p) name the process at the root of each stack. */
+static void label_target(struct record *r, struct target *t)
+{
+	struct cgroup_info cg;
+	char cmd[256], label[320];
+
+	memset(&cg, 0, sizeof(cg));
+	cgroup_read(t->pid, &cg);
+	agg_set_process(r->c.agg, (uint32_t)t->pid, t->p->version, cg.container_id, cg.pod_uid);
+	if (!r->all && r->npids < 2)
+		return;
+	if (proc_cmdline(t->pid, cmd, sizeof(cmd)) != 0 || !cmd[0])
+		proc_thread_comm(t->pid, t->pid, cmd, sizeof(cmd));
+	snprintf(label, sizeof(label), "process %d %s", (int)t->pid, cmd);
+	t->proc_loc = agg_loc(r->c.agg, label, NULL, -1, LOC_PROCESS);
+}
+
+static int start_target(struct record *r, struct target *t)
+{
+	int err = target_init(&r->c, t);
+
+	if (!err)
+		label_target(r, t);
+	return err;
+}
+
+/* Forget a target: its samples stay in the profile, its memory goes. */
+static void drop_target(struct record *r, struct target *t)
+{
+	if (!t->p)
+		return;
+	sampler_del_proc(r->c.smp, t->pid);
+	target_fini(&r->c, t);
+}
+
+static bool was_skipped(const struct record *r, pid_t pid)
+{
+	for (int i = 0; i < r->nskipped; i++)
+		if (r->skipped[i].pid == pid)
+			return true;
+	return false;
+}
+
+/* A Python process -a could not profile: said once, in the summary. */
+static void skip(struct record *r, pid_t pid, int err, const struct pyproc *p)
+{
+	struct skipped *k;
+	char comm[32];
+
+	if (r->nskipped >= MAX_SKIPPED || was_skipped(r, pid))
+		return;
+	k = &r->skipped[r->nskipped++];
+	k->pid = pid;
+	k->err = err;
+	proc_thread_comm(pid, pid, comm, sizeof(comm));
+	if (-err == PBP_E_VERSION && p && p->version[0])
+		snprintf(k->what, sizeof(k->what), "%s, Python %s", comm, p->version);
+	else
+		snprintf(k->what, sizeof(k->what), "%s", comm);
+}
+
+static bool wanted(struct record *r, pid_t pid)
+{
+	struct proc_filter f = {
+		.comm_re = r->comm_re ? &r->comm_regex : NULL,
+		.cgroup_prefix = r->cgroup,
+		.container_prefix = r->container,
+		.exclude = r->excluded,
+		.nexclude = (size_t)r->nexcluded,
+		.only = r->npids ? r->pids : NULL,
+		.nonly = (size_t)r->npids,
+	};
+	struct cgroup_info cg;
+	char comm[32];
+
+	if (pid == getpid())
+		return false;
+	memset(&cg, 0, sizeof(cg));
+	if ((r->cgroup || r->container) && cgroup_read(pid, &cg) != 0)
+		return false;
+	proc_thread_comm(pid, pid, comm, sizeof(comm));
+	return proc_filter_match(&f, pid, comm, &cg);
+}
+
+static const uint64_t recheck_ms[] = { 20, 200, 1000, 5000 };
+
+/* Look at pid again after the next delay; after the last one it is not Python. */
+static void queue_pending(struct record *r, pid_t pid, int tries)
+{
+	struct pending *p;
+
+	if (r->npending >= MAX_PENDING || tries >= (int)(sizeof(recheck_ms) / sizeof(recheck_ms[0])))
+		return;
+	p = &r->pending[r->npending++];
+	p->pid = pid;
+	p->tries = tries;
+	p->next_ns = now_ns() + recheck_ms[tries] * 1000000ull;
+}
+
+/*
+ * -a: profile pid if it is a Python process the filters let through.
+ * Returns false when it is not Python (yet): just exec'd, or an embedding
+ * program that loads libpython later.
+ */
+static bool consider(struct record *r, pid_t pid)
+{
+	struct pyproc *p = NULL;
+	struct target *t = NULL;
+	int err;
+
+	if (target_of(r, pid) || was_skipped(r, pid) || !wanted(r, pid))
+		return true;
+	err = pyproc_open(pid, HOST_CACHE_PAGES, &p);
+	if (err == -PBP_E_NOTPY || err == -PBP_E_FAULT) {
+		pyproc_close(p);
+		return false;
+	}
+	if (err && err != -PBP_E_NOENT && err != -PBP_E_GONE)
+		skip(r, pid, err, p);
+	for (int i = 0; !err && i < r->max_processes && !t; i++)
+		if (!r->targets[i].p)
+			t = &r->targets[i];
+	if (!err && !t)
+		skip(r, pid, -PBP_E_LIMIT, p);
+	if (err || !t) {
+		pyproc_close(p);
+		return true;
+	}
+	t->pid = pid;
+	t->p = p;
+	if (t - r->targets >= r->ntargets)
+		r->ntargets = (int)(t - r->targets) + 1;
+	if (start_target(r, t) != 0) {
+		skip(r, pid, -PBP_E_BPF, p);
+		drop_target(r, t);
+	}
+	return true;
+}
+
+static void discover(struct record *r)
+{
+	pid_t *pids = malloc(sizeof(*pids) * MAX_DISCOVER);
+	size_t n = 0;
+
+	if (pids && discover_pythons(pids, MAX_DISCOVER, &n) >= 0)   /* 1: more than fit */
+		for (size_t i = 0; i < n; i++)
+			consider(r, pids[i]);
+	free(pids);
+}
+
+static void run_pending(struct record *r, uint64_t now)
+{
+	for (int i = 0; i < r->npending;) {
+		struct pending p = r->pending[i];
+
+		if (p.next_ns > now) {
+			i++;
+			continue;
+		}
+		r->pending[i] = r->pending[--r->npending];
+		if (alive(p.pid) && !consider(r, p.pid))
+			queue_pending(r, p.pid, p.tries + 1);
+	}
 }
 
 static void on_sample(void *ctx, const struct pbp_sample *ks)
@@ -194,6 +446,21 @@ static void on_sample(void *ctx, const struct pbp_sample *ks)
 
 	if (t && t->alive)
 		target_on_sample(&r->c, t, ks);
+}
+
+static void on_proc_event(void *ctx, uint32_t kind, pid_t pid)
+{
+	struct record *r = ctx;
+	struct target *t;
+
+	if (kind == PBP_EV_EXEC && r->all) {
+		/* An exec replaces the program: a target that execs is a new process to us. */
+		if ((t = target_of(r, pid)) != NULL)
+			drop_target(r, t);
+		queue_pending(r, pid, 0);
+	} else if (kind == PBP_EV_EXIT && (t = target_of(r, pid)) != NULL) {
+		t->alive = false;
+	}
 }
 
 /* ------------------------------------------------------------- launch */
@@ -245,7 +512,7 @@ static int attach_child(struct record *r)
 	int err, status;
 
 	for (;;) {
-		err = pyproc_open(r->child, 1024, &t->p);
+		err = pyproc_open(r->child, TARGET_CACHE_PAGES, &t->p);
 		if (!err)
 			break;
 		pyproc_close(t->p);
@@ -263,16 +530,18 @@ static int attach_child(struct record *r)
 	}
 	t->pid = r->child;
 	r->ntargets = 1;
-	return target_init(&r->c, t);
+	return start_target(r, t);
 }
 
 /* ------------------------------------------------------------- run */
 
 static int open_targets(struct record *r)
 {
+	if (r->all)
+		return 0;   /* -p is a filter then; discover() finds the processes */
 	for (int i = 0; i < r->npids; i++) {
 		struct target *t = &r->targets[r->ntargets];
-		int err = pyproc_open(r->pids[i], 1024, &t->p);
+		int err = pyproc_open(r->pids[i], TARGET_CACHE_PAGES, &t->p);
 
 		if (err) {
 			int code = report_attach_error(r->pids[i], err, t->p);
@@ -287,9 +556,10 @@ static int open_targets(struct record *r)
 	return 0;
 }
 
+/* Notice targets that exited (the kernel says so too, but a zombie is not reaped at once). */
 static int any_alive(struct record *r)
 {
-	int n = 0, status;
+	int status;
 
 	if (r->child && waitpid(r->child, &status, WNOHANG) == r->child)
 		r->child = 0;
@@ -297,13 +567,14 @@ static int any_alive(struct record *r)
 		struct target *t = &r->targets[i];
 		bool up = t->pid == r->child ? r->child != 0 : alive(t->pid);
 
-		if (t->alive && !up) {
-			t->alive = false;
-			sampler_del_proc(r->c.smp, t->pid);
+		if (t->p && (!t->alive || !up)) {
+			if (r->all)
+				drop_target(r, t);   /* a host has many: free them as they go */
+			else if (t->alive)
+				sampler_del_proc(r->c.smp, t->pid), t->alive = false;
 		}
-		n += t->alive;
 	}
-	return n;
+	return live_targets(r);
 }
 
 static void live_line(struct record *r, uint64_t now)
@@ -363,8 +634,10 @@ static void loop(struct record *r)
 			break;
 		if (ticking)
 			run_ticks(r, now, &next_tick);
-		if (!any_alive(r))
+		if (!any_alive(r) && !r->all)
 			break;
+		if (r->all)
+			run_pending(r, now);
 		if (now >= next_rescan) {
 			/* New threads that never ran, and renamed ones: the kernel cannot tell us. */
 			for (int i = 0; i < r->ntargets; i++)
@@ -415,7 +688,14 @@ static void print_summary(struct record *r)
 		fprintf(stderr, "pybpfprof: %llu ticks (%llu dropped, the loop fell behind)\n",
 			(unsigned long long)c->ticks, (unsigned long long)c->late_ticks);
 	for (int i = 0; i < r->ntargets; i++)
-		target_print_threads(c, &r->targets[i], stderr);
+		if (r->targets[i].p && !r->all)
+			target_print_threads(c, &r->targets[i], stderr);
+	if (r->all)
+		fprintf(stderr, "pybpfprof: %d Python processes profiled at the end, %d not profiled\n",
+			live_targets(r), r->nskipped);
+	for (int i = 0; i < r->nskipped; i++)
+		fprintf(stderr, "pybpfprof:   pid %d (%s) not profiled: %s\n", (int)r->skipped[i].pid,
+			r->skipped[i].what, pbp_strerror(r->skipped[i].err));
 }
 
 static void print_stats(struct record *r)
@@ -424,6 +704,8 @@ static void print_stats(struct record *r)
 	double ns = (double)(agg_total(c->agg) ? agg_total(c->agg) : 1);
 
 	for (int i = 0; i < r->ntargets; i++) {
+		if (!r->targets[i].p)
+			continue;
 		const struct remote_stats *rs = remote_stats(r->targets[i].p->r);
 		const struct codecache_stats *cs = codecache_stats(r->targets[i].p->codes);
 
@@ -504,10 +786,15 @@ static void cleanup(struct record *r, int go_fd)
 	if (r->child > 0)
 		waitpid(r->child, NULL, 0);
 	for (int i = 0; i < r->ntargets; i++)
-		target_fini(&r->c, &r->targets[i]);
+		if (r->targets[i].p)
+			target_fini(&r->c, &r->targets[i]);
 	sampler_close(r->c.smp);
 	agg_free(r->c.agg);
 	free(r->c.locs);
+	free(r->targets);
+	free(r->skipped);
+	if (r->comm_re)
+		regfree(&r->comm_regex);
 }
 
 static int start_command(struct record *r, int *go_fd)
@@ -534,24 +821,44 @@ static int start_command(struct record *r, int *go_fd)
 
 static int run(struct record *r, int *go_fd)
 {
+	struct sampler_opts so;
 	int code, err;
 
+	if ((code = privs_check()) != 0)
+		return code;
 	if (!r->cmd && (code = open_targets(r)) != 0)
 		return code;
-	err = sampler_open(&r->c.smp, r->c.o.hz, r->c.o.mode != MODE_CPU, on_sample, r);
+	so = (struct sampler_opts){ .hz = r->c.o.hz, .sched = r->c.o.mode != MODE_CPU, .execs = r->all,
+				    .cb = on_sample, .pcb = on_proc_event, .ctx = r };
+	err = sampler_open(&r->c.smp, &so);
 	if (err)
 		return report_sampler_error(err);
 	for (int i = 0; i < r->ntargets; i++)
-		if ((err = target_init(&r->c, &r->targets[i])) != 0)
+		if ((err = start_target(r, &r->targets[i])) != 0)
 			return report_sampler_error(err);
+	if (r->all)
+		discover(r);
 	if (r->cmd && (code = start_command(r, go_fd)) != 0)
 		return code;
+	/*
+	 * Set up: from here on only reading targets needs a capability
+	 * (CAP_SYS_PTRACE; -a also attaches new processes with it). In launch
+	 * mode this comes after the command started, with what it inherits.
+	 */
+	privs_note_output(r->outpath);
+	if (r->cmd)
+		privs_note_child();
+	privs_drop_after_setup();
 	r->start_ns = now_ns();
 	r->start_unix_ns = (uint64_t)time(NULL) * 1000000000ull;
 	loop(r);
 	code = write_output(r);
-	if (!r->quiet)
+	if (!r->quiet) {
+		struct profile_meta m = { .mode = mode_name(r->c.o.mode), .hz = r->c.o.hz };
+
 		print_summary(r);
+		top_print(r->c.agg, &m, stderr, 10);
+	}
 	if (r->stats)
 		print_stats(r);
 	return code;
@@ -565,9 +872,13 @@ int record_main(int argc, char **argv)
 
 	argp_parse(&argp, argc, argv, 0, NULL, &r);
 	sampler_verbose(r.verbose);
+	if (!r.max_processes)
+		r.max_processes = r.all ? DEFAULT_MAX_PROCESSES : (r.npids ? r.npids : 1);
 	r.c.agg = agg_new();
 	r.c.locs = malloc(sizeof(*r.c.locs) * MAX_LOCS);
-	if (!r.c.agg || !r.c.locs) {
+	r.targets = calloc((size_t)r.max_processes, sizeof(*r.targets));
+	r.skipped = calloc(MAX_SKIPPED, sizeof(*r.skipped));
+	if (!r.c.agg || !r.c.locs || !r.targets || !r.skipped) {
 		fprintf(stderr, "pybpfprof: out of memory\n");
 		return EXIT_INTERNAL;
 	}

@@ -12,6 +12,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -23,7 +24,8 @@
 struct sampler {
 	struct profile_bpf *skel;
 	struct ring_buffer *rb;
-	struct bpf_link *switch_link;
+	struct bpf_link *switch_link, *exec_link, *exit_link;
+	proc_event_fn pcb;
 	struct pbp_tstate *tstates;     /* the kernel's array, mapped */
 	uint32_t *free_slots;
 	uint32_t nfree;
@@ -52,6 +54,16 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 void sampler_verbose(bool on)
 {
 	verbose_bpf = on;
+}
+
+static int on_proc_event(void *ctx, void *data, size_t size)
+{
+	struct sampler *s = ctx;
+	const struct pbp_proc_event *ev = data;
+
+	if (size >= sizeof(*ev) && s->pcb)
+		s->pcb(s->ctx, ev->kind, (pid_t)ev->pid);
+	return 0;
 }
 
 static int on_event(void *ctx, void *data, size_t size)
@@ -183,20 +195,51 @@ static int track_threads(struct sampler *s)
 	return 0;
 }
 
-int sampler_open(struct sampler **out, unsigned hz, bool sched, sample_fn cb, void *ctx)
+/* Process exits always (so a dead target is noticed at once); execs only for -a. */
+static int track_processes(struct sampler *s, bool execs)
+{
+	s->exit_link = bpf_program__attach(s->skel->progs.on_exit);
+	if (!s->exit_link)
+		return bpf_err(errno);
+	if (execs) {
+		s->exec_link = bpf_program__attach(s->skel->progs.on_exec);
+		if (!s->exec_link)
+			return bpf_err(errno);
+	}
+	if (ring_buffer__add(s->rb, bpf_map__fd(s->skel->maps.procevents), on_proc_event, s) != 0)
+		return bpf_err(errno);
+	return 0;
+}
+
+/* bpf_loop, which the frame walk needs, came in Linux 5.17. */
+static bool kernel_too_old(void)
+{
+	struct utsname u;
+	unsigned major = 0, minor = 0;
+
+	if (uname(&u) != 0 || sscanf(u.release, "%u.%u", &major, &minor) != 2)
+		return false;   /* unknown: let the load say */
+	return major < 5 || (major == 5 && minor < 17);
+}
+
+int sampler_open(struct sampler **out, const struct sampler_opts *o)
 {
 	struct sampler *s;
+	unsigned hz = o->hz;
 	int err;
 
 	*out = NULL;
+	if (kernel_too_old())
+		return -PBP_E_OLDKERNEL;
 	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
 		return -PBP_E_NOBTF;
 	libbpf_set_print(libbpf_print);
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -PBP_E_NOMEM;
-	s->cb = cb;
-	s->ctx = ctx;
+	s->cb = o->cb;
+	s->pcb = o->pcb;
+	s->ctx = o->ctx;
 	s->period = 1000000000ull / hz;
 	s->rng = (uint64_t)getpid() ^ (uint64_t)(uintptr_t)s;
 	s->skel = profile_bpf__open();
@@ -205,22 +248,25 @@ int sampler_open(struct sampler **out, unsigned hz, bool sched, sample_fn cb, vo
 		goto fail;
 	}
 	/* Only the modes that look at off-CPU threads pay for the scheduler hook. */
-	bpf_program__set_autoload(s->skel->progs.on_switch, sched);
+	bpf_program__set_autoload(s->skel->progs.on_switch, o->sched);
+	bpf_program__set_autoload(s->skel->progs.on_exec, o->execs);
 	err = profile_bpf__load(s->skel);
 	if (err) {
 		err = bpf_err(-err);
 		goto fail;
 	}
-	err = attach_cpus(s, hz);
-	if (!err && sched)
-		err = track_threads(s);
-	if (err)
-		goto fail;
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_event, s, NULL);
 	if (!s->rb) {
 		err = bpf_err(errno);
 		goto fail;
 	}
+	err = attach_cpus(s, hz);
+	if (!err && o->sched)
+		err = track_threads(s);
+	if (!err)
+		err = track_processes(s, o->execs);
+	if (err)
+		goto fail;
 	*out = s;
 	return 0;
 fail:
@@ -234,6 +280,8 @@ void sampler_close(struct sampler *s)
 		return;
 	ring_buffer__free(s->rb);
 	bpf_link__destroy(s->switch_link);
+	bpf_link__destroy(s->exec_link);
+	bpf_link__destroy(s->exit_link);
 	if (s->tstates)
 		munmap(s->tstates, tstates_bytes());
 	free(s->free_slots);

@@ -19,6 +19,7 @@
 
 #define RESCAN_NS (20 * 1000000ull)     /* least time between two thread-list reads */
 #define MAX_LOCS (PBP_MAX_DEPTH + 4)
+#define LABEL_ROOM 2            /* process and thread root frames */
 
 struct tcache {
 	pid_t tid;              /* 0: empty slot */
@@ -216,6 +217,7 @@ int target_init(struct collector *c, struct target *t)
 {
 	struct pbp_proc kp = { .off = t->p->v.k };
 
+	t->proc_loc = -1;
 	t->list = calloc(PBP_MAX_THREADS, sizeof(*t->list));
 	if (!t->list)
 		return -PBP_E_NOMEM;
@@ -250,6 +252,8 @@ static void count(struct collector *c, struct target *t, struct tcache *e, const
 	e->status[status < ST__COUNT ? status : ST_UNKNOWN]++;
 	if (n == 0)
 		return;     /* no Python frame: nothing to attribute */
+	if (t->proc_loc >= 0)
+		c->locs[k++] = (uint32_t)t->proc_loc;
 	if (c->o.per_thread) {
 		char label[96];
 
@@ -294,7 +298,7 @@ void target_on_sample(struct collector *c, struct target *t, const struct pbp_sa
 {
 	struct tcache *e = tc_find(t, (pid_t)ks->tid);
 	struct pbp_sample s;
-	uint32_t n = 0, off = c->o.per_thread ? 1 : 0;
+	uint32_t n = 0, off = LABEL_ROOM;
 
 	if (!e || (ks->flags & PBP_F_NO_TSTATE)) {
 		/* A thread born since the last scan: find its state, and tell the kernel. */
@@ -312,7 +316,7 @@ void target_on_sample(struct collector *c, struct target *t, const struct pbp_sa
 		ks = &s;
 	}
 	remote_invalidate_all(t->p->r);
-	/* Python frames go after the room for a thread label, so count() need not move them. */
+	/* Python frames go after room for the root labels, which count() puts before them. */
 	symbolize(t->p, ks, c->agg, c->locs + off, MAX_LOCS - off - 1, &n, &c->sym);
 	if (c->o.mode == MODE_CPU) {
 		bool known = ks->flags & PBP_F_GIL_KNOWN, holds = ks->flags & PBP_F_HOLDS_GIL;

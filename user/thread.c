@@ -2,7 +2,8 @@
 /*
  * Interpreters, their thread states, and the GIL, read from the target.
  * Lists are walked with a bound: a corrupt or cyclic list ends the walk
- * with -PBP_E_CORRUPT instead of a hang.
+ * with -PBP_E_CORRUPT instead of a hang; a list that changes under the walk
+ * is read again (see pythreads_read()).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -139,20 +140,24 @@ static int read_interp_threads(struct pyproc *p, uint64_t interp, struct pythrea
 		if (err)
 			break;
 		if (*n < max) {
-			t = &out[(*n)++];
+			t = &out[*n];
 			t->tstate = tstate;
 			t->interp = interp;
 			t->interp_id = id;
 			t->tid = thread_tid(p, ts);
 			t->ident = rd64(ts, v->ts_thread_id);
 			err = pythread_frame(p, tstate, &t->frame);
+			if (err)
+				break;  /* left out: a thread whose frame cannot be read is on its way out */
+			(*n)++;
 		}
 		tstate = rd64(ts, v->ts_next);
 	}
 	return err;
 }
 
-int pythreads_read(struct pyproc *p, struct pythread *out, size_t max, size_t *n)
+/* One walk of every interpreter's list; out[0..*n) is what was read before any error. */
+static int walk_threads(struct pyproc *p, struct pythread *out, size_t max, size_t *n)
 {
 	uint64_t interp;
 	int err = remote_ptr(p->r, p->runtime + p->v.rt_interpreters_head, &interp);
@@ -166,6 +171,30 @@ int pythreads_read(struct pyproc *p, struct pythread *out, size_t max, size_t *n
 			err = remote_ptr(p->r, interp + p->v.is_next, &interp);
 	}
 	return err;
+}
+
+/*
+ * The lists change while they are read: a thread that exits frees its state,
+ * maybe between reading the pointer to it and reading it, and the memory may
+ * then be unmapped or hold anything (a next pointer into nowhere, even a
+ * loop through a reused block). So a walk that faults or finds the list
+ * corrupt is tried again from the start; a list that stays corrupt (a cycle,
+ * more than PBP_MAX_THREADS entries) is reported as such, but one that keeps
+ * faulting part way gives the threads read before the fault: those were
+ * there, and the rest exited or is unreadable.
+ */
+#define WALK_TRIES 3
+
+int pythreads_read(struct pyproc *p, struct pythread *out, size_t max, size_t *n)
+{
+	int err = 0;
+
+	for (int i = 0; i < WALK_TRIES; i++) {
+		err = walk_threads(p, out, max, n);
+		if (err != -PBP_E_FAULT && err != -PBP_E_CORRUPT)
+			break;
+	}
+	return err == -PBP_E_FAULT && *n > 0 ? 0 : err;
 }
 
 int pygil_read(struct pyproc *p, uint64_t interp, struct gilstate *g)

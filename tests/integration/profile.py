@@ -80,3 +80,15 @@ def wait_for(path, timeout=10):
     while not os.path.exists(path):
         assert time.monotonic() < deadline, "%s never appeared" % path
         time.sleep(0.05)
+
+
+def no_bpf_leftovers(timeout=3.0):
+    """True once no program of ours is held by no living process. The kernel
+    frees a dead process's programs asynchronously, and other pybpfprof runs
+    (other tests) may be exiting at the same moment: poll briefly."""
+    deadline = time.monotonic() + timeout
+    while bpf_programs_of_dead():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True

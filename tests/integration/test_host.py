@@ -1,0 +1,184 @@
+"""Whole-host profiling (`pybpfprof -a`): every interpreter present at once,
+started before and after the profiler, each in its own function; and
+container/pod labels from a cgroup named like a Kubernetes pod's."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+import uuid
+
+import pytest
+
+from conftest import PYBPFPROF, _discover
+from profile import func_of, no_bpf_leftovers, parse_collapsed
+
+SCRIPT = '''
+import json, os, sys, time
+def spin_{tag}():
+    while True:
+        sum(range(1000))
+ready = os.environ["PBP_READY"]
+with open(ready + ".tmp", "w") as f:
+    json.dump({{"pid": os.getpid(), "version": list(sys.version_info[:3])}}, f)
+os.replace(ready + ".tmp", ready)
+spin_{tag}()
+'''
+
+
+def tag_of(interp):
+    return re.sub(r"\W", "_", interp.name)
+
+
+def script_for(tmp_path, interp):
+    path = tmp_path / ("host_%s.py" % tag_of(interp))
+    path.write_text(SCRIPT.format(tag=tag_of(interp)))
+    return str(path)
+
+
+def go_raw(path):
+    env = dict(os.environ, HOME=os.environ.get("HOME", "/root"),
+               GOCACHE="/tmp/pbp-gocache", GOFLAGS="-mod=mod")
+    r = subprocess.run(["go", "tool", "pprof", "-raw", str(path)], capture_output=True, text=True,
+                       env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def raw_samples(raw):
+    """Labels of each sample in `go tool pprof -raw` output: [{key: value}]."""
+    samples, body = [], raw.split("Samples:", 1)[1].split("Locations", 1)[0]
+    for line in body.splitlines():
+        if re.match(r"^\s+\d+\s+\d+:", line):
+            samples.append({})
+        elif samples and line.strip():
+            samples[-1].update(re.findall(r"(\w+):\[([^\]]*)\]", line))
+    return samples
+
+
+def test_all_processes_every_version(start_target, tmp_path):
+    interps = [i for i in _discover() if not i.skip_reason]
+    assert len(interps) >= 2
+    early, late = interps[::2], interps[1::2]
+    pids = {}
+    for i in early:
+        proc, pid, ready = start_target(i, script_for(tmp_path, i))
+        pids[pid] = (i, ready)
+    out = tmp_path / "host.txt"
+    prof = subprocess.Popen([PYBPFPROF, "-a", "-F", "49", "-d", "9", "-o", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(3)
+    for i in late:
+        proc, pid, ready = start_target(i, script_for(tmp_path, i))
+        pids[pid] = (i, ready)
+    _, err = prof.communicate(timeout=120)
+    assert prof.returncode == 0, err
+    stacks = parse_collapsed(out.read_text())
+    seen = {}
+    for frames, count in stacks:
+        m = re.match(r"process (\d+) ", frames[0] + " ")
+        assert m, frames[0]
+        pid = int(m.group(1))
+        if pid not in pids:
+            continue  # other Python processes on this host
+        spins = {func_of(f) for f in frames if func_of(f).startswith("spin_")}
+        seen[pid] = seen.get(pid, 0) + count
+        assert spins <= {"spin_" + tag_of(pids[pid][0])}, (pids[pid][0].name, spins)
+    for pid, (interp, ready) in pids.items():
+        assert seen.get(pid, 0) >= 10, "%s (pid %d, %s) got %d samples\n%s" % (
+            interp.name, pid, "late" if interp in late else "early", seen.get(pid, 0), err)
+    assert no_bpf_leftovers()
+
+
+def test_versions_in_pprof_labels(start_target, tmp_path):
+    interps = [i for i in _discover() if not i.skip_reason]
+    pids = {}
+    for i in interps:
+        proc, pid, ready = start_target(i, script_for(tmp_path, i))
+        pids[pid] = "%d.%d.%d" % tuple(ready["version"])
+    out = tmp_path / "host.pb.gz"
+    r = subprocess.run([PYBPFPROF, "-a", "-F", "49", "-d", "4", "-o", str(out)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    found = {}
+    for labels in raw_samples(go_raw(out)):
+        if "pid" in labels:
+            found.setdefault(int(labels["pid"]), set()).add(labels.get("python_version"))
+    for pid, version in pids.items():
+        assert found.get(pid) == {version}, (pid, version, found.get(pid))
+
+
+def test_filters(start_target, tmp_path):
+    interps = [i for i in _discover() if not i.skip_reason and not i.chrooted][:2]
+    a = start_target(interps[0], script_for(tmp_path, interps[0]))[1]
+    b = start_target(interps[1], script_for(tmp_path, interps[1]))[1]
+    out = tmp_path / "f.txt"
+    r = subprocess.run([PYBPFPROF, "-a", "-F", "49", "-d", "2", "--exclude-pid", str(b),
+                        "-p", "%d,%d" % (a, b), "-o", str(out)], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    roots = {f[0].split()[1] for f, _ in parse_collapsed(out.read_text())}
+    assert roots == {str(a)}, roots
+    r = subprocess.run([PYBPFPROF, "-a", "-F", "49", "-d", "2", "--comm", "^no-such-comm$",
+                        "-o", str(out)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and out.read_text() == "", r.stderr
+
+
+def test_filters_need_all():
+    r = subprocess.run([PYBPFPROF, "--comm", "x", "-p", "1"], capture_output=True, text=True)
+    assert r.returncode == 2 and "go with -a" in r.stderr
+
+
+# --- containers ------------------------------------------------------------------
+
+def cgroup_roots():
+    """(hierarchy mount, driver naming) pairs this machine lets us create cgroups in."""
+    roots = []
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            dev, mnt, fstype, opts = line.split()[:4]
+            if fstype == "cgroup2":
+                roots.append((mnt, "systemd"))
+            elif fstype == "cgroup" and "name=systemd" in opts.split(","):
+                roots.append((mnt, "cgroupfs"))
+    return roots
+
+
+@pytest.mark.parametrize("root,driver", cgroup_roots() or [pytest.param(None, None, marks=pytest.mark.skip(
+    reason="no writable cgroup hierarchy"))])
+def test_pod_and_container_labels(start_target, tmp_path, root, driver):
+    interp = [i for i in _discover() if not i.skip_reason and not i.chrooted][0]
+    pod = str(uuid.uuid4())
+    cid = uuid.uuid4().hex + uuid.uuid4().hex
+    if driver == "systemd":
+        rel = ("kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod%s.slice/"
+               "cri-containerd-%s.scope" % (pod.replace("-", "_"), cid))
+    else:
+        rel = "kubepods/burstable/pod%s/%s" % (pod, cid)
+    path = os.path.join(root, rel)
+    os.makedirs(path)
+    try:
+        proc, pid, ready = start_target(interp, script_for(tmp_path, interp))
+        with open(os.path.join(path, "cgroup.procs"), "w") as f:
+            f.write(str(pid))
+        out = tmp_path / "pod.pb.gz"
+        r = subprocess.run([PYBPFPROF, "-a", "-F", "49", "-d", "3", "--container", cid[:12],
+                            "-o", str(out)], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        samples = raw_samples(go_raw(out))
+        assert samples, r.stderr
+        for labels in samples:
+            assert labels.get("pid") == str(pid), "--container let another process in"
+            assert labels.get("container_id") == cid, labels
+            assert labels.get("pod_uid") == pod, labels
+    finally:
+        proc.kill()
+        proc.wait()
+        for d in reversed([os.path.join(root, *rel.split("/")[:k])
+                           for k in range(1, len(rel.split("/")) + 1)]):
+            try:
+                os.rmdir(d)
+            except OSError:
+                pass
