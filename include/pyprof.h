@@ -272,7 +272,8 @@ struct codecache_stats {
 struct codecache;
 struct pyproc;
 
-struct codecache *codecache_new(unsigned capacity);
+/* At most capacity entries holding at most budget bytes of names and line tables. */
+struct codecache *codecache_new(unsigned capacity, size_t budget);
 void codecache_free(struct codecache *c);
 /*
  * The code object at addr. key (firstlineno, name_lo) comes from the kernel's
@@ -297,6 +298,13 @@ struct pyname_cache {
 
 #define PBP_NAME_CACHE 4
 
+/* Memory one process may take: page cache and code-object cache. */
+struct pyproc_limits {
+	unsigned cache_pages;   /* 4 KiB pages of the per-pass page cache */
+	unsigned code_entries;  /* code objects cached */
+	size_t code_bytes;      /* their names and line tables, at most */
+};
+
 struct pyproc {
 	pid_t pid;
 	struct pyver v;
@@ -316,7 +324,7 @@ struct pyproc {
  * On error *out may still be set (p->version tells an unsupported version);
  * the caller closes it.
  */
-int pyproc_open(pid_t pid, unsigned cache_pages, struct pyproc **out);
+int pyproc_open(pid_t pid, const struct pyproc_limits *lim, struct pyproc **out);
 void pyproc_close(struct pyproc *p);
 /* Ok when v validates as a CPython version this program supports. */
 bool pyver_supported(const struct pyver *v);

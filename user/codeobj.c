@@ -20,16 +20,19 @@ struct codecache {
 	unsigned nsets;
 	uint64_t clock;
 	struct codeinfo *slots;     /* nsets * WAYS; addr 0 = empty */
+	size_t bytes, budget;       /* names and line tables held, and the most allowed */
+	unsigned hand;              /* clock sweep over slots, for the byte budget */
 	struct codecache_stats st;
 };
 
-struct codecache *codecache_new(unsigned capacity)
+struct codecache *codecache_new(unsigned capacity, size_t budget)
 {
 	struct codecache *c = calloc(1, sizeof(*c));
 	unsigned sets = 1;
 
 	if (!c)
 		return NULL;
+	c->budget = budget;
 	while (sets * 2 * WAYS <= capacity)
 		sets *= 2;
 	c->slots = calloc((size_t)sets * WAYS, sizeof(*c->slots));
@@ -39,6 +42,11 @@ struct codecache *codecache_new(unsigned capacity)
 	}
 	c->nsets = sets;
 	return c;
+}
+
+static size_t slot_bytes(const struct codeinfo *ci)
+{
+	return (ci->name ? strlen(ci->name) + 1 : 0) + (ci->file ? strlen(ci->file) + 1 : 0) + ci->lt_len;
 }
 
 static void slot_clear(struct codeinfo *ci)
@@ -62,6 +70,37 @@ void codecache_free(struct codecache *c)
 const struct codecache_stats *codecache_stats(const struct codecache *c)
 {
 	return &c->st;
+}
+
+static void drop(struct codecache *c, struct codeinfo *ci)
+{
+	c->bytes -= slot_bytes(ci);
+	slot_clear(ci);
+}
+
+/*
+ * Past the byte budget, evict the least recently used of a few entries the
+ * clock hand passes, until under it again: memory per process stays bounded
+ * however large the target's code objects are.
+ */
+static void enforce_budget(struct codecache *c, const struct codeinfo *keep)
+{
+	unsigned n = c->nsets * WAYS;
+
+	for (unsigned tries = 0; c->bytes > c->budget && tries < 2 * n; tries++) {
+		struct codeinfo *victim = NULL;
+
+		for (int k = 0; k < 4; k++, c->hand = (c->hand + 1) % n) {
+			struct codeinfo *ci = &c->slots[c->hand];
+
+			if (ci->addr && ci != keep && (!victim || ci->used < victim->used))
+				victim = ci;
+		}
+		if (victim) {
+			drop(c, victim);
+			c->st.evictions++;
+		}
+	}
 }
 
 static struct codeinfo *set_of(struct codecache *c, uint64_t addr)
@@ -186,12 +225,12 @@ const struct codeinfo *codecache_get(struct codecache *c, struct pyproc *p, uint
 	}
 	if (ci) {
 		c->st.stale++;      /* same address, different code object */
-		slot_clear(ci);
+		drop(c, ci);
 	} else {
 		ci = victim_in(set);
 		if (ci->addr)
 			c->st.evictions++;
-		slot_clear(ci);
+		drop(c, ci);
 	}
 	c->st.misses++;
 	*err = load(p, addr, ci);
@@ -207,5 +246,7 @@ const struct codeinfo *codecache_get(struct codecache *c, struct pyproc *p, uint
 		return NULL;
 	}
 	ci->used = ++c->clock;
+	c->bytes += slot_bytes(ci);
+	enforce_budget(c, ci);
 	return ci;
 }

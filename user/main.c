@@ -112,7 +112,7 @@ static int dump_main(int argc, char **argv)
 	int err;
 
 	argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, &a);
-	err = pyproc_open(a.pid, 256, &p);
+	err = pyproc_open(a.pid, &(struct pyproc_limits){ 256, 4096, 64 << 20 }, &p);
 	if (err) {
 		int code = report_attach_error(a.pid, err, p);
 

@@ -13,7 +13,6 @@
 
 #include "pyprof.h"
 
-#define CODE_CACHE_ENTRIES 4096
 
 const char *pbp_strerror(int err)
 {
@@ -187,7 +186,7 @@ static int find_version(struct pyproc *p, const struct elf_info *ei, uint64_t bi
 	return err;
 }
 
-int pyproc_open(pid_t pid, unsigned cache_pages, struct pyproc **out)
+int pyproc_open(pid_t pid, const struct pyproc_limits *lim, struct pyproc **out)
 {
 	struct pyproc *p = calloc(1, sizeof(*p));
 	struct elf_info ei;
@@ -198,8 +197,8 @@ int pyproc_open(pid_t pid, unsigned cache_pages, struct pyproc **out)
 	if (!p)
 		return -PBP_E_NOMEM;
 	p->pid = pid;
-	p->r = remote_open(pid, cache_pages);
-	p->codes = codecache_new(CODE_CACHE_ENTRIES);
+	p->r = remote_open(pid, lim->cache_pages);
+	p->codes = codecache_new(lim->code_entries, lim->code_bytes);
 	if (!p->r || !p->codes) {
 		pyproc_close(p);
 		return -PBP_E_NOMEM;

@@ -25,8 +25,9 @@
 #define MAX_SKIPPED 4096
 #define MAX_PENDING 1024
 #define MAX_DISCOVER 65536
-#define TARGET_CACHE_PAGES 1024 /* -p: a few processes, a page cache each */
-#define HOST_CACHE_PAGES 64     /* -a: many processes; memory stays bounded */
+/* -p: a few processes, generous caches; -a: many, each kept small. */
+static const struct pyproc_limits target_limits = { 1024, 4096, 64 << 20 };
+static const struct pyproc_limits host_limits = { 64, 1024, 4 << 20 };
 #define LAUNCH_WAIT_NS (10 * 1000000000ull)
 #define MAX_LOCS (PBP_MAX_DEPTH + 4)
 #define MAX_CATCH_UP 10         /* ticks run at once when the loop fell behind */
@@ -386,7 +387,7 @@ static bool consider(struct record *r, pid_t pid)
 
 	if (target_of(r, pid) || was_skipped(r, pid) || !wanted(r, pid))
 		return true;
-	err = pyproc_open(pid, HOST_CACHE_PAGES, &p);
+	err = pyproc_open(pid, &host_limits, &p);
 	if (err == -PBP_E_NOTPY || err == -PBP_E_FAULT) {
 		pyproc_close(p);
 		return false;
@@ -512,7 +513,7 @@ static int attach_child(struct record *r)
 	int err, status;
 
 	for (;;) {
-		err = pyproc_open(r->child, TARGET_CACHE_PAGES, &t->p);
+		err = pyproc_open(r->child, &target_limits, &t->p);
 		if (!err)
 			break;
 		pyproc_close(t->p);
@@ -541,7 +542,7 @@ static int open_targets(struct record *r)
 		return 0;   /* -p is a filter then; discover() finds the processes */
 	for (int i = 0; i < r->npids; i++) {
 		struct target *t = &r->targets[r->ntargets];
-		int err = pyproc_open(r->pids[i], TARGET_CACHE_PAGES, &t->p);
+		int err = pyproc_open(r->pids[i], &target_limits, &t->p);
 
 		if (err) {
 			int code = report_attach_error(r->pids[i], err, t->p);

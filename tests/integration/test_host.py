@@ -2,6 +2,7 @@
 started before and after the profiler, each in its own function; and
 container/pod labels from a cgroup named like a Kubernetes pod's."""
 
+import glob
 import json
 import os
 import re
@@ -182,3 +183,31 @@ def test_pod_and_container_labels(start_target, tmp_path, root, driver):
                 os.rmdir(d)
             except OSError:
                 pass
+
+
+def test_program_that_loads_libpython_later(tmp_path):
+    """An embedding program (uWSGI-like) is not Python at exec time: -a must
+    notice when it loads libpython."""
+    libs = sorted(glob.glob(os.path.join(os.environ.get("PYENV_ROOT", "/root/.pyenv"),
+                                         "versions", "3.1[0-9].*", "lib", "libpython3.*.so.1.0")))
+    if not libs:
+        pytest.skip("no shared libpython to embed")
+    exe = tmp_path / "embed"
+    src = os.path.join(os.path.dirname(__file__), "targets", "embed.c")
+    subprocess.run(["cc", "-O1", src, "-o", str(exe), "-ldl"], check=True)
+    out = tmp_path / "embed.txt"
+    prof = subprocess.Popen([PYBPFPROF, "-a", "-F", "49", "-d", "9", "-o", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    env = dict(os.environ, PYTHONHOME=os.path.dirname(os.path.dirname(libs[-1])))
+    child = subprocess.Popen([str(exe), libs[-1]], env=env)
+    try:
+        _, err = prof.communicate(timeout=120)
+    finally:
+        child.kill()
+        child.wait()
+    assert prof.returncode == 0, err
+    mine = [(f, c) for f, c in parse_collapsed(out.read_text())
+            if f[0].startswith("process %d " % child.pid)]
+    assert sum(c for f, c in mine) >= 20, err
+    assert all("embedded_spin" in map(func_of, f) for f, c in mine)
