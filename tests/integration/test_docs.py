@@ -1,0 +1,265 @@
+"""The documentation against the program: README.md, the man page and the
+bash completion must name the options each subcommand's --help lists, and no
+others; the exit codes must be enum pbp_exit's; the man page must render
+cleanly; and `make demo`, the first thing a newcomer runs, must work."""
+
+import os
+import re
+import subprocess
+import time
+
+import pytest
+
+from conftest import PYBPFPROF, REPO
+
+README = os.path.join(REPO, "README.md")
+MANPAGE = os.path.join(REPO, "pybpfprof.1")
+COMPLETION = os.path.join(REPO, "scripts", "pybpfprof.bash-completion")
+HEADER = os.path.join(REPO, "include", "pyprof.h")
+PROCESS_C = os.path.join(REPO, "user", "process.c")
+
+SUBCOMMANDS = ["record", "dump", "convert"]     # "record": no subcommand word
+ARGP_STANDARD = {"help", "usage", "version"}    # argp adds these to every subcommand
+LONGOPT = re.compile(r"(?<![\w-])--([a-z][a-z0-9]*(?:-[a-z0-9]+)*)")
+
+
+def read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def help_text(sub):
+    if not os.access(PYBPFPROF, os.X_OK):
+        pytest.fail("build/pybpfprof is not built (make all)", pytrace=False)
+    argv = [PYBPFPROF] + ([] if sub == "record" else [sub]) + ["--help"]
+    r = subprocess.run(argv, capture_output=True, universal_newlines=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def help_options(sub):
+    """Long options of a subcommand, from the option column of its --help."""
+    opts = set()
+    for line in help_text(sub).splitlines():
+        m = re.match(r"^\s+(?:-\S, )?--([a-z][a-z0-9-]*)", line)
+        if m:
+            opts.add(m.group(1))
+    assert {"help", "usage", "version"} <= opts, "cannot parse --help of %s" % sub
+    return opts
+
+
+@pytest.fixture(scope="module")
+def options():
+    return {sub: help_options(sub) for sub in SUBCOMMANDS}
+
+
+# --- roff ----------------------------------------------------------------------
+
+def roff_plain(text):
+    """Roff source -> words: escapes that matter here undone, comments dropped."""
+    text = re.sub(r"(?m)^\.\\\".*$", "", text)
+    text = re.sub(r"\\f[BIRP]|\\f\(..|\\f\[[^]]*\]", "", text)
+    text = text.replace(r"\-", "-").replace(r"\(lq", '"').replace(r"\(rq", '"')
+    return text
+
+
+def man_sections():
+    """{".SH title": body} of the man page, roff source."""
+    sections, title = {}, None
+    for line in read(MANPAGE).splitlines():
+        if line.startswith(".SH "):
+            title = line[4:].strip().strip('"')
+            sections[title] = []
+        elif title is not None:
+            sections[title].append(line)
+    return {k: "\n".join(v) for k, v in sections.items()}
+
+
+# --- markdown --------------------------------------------------------------------
+
+def md_section(text, heading):
+    """The body under a heading (any level), up to the next heading of the same or a higher level."""
+    m = re.search(r"(?m)^(#+) %s[ \t]*$" % re.escape(heading), text)
+    assert m, "README.md has no heading %r" % heading
+    level = len(m.group(1))
+    end = re.search(r"(?m)^#{1,%d} " % level, text[m.end():])
+    return text[m.end():m.end() + end.start() if end else len(text)]
+
+
+# --- (a) options -------------------------------------------------------------------
+
+MAN_SECTION_OF = {"record": "OPTIONS", "dump": "DUMP", "convert": "CONVERT"}
+
+
+@pytest.mark.parametrize("sub", SUBCOMMANDS)
+def test_man_page_options_match_help(sub, options):
+    body = roff_plain(man_sections()[MAN_SECTION_OF[sub]])
+    documented = set(LONGOPT.findall(body))
+    want = set(options[sub])
+    if sub != "record":     # argp's own three are described once, under OPTIONS
+        want -= ARGP_STANDARD
+        documented -= ARGP_STANDARD
+    assert sorted(want - documented) == [], "in `%s --help` but not in the man page's %s" % (
+        sub, MAN_SECTION_OF[sub])
+    assert sorted(documented - want) == [], "in the man page's %s but not in `%s --help`" % (
+        MAN_SECTION_OF[sub], sub)
+
+
+def test_readme_usage_options_match_help(options):
+    usage = md_section(read(README), "Usage")
+    documented = set(LONGOPT.findall(usage))
+    every = set().union(*options.values())
+    assert sorted(every - documented) == [], "in some --help but not in README's Usage"
+    assert sorted(documented - every) == [], "in README's Usage but in no --help"
+
+
+@pytest.mark.parametrize("sub,heading", [("dump", "dump: every thread's stack, once"),
+                                         ("convert", "convert: collapsed stacks to any format")])
+def test_readme_subcommand_sections_match_help(sub, heading, options):
+    documented = set(LONGOPT.findall(md_section(read(README), heading)))
+    want = options[sub] - ARGP_STANDARD
+    assert sorted(want - documented) == [], "README's %r misses options of %s" % (heading, sub)
+    assert sorted(documented - want) == [], "README's %r names options %s lacks" % (heading, sub)
+
+
+def completion_options(sub):
+    r = subprocess.run(["bash", "--norc", "--noprofile", "-c",
+                        'source "$1" && echo $_pybpfprof_%s_opts' % sub, "bash", COMPLETION],
+                       capture_output=True, universal_newlines=True, timeout=30)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    return set(LONGOPT.findall(r.stdout))
+
+
+@pytest.mark.parametrize("sub", SUBCOMMANDS)
+def test_completion_options_match_help(sub, options):
+    assert completion_options(sub) == options[sub]
+
+
+# --- (b) exit codes ------------------------------------------------------------------
+
+def enum_exit_codes():
+    m = re.search(r"enum pbp_exit\s*\{(.*?)\};", read(HEADER), re.S)
+    assert m, "no enum pbp_exit in include/pyprof.h"
+    codes, nxt = {}, 0
+    for name, value in re.findall(r"\b(EXIT_\w+)\s*(?:=\s*(\d+))?\s*,", re.sub(r"/\*.*?\*/", "", m.group(1), flags=re.S)):
+        nxt = int(value) if value else nxt
+        codes[nxt] = name
+        nxt += 1
+    assert codes.get(0) == "EXIT_OK" and len(codes) >= 5, codes
+    return codes
+
+
+def test_readme_exit_codes_match_enum():
+    table = md_section(read(README), "Exit codes")
+    rows = re.findall(r"(?m)^\|\s*(\d+)\s*\|\s*`?(EXIT_\w+)`?\s*\|", table)
+    got = {int(code): name for code, name in rows}
+    assert len(rows) == len(got), "a code twice in README's exit-code table"
+    assert got == enum_exit_codes()
+
+
+def test_man_page_exit_codes_match_enum():
+    body = man_sections()["EXIT STATUS"]
+    entries = re.findall(r"(?ms)^\.TP\n\.B (\d+)\n(.*?)(?=^\.TP|\Z)", body)
+    got = {}
+    for code, text in entries:
+        names = re.findall(r"\b(EXIT_\w+)\b", text)
+        assert len(names) == 1, "man page: exit code %s names %s" % (code, names)
+        got[int(code)] = names[0]
+    assert len(entries) == len(got), "a code twice in the man page"
+    assert got == enum_exit_codes()
+
+
+def test_readme_explains_every_error_string():
+    """Every message pbp_strerror() can return is in README's troubleshooting."""
+    body = re.search(r"const char \*pbp_strerror\(int err\)\s*\{(.*?)\n\}", read(PROCESS_C), re.S)
+    assert body, "no pbp_strerror in user/process.c"
+    messages = [s for s in re.findall(r'return "([^"]*)";', body.group(1)) if s != "ok"]
+    assert len(messages) >= 5
+    trouble = md_section(read(README), "Troubleshooting")
+    missing = [s for s in messages if s not in trouble]
+    assert missing == [], "not explained in README's Troubleshooting"
+
+
+def test_readme_screenshot_is_in_the_repository():
+    for path in re.findall(r"!\[[^]]*\]\(([^)]+)\)", read(README)):
+        assert os.path.isfile(os.path.join(REPO, path)), path
+
+
+# --- (c) the man page renders cleanly ----------------------------------------------------
+
+def test_man_page_renders_without_warnings():
+    r = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-z", MANPAGE],
+                       capture_output=True, universal_newlines=True, timeout=60)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    env = dict(os.environ, MANPAGER="cat", PAGER="cat", MANWIDTH="80", LC_ALL="C.UTF-8")
+    r = subprocess.run(["man", "--warnings", "-l", MANPAGE], capture_output=True,
+                       universal_newlines=True, timeout=60, env=env)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    for heading in ("NAME", "SYNOPSIS", "OPTIONS", "EXIT STATUS", "EXAMPLES"):
+        assert re.search(r"(?m)^%s$" % heading, r.stdout), heading
+
+
+# --- (d) bash completion ---------------------------------------------------------------
+
+def complete(*words):
+    """What the completion offers for `pybpfprof WORDS...`, the last word being completed."""
+    words = ("pybpfprof",) + words
+    script = ('source "$1" || exit 1\n'
+              'complete -p pybpfprof >/dev/null || exit 2\n'
+              'shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1))\n'
+              'COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}\n'
+              '_pybpfprof; printf "%s\\n" "${COMPREPLY[@]}"\n')
+    r = subprocess.run(["bash", "--norc", "--noprofile", "-c", script, "bash", COMPLETION] + list(words),
+                       capture_output=True, universal_newlines=True, timeout=30)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    return [w for w in r.stdout.splitlines() if w]
+
+
+def test_completion_loads_and_completes_options():
+    assert complete("--mo") == ["--mode"]
+    assert complete("-m", "") == ["cpu", "wall", "gil"]
+    assert complete("--format", "p") == ["pprof", "pstats"]
+    assert complete("d") == ["dump"]
+    assert complete("dump", "--j") == ["--json"]
+    assert complete("convert", "--in") == ["--input"]
+
+
+def test_completion_offers_own_pid():
+    assert str(os.getpid()) in complete("-p", "")
+
+
+# --- (e) make demo ----------------------------------------------------------------------
+
+def demo_processes():
+    r = subprocess.run(["pgrep", "-f", os.path.join(REPO, "scripts", "demo_app.py")],
+                       capture_output=True, universal_newlines=True)
+    return r.stdout.split()
+
+
+def test_make_demo():
+    if os.geteuid() != 0:
+        pytest.skip("make demo loads BPF programs: run the tests as root")
+    assert demo_processes() == [], "a demo app is already running"
+    out = os.path.join(REPO, "demo.html")
+    start = time.time()
+    r = subprocess.run(["make", "-C", REPO, "demo"], capture_output=True,
+                       universal_newlines=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert os.path.isfile(out) and os.path.getmtime(out) >= start - 1
+    assert out in r.stdout, "the demo does not say where the flame graph is"
+
+    page = read(out)
+    assert "/http/server.py" in page
+    assert re.search(r"/json/\w+\.py", page)
+    assert re.search(r"/re/\w+\.py", page)
+
+    # The run's summary on stderr: every thread's statuses, then the top table.
+    for status in ("[running]", "[native, no GIL]", "[sleeping]"):
+        assert status in r.stderr, "%s missing from the summary:\n%s" % (status, r.stderr)
+    assert re.search(r"(?m)^\s+%Own\s+%Total", r.stderr), "no top-functions table:\n" + r.stderr
+    for name in ("http-server", "http-client", "log-parser", "batcher", "hasher"):
+        assert re.search(r"(?m)^\s+thread\s+\d+\s+%s\s" % name, r.stderr), name
+
+    pid = int(re.search(r"demo: profiling \S+ \(pid (\d+)", r.stdout).group(1))
+    assert not os.path.exists("/proc/%d" % pid), "the demo app is still there"
+    assert demo_processes() == []
