@@ -37,6 +37,14 @@ static const struct pyproc_limits host_limits = { 64, 1024, 4 << 20 };
  */
 #define JITTER_MIN_NS 1000000000ull
 #define RESCAN_EVERY_NS 1000000000ull
+/*
+ * The loop sleeps, then takes every sample the ring buffer holds. Waiting in
+ * epoll instead wakes it for each sample: a context switch per sample, which
+ * cost more than naming the sample, and on a busy machine a preemption of the
+ * sampled thread in step with the sampling clock (bench/RESULTS.md).
+ */
+#define BATCH_NS 10000000ull
+#define ALIVE_EVERY_NS 50000000ull  /* /proc reads per target: not on every turn */
 #define JITTER_PERIODS 64
 
 /* A process -a could not profile: reported once in the summary. */
@@ -289,6 +297,7 @@ static void label_target(struct record *r, struct target *t)
 	if (proc_cmdline(t->pid, cmd, sizeof(cmd)) != 0 || !cmd[0])
 		proc_thread_comm(t->pid, t->pid, cmd, sizeof(cmd));
 	snprintf(label, sizeof(label), "process %d %s", (int)t->pid, cmd);
+	utf8_scrub(label);      /* a command line is any bytes; profiles are UTF-8 */
 	t->proc_loc = agg_loc(r->c.agg, label, NULL, -1, LOC_PROCESS);
 }
 
@@ -624,19 +633,30 @@ static void loop(struct record *r)
 	uint64_t next_tick = r->start_ns + 1000000000ull / r->c.o.hz;
 	uint64_t next_jitter = r->start_ns + jitter_every(r->c.o.hz);
 	uint64_t next_rescan = r->start_ns + RESCAN_EVERY_NS;
+	uint64_t next_alive = 0;
 
 	while (!stop_signal) {
 		uint64_t now = now_ns();
-		int wait = ticking ? (int)((next_tick > now ? next_tick - now : 0) / 1000000) : 50;
+		uint64_t nap = BATCH_NS;
 
-		sampler_poll(r->c.smp, wait < 50 ? wait : 50);
+		if (ticking)
+			nap = next_tick <= now ? 0 : next_tick - now < nap ? next_tick - now : nap;
+		if (nap) {
+			struct timespec ts = { (time_t)(nap / 1000000000ull), (long)(nap % 1000000000ull) };
+
+			clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
+		}
+		sampler_poll(r->c.smp, 0);
 		now = now_ns();
 		if (deadline && now >= deadline)
 			break;
 		if (ticking)
 			run_ticks(r, now, &next_tick);
-		if (!any_alive(r) && !r->all)
-			break;
+		if (now >= next_alive) {
+			if (!any_alive(r) && !r->all)
+				break;
+			next_alive = now + ALIVE_EVERY_NS;
+		}
 		if (r->all)
 			run_pending(r, now);
 		if (now >= next_rescan) {

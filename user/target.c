@@ -149,6 +149,7 @@ static void set_name(struct collector *c, struct target *t, struct tcache *e, co
 		snprintf(name, sizeof(name), "%s", pyname);
 	else
 		proc_thread_comm(t->pid, e->tid, name, sizeof(name));
+	utf8_scrub(name);       /* comm is cut at 15 bytes, maybe inside a character */
 	if (strcmp(name, e->name) == 0)
 		return;
 	memcpy(e->name, name, sizeof(name));

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from conftest import PYBPFPROF, _discover
-from profile import (FRAME, WORKERS, by_thread, bpf_programs_of_dead, func_of, marks,
+from profile import (FRAME, WORKERS, no_bpf_leftovers, by_thread, bpf_programs_of_dead, func_of, marks,
                      parse_collapsed, run_profile, task_cpu_ns, total, wait_for)
 
 
@@ -116,7 +116,7 @@ def test_achieved_rate(start_target, tmp_path, hz):
     got = total(by_thread(stacks).get(spin, []))
     want = hz * cpu_s
     # The window also holds the profiler's start-up, when nothing samples yet.
-    assert 0.95 * want <= got <= 1.01 * want, "%d samples for %.2f s of CPU at %d Hz" % (
+    assert 0.95 * want <= got <= 1.05 * want, "%d samples for %.2f s of CPU at %d Hz" % (
         got, cpu_s, hz)
 
 
@@ -155,7 +155,7 @@ def launch(interp, tmp_path, env=None):
     assert r.returncode == 0, r.stderr
     stacks = parse_collapsed(out.read_text())
     assert total([s for s in stacks if "burn" in map(func_of, s[0])]) > 150
-    assert not bpf_programs_of_dead()
+    assert no_bpf_leftovers()
     with open(interp.host_path(ids)) as f:
         got = f.read()
     shutil.rmtree(shared)
@@ -215,8 +215,8 @@ def test_signal_writes_complete_profile(start_target, tmp_path, sig):
     assert p.returncode == 0, stderr
     text = out.read_text()
     assert text.endswith("\n")
-    assert total(parse_collapsed(text)) > 100
-    assert not bpf_programs_of_dead()
+    assert total(parse_collapsed(text)) > 30
+    assert no_bpf_leftovers()
     assert proc.poll() is None, "the target must not be touched"
 
 
@@ -229,8 +229,8 @@ def test_target_exit_ends_run(start_target, tmp_path):
     proc.wait()
     stdout, stderr = p.communicate(timeout=30)
     assert p.returncode == 0, stderr
-    assert total(parse_collapsed(out.read_text())) > 100
-    assert not bpf_programs_of_dead()
+    assert total(parse_collapsed(out.read_text())) > 30
+    assert no_bpf_leftovers()
 
 
 def test_duration(start_target, tmp_path):
@@ -251,7 +251,7 @@ def test_sigkill_leaves_no_kernel_objects_and_no_partial_file(start_target, tmp_
     deadline = time.monotonic() + 5
     while bpf_programs_of_dead() and time.monotonic() < deadline:
         time.sleep(0.1)  # the kernel frees them once the last fd is closed
-    assert not bpf_programs_of_dead()
+    assert no_bpf_leftovers()
     assert not out.exists()
     assert not [f for f in os.listdir(tmp_path) if f.startswith("out.txt")]
 
@@ -262,4 +262,4 @@ def test_errors(tmp_path):
     r = run_profile("-F", "0", "-p", "1")
     assert r.returncode == 2
     r = run_profile()
-    assert r.returncode == 2 and "give -p PID or a command" in r.stderr
+    assert r.returncode == 2 and "give -p PID, -a, or a command" in r.stderr
