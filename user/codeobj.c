@@ -126,22 +126,32 @@ static uint64_t rd64(const uint8_t *b, uint32_t off)
 	return x;
 }
 
-/* The key as the kernel would have copied it, read from the target now. */
-static int read_key(struct pyproc *p, uint64_t addr, uint32_t *firstlineno, uint32_t *name_lo)
+/* The code object's header, read and checked to be a code object. */
+static int read_header(struct pyproc *p, uint64_t addr, uint8_t hdr[CODE_HDR_MAX])
 {
 	const struct pyver *v = &p->v;
-	uint8_t hdr[CODE_HDR_MAX];
 	int err;
 
-	if (v->code_size > sizeof(hdr))
+	if (v->code_size > CODE_HDR_MAX)
 		return -PBP_E_CORRUPT;
 	err = remote_read_cached(p->r, addr, hdr, v->code_size);
 	if (err)
 		return err;
 	if (p->pycode_type && rd64(hdr, v->ob_type) != p->pycode_type)
 		return -PBP_E_CORRUPT;
-	*firstlineno = rd32(hdr, v->k.code_firstlineno);
-	*name_lo = (uint32_t)rd64(hdr, v->k.code_name);
+	return 0;
+}
+
+/* The key as the kernel would have copied it, read from the target now. */
+static int read_key(struct pyproc *p, uint64_t addr, uint32_t *firstlineno, uint32_t *name_lo)
+{
+	uint8_t hdr[CODE_HDR_MAX];
+	int err = read_header(p, addr, hdr);
+
+	if (err)
+		return err;
+	*firstlineno = rd32(hdr, p->v.k.code_firstlineno);
+	*name_lo = (uint32_t)rd64(hdr, p->v.k.code_name);
 	return 0;
 }
 
@@ -158,15 +168,10 @@ static int load(struct pyproc *p, uint64_t addr, struct codeinfo *ci)
 	const struct pyver *v = &p->v;
 	uint8_t hdr[CODE_HDR_MAX];
 	uint32_t name_off = v->code_qualname != PYVER_NOOFF ? v->code_qualname : v->code_name;
-	int err;
+	int err = read_header(p, addr, hdr);
 
-	if (v->code_size > sizeof(hdr))
-		return -PBP_E_CORRUPT;
-	err = remote_read_cached(p->r, addr, hdr, v->code_size);
 	if (err)
 		return err;
-	if (p->pycode_type && rd64(hdr, v->ob_type) != p->pycode_type)
-		return -PBP_E_CORRUPT;
 	ci->addr = addr;
 	ci->firstlineno = rd32(hdr, v->k.code_firstlineno);
 	ci->name_lo = (uint32_t)rd64(hdr, v->k.code_name);

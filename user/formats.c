@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Which writer a profile goes to: by -f NAME, else by the output file's extension. */
+#include <errno.h>
 #include <string.h>
 #include <strings.h>
 
@@ -64,4 +65,18 @@ int format_write(int fmt, const struct agg *a, const struct profile_meta *m, FIL
 	if (fmt < 0 || fmt >= NFORMATS)
 		return -1;
 	return formats[fmt].write(a, m, o);
+}
+
+int profile_write(int fmt, const struct agg *a, const struct profile_meta *m, const char *path)
+{
+	struct output out;
+	int err = output_open(&out, path);
+
+	if (!err && format_write(fmt, a, m, out.f) != 0)
+		err = -EIO;
+	if (!err)
+		return output_commit(&out);
+	if (out.f)
+		output_abort(&out);
+	return err;
 }
