@@ -45,7 +45,7 @@ SAN       := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-
 # Keep the BPF object: bpftool reads it and the tests inspect it.
 .SECONDARY: $(BPF_OBJS)
 
-.PHONY: all deps test unit unit-asan integration fuzz fuzz-regress bench demo install clean chroot
+.PHONY: all deps test unit unit-asan integration fuzz fuzz-regress bench demo install clean chroot soak
 
 all: $(BUILD)/pybpfprof
 
@@ -158,6 +158,16 @@ test: deps
 
 chroot:
 	@scripts/sid-chroot.sh
+
+# Not part of `make test`: 30 minutes (SOAK_SECONDS to change) at 999 Hz of a
+# churning target; pybpfprof's RSS and fds every 10 s go to bench/soak.csv.
+soak: all
+	python3 scripts/soak.py
+
+# What pybpfprof costs (root): writes bench/RESULTS.md and prints a table,
+# about 30 minutes; BENCH_QUICK=1 for a smoke run of under 3 minutes.
+bench: all
+	BENCH_QUICK=$(BENCH_QUICK) /usr/bin/python3 scripts/bench.py
 
 # Profiles scripts/demo_app.py for 10 s into demo.html (needs root).
 demo: deps

@@ -631,6 +631,8 @@ int format_by_path(const char *path);
 const char *format_name(int fmt);
 void format_list(FILE *o);
 int format_write(int fmt, const struct agg *a, const struct profile_meta *m, FILE *o);
+/* Write the profile to path ("-" or NULL: stdout) atomically. Returns -errno. */
+int profile_write(int fmt, const struct agg *a, const struct profile_meta *m, const char *path);
 
 /* ------------------------------------------------------------- convert.c */
 
@@ -732,6 +734,7 @@ int privs_check(void);
 /* What the run does after set-up, for privs_drop_after_setup() to keep room for. */
 void privs_note_output(const char *path);   /* the profile is written there at the end */
 void privs_note_child(void);                /* a launched command is signalled at the end */
+void privs_note_attach(void);               /* -a: processes found later are attached too */
 /*
  * Once the sampler is attached and the targets registered: drop every
  * capability but CAP_SYS_PTRACE (and the few the notes above and the kernel
@@ -739,6 +742,8 @@ void privs_note_child(void);                /* a launched command is signalled a
  * bounding set. Of the calling thread: call it while it is the only one.
  */
 void privs_drop_after_setup(void);
+/* In a launched command's child before exec: none of our capabilities passed on (ambient, inheritable). */
+void privs_for_command(void);
 
 /* ------------------------------------------------------------- main.c */
 

@@ -37,12 +37,22 @@ static void json_str(FILE *o, const char *s)
 	fputc('"', o);
 }
 
+/* A name or file as one piece of a line: the target chooses them, control characters and all. */
+static void put_text(FILE *o, const char *s)
+{
+	for (; *s; s++)
+		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, o);
+}
+
 static void print_frame_text(FILE *o, const char *name, const char *file, int line)
 {
+	fputs("    ", o);
+	put_text(o, name);
+	fputs(" (", o);
+	put_text(o, file);
 	if (line >= 0)
-		fprintf(o, "    %s (%s:%d)\n", name, file, line);
-	else
-		fprintf(o, "    %s (%s)\n", name, file);
+		fprintf(o, ":%d", line);
+	fputs(")\n", o);
 }
 
 static void print_frame_json(FILE *o, const char *name, const char *file, int line, bool first)

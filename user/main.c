@@ -48,8 +48,25 @@ int parse_pid(const char *s, pid_t *pid)
 }
 
 /* One line on stderr naming the target and what went wrong; returns the exit code. */
+/*
+ * A target that exited while it was read fails in whatever way its teardown
+ * showed (a zombie has no maps: "not a Python process"; memory unmapped
+ * under a read: a fault). Once it is gone or a zombie, that is the error.
+ */
+static int exited_error(pid_t pid, int err)
+{
+	char st;
+
+	if (!err || -err == PBP_E_NOENT || -err == PBP_E_PERM || -err == PBP_E_VERSION ||
+	    -err == PBP_E_NOMEM)
+		return err;
+	st = proc_state(pid);
+	return st == '?' || st == 'Z' || st == 'X' ? -PBP_E_GONE : err;
+}
+
 int report_attach_error(pid_t pid, int err, const struct pyproc *p)
 {
+	err = exited_error(pid, err);
 	if (-err == PBP_E_VERSION && p && p->version[0])
 		fprintf(stderr, "pybpfprof: pid %d: unsupported Python version %s (supported: 3.8 to 3.14)\n",
 			(int)pid, p->version);
@@ -119,7 +136,7 @@ static int dump_main(int argc, char **argv)
 		pyproc_close(p);
 		return code;
 	}
-	err = dump_process(p, stdout, a.json);
+	err = exited_error(a.pid, dump_process(p, stdout, a.json));
 	if (err)
 		fprintf(stderr, "pybpfprof: pid %d: %s\n", (int)a.pid, pbp_strerror(err));
 	pyproc_close(p);
@@ -190,7 +207,6 @@ static int convert_main(int argc, char **argv)
 	struct argp argp = { convert_opts, convert_parse, NULL, convert_doc, NULL, NULL, NULL };
 	struct convert_args a = { .hz = 99, .mode = "cpu" };
 	struct profile_meta m;
-	struct output out;
 	struct agg *agg;
 	FILE *in;
 	size_t lineno;
@@ -212,13 +228,7 @@ static int convert_main(int argc, char **argv)
 	if (in != stdin)
 		fclose(in);
 	m = (struct profile_meta){ .mode = a.mode, .hz = a.hz };
-	err = output_open(&out, a.out);
-	if (!err && format_write(fmt, agg, &m, out.f) != 0)
-		err = -EIO;
-	if (!err)
-		err = output_commit(&out);
-	else if (out.f)
-		output_abort(&out);
+	err = profile_write(fmt, agg, &m, a.out);
 	agg_free(agg);
 	if (err) {
 		fprintf(stderr, "pybpfprof: cannot write %s: %s\n", a.out ? a.out : "stdout", strerror(-err));

@@ -18,7 +18,10 @@
  *     under sudo CAP_CHOWN and CAP_FOWNER, to give the file to the invoking
  *     user (output.c);
  *   - a launched command that runs as the invoking user under sudo gets
- *     SIGTERM on Ctrl-C: CAP_KILL.
+ *     SIGTERM on Ctrl-C: CAP_KILL;
+ *   - -a attaches processes that start later, reading their binaries as set
+ *     up did: CAP_DAC_READ_SEARCH, for those under directories root cannot
+ *     search without it (someone's 0700 home, a container's root).
  *
  * Raw capget/capset/prctl system calls: the few bits needed here do not
  * warrant libcap.
@@ -48,6 +51,7 @@ struct capsets {
 
 static const char *outpath;     /* privs_note_output(): NULL for stdout */
 static bool signal_child;       /* privs_note_child() */
+static bool attach_later;       /* privs_note_attach() */
 
 static int caps_get(struct capsets *c)
 {
@@ -144,6 +148,11 @@ void privs_note_child(void)
 	signal_child = true;
 }
 
+void privs_note_attach(void)
+{
+	attach_later = true;
+}
+
 /* What the probe thread found. */
 struct probe {
 	capmask keep;           /* in: what it drops to */
@@ -221,6 +230,8 @@ void privs_drop_after_setup(void)
 		pr.keep |= BIT(CAP_CHOWN) | BIT(CAP_FOWNER);
 	if (signal_child && sudo_uid != (uid_t)-1)
 		pr.keep |= BIT(CAP_KILL);
+	if (attach_later)
+		pr.keep |= BIT(CAP_DAC_READ_SEARCH);
 	if (pthread_create(&th, NULL, probe_thread, &pr) != 0 || pthread_join(th, NULL) != 0)
 		return;         /* without the probe, nothing is known to be unneeded */
 	if (!pr.bpf_ok)
@@ -241,4 +252,21 @@ void privs_drop_after_setup(void)
 	c.inh = 0;
 	if (caps_set(&c) != 0)
 		fprintf(stderr, "pybpfprof: warning: cannot drop capabilities: %s\n", strerror(errno));
+}
+
+/*
+ * The command is not ours to empower: a non-root pybpfprof given its
+ * capabilities as ambient ones (setpriv, a systemd unit's AmbientCapabilities)
+ * would pass them through exec. (Root's command runs as root anyway; under
+ * sudo it has become the invoking user already.)
+ */
+void privs_for_command(void)
+{
+	struct capsets c;
+
+	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	if (caps_get(&c) == 0 && c.inh) {
+		c.inh = 0;
+		caps_set(&c);
+	}
 }

@@ -52,6 +52,8 @@ static size_t put_utf8(char *out, size_t room, uint32_t c)
 		b[0] = (char)c, n = 1;
 	} else if (c < 0x800) {
 		b[0] = (char)(0xC0 | c >> 6), b[1] = (char)(0x80 | (c & 0x3F)), n = 2;
+	} else if (c >= 0xd800 && c < 0xe000) {
+		b[0] = '?', n = 1;  /* a lone surrogate (surrogateescape'd bytes): not UTF-8 */
 	} else if (c < 0x10000) {
 		b[0] = (char)(0xE0 | c >> 12), b[1] = (char)(0x80 | (c >> 6 & 0x3F));
 		b[2] = (char)(0x80 | (c & 0x3F)), n = 3;

@@ -44,7 +44,11 @@ static const struct pyproc_limits host_limits = { 64, 1024, 4 << 20 };
  * sampled thread in step with the sampling clock (bench/RESULTS.md).
  */
 #define BATCH_NS 10000000ull
-#define ALIVE_EVERY_NS 50000000ull  /* /proc reads per target: not on every turn */
+/*
+ * Exits arrive as kernel events (on_proc_event); /proc is read for every
+ * target as a safety net only, seldom: with -a a host has many targets.
+ */
+#define ALIVE_EVERY_NS 1000000000ull
 #define JITTER_PERIODS 64
 
 /* A process -a could not profile: reported once in the summary. */
@@ -83,6 +87,7 @@ struct record {
 	int nskipped;
 	struct pending pending[MAX_PENDING];
 	int npending;
+	bool exited;            /* a target exited since the last any_alive() */
 	uint64_t start_ns, end_ns, start_unix_ns;
 };
 
@@ -470,6 +475,7 @@ static void on_proc_event(void *ctx, uint32_t kind, pid_t pid)
 		queue_pending(r, pid, 0);
 	} else if (kind == PBP_EV_EXIT && (t = target_of(r, pid)) != NULL) {
 		t->alive = false;
+		r->exited = true;
 	}
 }
 
@@ -505,6 +511,7 @@ static int launch(struct record *r, int *go_fd)
 		if (read(pipefd[0], &c, 1) != 1)
 			_exit(125);     /* the profiler died before it was ready */
 		drop_to_invoking_user();
+		privs_for_command();
 		execvp(r->cmd[0], r->cmd);
 		fprintf(stderr, "pybpfprof: cannot run '%s': %s\n", r->cmd[0], strerror(errno));
 		_exit(127);
@@ -652,7 +659,8 @@ static void loop(struct record *r)
 			break;
 		if (ticking)
 			run_ticks(r, now, &next_tick);
-		if (now >= next_alive) {
+		if (now >= next_alive || r->exited) {
+			r->exited = false;
 			if (!any_alive(r) && !r->all)
 				break;
 			next_alive = now + ALIVE_EVERY_NS;
@@ -761,15 +769,8 @@ static int write_output(struct record *r)
 				  .start_unix_ns = r->start_unix_ns,
 				  .duration_ns = r->end_ns - r->start_ns };
 	int fmt = r->format >= 0 ? r->format : format_by_path(r->outpath);
-	struct output out;
-	int err = output_open(&out, r->outpath);
+	int err = profile_write(fmt, r->c.agg, &m, r->outpath);
 
-	if (!err && format_write(fmt, r->c.agg, &m, out.f) != 0)
-		err = -EIO;
-	if (!err)
-		err = output_commit(&out);
-	else if (out.f)
-		output_abort(&out);
 	if (err) {
 		fprintf(stderr, "pybpfprof: cannot write %s: %s\n", r->outpath ? r->outpath : "stdout",
 			strerror(-err));
@@ -869,6 +870,8 @@ static int run(struct record *r, int *go_fd)
 	privs_note_output(r->outpath);
 	if (r->cmd)
 		privs_note_child();
+	if (r->all)
+		privs_note_attach();
 	privs_drop_after_setup();
 	r->start_ns = now_ns();
 	r->start_unix_ns = (uint64_t)time(NULL) * 1000000000ull;

@@ -11,19 +11,101 @@
 
 #define UNKNOWN_FRAME "[unknown]"
 
+/*
+ * Recently named (code object, instruction) pairs: their line and location.
+ * A profile keeps hitting the same few pairs, and naming one from scratch
+ * means decoding the line table from its start and hashing the name and file
+ * strings into the aggregate: most of the cost of a sample. Direct-mapped.
+ * A slot answers only for the code-cache entry it was filled from, as it was
+ * then (address, key, line-table buffer), so a code object loaded since at a
+ * reused address, or into a reused cache slot, never gets another's lines;
+ * its location is checked against the aggregate before it is used.
+ * This program is single-threaded.
+ */
+#define FRAME_MEMO 4096         /* power of two */
+
+struct frame_memo {
+	const struct codeinfo *ci;
+	const uint8_t *linetable;
+	size_t lt_len;
+	uint64_t addr, instr;
+	uint32_t firstlineno, name_lo;
+	int line;
+	const struct agg *agg;      /* loc is an id in this aggregate; NULL: none yet */
+	int64_t loc;
+};
+
+static struct frame_memo frame_memo[FRAME_MEMO];
+
+static bool memo_is(const struct frame_memo *m, const struct codeinfo *ci, uint64_t instr)
+{
+	return m->ci == ci && m->addr == ci->addr && m->instr == instr &&
+	       m->linetable == ci->linetable && m->lt_len == ci->lt_len &&
+	       m->firstlineno == ci->firstlineno && m->name_lo == ci->name_lo;
+}
+
+static struct frame_memo *memo_of(const struct pyproc *p, const struct codeinfo *ci, uint64_t instr)
+{
+	uint64_t h = ((ci->addr >> 4) ^ instr * 0x9E3779B97F4A7C15ull) * 0xBF58476D1CE4E5B9ull;
+	struct frame_memo *m = &frame_memo[(h >> 40) & (FRAME_MEMO - 1)];
+
+	if (!memo_is(m, ci, instr)) {
+		*m = (struct frame_memo){ .ci = ci, .linetable = ci->linetable, .lt_len = ci->lt_len,
+					  .addr = ci->addr, .instr = instr,
+					  .firstlineno = ci->firstlineno, .name_lo = ci->name_lo,
+					  .line = frame_line(p, ci, instr), .loc = -1 };
+	}
+	return m;
+}
+
+/* The aggregate still holds that location (it is not reset during a run, but make sure). */
+static bool loc_still(const struct agg *a, const struct frame_memo *m, const struct codeinfo *ci)
+{
+	const char *name, *file;
+	uint32_t kind;
+	int line;
+
+	if (m->agg != a || m->loc < 0 || m->loc >= (int64_t)agg_nlocs(a))
+		return false;
+	agg_loc_info(a, (uint32_t)m->loc, &name, &file, &line, &kind);
+	return kind == LOC_PY && line == m->line && strcmp(name, ci->name) == 0 &&
+	       strcmp(file, ci->file) == 0;
+}
+
+/*
+ * prev: the code object of the frame named just before in the same stack, or
+ * NULL. Frames read from the target now (no kernel key) share it when they run
+ * the same code, as recursive ones do, rather than read its header again.
+ */
 static int64_t frame_loc(struct pyproc *p, struct agg *a, const struct pbp_frame *f,
-			 const struct pbp_frame *key, struct symstats *st)
+			 const struct pbp_frame *key, struct symstats *st,
+			 const struct codeinfo **prev)
 {
 	int err;
-	const struct codeinfo *ci = codecache_get(p->codes, p, f->code, key, &err);
+	const struct codeinfo *ci;
+	struct frame_memo *m;
+	int64_t id;
 
+	if (!key && *prev && (*prev)->addr == f->code)
+		ci = *prev;
+	else
+		ci = codecache_get(p->codes, p, f->code, key, &err);
+	*prev = ci;
 	st->frames++;
 	if (!ci) {
 		/* Freed or unreadable since the sample: say so rather than drop the frame. */
 		st->unknown_frames++;
 		return agg_loc(a, UNKNOWN_FRAME, NULL, -1, LOC_PY);
 	}
-	return agg_loc(a, ci->name, ci->file, frame_line(p, ci, f->instr), LOC_PY);
+	m = memo_of(p, ci, f->instr);
+	if (loc_still(a, m, ci))
+		return m->loc;
+	id = agg_loc(a, ci->name, ci->file, m->line, LOC_PY);
+	if (id >= 0) {
+		m->agg = a;
+		m->loc = id;
+	}
+	return id;
 }
 
 /* Frames the kernel did not copy, read now from where it stopped. */
@@ -44,6 +126,7 @@ static int complete(struct pyproc *p, const struct pbp_sample *s, struct pbp_fra
 int symbolize(struct pyproc *p, const struct pbp_sample *s, struct agg *a, uint32_t *locs,
 	      uint32_t max, uint32_t *n, struct symstats *st)
 {
+	const struct codeinfo *prev = NULL;
 	struct pbp_frame *more = NULL;
 	size_t nmore = 0;
 	uint32_t k = 0;
@@ -63,14 +146,14 @@ int symbolize(struct pyproc *p, const struct pbp_sample *s, struct agg *a, uint3
 	}
 	/* Innermost first in the sample; the profile wants the root first. */
 	for (size_t i = nmore; i-- > 0 && k < max;) {
-		int64_t id = frame_loc(p, a, &more[i], NULL, st);
+		int64_t id = frame_loc(p, a, &more[i], NULL, st, &prev);
 
 		if (id < 0)
 			goto out;
 		locs[k++] = (uint32_t)id;
 	}
 	for (int i = (int)s->nframes - 1; i >= 0 && k < max; i--) {
-		int64_t id = frame_loc(p, a, &s->frames[i], &s->frames[i], st);
+		int64_t id = frame_loc(p, a, &s->frames[i], &s->frames[i], st, &prev);
 
 		if (id < 0)
 			goto out;
@@ -88,6 +171,7 @@ int symbolize_thread(struct pyproc *p, uint64_t tstate, struct agg *a, uint32_t 
 		     uint32_t max, uint32_t *n, struct symstats *st)
 {
 	struct pbp_frame *frames = malloc(sizeof(*frames) * PBP_MAX_DEPTH);
+	const struct codeinfo *prev = NULL;
 	uint64_t frame = 0;
 	size_t nf = 0;
 	uint32_t k = 0;
@@ -100,7 +184,7 @@ int symbolize_thread(struct pyproc *p, uint64_t tstate, struct agg *a, uint32_t 
 	if (!err && frame)
 		err = stack_walk(p, frame, frames, PBP_MAX_DEPTH, &nf);
 	for (size_t i = nf; !err && i-- > 0 && k < max;) {
-		int64_t id = frame_loc(p, a, &frames[i], NULL, st);
+		int64_t id = frame_loc(p, a, &frames[i], NULL, st, &prev);
 
 		if (id < 0)
 			err = (int)id;

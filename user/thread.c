@@ -139,6 +139,11 @@ static int read_interp_threads(struct pyproc *p, uint64_t interp, struct pythrea
 		err = remote_read(p->r, tstate, ts, span);
 		if (err)
 			break;
+		/* Freed and reused (or unmapped and garbage): no thread of this interpreter. */
+		if (rd64(ts, v->ts_interp) != interp) {
+			err = -PBP_E_FAULT;
+			break;
+		}
 		if (*n < max) {
 			t = &out[*n];
 			t->tstate = tstate;

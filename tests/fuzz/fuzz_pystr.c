@@ -13,9 +13,9 @@
  *
  * Besides ASan/UBSan, it aborts when a result is not 0 or a -PBP_E_* code,
  * the output is not NUL-terminated inside the buffer, holds something other
- * than whole UTF-8-shaped sequences (surrogates allowed: a str may hold
- * them), or when a smaller buffer gives other than a prefix of a larger
- * one's result cut at a character boundary.
+ * than whole UTF-8 sequences (a str may hold lone surrogates: they must come
+ * out as '?'), or when a smaller buffer gives other than a prefix of a
+ * larger one's result cut at a character boundary.
  *
  * Seeds (tests/fuzz/corpus/pystr/): compact ASCII, Latin-1, UCS-2 (with a
  * surrogate) and UCS-4 strings of 3.8 (with wstr) and 3.12 (without), an
@@ -37,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const size_t outlens[] = { 1, 2, 3, 4, 5, 8, 16, 64, 255, 4096, BIG };
 
-/* Lead byte and continuation bytes of a sequence of 1-4 bytes, code point <= 0x10ffff. */
+/* Lead byte and continuation bytes of a sequence of 1-4 bytes, code point <= 0x10ffff, no surrogate. */
 static size_t seq_len(const unsigned char *s)
 {
 	size_t n;
@@ -46,6 +46,7 @@ static size_t seq_len(const unsigned char *s)
 		return 1;
 	n = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc0 ? 2 : 0;
 	MUST(n != 0 && s[0] <= 0xf4);
+	MUST(s[0] != 0xed || s[1] < 0xa0);     /* no surrogates: they are not UTF-8 */
 	for (size_t i = 1; i < n; i++)
 		MUST((s[i] & 0xc0) == 0x80);
 	return n;

@@ -6,7 +6,7 @@ import re
 import subprocess
 import time
 
-from conftest import PYBPFPROF, TARGETS
+from conftest import PYBPFPROF, REPO, TARGETS
 
 WORKERS = os.path.join(TARGETS, "workers.py")
 FRAME = re.compile(r"^(?P<func>.*) \((?P<file>.*?)(?::(?P<line>\d+))?\)$")
@@ -49,17 +49,103 @@ def marks(path=WORKERS):
                 for m in [re.search(r"#\s*mark:\s*([\w-]+)", t)] if m}
 
 
-def bpf_programs_of_dead(names=("on_sample", "on_switch")):
-    """BPF programs of ours held by no living process: must always be empty."""
-    r = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True)
+BPF_SOURCE = os.path.join(REPO, "bpf", "profile.bpf.c")
+BPF_NAME_LEN = 15   # the kernel keeps at most 15 characters of a program's or map's name
+
+
+def bpf_names():
+    """(program names, map names) of bpf/profile.bpf.c, cut as the kernel cuts them."""
+    with open(os.path.normpath(BPF_SOURCE)) as f:
+        src = f.read()
+    progs = re.findall(r'SEC\("[^"]*"\)\s*\n\s*int\s+(?:BPF_PROG\()?\s*(\w+)', src)
+    progs = [p for p in progs if p != "LICENSE"]
+    maps = re.findall(r'\}\s*(\w+)\s+SEC\("\.maps"\)', src)
+    return ({p[:BPF_NAME_LEN] for p in progs}, {m[:BPF_NAME_LEN] for m in maps})
+
+
+def _bpftool(what):
+    r = subprocess.run(["bpftool", "-j", what, "show"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    left = []
-    for prog in json.loads(r.stdout or "[]"):
-        if prog.get("name") not in names:
+    return json.loads(r.stdout or "[]")
+
+
+def _bpf_fd_holders():
+    """{("prog"|"map"|"link", id): {pid, ...}} of every BPF fd of every living
+    process, from /proc/PID/fdinfo (bpftool here cannot tell who holds what)."""
+    held = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
             continue
-        pids = [p["pid"] for p in prog.get("pids", [])]
-        if not any(os.path.exists("/proc/%d" % pid) for pid in pids):
-            left.append(prog)
+        base = "/proc/%s/fdinfo" % pid
+        try:
+            fds = os.listdir(base)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                with open(os.path.join(base, fd)) as f:
+                    info = f.read()
+            except OSError:
+                continue
+            # A link's fdinfo names its program too: the link is what is held.
+            kind = "link" if "link_id:" in info else "prog" if "prog_id:" in info else \
+                "map" if "map_id:" in info else None
+            if kind:
+                oid = int(re.search(r"%s_id:\s*(\d+)" % kind, info).group(1))
+                held.setdefault((kind, oid), set()).add(int(pid))
+    return held
+
+
+def _is_pybpfprof(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return b"pybpfprof" in f.read()
+    except OSError:
+        return False
+
+
+def bpf_objects_of_dead(names=None):
+    """pybpfprof's BPF programs, maps and links that outlived their pybpfprof:
+    every one not held, directly or through a link (which holds its program)
+    or a program (which holds its maps), by a living pybpfprof process. Must
+    always be empty once the pybpfprof runs are over. Objects of pybpfprof
+    runs still going (other tests') are held, so they do not count.
+    Each is bpftool's JSON with "kind" added."""
+    prog_names, map_names = bpf_names()
+    if names:
+        prog_names = {n[:BPF_NAME_LEN] for n in names}
+    held = _bpf_fd_holders()
+    alive = {k for k, pids in held.items() if any(_is_pybpfprof(p) for p in pids)}
+    progs = {p["id"]: p for p in _bpftool("prog") if p.get("name") in prog_names}
+    links = [l for l in _bpftool("link") if l.get("prog_id") in progs]
+    for l in links:
+        if ("link", l["id"]) in alive:
+            alive.add(("prog", l["prog_id"]))
+    for pid, prog in progs.items():
+        if ("prog", pid) in alive:
+            alive.update(("map", m) for m in prog.get("map_ids", []))
+    maps = [m for m in _bpftool("map") if m.get("name") in map_names]
+    left = []
+    for kind, objs in (("prog", progs.values()), ("link", links), ("map", maps)):
+        for o in objs:
+            if (kind, o["id"]) not in alive:
+                left.append(dict(o, kind=kind))
+    return left
+
+
+def bpf_programs_of_dead(names=None):
+    """Kept for the tests that call it: every kind of object now (see above)."""
+    return bpf_objects_of_dead(names)
+
+
+def wait_no_bpf_objects(timeout=5):
+    """The kernel frees objects once their last holder is gone, a little later:
+    the leftovers after waiting up to timeout seconds for that."""
+    deadline = time.monotonic() + timeout
+    left = bpf_objects_of_dead()
+    while left and time.monotonic() < deadline:
+        time.sleep(0.1)
+        left = bpf_objects_of_dead()
     return left
 
 

@@ -1,0 +1,55 @@
+"""Adversarial target: a process that exits while it is being read.
+
+Runs on CPython 3.8 to 3.14 (keep the syntax at 3.8's level).
+
+    exiter.py HOW DELAY
+
+Starts 40 threads, half parked 60 frames deep, half spinning 60 frames deep
+(long walks, so a read is likely under way when the end comes), writes
+$PBP_READY {"pid", "version"}, then DELAY seconds later ends:
+  os_exit     os._exit(0): the kernel tears the process down at once
+  finalize    sys.exit(0) from the main thread: the interpreter finalizes
+              first (thread states and objects freed while threads still run)
+  abort       os.abort(): SIGABRT, a core dump's worth of teardown
+"""
+
+import json
+import os
+import resource
+import sys
+import threading
+import time
+
+READY = os.environ["PBP_READY"]
+PARK = threading.Lock()
+PARK.acquire()
+
+
+def down(n, spin):
+    if n:
+        return down(n - 1, spin)
+    if not spin:
+        PARK.acquire()
+    x = 0
+    while True:
+        x += 1
+
+
+def main():
+    how, delay = sys.argv[1], float(sys.argv[2])
+    for i in range(40):
+        threading.Thread(target=down, args=(60, i % 2 == 1), daemon=True).start()
+    time.sleep(0.1)
+    with open(READY + ".tmp", "w") as f:
+        json.dump({"pid": os.getpid(), "version": list(sys.version_info[:3])}, f)
+    os.replace(READY + ".tmp", READY)
+    time.sleep(delay)
+    if how == "os_exit":
+        os._exit(0)
+    elif how == "abort":
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core file left behind
+        os.abort()
+    sys.exit(0)
+
+
+main()

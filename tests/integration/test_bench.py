@@ -1,0 +1,80 @@
+"""scripts/bench.py (`make bench`) runs and writes bench/RESULTS.md's structure.
+
+Numbers never go in tests: this checks that the bench runs (quick, two
+scenarios, one interpreter) and that its results file has every section, the
+summary table, a figure in every cell it should fill, and keeps the
+hand-written analysis between its markers."""
+
+import glob
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+
+BENCH = os.path.join(REPO, "scripts", "bench.py")
+PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+PYENV = os.environ.get("PYENV_ROOT") or "/root/.pyenv"
+KEPT = "Hand-written analysis that a rerun must keep."
+
+
+def bench(*args, timeout=600):
+    return subprocess.run([PYTHON, BENCH] + list(args), capture_output=True,
+                          universal_newlines=True, timeout=timeout)
+
+
+def test_bench_rejects_unknown_scenario():
+    r = bench("--only", "nonsense")
+    assert r.returncode == 2, r.stderr
+    assert "unknown scenario" in r.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the bench needs root (BPF, bpf_stats)")
+def test_bench_quick_results_structure(tmp_path):
+    if not glob.glob(os.path.join(PYENV, "versions", "3.11.*", "bin", "python3")):
+        pytest.skip("no pyenv 3.11 to run the bench with")
+    results = tmp_path / "RESULTS.md"
+    results.write_text("old\n<!-- analysis: begin (hand-written, kept across runs) -->\n%s\n"
+                       "<!-- analysis: end -->\n" % KEPT)
+    r = bench("--quick", "--only", "slowdown,cost", "--pythons", "3.11",
+              "--results", str(results))
+    assert r.returncode == 0, r.stdout + r.stderr
+    text = results.read_text()
+
+    # Sections, in order.
+    heads = re.findall(r"^## (.+)$", text, re.M)
+    assert heads == ["Machine", "Summary", "Method", "Details", "Misses", "Why"], heads
+    for key in ("CPU", "Kernel", "Date", "Pythons", "pybpfprof"):
+        assert re.search(r"^- %s: \S" % key, text, re.M), key
+    assert "3.11 = 3.11." in text
+
+    # The summary table: a header with the interpreter, then one row per figure.
+    summary = text.split("## Summary")[1].split("## Method")[0]
+    rows = [l for l in summary.splitlines() if l.startswith("|")]
+    assert rows[0] == "| figure (median [min–max]) | 3.11 | target | pass/fail |", rows[0]
+    cells = [[c.strip() for c in r.strip().strip("|").split("|")] for r in rows[2:]]
+    body = {c[0]: c for c in cells}
+    assert all(len(c) == 4 for c in cells), cells
+    for hz in (99, 999, 9999):
+        for label in ("slowdown, cpu mode, %d Hz" % hz, "achieved rate, %d Hz" % hz,
+                      "profiler CPU/sample, %d Hz (µs)" % hz):
+            assert label in body, sorted(body)
+            name, cell, target, verdict = body[label]
+            assert re.match(r"^-?[\d.]+ \[-?[\d.]+–-?[\d.]+\]$", cell), (label, cell)
+            # A figure with a target has a verdict; one without has neither.
+            assert (target, verdict) == ("-", "-") or verdict in ("PASS", "FAIL"), body[label]
+    assert body["slowdown, cpu mode, 99 Hz"][3] in ("PASS", "FAIL")
+    assert "remote reads/sample, steady state" in body
+    assert "BPF time/sample (in target), 999 Hz (µs)" in body
+
+    # Misses are listed (or "None."), and the analysis survived the rerun.
+    misses = text.split("## Misses")[1].split("## Why")[0].strip()
+    assert misses == "None." or all(l.startswith("- ") for l in misses.splitlines())
+    assert KEPT in text.split("## Why")[1]
+
+    # The one-screen table went to stdout, one line per summary row.
+    assert "figure (median [min–max])" in r.stdout
+    assert len([l for l in r.stdout.splitlines() if "Hz" in l]) >= 9

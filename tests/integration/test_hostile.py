@@ -1,0 +1,606 @@
+"""Hostile conditions: targets that corrupt, stretch, churn, fork, exec,
+stop and exit under the profiler; valgrind; kernel objects after every kind
+of exit; privileges (root, sudo, only the three capabilities, none).
+
+Every run of pybpfprof here must end within its timeout (a hang fails the
+test), exit with the code the case documents, leave a profile that parses,
+and stay under RSS_LIMIT (peak resident memory of the pybpfprof process,
+from wait4)."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+
+import pytest
+
+from conftest import PYBPFPROF, REPO, TARGETS, _discover
+from profile import (WORKERS, bpf_objects_of_dead, by_thread, func_of, parse_collapsed, total,
+                     wait_no_bpf_objects)
+
+RSS_LIMIT_KB = 200 * 1024
+VALGRIND_SUPP = os.path.join(REPO, "tests", "valgrind.supp")
+EXIT_OK, EXIT_NO_PROCESS, EXIT_NOT_PYTHON, EXIT_UNSUPPORTED, EXIT_PERM = 0, 3, 4, 5, 6
+EXIT_TARGET_GONE, EXIT_IO = 8, 10
+NOBODY = 65534
+CAP_SYS_PTRACE = 1 << 19
+THREE_CAPS = "+bpf,+perfmon,+sys_ptrace"
+
+
+# --- running pybpfprof --------------------------------------------------------
+
+class Run(object):
+    """A finished pybpfprof: returncode, stdout/stderr (bytes and text),
+    maxrss_kb, seconds."""
+
+    def __init__(self, returncode, out, err, maxrss_kb, seconds):
+        self.returncode = returncode
+        self.out, self.err = out, err
+        self.stdout = out.decode("utf-8", "replace")
+        self.stderr = err.decode("utf-8", "replace")
+        self.maxrss_kb = maxrss_kb
+        self.seconds = seconds
+
+    def __repr__(self):
+        return "exit %s after %.1fs, %d KiB\nstderr: %s" % (
+            self.returncode, self.seconds, self.maxrss_kb, self.stderr[-3000:])
+
+
+def start(args, prefix=(), env=None):
+    """Popen of pybpfprof (behind prefix: valgrind, setpriv, sudo), output to files."""
+    out = tempfile.TemporaryFile()
+    err = tempfile.TemporaryFile()
+    p = subprocess.Popen(list(prefix) + [PYBPFPROF] + [str(a) for a in args], stdout=out,
+                         stderr=err, stdin=subprocess.DEVNULL, env=env)
+    p.files, p.t0 = (out, err), time.monotonic()
+    return p
+
+
+def finish(p, timeout=60):
+    """Wait for a start()ed pybpfprof; a run past its timeout is a hang: fail."""
+    deadline = p.t0 + timeout
+    while True:
+        pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.monotonic() > deadline:
+            p.kill()
+            os.wait4(p.pid, 0)
+            out, err = p.files
+            err.seek(0)
+            pytest.fail("pybpfprof %s hung (no exit after %gs)\nstderr: %s" % (
+                " ".join(p.args[-12:]), timeout, err.read()[-3000:].decode(errors="replace")),
+                pytrace=False)
+        time.sleep(0.01)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    out, err = p.files
+    out.seek(0)
+    err.seek(0)
+    return Run(p.returncode, out.read(), err.read(), ru.ru_maxrss, time.monotonic() - p.t0)
+
+
+def run(args, timeout=60, **kwargs):
+    return finish(start(args, **kwargs), timeout)
+
+
+def check_rss(r):
+    assert r.maxrss_kb < RSS_LIMIT_KB, "pybpfprof peaked at %d KiB" % r.maxrss_kb
+
+
+def check_collapsed(path):
+    """The profile parses: every line frames, a space, a positive count. Its stacks."""
+    with open(str(path), "rb") as f:
+        text = f.read().decode("utf-8")   # strict: the writers emit UTF-8
+    stacks = parse_collapsed(text)
+    for frames, count in stacks:
+        assert count > 0 and all(frames), (frames, count)
+    return stacks
+
+
+def profile(pid, tmp_path, mode, seconds=2, extra=(), timeout=None, codes=(EXIT_OK,)):
+    """pybpfprof -p PID -d seconds -m mode -t: (Run, stacks or None)."""
+    out = tmp_path / ("%s-%d.txt" % (mode, int(time.monotonic() * 1000)))
+    r = run(["-p", pid, "-d", seconds, "-m", mode, "-t", "-o", out] + list(extra),
+            timeout=timeout or seconds + 30)
+    assert r.returncode in codes, r
+    check_rss(r)
+    if r.returncode != EXIT_OK:
+        assert not out.exists()
+        return r, None
+    return r, check_collapsed(out)
+
+
+def dump(pid, json_out=True, timeout=30, codes=(EXIT_OK,)):
+    """pybpfprof dump: (Run, parsed JSON or text), checked to be UTF-8 (and JSON)."""
+    r = run(["dump", "-p", pid] + (["--json"] if json_out else []), timeout=timeout)
+    assert r.returncode in codes, r
+    check_rss(r)
+    if r.returncode != EXIT_OK:
+        assert r.out == b""
+        return r, None
+    text = r.out.decode("utf-8")
+    return r, json.loads(text) if json_out else text
+
+
+def threads_of(d):
+    return {t["tid"]: t for t in d["threads"]}
+
+
+def role_tids(ready):
+    return {t["role"]: t["native_id"] for t in ready["threads"]}
+
+
+def first_interp():
+    usable = [i for i in _discover() if not i.skip_reason]
+    assert usable, "no interpreter"
+    return usable[0]
+
+
+# --- (a) a frame chain turned into a cycle ---------------------------------------
+
+def test_frame_cycle(interp, start_target, tmp_path):
+    proc, pid, ready = start_target(interp, "cycle.py")
+    tids = role_tids(ready)
+    for json_out in (True, False):
+        r, d = dump(pid, json_out)
+        assert r.seconds < 10, r
+    r, d = dump(pid)
+    by = threads_of(d)
+    for role in ("loop-parked", "loop-spinning"):
+        t = by[tids[role]]
+        assert t["error"] == "target memory is inconsistent", (role, t)
+        funcs = [f["function"].rsplit(".", 1)[-1] for f in t["frames"]]
+        assert "level3" in funcs and len(funcs) <= 64, (role, funcs)
+    healthy = by[tids["healthy"]]
+    assert healthy["error"] is None, healthy
+    assert "healthy_spin" in [f["function"] for f in healthy["frames"]]
+    for mode in ("cpu", "wall"):
+        r, stacks = profile(pid, tmp_path, mode)
+        threads = by_thread(stacks)
+        assert total(threads.get(tids["healthy"], [])) > 20, r
+        assert any("healthy_spin" in map(func_of, fr) for fr, c in threads[tids["healthy"]])
+        # The spinning thread with the cycle is sampled, its stack cut where the loop is found.
+        assert total(threads.get(tids["loop-spinning"], [])) > 5, r
+    assert proc.poll() is None
+
+
+# --- (b) absurd code objects ----------------------------------------------------------
+
+def test_absurd_code_objects(interp, start_target, tmp_path):
+    proc, pid, ready = start_target(interp, "absurd.py", timeout=120)
+    tids = role_tids(ready)
+    r, d = dump(pid)
+    by = threads_of(d)
+
+    def top(role):
+        return by[tids[role]]["frames"][0]
+
+    assert top("long-body")["function"] == "long_body"
+    assert top("long-body")["line"] in (50004, 50005), top("long-body")
+    long_names = top("long-names")
+    assert set(long_names["function"]) <= set("nC."), long_names["function"][:80]
+    assert 100 < len(long_names["function"]) <= 16384
+    assert long_names["file"].startswith("/fffff") and len(long_names["file"]) <= 16384
+    odd = top("odd-chars")
+    assert odd["function"] == "semi;colon\nnew line", odd   # cut at the NUL
+    assert odd["file"] == "a;b\nc (1):2?.py", odd           # the lone surrogate is '?'
+    for role in ("firstline-max", "firstline-min", "firstline-neg", "firstline-edge"):
+        assert top(role)["function"] == "spin", top(role)
+        assert isinstance(top(role)["line"], int)
+    deep = by[tids["too-deep"]]
+    assert deep["error"] == "target memory is inconsistent", deep["error"]
+    assert len(deep["frames"]) > 1000
+    r, text = dump(pid, json_out=False)
+    assert "    semi;colon?new line (a;b?c (1):2?.py" in text
+    for mode in ("cpu", "wall"):
+        r, stacks = profile(pid, tmp_path, mode)
+        threads = by_thread(stacks)
+        for role in ("long-body", "long-names", "odd-chars", "firstline-max"):
+            assert total(threads.get(tids[role], [])) > 0, (mode, role, r)
+    # Every writer takes what was read: the names, the lines, the 20,000 frames.
+    src = tmp_path / "wall.txt"
+    r = run(["-p", pid, "-d", 1, "-m", "wall", "-o", src], timeout=40)
+    assert r.returncode == 0, r
+    for ext in ("html", "svg", "speedscope.json", "pb.gz", "pstats"):
+        r = run(["convert", "-i", src, "-o", tmp_path / ("out." + ext), "-m", "wall"], timeout=60)
+        assert r.returncode == 0, (ext, r)
+        check_rss(r)
+    assert proc.poll() is None
+
+
+# --- (c) churn ------------------------------------------------------------------------------
+
+def test_churn(interp, start_target, tmp_path):
+    proc, pid, ready = start_target(interp, "churn.py")
+    for i in range(40):
+        r, d = dump(pid)   # every one succeeds: a thread freed mid-walk is not an error
+        assert d["pid"] == pid and d["threads"], r
+    for mode in ("cpu", "wall"):
+        r, stacks = profile(pid, tmp_path, mode)
+        assert total(stacks) > 0, r
+    assert proc.poll() is None
+
+
+# --- a thread list that changes (or breaks) under the walk ----------------------------
+
+def test_thread_list_ends_in_unmapped_memory(interp, start_target, tmp_path):
+    """What a thread state freed mid-walk looks like, made permanent: the
+    walk faults after the real threads. dump lists those, and succeeds."""
+    proc, pid, ready = start_target(interp, "badlist.py", "fault")
+    r, d = dump(pid)
+    assert sorted(threads_of(d)) == sorted(ready["tids"]), d
+    r, text = dump(pid, json_out=False)
+    assert text.count("\nThread ") == 3, text
+    r, stacks = profile(pid, tmp_path, "wall", seconds=1)
+    assert set(by_thread(stacks)) <= set(ready["tids"])
+
+
+def test_thread_list_cycle_is_corrupt(interp, start_target, tmp_path):
+    proc, pid, ready = start_target(interp, "badlist.py", "cycle")
+    r, d = dump(pid, codes=(9,))   # EXIT_CORRUPT
+    assert r.stderr.strip().splitlines() == [
+        "pybpfprof: pid %d: target memory is inconsistent" % pid], r
+    assert r.seconds < 10, r
+    for mode in ("cpu", "wall"):
+        profile(pid, tmp_path, mode, seconds=1)   # no thread known: an empty profile, on time
+
+
+# --- (d) fork and exec ------------------------------------------------------------------------
+
+def test_fork_and_exec(interp, start_target, tmp_path):
+    proc, pid, ready = start_target(interp, "forker.py", "1.5")
+    runs = [(mode, start(["-p", pid, "-d", 3, "-m", mode, "-t",
+                          "-o", tmp_path / ("%s.txt" % mode)])) for mode in ("cpu", "wall")]
+    # Dumps before, across and after the exec: before and after it they see
+    # Python; across it, whatever the half-replaced process shows, in time.
+    codes = []
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 3.5:
+        r, d = dump(pid, codes=(EXIT_OK, EXIT_NOT_PYTHON, EXIT_TARGET_GONE, 9))
+        codes.append(r.returncode)
+    assert codes.count(EXIT_OK) > len(codes) // 2, codes
+    assert codes[-1] == EXIT_OK, codes
+    r, d = dump(pid)
+    assert any("spinner" in [f["function"] for f in t["frames"]] for t in d["threads"]), d
+    for mode, p in runs:
+        r = finish(p, timeout=40)
+        assert r.returncode == 0, r
+        check_rss(r)
+        stacks = check_collapsed(tmp_path / ("%s.txt" % mode))
+        assert total(stacks) > 0
+    assert proc.poll() is None
+
+
+# --- (e) SIGSTOP -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("mode", ["cpu", "wall"])
+def test_sigstop_during_sampling(interp, start_target, tmp_path, mode):
+    proc, pid, ready = start_target(interp, WORKERS, "spinner", "sleeper")
+    out = tmp_path / "out.txt"
+    try:
+        p = start(["-p", pid, "-d", 2, "-m", mode, "-o", out])
+        time.sleep(0.6)
+        os.kill(pid, signal.SIGSTOP)
+        r = finish(p, timeout=30)
+        assert r.returncode == 0, r
+        assert r.seconds < 15, r
+        check_rss(r)
+        check_collapsed(out)
+        # Stopped all along: attach, read, sample nothing on CPU, end on time.
+        r, stacks = profile(pid, tmp_path, mode, seconds=1)
+        assert r.seconds < 15
+        r, d = dump(pid)
+        spin = [t for t in d["threads"] if t["tid"] == role_tids_kind(ready, "spinner")][0]
+        assert "spinner" in [f["function"] for f in spin["frames"]], spin
+        assert spin["on_cpu"] is False
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert proc.poll() is None
+
+
+def role_tids_kind(ready, kind):
+    return [t["native_id"] for t in ready["threads"] if t["kind"] == kind][0]
+
+
+# --- (f) exit during a read ------------------------------------------------------------------
+
+GONE = (EXIT_OK, EXIT_NO_PROCESS, EXIT_TARGET_GONE)
+
+
+@pytest.mark.parametrize("how", ["os_exit", "finalize"])
+def test_exit_during_read(interp, start_target, tmp_path, how):
+    exit_during_read(interp, start_target, tmp_path, how)
+
+
+def test_abort_during_read(start_target, tmp_path):
+    # From outside like os._exit: once is enough.
+    exit_during_read(first_interp(), start_target, tmp_path, "abort")
+
+
+def exit_during_read(interp, start_target, tmp_path, how):
+    results, lock = [], threading.Lock()
+    proc, pid, ready = start_target(interp, "exiter.py", how, "0.5")
+    p = start(["-p", pid, "-d", 3, "-m", "wall", "-o", tmp_path / "wall.txt"])
+
+    def hammer():
+        # Until the pid is gone for good, and a few reads after.
+        after = 0
+        while after < 3:
+            r = run(["dump", "-p", pid, "--json"], timeout=30)
+            with lock:
+                results.append(r)
+            if not os.path.exists("/proc/%d" % pid) or proc.poll() is not None:
+                after += 1
+
+    workers = [threading.Thread(target=hammer) for _ in range(3)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(120)
+    assert not any(w.is_alive() for w in workers), "dumps never ended"
+    for r in results:
+        assert r.returncode in GONE, r
+        check_rss(r)
+        if r.returncode == EXIT_OK:
+            json.loads(r.out.decode("utf-8"))
+        else:
+            assert len(r.stderr.strip().splitlines()) == 1, r
+    assert any(r.returncode == EXIT_OK for r in results)
+    r = finish(p, timeout=30)
+    assert r.returncode in GONE, r
+    check_rss(r)
+    if r.returncode == EXIT_OK:
+        check_collapsed(tmp_path / "wall.txt")
+
+
+# --- sanitizers: valgrind ---------------------------------------------------------------------
+
+VALGRIND = ["valgrind", "--suppressions=" + VALGRIND_SUPP, "--error-exitcode=99",
+            "--leak-check=full", "--errors-for-leak-kinds=definite"]
+
+
+@pytest.mark.skipif(not shutil.which("valgrind"), reason="valgrind not installed")
+@pytest.mark.parametrize("args", [["-d", "2"], ["-d", "2", "-m", "wall", "-t", "--status"],
+                                  ["dump"]], ids=["cpu", "wall", "dump"])
+def test_valgrind(start_target, tmp_path, args):
+    proc, pid, ready = start_target(first_interp(), WORKERS, "spinner", "sleeper")
+    out = tmp_path / "out.txt"
+    if args == ["dump"]:
+        cmd = ["dump", "-p", pid]
+    else:
+        cmd = ["-p", pid, "-o", out] + args
+    r = run(cmd, prefix=VALGRIND, timeout=180)
+    assert r.returncode == 0, r
+    if args != ["dump"]:
+        assert total(check_collapsed(out)) > 20
+
+
+# --- kernel objects after every kind of exit ------------------------------------------------
+
+def no_leftovers():
+    left = wait_no_bpf_objects()
+    assert not left, "BPF objects outlived pybpfprof: %s" % [
+        (o["kind"], o.get("name"), o["id"]) for o in left]
+
+
+def old_python():
+    root = os.environ.get("PYENV_ROOT", "/root/.pyenv")
+    for v in ("3.7", "3.6"):
+        vers = os.path.join(root, "versions")
+        if os.path.isdir(vers):
+            for d in sorted(os.listdir(vers)):
+                exe = os.path.join(vers, d, "bin", "python" + v)
+                if d.startswith(v + ".") and os.path.exists(exe):
+                    return exe
+    return None
+
+
+@pytest.mark.parametrize("mode", ["cpu", "wall"])
+def test_kernel_objects_after_normal_exit(start_target, tmp_path, mode):
+    proc, pid, ready = start_target(first_interp(), WORKERS, "spinner")
+    r, stacks = profile(pid, tmp_path, mode, seconds=1)
+    no_leftovers()
+
+
+def test_kernel_objects_after_error_exits(tmp_path):
+    # After the sampler is loaded: a launched command that is not Python, one
+    # that cannot run, one of an unsupported version; an unwritable output.
+    py = first_interp().argv
+    nap = ["-c", "import time; time.sleep(1.5)"]   # a launched command is waited for
+    cases = [(["-o", tmp_path / "a.txt", "--", "sleep", "0.3"], EXIT_NOT_PYTHON),
+             (["-o", tmp_path / "b.txt", "--", "/nonexistent/cmd"], EXIT_NOT_PYTHON),
+             (["-o", tmp_path / "c.txt", "-d", "1", "--"] + py + nap, EXIT_OK)]
+    old = old_python()
+    if old:
+        cases.append((["-o", tmp_path / "d.txt", "--", old] + nap, EXIT_UNSUPPORTED))
+    # Before it: no such pid, bad usage.
+    cases += [(["-p", "4194301", "-d", "1"], EXIT_NO_PROCESS), (["-F", "0", "-p", "1"], 2)]
+    for args, code in cases:
+        r = run(args, timeout=60)
+        assert r.returncode == code, (args, r)
+        no_leftovers()
+    r = run(["-o", "/nonexistent/dir/out.txt", "-d", "1", "--"] + py + nap, timeout=60)
+    assert r.returncode == EXIT_IO, r
+    no_leftovers()
+
+
+@pytest.mark.parametrize("when", [0.05, 0.2, 1.5], ids=["setup", "early", "sampling"])
+def test_kernel_objects_after_sigkill(start_target, tmp_path, when):
+    proc, pid, ready = start_target(first_interp(), WORKERS, "spinner")
+    p = start(["-p", pid, "-m", "wall", "-o", tmp_path / "out.txt"])
+    time.sleep(when)
+    p.kill()
+    finish(p, timeout=30)
+    no_leftovers()
+    assert not [f for f in os.listdir(str(tmp_path)) if f.startswith("out.txt")]
+
+
+# --- privileges ---------------------------------------------------------------------------------
+
+def status_caps(pid):
+    caps = {}
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("Cap"):
+                k, v = line.split(":")
+                caps[k] = int(v.strip(), 16)
+    return caps
+
+
+def caps_after_setup(p, timeout=10):
+    """/proc/PID/status capabilities of a running pybpfprof once it has set up
+    (its effective set stops changing at the drop)."""
+    deadline = time.monotonic() + timeout
+    caps = None
+    while time.monotonic() < deadline and p.poll() is None:
+        caps = status_caps(p.pid)
+        if caps["CapEff"] == CAP_SYS_PTRACE:
+            break
+        time.sleep(0.05)
+    return caps
+
+
+def test_root_drops_capabilities(start_target, tmp_path):
+    proc, pid, ready = start_target(first_interp(), WORKERS, "spinner")
+    for mode in ("cpu", "wall"):
+        out = tmp_path / ("%s.txt" % mode)
+        p = start(["-p", pid, "-d", 3, "-m", mode, "-o", out])
+        caps = caps_after_setup(p)
+        r = finish(p)
+        assert r.returncode == 0, r
+        assert caps == {"CapInh": 0, "CapPrm": CAP_SYS_PTRACE, "CapEff": CAP_SYS_PTRACE,
+                        "CapBnd": CAP_SYS_PTRACE, "CapAmb": 0}, {k: hex(v) for k, v in caps.items()}
+        # Sampling went on without them: new threads registered, the file written.
+        assert total(check_collapsed(out)) > 100
+
+
+def test_launch_mode_drops_after_start(tmp_path):
+    interp = first_interp()
+    out = tmp_path / "out.txt"
+    p = start(["-o", out, "-d", "2", "--"] + interp.argv + [
+        "-c", "import time\nt = time.time()\nwhile time.time() - t < 3: sum(range(1000))"])
+    caps = caps_after_setup(p)
+    r = finish(p)
+    assert r.returncode == 0, r
+    assert caps["CapEff"] == CAP_SYS_PTRACE, caps
+    assert total(check_collapsed(out)) > 50
+
+
+@pytest.fixture
+def nobody_dir():
+    """A directory user 65534 can read, write and run things from."""
+    d = tempfile.mkdtemp(prefix="pbp-nobody-")
+    os.chmod(d, 0o777)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def nobody_target(d):
+    """workers.py spinner as uid 65534 on Debian's /usr/bin/python3.11: (Popen, pid)."""
+    exe = "/usr/bin/python3.11"
+    if not os.path.exists(exe) or not shutil.which("setpriv"):
+        pytest.skip("needs /usr/bin/python3.11 and setpriv")
+    script = os.path.join(d, "workers.py")
+    shutil.copy(WORKERS, script)
+    os.chmod(script, 0o644)
+    ready = os.path.join(d, "ready.json")
+    proc = subprocess.Popen(["setpriv", "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY,
+                             "--clear-groups", exe, script, "spinner", "sleeper"],
+                            env=dict(os.environ, PBP_READY=ready), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 30
+    while not os.path.exists(ready):
+        assert proc.poll() is None and time.monotonic() < deadline, "nobody's target did not start"
+        time.sleep(0.05)
+    return proc
+
+
+def as_nobody(caps=None):
+    prefix = ["setpriv", "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY, "--clear-groups"]
+    if caps:
+        prefix += ["--inh-caps=" + caps, "--ambient-caps=" + caps]
+    return prefix
+
+
+def test_only_three_capabilities(nobody_dir, tmp_path):
+    proc = nobody_target(nobody_dir)
+    try:
+        for mode in ("cpu", "wall"):
+            out = os.path.join(nobody_dir, "%s.txt" % mode)
+            p = start(["-p", proc.pid, "-d", 2, "-m", mode, "-t", "-o", out],
+                      prefix=as_nobody(THREE_CAPS))
+            caps = caps_after_setup(p)
+            r = finish(p)
+            assert r.returncode == 0, r
+            check_rss(r)
+            assert caps["CapEff"] == CAP_SYS_PTRACE and caps["CapPrm"] == CAP_SYS_PTRACE, caps
+            assert os.stat(out).st_uid == NOBODY
+            stacks = check_collapsed(out)
+            assert total([s for s in stacks if "spinner" in map(func_of, s[0])]) > 50, r
+        r = run(["dump", "-p", proc.pid], prefix=as_nobody(THREE_CAPS))
+        assert r.returncode == 0, r
+        assert "spinner" in r.stdout
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    no_leftovers()
+
+
+def test_launched_command_gets_no_capabilities(nobody_dir):
+    """Given the three as ambient capabilities, pybpfprof must not pass them
+    on to the command it launches."""
+    if not os.path.exists("/usr/bin/python3.11"):
+        pytest.skip("needs /usr/bin/python3.11")
+    caps_file, out = os.path.join(nobody_dir, "caps"), os.path.join(nobody_dir, "l.txt")
+    code = ("import time\n"
+            "open(%r, 'w').write(open('/proc/self/status').read())\n"
+            "t = time.time()\n"
+            "while time.time() - t < 1.5: sum(range(1000))\n" % caps_file)
+    r = run(["-o", out, "--", "/usr/bin/python3.11", "-c", code], prefix=as_nobody(THREE_CAPS))
+    assert r.returncode == 0, r
+    with open(caps_file) as f:
+        caps = dict(l.split(":\t") for l in f.read().splitlines() if l.startswith("Cap"))
+    for k in ("CapInh", "CapPrm", "CapEff", "CapAmb"):
+        assert int(caps[k], 16) == 0, caps
+    assert total(check_collapsed(out)) > 20
+
+
+@pytest.mark.parametrize("caps,missing", [
+    (None, ["CAP_BPF", "CAP_PERFMON", "CAP_SYS_PTRACE"]),
+    ("+bpf,+perfmon", ["CAP_SYS_PTRACE"]),
+    ("+sys_ptrace", ["CAP_BPF", "CAP_PERFMON"]),
+    ("+bpf,+sys_ptrace", ["CAP_PERFMON"]),
+], ids=["none", "no-ptrace", "no-bpf-perfmon", "no-perfmon"])
+def test_missing_capability_named(nobody_dir, caps, missing):
+    proc = nobody_target(nobody_dir)
+    try:
+        r = run(["-p", proc.pid, "-d", 1, "-o", os.path.join(nobody_dir, "o.txt")],
+                prefix=as_nobody(caps))
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert r.returncode == EXIT_PERM, r
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r
+    named = [c for c in ("CAP_BPF", "CAP_PERFMON", "CAP_SYS_PTRACE")
+             if c in lines[0].split("(")[0]]
+    assert named == missing, lines[0]
+
+
+def test_under_sudo(start_target, tmp_path):
+    if not shutil.which("sudo"):
+        pytest.skip("sudo not installed (scripts/deps.sh installs it)")
+    proc, pid, ready = start_target(first_interp(), WORKERS, "spinner")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SUDO_")}
+    for mode in ("cpu", "wall"):
+        out = tmp_path / ("%s.txt" % mode)
+        r = run(["-p", pid, "-d", 2, "-m", mode, "-o", out], prefix=["sudo", "-n"], env=env)
+        assert r.returncode == 0, r
+        assert total(check_collapsed(out)) > 20
+    r = run(["dump", "-p", pid], prefix=["sudo", "-n"], env=env)
+    assert r.returncode == 0 and "spinner" in r.stdout, r
+    no_leftovers()
