@@ -168,7 +168,7 @@ def wait_for(path, timeout=10):
         time.sleep(0.05)
 
 
-def no_bpf_leftovers(timeout=3.0):
+def no_bpf_leftovers(timeout=10.0):
     """True once no program of ours is held by no living process. The kernel
     frees a dead process's programs asynchronously, and other pybpfprof runs
     (other tests) may be exiting at the same moment: poll briefly."""
