@@ -43,7 +43,7 @@ ASAN_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/asan/%)
 SAN       := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 # Keep the BPF object: bpftool reads it and the tests inspect it.
-.SECONDARY: $(BPF_OBJS)
+.SECONDARY: $(BPF_OBJS) $(SKELS)
 
 .PHONY: all deps test unit unit-asan integration fuzz fuzz-regress bench demo install clean chroot soak
 
