@@ -56,6 +56,22 @@ struct {
 	__type(value, struct pbp_sample);
 } scratch SEC(".maps");
 
+/*
+ * Per-CPU landing space for the span copies. The slack past PBP_SPAN_MAX
+ * lets a masked offset plus a u64 load stay in bounds for the verifier.
+ */
+struct spanbuf {
+	__u8 fr[PBP_SPAN_MAX + 8];
+	__u8 co[PBP_SPAN_MAX + 8];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct spanbuf);
+} spanbufs SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, PBP_STAT__COUNT);
@@ -96,68 +112,191 @@ static __always_inline bool is_shim(const struct pbp_offsets *o, __u64 frame, in
 	return owner == o->owner_cstack || owner == o->owner_interp;
 }
 
-/* Copy one frame into f. Returns 0, or <0 if any read faulted. */
-static __always_inline int read_frame(const struct pbp_offsets *o, __u64 frame, struct pbp_frame *f)
-{
-	__u64 code = 0, name = 0;
-	__u32 line = 0;
-	int err;
-
-	err = read_ptr(&code, frame + o->fr_code);
-	code &= ~(__u64)o->exec_tag_bits;
-	if (o->instr_is_int) {
-		__s32 lasti = 0;
-
-		err |= bpf_probe_read_user(&lasti, sizeof(lasti), (const void *)(frame + o->fr_instr));
-		f->instr = (__u64)(__s64)lasti;
-	} else {
-		err |= read_ptr(&f->instr, frame + o->fr_instr);
-	}
-	err |= bpf_probe_read_user(&line, sizeof(line), (const void *)(code + o->code_firstlineno));
-	err |= read_ptr(&name, code + o->code_name);
-	f->code = code;
-	f->firstlineno = line;
-	f->name_lo = (__u32)name;
-	return err;
-}
+/* The fields of one frame the walk needs. */
+struct frame_fields {
+	__u64 code;            /* tag bits cleared */
+	__u64 instr;
+	__u64 prev;
+	bool shim;
+};
 
 struct walk_ctx {
 	struct pbp_offsets o;
 	__u64 frame;
 	__u32 n;
 	int err;
+	/* Offsets of the fields inside the span buffers, when fr_span / co_span. */
+	__u32 r_prev, r_code, r_instr, r_owner;
+	__u32 r_line, r_name;
+	bool fr_span, co_span;
 };
+
+/* Masked offsets stay below PBP_SPAN_MAX whatever user space sent. */
+#define SPAN_MASK (PBP_SPAN_MAX - 1)
+
+static __always_inline __u64 span_u64(const __u8 *buf, __u32 rel)
+{
+	return *(const __u64 *)(buf + (rel & SPAN_MASK));
+}
+
+static __always_inline __u32 span_u32(const __u8 *buf, __u32 rel)
+{
+	return *(const __u32 *)(buf + (rel & SPAN_MASK));
+}
+
+/*
+ * The span length as the verifier needs it bounded; span_check() has
+ * already refused any length this clamp would change.
+ */
+static __always_inline __u32 span_len(__u16 len)
+{
+	__u32 n = len;
+
+	return n > PBP_SPAN_MAX ? PBP_SPAN_MAX : n;
+}
+
+/* Returns 0, or <0 if the copy faulted and nothing was taken from it. */
+static __always_inline int frame_by_span(struct walk_ctx *c, struct spanbuf *b,
+					 struct frame_fields *ff)
+{
+	if (bpf_probe_read_user(b->fr, span_len(c->o.fr_span_len),
+				(const void *)(c->frame + c->o.fr_span_lo)))
+		return -1;
+	ff->prev = span_u64(b->fr, c->r_prev);
+	ff->code = span_u64(b->fr, c->r_code) & ~(__u64)c->o.exec_tag_bits;
+	if (c->o.instr_is_int)
+		ff->instr = (__u64)(__s64)(__s32)span_u32(b->fr, c->r_instr);
+	else
+		ff->instr = span_u64(b->fr, c->r_instr);
+	ff->shim = false;
+	if (c->o.fr_owner != PBP_NOOFF) {
+		__u8 owner = b->fr[c->r_owner & SPAN_MASK];
+
+		ff->shim = owner == c->o.owner_cstack || owner == c->o.owner_interp;
+	}
+	return 0;
+}
+
+/* One read per field: no span, or the span touched a page a field does not. */
+static __always_inline int frame_by_field(const struct pbp_offsets *o, __u64 frame,
+					  struct frame_fields *ff)
+{
+	int err = 0;
+
+	ff->shim = is_shim(o, frame, &err);
+	if (!err && !ff->shim) {
+		err = read_ptr(&ff->code, frame + o->fr_code);
+		ff->code &= ~(__u64)o->exec_tag_bits;
+		if (o->instr_is_int) {
+			__s32 lasti = 0;
+
+			err |= bpf_probe_read_user(&lasti, sizeof(lasti),
+						   (const void *)(frame + o->fr_instr));
+			ff->instr = (__u64)(__s64)lasti;
+		} else {
+			err |= read_ptr(&ff->instr, frame + o->fr_instr);
+		}
+	}
+	if (!err)
+		err = read_ptr(&ff->prev, frame + o->fr_previous);
+	return err;
+}
+
+static __always_inline int code_by_span(struct walk_ctx *c, struct spanbuf *b, __u64 code,
+					struct pbp_frame *f)
+{
+	if (bpf_probe_read_user(b->co, span_len(c->o.code_span_len),
+				(const void *)(code + c->o.code_span_lo)))
+		return -1;
+	f->firstlineno = span_u32(b->co, c->r_line);
+	f->name_lo = (__u32)span_u64(b->co, c->r_name);
+	return 0;
+}
+
+static __always_inline int code_by_field(const struct pbp_offsets *o, __u64 code,
+					 struct pbp_frame *f)
+{
+	__u64 name = 0;
+	__u32 line = 0;
+	int err;
+
+	err = bpf_probe_read_user(&line, sizeof(line), (const void *)(code + o->code_firstlineno));
+	err |= read_ptr(&name, code + o->code_name);
+	f->firstlineno = line;
+	f->name_lo = (__u32)name;
+	return err;
+}
 
 /*
  * One step of the frame walk, run by bpf_loop so the verifier checks it once.
- * A frame is counted only when all its reads succeeded.
+ * A frame is counted only when all its reads succeeded. Each frame costs one
+ * copy of its span and one of its code object's; a span copy that faults
+ * (it may reach a page the fields themselves do not) is retried field by
+ * field, so spans never lose a frame the old reads would have got.
  */
 static long walk_step(__u32 i, void *vctx)
 {
 	struct walk_ctx *c = vctx;
+	struct frame_fields ff = {};
 	struct pbp_sample *s;
+	struct spanbuf *b;
+	struct pbp_frame *f;
 	__u32 zero = 0;
-	__u64 prev = 0;
-	bool shim;
 
 	if (!c->frame)
 		return 1;
 	s = bpf_map_lookup_elem(&scratch, &zero);
-	if (!s)
+	b = bpf_map_lookup_elem(&spanbufs, &zero);
+	if (!s || !b)
 		return 1;
-	shim = is_shim(&c->o, c->frame, &c->err);
-	if (!c->err && !shim) {
-		if (c->n >= PBP_MAX_FRAMES)
-			return 1;
-		c->err = read_frame(&c->o, c->frame, &s->frames[c->n & (PBP_MAX_FRAMES - 1)]);
-	}
-	if (!c->err)
-		c->err = read_ptr(&prev, c->frame + c->o.fr_previous);
+	if (!c->fr_span || frame_by_span(c, b, &ff))
+		c->err = frame_by_field(&c->o, c->frame, &ff);
 	if (c->err)
 		return 1;
-	c->n += !shim;
-	c->frame = prev;
+	if (!ff.shim) {
+		if (c->n >= PBP_MAX_FRAMES)
+			return 1;
+		f = &s->frames[c->n & (PBP_MAX_FRAMES - 1)];
+		f->code = ff.code;
+		f->instr = ff.instr;
+		if (!c->co_span || code_by_span(c, b, ff.code, f))
+			c->err = code_by_field(&c->o, ff.code, f);
+		if (c->err)
+			return 1;
+		c->n++;
+	}
+	c->frame = ff.prev;
 	return 0;
+}
+
+/* A field of width bytes at off lies inside the span [lo, lo + len): its place there. */
+static __always_inline bool in_span(__u16 off, __u32 width, __u16 lo, __u16 len, __u32 *rel)
+{
+	if (off == PBP_NOOFF || off < lo || (__u32)(off - lo) + width > len)
+		return false;
+	*rel = off - lo;
+	return true;
+}
+
+/*
+ * User space checked the spans; checking again here costs a few compares
+ * per sample and keeps a wrong one from reading stale buffer bytes.
+ */
+static __always_inline void span_check(struct walk_ctx *c)
+{
+	const struct pbp_offsets *o = &c->o;
+	__u16 lo = o->fr_span_lo, len = o->fr_span_len;
+
+	c->fr_span = len > 0 && len <= PBP_SPAN_MAX &&
+		in_span(o->fr_previous, 8, lo, len, &c->r_prev) &&
+		in_span(o->fr_code, 8, lo, len, &c->r_code) &&
+		in_span(o->fr_instr, o->instr_is_int ? 4 : 8, lo, len, &c->r_instr) &&
+		(o->fr_owner == PBP_NOOFF || in_span(o->fr_owner, 1, lo, len, &c->r_owner));
+	lo = o->code_span_lo;
+	len = o->code_span_len;
+	c->co_span = len > 0 && len <= PBP_SPAN_MAX &&
+		in_span(o->code_firstlineno, 4, lo, len, &c->r_line) &&
+		in_span(o->code_name, 8, lo, len, &c->r_name);
 }
 
 /* On a fault or at the bound, .resume names the first frame not copied, for user space. */
@@ -165,6 +304,7 @@ static __always_inline void walk(struct pbp_sample *s, const struct pbp_offsets 
 {
 	struct walk_ctx c = { .o = *o };
 
+	span_check(&c);
 	c.frame = first_frame(o, tstate, &c.err);
 	if (!c.err)
 		bpf_loop(MAX_WALK, walk_step, &c, 0);
@@ -280,23 +420,28 @@ static __always_inline __u64 futex_of(struct task_struct *task)
 	return 0;
 }
 
-/* A futex wait whose address lies inside the GIL struct is a GIL wait, on every version. */
+/*
+ * A futex call whose address lies inside the GIL struct is a GIL wait, on
+ * every version: asleep in it, or preempted inside it (a waiter woken to
+ * retake the GIL, or one handing it over, has not got it yet).
+ */
 static __always_inline __u8 off_reason(struct pbp_tstate *st, struct task_struct *task,
 				       unsigned int state)
 {
 	struct pbp_proc *p;
 	__u32 tgid = task->tgid;
+	bool gil;
 
-	st->futex_addr = 0;
-	if (state == 0)
-		return PBP_OFF_RUNNABLE;
-	if ((state & TASK_UNINTERRUPTIBLE_) && !(state & TASK_NOLOAD_))
+	if ((state & TASK_UNINTERRUPTIBLE_) && !(state & TASK_NOLOAD_)) {
+		st->futex_addr = 0;
 		return PBP_OFF_DISK;
+	}
 	st->futex_addr = futex_of(task);
 	p = bpf_map_lookup_elem(&procs, &tgid);
-	if (p && st->futex_addr >= p->gil_lo && st->futex_addr < p->gil_hi)
+	gil = p && st->futex_addr >= p->gil_lo && st->futex_addr < p->gil_hi;
+	if (gil)
 		return PBP_OFF_GIL;
-	return PBP_OFF_SLEEP;
+	return state == 0 ? PBP_OFF_RUNNABLE : PBP_OFF_SLEEP;
 }
 
 SEC("tp_btf/sched_switch")
@@ -338,6 +483,20 @@ SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
 	proc_event(PBP_EV_EXEC, p->tgid);
+	return 0;
+}
+
+/*
+ * wall and gil modes count threads that never run, which no sample would
+ * reveal: user space reads the thread list again when one starts.
+ */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 tgid = parent->tgid;
+
+	if (child->tgid == tgid && bpf_map_lookup_elem(&procs, &tgid))
+		proc_event(PBP_EV_THREAD, tgid);
 	return 0;
 }
 

@@ -17,6 +17,9 @@
 /* Unset offset (the field does not exist in this CPython version). */
 #define PBP_NOOFF 0xffff
 
+/* Largest span the kernel copies in one read: its per-CPU buffers hold this much. */
+#define PBP_SPAN_MAX 256
+
 /*
  * The part of a CPython version's layout the kernel needs to walk a frame
  * chain. User space fills it from pyver.c (one copy per target process).
@@ -31,6 +34,15 @@ struct pbp_offsets {
 	__u16 fr_is_entry;     /* 3.11 only: is_entry byte, else PBP_NOOFF */
 	__u16 code_firstlineno;
 	__u16 code_name;
+	/*
+	 * Spans: the kernel reads the frame's fields from fr_span_lo for
+	 * fr_span_len bytes in one copy, and the code object's the same way,
+	 * since a copy costs about as much as a field. User space checks that
+	 * every field lies inside its span; a length of 0 (or one the kernel
+	 * finds inconsistent) means field by field.
+	 */
+	__u16 fr_span_lo, fr_span_len;
+	__u16 code_span_lo, code_span_len;
 	__u8 instr_is_int;     /* <= 3.10: f_lasti is a C int inside the frame */
 	__u8 owner_cstack;     /* owner value that marks a C-stack shim frame, 0xff none */
 	__u8 owner_interp;     /* 3.14: owner value of interpreter-owned frames, 0xff none */
@@ -104,10 +116,11 @@ struct pbp_sample {
 	struct pbp_frame frames[PBP_MAX_FRAMES];
 };
 
-/* Process lifecycle, on the "procevents" ring buffer (whole-host mode only). */
+/* Process and thread lifecycle, on the "procevents" ring buffer. */
 enum pbp_proc_event_kind {
 	PBP_EV_EXEC = 1,       /* a process called execve: maybe a new Python */
 	PBP_EV_EXIT = 2,       /* a target process exited */
+	PBP_EV_THREAD = 3,     /* a target process started a thread (wall and gil modes) */
 };
 
 struct pbp_proc_event {

@@ -18,6 +18,66 @@
 #include "pyprof.h"
 #include "offsets_gen.h"
 
+/* ------------------------------------------------- kernel copy spans */
+
+struct span_field {
+	__u16 off;
+	uint8_t width;
+	bool optional;          /* may be PBP_NOOFF */
+};
+
+/*
+ * The smallest run of bytes holding every field, for the kernel to copy in
+ * one read. It starts 8-aligned, so the kernel's loads out of its buffer
+ * are as aligned as the object's own, and must end inside the object:
+ * past it the copy could touch a page the object does not (a frame ending
+ * its data-stack chunk). A span that cannot be had stays 0 (field reads).
+ */
+static void span_of(const struct span_field *f, size_t n, uint32_t objsize,
+		    __u16 *lo, __u16 *len)
+{
+	uint32_t start = UINT32_MAX, end = 0;
+
+	*lo = 0;
+	*len = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (f[i].off == PBP_NOOFF) {
+			if (!f[i].optional)
+				return;
+			continue;
+		}
+		if (f[i].off < start)
+			start = f[i].off;
+		if ((uint32_t)f[i].off + f[i].width > end)
+			end = (uint32_t)f[i].off + f[i].width;
+	}
+	if (end == 0)
+		return;
+	start &= ~7u;
+	if (end > objsize || end - start > PBP_SPAN_MAX)
+		return;
+	*lo = (__u16)start;
+	*len = (__u16)(end - start);
+}
+
+/* Called once the field offsets in k are final, for every version. */
+static void kernel_spans(struct pbp_offsets *k, uint32_t fr_size, uint32_t code_size)
+{
+	const struct span_field fr[] = {
+		{ k->fr_previous, 8, false },
+		{ k->fr_code, 8, false },
+		{ k->fr_instr, k->instr_is_int ? 4 : 8, false },
+		{ k->fr_owner, 1, true },
+	};
+	const struct span_field co[] = {
+		{ k->code_firstlineno, 4, false },
+		{ k->code_name, 8, false },
+	};
+
+	span_of(fr, sizeof(fr) / sizeof(fr[0]), fr_size, &k->fr_span_lo, &k->fr_span_len);
+	span_of(co, sizeof(co) / sizeof(co[0]), code_size, &k->code_span_lo, &k->code_span_len);
+}
+
 /* ----------------------------------------------------- 3.8-3.12: table */
 
 static const struct pyver_gen *gen_find(unsigned minor)
@@ -53,6 +113,7 @@ static void table_kernel(const struct pyver_gen *g, struct pbp_offsets *k)
 	/* Interpreter-owned frames and tagged f_executable arrive with 3.14. */
 	k->owner_interp = 0xff;
 	k->exec_tag_bits = 0;
+	kernel_spans(k, g->fr_size, g->code_size);
 }
 
 static void table_runtime(const struct pyver_gen *g, struct pyver *v)
@@ -586,6 +647,7 @@ static void debug_kernel(const uint8_t *blob, const struct dlayout *l, struct pb
 	k->owner_cstack = l->owner_cstack;
 	k->owner_interp = l->owner_interp;
 	k->exec_tag_bits = l->exec_tag_bits;
+	kernel_spans(k, (uint32_t)dword(blob, l, S_FRAME, 0), (uint32_t)dword(blob, l, S_CODE, 0));
 }
 
 static int debug_objects(const uint8_t *blob, const struct dlayout *l, struct pyver *v)

@@ -24,7 +24,7 @@
 struct sampler {
 	struct profile_bpf *skel;
 	struct ring_buffer *rb;
-	struct bpf_link *switch_link, *exec_link, *exit_link;
+	struct bpf_link *switch_link, *fork_link, *exec_link, *exit_link;
 	proc_event_fn pcb;
 	struct pbp_tstate *tstates;     /* the kernel's array, mapped */
 	uint32_t *free_slots;
@@ -181,6 +181,9 @@ static int track_threads(struct sampler *s)
 	s->switch_link = bpf_program__attach(s->skel->progs.on_switch);
 	if (!s->switch_link)
 		return bpf_err(errno);
+	s->fork_link = bpf_program__attach(s->skel->progs.on_fork);
+	if (!s->fork_link)
+		return bpf_err(errno);
 	m = mmap(NULL, tstates_bytes(), PROT_READ | PROT_WRITE, MAP_SHARED,
 		 bpf_map__fd(s->skel->maps.tstates), 0);
 	if (m == MAP_FAILED)
@@ -249,6 +252,7 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o)
 	}
 	/* Only the modes that look at off-CPU threads pay for the scheduler hook. */
 	bpf_program__set_autoload(s->skel->progs.on_switch, o->sched);
+	bpf_program__set_autoload(s->skel->progs.on_fork, o->sched);
 	bpf_program__set_autoload(s->skel->progs.on_exec, o->execs);
 	err = profile_bpf__load(s->skel);
 	if (err) {
@@ -280,6 +284,7 @@ void sampler_close(struct sampler *s)
 		return;
 	ring_buffer__free(s->rb);
 	bpf_link__destroy(s->switch_link);
+	bpf_link__destroy(s->fork_link);
 	bpf_link__destroy(s->exec_link);
 	bpf_link__destroy(s->exit_link);
 	if (s->tstates)

@@ -11,10 +11,11 @@
  * whose every offset leaves room, inside the size its blob claims, for what
  * the readers fetch there (the kernel reads fixed widths at the k offsets;
  * user space sizes its reads from ts_size, fr_size and friends), and that
- * is the same on a second call. Then the bytes past the largest layout
- * (pyver_debug_offsets_max()) are handed to the pure decoders that take
- * their layout from that pyver (str, int, dict keys), so offsets that pass
- * validation but mislead a consumer show up too.
+ * is the same on a second call; each span the kernel copies in one read
+ * must hold its fields inside its object. Then the bytes past the largest
+ * layout (pyver_debug_offsets_max()) are handed to the pure decoders that
+ * take their layout from that pyver (str, int, dict keys), so offsets that
+ * pass validation but mislead a consumer show up too.
  *
  * Seeds (tests/fuzz/corpus/debug_offsets/): the real blobs of 3.13 and 3.14
  * (tests/unit/data/debug_offsets_3.1[34].bin), and each padded to 760 bytes
@@ -44,6 +45,30 @@ static void fits32(uint32_t off, unsigned width, uint32_t size)
 {
 	MUST(off != PYVER_NOOFF);
 	MUST((uint64_t)off + width <= size);
+}
+
+/* A span the kernel copies in one read: absent, or bounded, in its object, holding each field. */
+static void span_holds(uint16_t lo, uint16_t len, uint32_t size, const uint16_t *offs,
+		       const unsigned *widths, size_t n)
+{
+	if (len == 0)
+		return;
+	MUST(lo % 8 == 0 && len <= PBP_SPAN_MAX);
+	MUST((uint32_t)lo + len <= size);
+	for (size_t i = 0; i < n; i++)
+		MUST(offs[i] >= lo && (uint32_t)(offs[i] - lo) + widths[i] <= len);
+}
+
+static void check_spans(const struct pyver *v)
+{
+	const struct pbp_offsets *k = &v->k;
+	const uint16_t fr[] = { k->fr_previous, k->fr_code, k->fr_instr, k->fr_owner };
+	const unsigned frw[] = { 8, 8, 8, 1 };
+	const uint16_t co[] = { k->code_firstlineno, k->code_name };
+	const unsigned cow[] = { 4, 8 };
+
+	span_holds(k->fr_span_lo, k->fr_span_len, v->fr_size, fr, frw, 4);
+	span_holds(k->code_span_lo, k->code_span_len, v->code_size, co, cow, 2);
 }
 
 static void check_pyver(const struct pyver *v, size_t len)
@@ -86,6 +111,7 @@ static void check_pyver(const struct pyver *v, size_t len)
 	fits16(v->k.code_name, 8, v->code_size);
 	MUST(v->k.instr_is_int == 0);
 	MUST(v->k.exec_tag_bits == (v->minor == 14 ? 3 : 0));
+	check_spans(v);
 
 	/* code objects, strings, bytes */
 	fits32(v->code_filename, 8, v->code_size);

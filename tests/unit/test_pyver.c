@@ -196,6 +196,35 @@ static void check_against_gen(const struct pyver_gen *g, const struct pyver *v)
 	check_names_against_gen(g, v);
 }
 
+/* A field of width bytes lies inside the span the kernel copies. */
+static bool in_span(uint16_t off, unsigned width, uint16_t lo, uint16_t len)
+{
+	return off != PBP_NOOFF && off >= lo && (unsigned)(off - lo) + width <= len;
+}
+
+/*
+ * The kernel's spans: none (length 0), or 8-aligned, at most PBP_SPAN_MAX,
+ * inside their object and holding every field read from them.
+ */
+static bool spans_ok(const struct pyver *v)
+{
+	const struct pbp_offsets *k = &v->k;
+	bool fr = k->fr_span_len == 0 ||
+		(k->fr_span_lo % 8 == 0 && k->fr_span_len <= PBP_SPAN_MAX &&
+		 (uint32_t)k->fr_span_lo + k->fr_span_len <= v->fr_size &&
+		 in_span(k->fr_previous, 8, k->fr_span_lo, k->fr_span_len) &&
+		 in_span(k->fr_code, 8, k->fr_span_lo, k->fr_span_len) &&
+		 in_span(k->fr_instr, k->instr_is_int ? 4 : 8, k->fr_span_lo, k->fr_span_len) &&
+		 (k->fr_owner == PBP_NOOFF || in_span(k->fr_owner, 1, k->fr_span_lo, k->fr_span_len)));
+	bool co = k->code_span_len == 0 ||
+		(k->code_span_lo % 8 == 0 && k->code_span_len <= PBP_SPAN_MAX &&
+		 (uint32_t)k->code_span_lo + k->code_span_len <= v->code_size &&
+		 in_span(k->code_firstlineno, 4, k->code_span_lo, k->code_span_len) &&
+		 in_span(k->code_name, 8, k->code_span_lo, k->code_span_len));
+
+	return fr && co;
+}
+
 /* Facts each version must have whichever way its layout was found. */
 static void check_version_facts(const struct pyver *v)
 {
@@ -223,6 +252,9 @@ static void check_version_facts(const struct pyver *v)
 	CHECK(v->k.fr_instr + 4u <= v->fr_size);
 	CHECK(v->k.code_name + 8u <= v->code_size && v->k.code_firstlineno + 4u <= v->code_size);
 	CHECK(v->gil_locked + 4 <= v->gil_size && v->gil_last_holder + 8 <= v->gil_size);
+	/* Every supported version gets both spans: the kernel's one-copy frame reads. */
+	CHECK(spans_ok(v));
+	CHECK(v->k.fr_span_len > 0 && v->k.code_span_len > 0);
 }
 
 static void test_table(void)
@@ -266,6 +298,26 @@ static void test_table_spot_values(void)
 	CHECK_EQ_INT(v.k.fr_code, 0);
 	CHECK_EQ_INT(v.gil_locked, 16);
 	CHECK_EQ_INT(v.gil_mutex, 80);
+}
+
+/* Spans from known layouts: f_back .. f_lasti, owner-less and owned frames. */
+static void test_span_values(void)
+{
+	struct pyver v;
+
+	CHECK_EQ_INT(pyver_from_table(3, 8, 18, &v), 0);
+	CHECK_EQ_INT(v.k.fr_span_lo, 24);       /* f_back */
+	CHECK_EQ_INT(v.k.fr_span_len, 84);      /* to the end of the int f_lasti at 104 */
+	CHECK_EQ_INT(v.k.code_span_lo, 40);     /* co_firstlineno */
+	CHECK_EQ_INT(v.k.code_span_len, 80);    /* to the end of co_name at 112 */
+	CHECK_EQ_INT(pyver_from_table(3, 11, 7, &v), 0);
+	CHECK_EQ_INT(v.k.fr_span_lo, 32);       /* f_code */
+	CHECK_EQ_INT(v.k.fr_span_len, 38);      /* to the owner byte at 69 */
+	CHECK_EQ_INT(pyver_from_table(3, 12, 1, &v), 0);
+	CHECK_EQ_INT(v.k.fr_span_lo, 0);
+	CHECK_EQ_INT(v.k.fr_span_len, 71);
+	CHECK_EQ_INT(v.k.code_span_lo, 64);     /* co_firstlineno at 68, aligned down */
+	CHECK_EQ_INT(v.k.code_span_len, 64);
 }
 
 /* The real table of the interpreter each crosscheck entry was probed from. */
@@ -385,6 +437,38 @@ static void test_bad_offsets(const uint8_t *b, size_t len)
 	CHECK_EQ_INT(parse_with(b, len, D13_UNICODE + 3 * 8, 8), -PBP_E_CORRUPT);
 }
 
+/*
+ * Offsets that are valid but too far apart for one kernel copy leave that
+ * span off (field reads), and never a span past the object.
+ */
+static void test_bad_spans(const uint8_t *b, size_t len)
+{
+	uint8_t *copy = malloc(len);
+	struct pyver v;
+
+	memcpy(copy, b, len);
+	put64(copy, D13_FRAME, 4096);                   /* a bigger frame ... */
+	put64(copy, D13_FRAME + 5 * 8, 4000);           /* ... whose owner is far off */
+	CHECK_EQ_INT(pyver_from_debug_offsets(copy, len, &v), 0);
+	CHECK_EQ_INT(v.k.fr_span_len, 0);
+	CHECK(v.k.code_span_len > 0);
+	CHECK(spans_ok(&v));
+	memcpy(copy, b, len);
+	put64(copy, D13_FRAME + 5 * 8, PBP_SPAN_MAX - 1);      /* owner at 255: 256 bytes from 0 */
+	put64(copy, D13_FRAME, PBP_SPAN_MAX);
+	CHECK_EQ_INT(pyver_from_debug_offsets(copy, len, &v), 0);
+	CHECK_EQ_INT(v.k.fr_span_len, PBP_SPAN_MAX);
+	CHECK(spans_ok(&v));
+	memcpy(copy, b, len);
+	put64(copy, D13_CODE, 4096);
+	put64(copy, D13_CODE + 2 * 8, 1000);            /* co_name */
+	CHECK_EQ_INT(pyver_from_debug_offsets(copy, len, &v), 0);
+	CHECK_EQ_INT(v.k.code_span_len, 0);
+	CHECK(v.k.fr_span_len > 0);
+	CHECK(spans_ok(&v));
+	free(copy);
+}
+
 /* Thread-name words that make no sense turn names off, never the profiler. */
 static void test_bad_name_offsets(const uint8_t *b, size_t len)
 {
@@ -456,7 +540,8 @@ static int sane(const struct pyver *v)
 	       k->code_firstlineno < v->code_size && v->ts_thread_id < v->ts_size &&
 	       v->is_threads_head < v->is_size && v->rt_interpreters_head < v->rt_size &&
 	       v->code_code_adaptive < v->code_size && v->ascii_size < v->compact_size &&
-	       (v->is_modules == PYVER_NOOFF || v->is_modules + 8 <= v->is_size);
+	       (v->is_modules == PYVER_NOOFF || v->is_modules + 8 <= v->is_size) &&
+	       spans_ok(v);
 }
 
 static void mutate(uint8_t *buf, size_t len, const uint8_t *orig)
@@ -544,6 +629,7 @@ int main(void)
 
 	test_table();
 	test_table_spot_values();
+	test_span_values();
 	test_crosscheck();
 	test_instr_offset();
 	CHECK(b13 != NULL && len13 == D13_SIZE);
@@ -551,6 +637,7 @@ int main(void)
 		test_truncated(b13, len13);
 		test_header(b13, len13);
 		test_bad_offsets(b13, len13);
+		test_bad_spans(b13, len13);
 		test_bad_sizes(b13, len13);
 		test_bad_name_offsets(b13, len13);
 		test_longer_read(b13, len13);
