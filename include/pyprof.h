@@ -354,6 +354,9 @@ struct pythread_name {
  * Threads exit while it runs: a walk that faults part way is tried again,
  * and if it keeps faulting gives the threads read before the fault (and 0);
  * a list that stays corrupt (a cycle, too long) is -PBP_E_CORRUPT.
+ * A tid or ident that two thread states claim (a thread being started
+ * carries its starter's until it writes its own) goes to the oldest; the
+ * others get 0, unknown.
  */
 int pythreads_read(struct pyproc *p, struct pythread *out, size_t max, size_t *n);
 /* Innermost frame of one thread state, read now. */
@@ -366,6 +369,8 @@ struct gilstate {
 };
 /* The GIL of the interpreter at interp (ignored on <= 3.11: one GIL). */
 int pygil_read(struct pyproc *p, uint64_t interp, struct gilstate *g);
+/* The same, knowing where the GIL struct is (it does not move). */
+int pygil_state(struct pyproc *p, uint64_t addr, struct gilstate *g);
 
 /* ------------------------------------------------------------- threadname.c */
 
@@ -516,8 +521,41 @@ int64_t agg_loc(struct agg *a, const char *name, const char *file, int line, uin
 int agg_add(struct agg *a, const struct stack_tags *tags, const uint32_t *locs, uint32_t n,
 	    uint64_t count);
 /* Python thread names, by (pid, tid); NULL when never set. */
+/*
+ * The stack the last agg_add counted into (-1 if it failed or was folded):
+ * a caller that will count the very same stack again can agg_bump it, with
+ * no hashing. Ids stay valid until agg_reset.
+ */
+int64_t agg_last(const struct agg *a);
+void agg_bump(struct agg *a, uint32_t id, uint64_t count);
 int agg_set_thread_name(struct agg *a, uint32_t pid, uint32_t tid, const char *name);
 const char *agg_thread_name(const struct agg *a, uint32_t pid, uint32_t tid);
+
+/*
+ * A process that keeps starting threads must not grow the profile for ever:
+ * each process keeps at most AGG_MAX_THREADS threads of its own (in order of
+ * their first sample); samples of later threads are counted as one thread,
+ * tid AGG_OTHER_TID named AGG_OTHER_NAME (its root label AGG_OTHER_LABEL),
+ * and agg_folded() says how many. Names of threads not sampled (yet) are
+ * kept for the AGG_MAX_NAMED most recently named of each process.
+ */
+#define AGG_MAX_THREADS 4096
+#define AGG_MAX_NAMED 4096
+#define AGG_OTHER_TID 0
+#define AGG_OTHER_NAME "[other threads]"
+#define AGG_OTHER_LABEL "thread 0 " AGG_OTHER_NAME
+/*
+ * The root label "thread TID name" of a thread's stacks ("?" for no name),
+ * or AGG_OTHER_LABEL for a thread past the cap: so that label locations stay
+ * bounded too. (agg_add also turns the labels of folded stacks into it.)
+ */
+int64_t agg_thread_loc(struct agg *a, uint32_t pid, uint32_t tid, const char *name);
+/* Samples of pid counted as AGG_OTHER_NAME because it had too many threads. */
+uint64_t agg_folded(const struct agg *a, uint32_t pid);
+/* Threads the aggregate holds a name or an identity for, every process together. */
+uint32_t agg_nthreads(const struct agg *a);
+/* One line per process that had threads folded; nothing when none did. */
+void agg_print_folds(const struct agg *a, FILE *o);
 
 /* What is known of a profiled process, for labels ("" when unknown). */
 struct proc_meta {
@@ -707,6 +745,10 @@ struct target {
 	struct pyproc *p;
 	bool alive;
 	uint64_t last_rescan, gen;
+	uint64_t list_hash;     /* of the thread list last registered */
+	uint64_t names_ns;      /* when the threads' Python names were last read */
+	uint64_t rescan_soon, rescan_later; /* a thread started: read the list then (0: no) */
+	uint64_t gil_addr;      /* the main interpreter's GIL struct, 0 if unknown */
 	struct pythread *list;  /* scratch for pythreads_read */
 	struct tcache *tc;      /* open addressing by tid */
 	uint32_t tc_cap, tc_n;
@@ -717,7 +759,8 @@ struct target {
 /* Register a freshly opened process with the sampler and read its threads. */
 int target_init(struct collector *c, struct target *t);
 void target_fini(struct collector *c, struct target *t);
-void target_rescan(struct collector *c, struct target *t);
+/* Re-read the thread list; names only when it changed or are old, unless full. */
+void target_rescan(struct collector *c, struct target *t, bool full);
 void target_on_sample(struct collector *c, struct target *t, const struct pbp_sample *s);
 /* wall and gil modes: count every thread (or the GIL holder) once, as at instant (ns, monotonic). */
 void target_tick(struct collector *c, struct target *t, uint64_t instant);

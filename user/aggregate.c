@@ -3,7 +3,16 @@
  * Aggregation: each distinct location (function, file, line) and each
  * distinct stack is stored once; a sample only bumps a count. Memory grows
  * with the number of distinct stacks, never with the run's length.
+ *
+ * Stacks are told apart by thread too, so a process that starts threads all
+ * the time (a short-lived thread per request) would add stacks, a name and
+ * a label for each of them as long as the run lasts. Hence the thread table
+ * below: every process gets AGG_MAX_THREADS identities, then one more for
+ * all later threads together, and names of threads never sampled are
+ * forgotten oldest first (the profiler names threads as it finds them,
+ * mostly threads that are gone before any sample lands in them).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,9 +31,26 @@ struct stack {
 	struct stack_tags tags;
 };
 
-struct name {
-	uint64_t key;               /* pid << 32 | tid; 0 = empty */
-	const char *name;           /* interned */
+/* A thread the aggregate knows of: sampled, or only named so far. */
+struct athread {
+	uint64_t key;               /* pid << 32 | tid */
+	char *name;                 /* own copy (freed when forgotten), NULL if never named */
+	bool used;                  /* slot taken (key 0 is a valid key: convert's pid 0, tid 0) */
+	bool kept;                  /* has an identity of its own in the stacks */
+};
+
+/* Per process: how many threads it holds, and which names may be forgotten. */
+struct aproc {
+	uint32_t pid;
+	uint32_t kept;              /* threads with their own identity, at most AGG_MAX_THREADS */
+	uint32_t named;             /* threads named but not kept */
+	uint64_t folded;            /* samples counted as AGG_OTHER_TID */
+	/*
+	 * tids in the order they were named while not kept, oldest first; some
+	 * have been kept since (skipped when reached), so at most named + kept.
+	 */
+	uint32_t *q;
+	uint32_t qhead, qlen, qcap;
 };
 
 struct agg {
@@ -46,9 +72,14 @@ struct agg {
 	uint32_t *pool;
 	size_t npool, cappool;
 	uint64_t total;
-	/* thread names, open addressing */
-	struct name *names;
-	uint32_t nnames, capnames;
+	int64_t last;                /* stack the last agg_add counted into, -1 if none or folded */
+	/* threads, open addressing (linear probing: deletion shifts back) */
+	struct athread *threads;
+	uint32_t nthreads, capthreads;
+	struct aproc *tprocs;       /* few, a list; tprocs[last_tproc] was the latest */
+	uint32_t ntprocs, captprocs, last_tproc;
+	uint32_t *scratch;          /* a folded stack with its thread labels replaced */
+	uint32_t capscratch;
 	/* processes, few: a list */
 	struct proc_meta *procs;
 	uint32_t nprocs, capprocs;
@@ -137,7 +168,11 @@ static uint64_t stack_hash_of(struct agg *a, uint32_t i)
 
 struct agg *agg_new(void)
 {
-	return calloc(1, sizeof(struct agg));
+	struct agg *a = calloc(1, sizeof(struct agg));
+
+	if (a)
+		a->last = -1;
+	return a;
 }
 
 static void agg_clear(struct agg *a)
@@ -151,7 +186,13 @@ static void agg_clear(struct agg *a)
 	free(a->stacks);
 	free(a->stacktab);
 	free(a->pool);
-	free(a->names);
+	for (uint32_t i = 0; i < a->capthreads; i++)
+		free(a->threads[i].name);
+	free(a->threads);
+	for (uint32_t i = 0; i < a->ntprocs; i++)
+		free(a->tprocs[i].q);
+	free(a->tprocs);
+	free(a->scratch);
 	free(a->procs);
 	memset(a, 0, sizeof(*a));
 }
@@ -167,6 +208,7 @@ void agg_free(struct agg *a)
 void agg_reset(struct agg *a)
 {
 	agg_clear(a);
+	a->last = -1;
 }
 
 static const char *intern(struct agg *a, const char *s)
@@ -214,13 +256,53 @@ int64_t agg_loc(struct agg *a, const char *name, const char *file, int line, uin
 	return a->nlocs - 1;
 }
 
+static int64_t thread_identity(struct agg *a, uint32_t pid, uint32_t tid);
+static struct aproc *tproc_get(struct agg *a, uint32_t pid);
+
+/* locs with every thread label replaced by the fold's; locs itself when it has none. */
+static const uint32_t *fold_labels(struct agg *a, const uint32_t *locs, uint32_t n)
+{
+	int64_t other = -1;
+
+	for (uint32_t i = 0; i < n; i++) {
+		if (locs[i] >= a->nlocs || a->locs[locs[i]].kind != LOC_THREAD)
+			continue;
+		if (other < 0) {
+			if ((other = agg_loc(a, AGG_OTHER_LABEL, NULL, -1, LOC_THREAD)) < 0)
+				return NULL;
+			if (grow((void **)&a->scratch, &a->capscratch, sizeof(*a->scratch), n))
+				return NULL;
+			memcpy(a->scratch, locs, n * sizeof(*locs));
+		}
+		a->scratch[i] = (uint32_t)other;
+	}
+	return other < 0 ? locs : a->scratch;
+}
+
 int agg_add(struct agg *a, const struct stack_tags *tags, const uint32_t *locs, uint32_t n,
 	    uint64_t count)
 {
-	uint64_t h = hash_bytes(locs, (size_t)n * sizeof(*locs), hash_bytes(tags, sizeof(*tags), HASH_SEED ^ n));
+	struct stack_tags t = *tags;
+	int64_t who = thread_identity(a, t.pid, t.tid);
+	uint64_t h;
 	uint32_t slot;
 	struct stack *s;
 
+	bool folded = who != t.tid;
+
+	a->last = -1;
+	if (who < 0)
+		return (int)who;
+	if (folded) {
+		struct aproc *p = tproc_get(a, t.pid);
+
+		t.tid = (uint32_t)who;
+		if (!p || !(locs = fold_labels(a, locs, n)))
+			return -PBP_E_NOMEM;
+		p->folded += count;
+	}
+	tags = &t;
+	h = hash_bytes(locs, (size_t)n * sizeof(*locs), hash_bytes(tags, sizeof(*tags), HASH_SEED ^ n));
 	if (rehash(a, &a->stacktab, &a->stacktab_cap, a->nstacks, stack_hash_of))
 		return -PBP_E_NOMEM;
 	for (slot = h & (a->stacktab_cap - 1); a->stacktab[slot]; slot = (slot + 1) & (a->stacktab_cap - 1)) {
@@ -229,6 +311,7 @@ int agg_add(struct agg *a, const struct stack_tags *tags, const uint32_t *locs, 
 		    memcmp(a->pool + s->off, locs, n * sizeof(*locs)) == 0) {
 			s->count += count;
 			a->total += count;
+			a->last = folded ? -1 : (int64_t)a->stacktab[slot] - 1;
 			return 0;
 		}
 	}
@@ -251,7 +334,21 @@ int agg_add(struct agg *a, const struct stack_tags *tags, const uint32_t *locs, 
 	a->npool += n;
 	a->stacktab[slot] = ++a->nstacks;
 	a->total += count;
+	a->last = folded ? -1 : (int64_t)a->nstacks - 1;
 	return 0;
+}
+
+int64_t agg_last(const struct agg *a)
+{
+	return a->last;
+}
+
+void agg_bump(struct agg *a, uint32_t id, uint64_t count)
+{
+	if (id < a->nstacks) {
+		a->stacks[id].count += count;
+		a->total += count;
+	}
 }
 
 uint64_t agg_total(const struct agg *a)
@@ -290,54 +387,243 @@ void agg_loc_info(const struct agg *a, uint32_t id, const char **name, const cha
 	*kind = l->kind;
 }
 
-static uint32_t name_slot(const struct agg *a, uint64_t key)
-{
-	uint32_t s = (uint32_t)(hash_bytes(&key, sizeof(key), HASH_SEED) & (a->capnames - 1));
+/* ------------------------------------------------------------ threads */
 
-	while (a->names[s].key && a->names[s].key != key)
-		s = (s + 1) & (a->capnames - 1);
+static uint64_t thread_key(uint32_t pid, uint32_t tid)
+{
+	return (uint64_t)pid << 32 | tid;
+}
+
+static uint32_t thread_home(const struct agg *a, uint64_t key)
+{
+	return (uint32_t)hash_bytes(&key, sizeof(key), HASH_SEED) & (a->capthreads - 1);
+}
+
+/* The slot holding key, or the empty one where it would go. capthreads > 0. */
+static uint32_t thread_slot(const struct agg *a, uint64_t key)
+{
+	uint32_t s = thread_home(a, key);
+
+	while (a->threads[s].used && a->threads[s].key != key)
+		s = (s + 1) & (a->capthreads - 1);
 	return s;
+}
+
+static struct athread *thread_find(const struct agg *a, uint64_t key)
+{
+	uint32_t s;
+
+	if (!a->capthreads)
+		return NULL;
+	s = thread_slot(a, key);
+	return a->threads[s].used ? &a->threads[s] : NULL;
+}
+
+/* A new entry for key (not in the table yet), zeroed but for the key; NULL when out of memory. */
+static struct athread *thread_insert(struct agg *a, uint64_t key)
+{
+	uint32_t s;
+
+	if ((uint64_t)(a->nthreads + 1) * 10 >= (uint64_t)a->capthreads * 7) {
+		struct athread *old = a->threads;
+		uint32_t oldcap = a->capthreads;
+
+		a->capthreads = oldcap ? oldcap * 2 : 64;
+		a->threads = calloc(a->capthreads, sizeof(*a->threads));
+		if (!a->threads) {
+			a->threads = old, a->capthreads = oldcap;
+			return NULL;
+		}
+		for (uint32_t i = 0; i < oldcap; i++)
+			if (old[i].used)
+				a->threads[thread_slot(a, old[i].key)] = old[i];
+		free(old);
+	}
+	s = thread_slot(a, key);
+	a->nthreads++;
+	a->threads[s] = (struct athread){ .key = key, .used = true };
+	return &a->threads[s];
+}
+
+/*
+ * Forget the entry at slot s. Linear probing finds an entry by scanning from
+ * its home slot to the first empty one, so the hole is filled by moving back
+ * each later entry of the run whose home is not between the hole and it.
+ */
+static void thread_delete(struct agg *a, uint32_t s)
+{
+	uint32_t mask = a->capthreads - 1;
+
+	free(a->threads[s].name);
+	for (uint32_t j = (s + 1) & mask; a->threads[j].used; j = (j + 1) & mask) {
+		uint32_t home = thread_home(a, a->threads[j].key);
+
+		if (((j - home) & mask) >= ((j - s) & mask)) {
+			a->threads[s] = a->threads[j];
+			s = j;
+		}
+	}
+	a->threads[s] = (struct athread){ 0 };
+	a->nthreads--;
+}
+
+static struct aproc *tproc_get(struct agg *a, uint32_t pid)
+{
+	if (a->last_tproc < a->ntprocs && a->tprocs[a->last_tproc].pid == pid)
+		return &a->tprocs[a->last_tproc];
+	for (uint32_t i = 0; i < a->ntprocs; i++)
+		if (a->tprocs[i].pid == pid) {
+			a->last_tproc = i;
+			return &a->tprocs[i];
+		}
+	if (grow((void **)&a->tprocs, &a->captprocs, sizeof(*a->tprocs), a->ntprocs + 1))
+		return NULL;
+	a->tprocs[a->ntprocs] = (struct aproc){ .pid = pid };
+	a->last_tproc = a->ntprocs;
+	return &a->tprocs[a->ntprocs++];
+}
+
+static const struct aproc *tproc_find(const struct agg *a, uint32_t pid)
+{
+	for (uint32_t i = 0; i < a->ntprocs; i++)
+		if (a->tprocs[i].pid == pid)
+			return &a->tprocs[i];
+	return NULL;
+}
+
+static int queue_push(struct aproc *p, uint32_t tid)
+{
+	if (p->qhead + p->qlen == p->qcap) {
+		if (p->qhead) {
+			memmove(p->q, p->q + p->qhead, p->qlen * sizeof(*p->q));
+			p->qhead = 0;
+		} else if (grow((void **)&p->q, &p->qcap, sizeof(*p->q), p->qlen + 1)) {
+			return -PBP_E_NOMEM;
+		}
+	}
+	p->q[p->qhead + p->qlen++] = tid;
+	return 0;
+}
+
+/* Forget the oldest names of threads never sampled until AGG_MAX_NAMED are left. */
+static void forget_names(struct agg *a, struct aproc *p)
+{
+	while (p->named > AGG_MAX_NAMED && p->qlen) {
+		uint64_t key = thread_key(p->pid, p->q[p->qhead]);
+		struct athread *t = thread_find(a, key);
+
+		p->qhead++, p->qlen--;
+		if (t && !t->kept) {
+			thread_delete(a, (uint32_t)(t - a->threads));
+			p->named--;
+		}
+	}
+}
+
+/*
+ * The tid a sample of (pid, tid) is counted under: its own while the process
+ * has room for it (or had when it was first sampled), else AGG_OTHER_TID.
+ */
+static int64_t thread_identity(struct agg *a, uint32_t pid, uint32_t tid)
+{
+	uint64_t key = thread_key(pid, tid);
+	struct athread *t = thread_find(a, key);
+	struct aproc *p;
+
+	if (tid == AGG_OTHER_TID || (t && t->kept))
+		return tid;
+	if (!(p = tproc_get(a, pid)))
+		return -PBP_E_NOMEM;
+	if (p->kept < AGG_MAX_THREADS) {
+		if (t)
+			p->named--;     /* its queue entry is skipped when reached */
+		else if (!(t = thread_insert(a, key)))
+			return -PBP_E_NOMEM;
+		t->kept = true;
+		p->kept++;
+		return tid;
+	}
+	/* The fold gets its name once; a name already set (convert reads it back) stays. */
+	key = thread_key(pid, AGG_OTHER_TID);
+	if (!thread_find(a, key)) {
+		if (!(t = thread_insert(a, key)) || !(t->name = strdup(AGG_OTHER_NAME)))
+			return -PBP_E_NOMEM;
+		t->kept = true;
+	}
+	return AGG_OTHER_TID;
 }
 
 int agg_set_thread_name(struct agg *a, uint32_t pid, uint32_t tid, const char *name)
 {
-	uint64_t key = (uint64_t)pid << 32 | tid;
-	const char *n = intern(a, name);
-	uint32_t s;
+	uint64_t key = thread_key(pid, tid);
+	struct athread *t = thread_find(a, key);
+	char *copy = strdup(name);
+	struct aproc *p;
 
-	if (!n || !key)
+	if (!copy)
 		return -PBP_E_NOMEM;
-	if ((uint64_t)(a->nnames + 1) * 10 >= (uint64_t)a->capnames * 7) {
-		struct name *old = a->names;
-		uint32_t oldcap = a->capnames;
-
-		a->capnames = oldcap ? oldcap * 2 : 64;
-		a->names = calloc(a->capnames, sizeof(*a->names));
-		if (!a->names) {
-			a->names = old, a->capnames = oldcap;
-			return -PBP_E_NOMEM;
-		}
-		for (uint32_t i = 0; i < oldcap; i++)
-			if (old[i].key)
-				a->names[name_slot(a, old[i].key)] = old[i];
-		free(old);
+	if (t) {
+		free(t->name);
+		t->name = copy;
+		return 0;
 	}
-	s = name_slot(a, key);
-	if (!a->names[s].key)
-		a->nnames++;
-	a->names[s] = (struct name){ key, n };
+	if (!(p = tproc_get(a, pid)) || !(t = thread_insert(a, key))) {
+		free(copy);
+		return -PBP_E_NOMEM;
+	}
+	t->name = copy;
+	if (tid == AGG_OTHER_TID) {
+		t->kept = true;
+		return 0;
+	}
+	if (queue_push(p, tid)) {
+		thread_delete(a, (uint32_t)(t - a->threads));
+		return -PBP_E_NOMEM;
+	}
+	p->named++;
+	forget_names(a, p);
 	return 0;
 }
 
 const char *agg_thread_name(const struct agg *a, uint32_t pid, uint32_t tid)
 {
-	uint64_t key = (uint64_t)pid << 32 | tid;
-	uint32_t s;
+	const struct athread *t = thread_find(a, thread_key(pid, tid));
 
-	if (!a->capnames)
-		return NULL;
-	s = name_slot(a, key);
-	return a->names[s].key ? a->names[s].name : NULL;
+	return t ? t->name : NULL;
+}
+
+int64_t agg_thread_loc(struct agg *a, uint32_t pid, uint32_t tid, const char *name)
+{
+	int64_t who = thread_identity(a, pid, tid);
+	char label[96];
+
+	if (who < 0)
+		return who;
+	if (who != tid || tid == AGG_OTHER_TID)
+		return agg_loc(a, AGG_OTHER_LABEL, NULL, -1, LOC_THREAD);
+	snprintf(label, sizeof(label), "thread %u %s", tid, name && name[0] ? name : "?");
+	return agg_loc(a, label, NULL, -1, LOC_THREAD);
+}
+
+uint64_t agg_folded(const struct agg *a, uint32_t pid)
+{
+	const struct aproc *p = tproc_find(a, pid);
+
+	return p ? p->folded : 0;
+}
+
+uint32_t agg_nthreads(const struct agg *a)
+{
+	return a->nthreads;
+}
+
+void agg_print_folds(const struct agg *a, FILE *o)
+{
+	for (uint32_t i = 0; i < a->ntprocs; i++)
+		if (a->tprocs[i].folded)
+			fprintf(o, "pybpfprof: pid %u had more than %d threads: %llu samples of the later "
+				"ones are counted as one thread, \"%s\"\n", a->tprocs[i].pid,
+				AGG_MAX_THREADS, (unsigned long long)a->tprocs[i].folded, AGG_OTHER_LABEL);
 }
 
 int agg_set_process(struct agg *a, uint32_t pid, const char *version, const char *container,

@@ -52,7 +52,9 @@ static int64_t frame_loc(struct agg *a, char *f, struct stack_tags *t)
 	char *end;
 	long id;
 
-	if (strncmp(f, "thread ", 7) == 0 && (id = strtol(f + 7, &end, 10)) > 0 && (*end == ' ' || !*end)) {
+	/* tid 0: the fold of threads past the aggregate's cap (AGG_OTHER_LABEL) */
+	if (strncmp(f, "thread ", 7) == 0 && (id = strtol(f + 7, &end, 10)) >= 0 && end > f + 7 &&
+	    id <= UINT32_MAX && (*end == ' ' || !*end)) {
 		t->tid = (uint32_t)id;
 		if (*end == ' ')
 			agg_set_thread_name(a, t->pid, t->tid, end + 1);

@@ -137,7 +137,8 @@ static int label_from_tags(const struct agg *a, struct group *g)
 	const char *name = agg_thread_name(a, pid, tid);
 
 	/* asprintf leaves the pointer undefined on failure: reset it for groups_free. */
-	if (!g->thread && tid && (name ? asprintf(&g->thread, "thread %u %s", tid, name)
+	/* tid 0 with a name: the threads a process had past the aggregate's cap */
+	if (!g->thread && (tid || name) && (name ? asprintf(&g->thread, "thread %u %s", tid, name)
 				       : asprintf(&g->thread, "thread %u", tid)) < 0) {
 		g->thread = NULL;
 		return -1;

@@ -220,13 +220,19 @@ static int convert_main(int argc, char **argv)
 		return EXIT_IO;
 	}
 	agg = agg_new();
-	if (!agg || collapsed_read(agg, in, &lineno) != 0) {
-		fprintf(stderr, "pybpfprof: %s:%zu: not a collapsed-stack line\n", a.in ? a.in : "stdin", lineno);
-		agg_free(agg);
-		return EXIT_USAGE;
-	}
+	err = !agg ? -PBP_E_NOMEM : collapsed_read(agg, in, &lineno);
 	if (in != stdin)
 		fclose(in);
+	if (err) {
+		/* No aggregate: no line was read, and there is none to name. */
+		if (!agg)
+			fprintf(stderr, "pybpfprof: out of memory\n");
+		else
+			fprintf(stderr, "pybpfprof: %s:%zu: not a collapsed-stack line\n",
+				a.in ? a.in : "stdin", lineno);
+		agg_free(agg);
+		return agg ? EXIT_USAGE : EXIT_INTERNAL;
+	}
 	m = (struct profile_meta){ .mode = a.mode, .hz = a.hz };
 	err = profile_write(fmt, agg, &m, a.out);
 	agg_free(agg);

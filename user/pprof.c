@@ -211,7 +211,7 @@ static void sample_labels(struct builder *b, Sample *s, const struct stack_tags 
 		thread = agg_thread_name(b->a, t->pid, t->tid);
 	if (t->tid)
 		add_label(b, s, "thread_id")->num = t->tid;
-	if (t->tid && thread)
+	if (thread)     /* tid 0 has one only for the threads past the aggregate's cap */
 		add_label(b, s, "thread_name")->str = sid(b, thread);
 	if (has_status)
 		add_label(b, s, "status")->str = sid(b, b->status[t->status < ST__COUNT ? t->status : ST_UNKNOWN]);

@@ -133,7 +133,7 @@ static void thread_title(const struct agg *a, const uint32_t *idx, uint32_t nidx
 	}
 	agg_stack(a, idx[0], &n, &count, &t);
 	name = agg_thread_name(a, t->pid, t->tid);
-	if (!t->tid)
+	if (!t->tid && !name)
 		snprintf(out, len, "all threads");
 	else
 		snprintf(out, len, "thread %u%s%s", t->tid, name ? " " : "", name ? name : "");

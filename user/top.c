@@ -167,6 +167,7 @@ void top_print(const struct agg *a, const struct profile_meta *m, FILE *o, int r
 
 	if (rows <= 0)
 		rows = 10;
+	agg_print_folds(a, o);
 	fprintf(o, "\n%llu samples (%s, %u Hz)\n", (unsigned long long)all, m && m->mode ? m->mode : "cpu", hz);
 	if (!all)
 		return;
