@@ -7,6 +7,7 @@
  */
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,22 +20,35 @@
  * Before 3.11 a thread state holds only pthread_t, which on glibc is the
  * address of the thread's struct pthread; the kernel tid sits inside it at
  * an offset that depends on glibc's build. Find it by looking for our own
- * tid in a thread of ours (the target uses the same glibc unless it is in a
- * container, and the caller checks the tid against /proc).
+ * tid in two threads of ours at once (the target uses the same glibc unless
+ * it is in a container, and the caller checks the tid against /proc): one
+ * alone could match another field, such as the upper half of a pointer
+ * (0x55xx, 0x7fxx), whenever its tid happens to have that value; the same
+ * field cannot hold two different tids.
  */
 static long tid_offset = -1;
 
+struct tid_probe {
+	const uint8_t *other;   /* the creating thread's struct pthread */
+	pid_t other_tid;
+};
+
+static bool holds_tid(const uint8_t *pd, long off, pid_t tid)
+{
+	pid_t x;
+
+	memcpy(&x, pd + off, sizeof(x));
+	return x == tid;
+}
+
 static void *find_tid_offset(void *arg)
 {
+	const struct tid_probe *pr = arg;
 	const uint8_t *self = (const uint8_t *)pthread_self();
 	pid_t tid = gettid();
 
-	(void)arg;
-	for (long off = 0; off < 4096; off += 4) {
-		pid_t x;
-
-		memcpy(&x, self + off, sizeof(x));
-		if (x == tid) {
+	for (long off = 0; off < 4096 && tid != pr->other_tid; off += 4) {
+		if (holds_tid(self, off, tid) && holds_tid(pr->other, off, pr->other_tid)) {
 			tid_offset = off;
 			break;
 		}
@@ -44,10 +58,10 @@ static void *find_tid_offset(void *arg)
 
 static void tid_offset_init(void)
 {
+	struct tid_probe pr = { (const uint8_t *)pthread_self(), gettid() };
 	pthread_t t;
 
-	/* A fresh thread: its tid differs from the pid, so a match is the tid field. */
-	if (pthread_create(&t, NULL, find_tid_offset, NULL) == 0)
+	if (pthread_create(&t, NULL, find_tid_offset, &pr) == 0)
 		pthread_join(t, NULL);
 }
 
@@ -161,6 +175,67 @@ static int read_interp_threads(struct pyproc *p, uint64_t interp, struct pythrea
 	return err;
 }
 
+struct idkey {
+	uint64_t key;
+	size_t i;
+};
+
+static int idkey_cmp(const void *a, const void *b)
+{
+	const struct idkey *x = a, *y = b;
+
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* Clear the tid (or the ident) of every state but the last one that has it. */
+static void clear_dups(struct pythread *t, size_t n, bool tid, struct idkey *k)
+{
+	size_t m = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		uint64_t key = tid ? (uint64_t)t[i].tid : t[i].ident;
+
+		if (key)
+			k[m++] = (struct idkey){ key, i };
+	}
+	qsort(k, m, sizeof(*k), idkey_cmp);
+	for (size_t i = 0; i + 1 < m; i++) {
+		if (k[i].key != k[i + 1].key)
+			continue;
+		if (tid)
+			t[k[i].i].tid = 0;
+		else
+			t[k[i].i].ident = 0;
+	}
+}
+
+/*
+ * A thread makes the state of each thread it starts. Up to 3.11 that state
+ * holds the starter's thread_id (3.11: and native_thread_id) until the new
+ * thread writes its own, one field after the other, and a state freed and
+ * made again under the walk may show any mix of old and new. Such a state
+ * is not the thread whose ids it shows: named and counted as it, it would
+ * give the starter a second entry, or a new thread the starter's name. The
+ * starter's own state is older, and states are added at the head of the
+ * list: of the states of one interpreter that claim a tid (or an ident),
+ * the last one walked keeps it, the others get 0, unknown.
+ */
+static void unbound_states(struct pythread *t, size_t n)
+{
+	struct idkey *k;
+
+	if (n < 2)
+		return;
+	k = malloc(n * sizeof(*k));
+	if (!k)
+		return;
+	clear_dups(t, n, true, k);
+	clear_dups(t, n, false, k);
+	free(k);
+}
+
 /* One walk of every interpreter's list; out[0..*n) is what was read before any error. */
 static int walk_threads(struct pyproc *p, struct pythread *out, size_t max, size_t *n)
 {
@@ -169,9 +244,12 @@ static int walk_threads(struct pyproc *p, struct pythread *out, size_t max, size
 
 	*n = 0;
 	for (size_t i = 0; !err && interp; i++) {
+		size_t first = *n;
+
 		if (i >= PBP_MAX_INTERPS)
 			return -PBP_E_CORRUPT;
 		err = read_interp_threads(p, interp, out, max, n);
+		unbound_states(out + first, *n - first);
 		if (!err)
 			err = remote_ptr(p->r, interp + p->v.is_next, &interp);
 	}
@@ -205,7 +283,6 @@ int pythreads_read(struct pyproc *p, struct pythread *out, size_t max, size_t *n
 int pygil_read(struct pyproc *p, uint64_t interp, struct gilstate *g)
 {
 	const struct pyver *v = &p->v;
-	int32_t locked = 0;
 	int err;
 
 	memset(g, 0, sizeof(*g));
@@ -217,12 +294,21 @@ int pygil_read(struct pyproc *p, uint64_t interp, struct gilstate *g)
 	} else {
 		return 0;
 	}
-	if (!err && !g->addr)
-		return 0;
+	if (err)
+		return err;
+	return g->addr ? pygil_state(p, g->addr, g) : 0;
+}
+
+int pygil_state(struct pyproc *p, uint64_t addr, struct gilstate *g)
+{
+	int32_t locked = 0;
+	int err;
+
+	memset(g, 0, sizeof(*g));
+	g->addr = addr;
+	err = remote_read(p->r, addr + p->v.gil_locked, &locked, sizeof(locked));
 	if (!err)
-		err = remote_read(p->r, g->addr + v->gil_locked, &locked, sizeof(locked));
-	if (!err)
-		err = remote_ptr(p->r, g->addr + v->gil_last_holder, &g->holder);
+		err = remote_ptr(p->r, addr + p->v.gil_last_holder, &g->holder);
 	if (err)
 		return err;
 	g->known = true;

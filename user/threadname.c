@@ -34,6 +34,9 @@
 #define TYPE_SPAN_MAX 2048      /* bytes of a type read for its fields */
 #define KEY_MAX 32              /* longest attribute or module name compared */
 #define DICTOFFSET_MAX (1 << 20)
+#define NAME_CHARS 64           /* characters of a name read: more never fit in 63 bytes */
+#define STR_HDR_MAX 128
+#define NAME_TRIES 8            /* reads of the registries before settling for less */
 
 static uint64_t ld64(const uint8_t *b, uint32_t off)
 {
@@ -613,6 +616,7 @@ static int threading_dict(struct pyproc *p, uint64_t interp, uint64_t *md, uint6
 
 struct collect {
 	struct pythread_name *out;
+	uint64_t *thread;       /* the Thread object out[i] was read from */
 	size_t max, *n;
 };
 
@@ -645,6 +649,46 @@ static int read_ident(struct pyproc *p, uint64_t obj, uint64_t *ident)
 	return err;
 }
 
+/*
+ * A name str, read past the page cache: it is made at run time (a thread per
+ * request names each one), maybe in a page the cache holds from before it
+ * existed, where a stale copy would show whatever the block held then. Only
+ * the first NAME_CHARS characters: the copy's length is cut to them, so
+ * that it decodes as a whole str.
+ */
+static int name_str_read(struct pyproc *p, uint64_t str, char *out, size_t outlen)
+{
+	const struct pyver *v = &p->v;
+	uint8_t buf[STR_HDR_MAX + 4 * NAME_CHARS];
+	size_t hlen = v->compact_size + 8, off, have;
+	uint32_t state, kind;
+	int64_t length;
+	int err;
+
+	if (hlen > STR_HDR_MAX || v->unicode_state + 4 > hlen || v->unicode_length + 8 > hlen ||
+	    v->ascii_size > v->compact_size)
+		return -PBP_E_VERSION;
+	err = remote_read(p->r, str, buf, hlen);
+	if (err)
+		return err;
+	memcpy(&state, buf + v->unicode_state, 4);
+	memcpy(&length, buf + v->unicode_length, 8);
+	kind = (state >> 2) & 7;
+	if (!((state >> 5) & 1))        /* not compact: the characters are elsewhere */
+		return pystr_read(p->r, v, str, out, outlen);
+	if (length < 0 || (kind != 1 && kind != 2 && kind != 4))
+		return -PBP_E_CORRUPT;
+	if (length > NAME_CHARS) {
+		length = NAME_CHARS;
+		memcpy(buf + v->unicode_length, &length, 8);
+	}
+	off = (state >> 6) & 1 ? v->ascii_size : v->compact_size;
+	have = off + (size_t)length * kind;
+	if (have > hlen)
+		err = remote_read(p->r, str + hlen, buf + hlen, have - hlen);
+	return err ? err : pystr_decode(v, buf, have > hlen ? have : hlen, out, outlen);
+}
+
 /* Thread object's _name into name (64 bytes). */
 static int thread_name(struct pyproc *p, uint64_t thread, char *name, size_t len)
 {
@@ -656,7 +700,7 @@ static int thread_name(struct pyproc *p, uint64_t thread, char *name, size_t len
 	if (!err && !(flags & p->v.tpf_unicode_subclass))
 		err = -PBP_E_CORRUPT;
 	if (!err)
-		err = pystr_read(p->r, &p->v, str, name, len);
+		err = name_str_read(p, str, name, len);
 	if (!err)
 		utf8_scrub(name);       /* a str may hold lone surrogates */
 	return err;
@@ -684,6 +728,7 @@ static int add(struct pyproc *p, struct collect *c, uint64_t ident, uint64_t thr
 	if (err)
 		return fatal(err) ? err : 0;    /* this one stays unnamed */
 	o->ident = ident;
+	c->thread[*c->n] = thread;
 	(*c->n)++;
 	return 0;
 }
@@ -713,11 +758,23 @@ static int limbo_cb(struct pyproc *p, uint64_t key, uint64_t value, void *arg)
 	return add(p, arg, ident, value);
 }
 
-/* md[name] if it is a dict, scanned with fn. */
-static int scan_registry(struct pyproc *p, uint64_t md, uint64_t dict_type, const char *name,
-			 entry_fn fn, struct collect *c)
+/* The table a dict's entries are in now. */
+static int dict_tables(struct pyproc *p, uint64_t dict, uint64_t *keys, uint64_t *values)
 {
-	uint64_t dict, type;
+	int err = remote_ptr(p->r, dict + p->v.dict_keys, keys);
+
+	return err ? err : remote_ptr(p->r, dict + p->v.dict_values, values);
+}
+
+/*
+ * md[name] if it is a dict, scanned with fn. A dict that got a new table
+ * during the scan (it grows and is rebuilt as threads come and go, and the
+ * old table, freed, may be anything by then) is -PBP_E_CORRUPT: try again.
+ */
+static int scan_registry(struct pyproc *p, uint64_t md, uint64_t dict_type, const char *name,
+			 entry_fn fn, void *arg)
+{
+	uint64_t dict, type, keys, values, keys2, values2;
 	int err = dict_get_str(p, md, name, &dict);
 
 	if (!err)
@@ -725,16 +782,173 @@ static int scan_registry(struct pyproc *p, uint64_t md, uint64_t dict_type, cons
 	if (!err && type != dict_type)
 		err = -PBP_E_CORRUPT;
 	if (!err)
-		err = dict_scan(p, dict, fn, c);
-	return err > 0 ? 0 : err;
+		err = dict_tables(p, dict, &keys, &values);
+	if (!err)
+		err = dict_scan(p, dict, fn, arg);
+	if (err < 0)
+		return err;
+	err = dict_tables(p, dict, &keys2, &values2);
+	if (!err && (keys2 != keys || values2 != values))
+		err = -PBP_E_CORRUPT;
+	return err;
+}
+
+static bool retryable(int err)
+{
+	return err == -PBP_E_FAULT || err == -PBP_E_CORRUPT;
+}
+
+/* One read of _active, then _limbo, into c. */
+static int collect_names(struct pyproc *p, uint64_t md, uint64_t dict_type, struct collect *c)
+{
+	int err = scan_registry(p, md, dict_type, "_active", active_cb, c), err2;
+
+	if (fatal(err))
+		return err;
+	/* Threads between start() and their first line: only _limbo has them. */
+	err2 = scan_registry(p, md, dict_type, "_limbo", limbo_cb, c);
+	if (fatal(err2) || (!err && retryable(err2)))
+		return err2;
+	return err;
+}
+
+struct by_thread {
+	uint64_t thread;
+	size_t i;               /* index into the collect */
+};
+
+struct confirm {
+	const struct collect *c;
+	struct by_thread *order;        /* sorted by thread */
+	size_t n;
+	bool *seen;
+};
+
+/* Read again, the ident and name of a registered Thread are those read before. */
+static int same_again(struct pyproc *p, uint64_t key, uint64_t thread, const struct pythread_name *was,
+		      bool *same)
+{
+	struct pythread_name now;
+	uint64_t obj;
+	int err;
+
+	*same = false;
+	if (key == thread) {    /* _limbo: {Thread: Thread} */
+		err = inst_attr(p, thread, "_ident", &obj);
+		if (!err)
+			err = read_ident(p, obj, &now.ident);
+	} else {
+		err = read_ident(p, key, &now.ident);
+	}
+	if (!err)
+		err = thread_name(p, thread, now.name, sizeof(now.name));
+	if (err)
+		return fatal(err) ? err : 0;
+	*same = now.ident == was->ident && strcmp(now.name, was->name) == 0;
+	return 0;
+}
+
+static int by_thread_cmp(const void *a, const void *b)
+{
+	uint64_t x = ((const struct by_thread *)a)->thread, y = ((const struct by_thread *)b)->thread;
+
+	return x < y ? -1 : x > y;
+}
+
+/* A registry's Thread: the names read from it stand if it still has them. */
+static int confirm_cb(struct pyproc *p, uint64_t key, uint64_t value, void *arg)
+{
+	struct confirm *f = arg;
+	size_t lo = 0, hi = f->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (f->order[mid].thread < value)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < f->n && f->order[lo].thread == value; lo++) {
+		size_t i = f->order[lo].i;
+		bool same;
+		int err;
+
+		if (f->seen[i])
+			continue;
+		err = same_again(p, key, value, &f->c->out[i], &same);
+		if (err)
+			return err;
+		f->seen[i] = same;
+	}
+	return 0;
+}
+
+/*
+ * Keep only the names of Threads that _active or _limbo still hold, with
+ * the same ident and name. Every object on the way to a name was read at a
+ * different instant: the keys table may have been freed under the scan (a
+ * dict is resized as threads come and go, and its old table keeps its
+ * entries until reused), an entry's thread may have exited and its Thread
+ * been freed and the memory reused, maybe by a Thread not set up yet, its
+ * name then being anything. A Thread registered now is set up, and what is
+ * read from it twice, the registry read in between, is what it holds.
+ */
+static int confirm_names(struct pyproc *p, uint64_t md, uint64_t dict_type, struct collect *c)
+{
+	struct confirm f = { c, calloc(*c->n + 1, sizeof(*f.order)), *c->n,
+			     calloc(*c->n + 1, sizeof(*f.seen)) };
+	size_t kept = 0;
+	int err = 0;
+
+	if (!f.order || !f.seen)
+		err = -PBP_E_NOMEM;
+	for (size_t i = 0; !err && i < f.n; i++)
+		f.order[i] = (struct by_thread){ c->thread[i], i };
+	if (!err) {
+		qsort(f.order, f.n, sizeof(*f.order), by_thread_cmp);
+		err = scan_registry(p, md, dict_type, "_active", confirm_cb, &f);
+	}
+	if (!err || err == -PBP_E_NOENT)       /* no such registry: it confirms nothing */
+		err = scan_registry(p, md, dict_type, "_limbo", confirm_cb, &f);
+	if (err == -PBP_E_NOENT)
+		err = 0;
+	for (size_t i = 0; !err && i < f.n; i++) {
+		if (!f.seen[i])
+			continue;
+		c->out[kept] = c->out[i];
+		c->thread[kept++] = c->thread[i];
+	}
+	if (!err)
+		*c->n = kept;
+	free(f.order);
+	free(f.seen);
+	return err;
+}
+
+/* Confirmed names of one read into out: the latest name of each ident. */
+static void merge_names(struct pythread_name *out, size_t max, size_t *n,
+			const struct pythread_name *got, size_t ngot)
+{
+	for (size_t k = 0; k < ngot; k++) {
+		size_t j = 0;
+
+		while (j < *n && out[j].ident != got[k].ident)
+			j++;
+		if (j < *n)
+			out[j] = got[k];
+		else if (*n < max)
+			out[(*n)++] = got[k];
+	}
 }
 
 int pythread_names(struct pyproc *p, uint64_t interp, struct pythread_name *out, size_t max,
 		   size_t *n)
 {
 	const struct pyver *v = &p->v;
-	struct collect c = { out, max, n };
+	struct collect c = { NULL, NULL, max, NULL };
 	uint64_t md, dict_type;
+	size_t got = 0;
 	int err;
 
 	*n = 0;
@@ -745,16 +959,43 @@ int pythread_names(struct pyproc *p, uint64_t interp, struct pythread_name *out,
 	err = threading_dict(p, interp, &md, &dict_type);
 	if (err)
 		return err;
-	err = scan_registry(p, md, dict_type, "_active", active_cb, &c);
-	/* Threads between start() and their first line: only _limbo has them. */
-	if (!fatal(err)) {
-		int err2 = scan_registry(p, md, dict_type, "_limbo", limbo_cb, &c);
+	c.out = calloc(max ? max : 1, sizeof(*c.out));
+	c.thread = calloc(max ? max : 1, sizeof(*c.thread));
+	c.n = &got;
+	if (!c.out || !c.thread)
+		err = -PBP_E_NOMEM;
+	/*
+	 * The registries change while they are read: a read that faults, or
+	 * during which a registry got a new table, is done again, up to
+	 * NAME_TRIES times. The names each read confirms add up: a thread
+	 * missed by one (in a table being rebuilt) is found by another.
+	 */
+	for (int i = 0; !err && i < NAME_TRIES; i++) {
+		got = 0;
+		err = collect_names(p, md, dict_type, &c);
+		if (!fatal(err)) {
+			int err2 = confirm_names(p, md, dict_type, &c);
 
-		if (fatal(err2))
-			err = err2;
-		else if (*n > 0)
+			if (err2) {
+				got = 0;        /* not confirmed: none of it stands */
+				if (!err || fatal(err2))
+					err = err2;
+			}
+		}
+		if (fatal(err))
+			break;
+		merge_names(out, max, n, c.out, got);
+		if (!retryable(err))
+			break;
+		if (i + 1 < NAME_TRIES)
 			err = 0;
 	}
+	free(c.out);
+	free(c.thread);
+	if (!fatal(err) && *n > 0)
+		err = 0;
+	if (fatal(err))
+		*n = 0;
 	/* A cached module that no longer holds what it did: look it up again next time. */
 	if (err && !fatal(err)) {
 		struct pyname_cache *slot = cache_slot(p, interp);
