@@ -36,7 +36,15 @@ static const struct pyproc_limits host_limits = { 64, 1024, 4 << 20 };
  * period already run: re-draw seldom enough that this costs < 1% of samples.
  */
 #define JITTER_MIN_NS 1000000000ull
-#define RESCAN_EVERY_NS 1000000000ull
+/*
+ * Threads are found as they start (a kernel event, wall and gil modes) or
+ * when first sampled; the periodic rescan is a safety net, and refreshes
+ * names set after a thread started. A new thread's Python state may be
+ * bound a little after the kernel reports it: looked for twice.
+ */
+#define RESCAN_EVERY_NS 5000000000ull
+#define NEW_THREAD_SOON_NS 20000000ull
+#define NEW_THREAD_LATER_NS 300000000ull
 /*
  * The loop sleeps, then takes every sample the ring buffer holds. Waiting in
  * epoll instead wakes it for each sample: a context switch per sample, which
@@ -44,11 +52,13 @@ static const struct pyproc_limits host_limits = { 64, 1024, 4 << 20 };
  * sampled thread in step with the sampling clock (bench/RESULTS.md).
  */
 #define BATCH_NS 10000000ull
+#define BATCH_MAX_NS 250000000ull   /* at low rates: a wakeup costs more than a sample */
+#define BATCH_SAMPLES 24            /* per CPU, and so per busy thread */
 /*
  * Exits arrive as kernel events (on_proc_event); /proc is read for every
  * target as a safety net only, seldom: with -a a host has many targets.
  */
-#define ALIVE_EVERY_NS 1000000000ull
+#define ALIVE_EVERY_NS 5000000000ull
 #define JITTER_PERIODS 64
 
 /* A process -a could not profile: reported once in the summary. */
@@ -476,6 +486,12 @@ static void on_proc_event(void *ctx, uint32_t kind, pid_t pid)
 	} else if (kind == PBP_EV_EXIT && (t = target_of(r, pid)) != NULL) {
 		t->alive = false;
 		r->exited = true;
+	} else if (kind == PBP_EV_THREAD && (t = target_of(r, pid)) != NULL) {
+		uint64_t now = now_ns();
+
+		if (!t->rescan_soon)
+			t->rescan_soon = now + NEW_THREAD_SOON_NS;
+		t->rescan_later = now + NEW_THREAD_LATER_NS;
 	}
 }
 
@@ -624,6 +640,27 @@ static void run_ticks(struct record *r, uint64_t now, uint64_t *next_tick)
 	}
 }
 
+static void rescan_due(struct record *r, uint64_t now, bool all)
+{
+	for (int i = 0; i < r->ntargets; i++) {
+		struct target *t = &r->targets[i];
+		bool due = all;
+
+		if (!t->alive)
+			continue;
+		if (t->rescan_soon && now >= t->rescan_soon) {
+			t->rescan_soon = 0;
+			due = true;
+		}
+		if (t->rescan_later && now >= t->rescan_later) {
+			t->rescan_later = 0;
+			due = true;
+		}
+		if (due)
+			target_rescan(&r->c, t, false);
+	}
+}
+
 static uint64_t jitter_every(unsigned hz)
 {
 	uint64_t n = JITTER_PERIODS * (1000000000ull / hz);
@@ -642,9 +679,13 @@ static void loop(struct record *r)
 	uint64_t next_rescan = r->start_ns + RESCAN_EVERY_NS;
 	uint64_t next_alive = 0;
 
+	/* cpu mode: a few samples a CPU per wakeup, within [BATCH_NS, BATCH_MAX_NS]. */
+	uint64_t batch = BATCH_SAMPLES * (1000000000ull / r->c.o.hz);
+
+	batch = batch < BATCH_NS ? BATCH_NS : batch > BATCH_MAX_NS ? BATCH_MAX_NS : batch;
 	while (!stop_signal) {
 		uint64_t now = now_ns();
-		uint64_t nap = BATCH_NS;
+		uint64_t nap = batch;
 
 		if (ticking)
 			nap = next_tick <= now ? 0 : next_tick - now < nap ? next_tick - now : nap;
@@ -667,13 +708,9 @@ static void loop(struct record *r)
 		}
 		if (r->all)
 			run_pending(r, now);
-		if (now >= next_rescan) {
-			/* New threads that never ran, and renamed ones: the kernel cannot tell us. */
-			for (int i = 0; i < r->ntargets; i++)
-				if (r->targets[i].alive)
-					target_rescan(&r->c, &r->targets[i]);
+		rescan_due(r, now, now >= next_rescan);
+		if (now >= next_rescan)
 			next_rescan = now + RESCAN_EVERY_NS;
-		}
 		if (now >= next_jitter) {
 			sampler_jitter(r->c.smp);
 			next_jitter = now + jitter_every(r->c.o.hz);

@@ -18,6 +18,7 @@
 #include "pyprof.h"
 
 #define RESCAN_NS (20 * 1000000ull)     /* least time between two thread-list reads */
+#define NAMES_EVERY_NS (5 * 1000000000ull)
 #define MAX_LOCS (PBP_MAX_DEPTH + 4)
 #define LABEL_ROOM 2            /* process and thread root frames */
 
@@ -34,6 +35,13 @@ struct tcache {
 	uint64_t kernel_ns;     /* when locs came from a kernel sample, 0 otherwise */
 	bool kernel_holds_gil, kernel_gil_known;
 	uint64_t status[ST__COUNT];
+	/*
+	 * Wall mode counts an idle thread's same stack tick after tick: the
+	 * aggregate's id for (locs, name, status) spares hashing it each time.
+	 * -1: not known; reset when locs or the name change.
+	 */
+	int64_t agg_id[ST__COUNT];
+	int64_t label;          /* the thread's root label location, -1: not made yet */
 	char name[64];
 };
 
@@ -46,6 +54,13 @@ static uint64_t mono_ns(void)
 }
 
 /* ------------------------------------------------------------ thread table */
+
+static void forget_counted(struct tcache *e)
+{
+	for (int s = 0; s < ST__COUNT; s++)
+		e->agg_id[s] = -1;
+	e->label = -1;
+}
 
 static struct tcache *tc_find(struct target *t, pid_t tid)
 {
@@ -92,6 +107,7 @@ static struct tcache *tc_add(struct target *t, pid_t tid)
 	memset(&t->tc[i], 0, sizeof(t->tc[i]));
 	t->tc[i].tid = tid;
 	t->tc[i].slot = -1;
+	forget_counted(&t->tc[i]);
 	t->tc_n++;
 	return &t->tc[i];
 }
@@ -153,6 +169,7 @@ static void set_name(struct collector *c, struct target *t, struct tcache *e, co
 	if (strcmp(name, e->name) == 0)
 		return;
 	memcpy(e->name, name, sizeof(name));
+	forget_counted(e);
 	agg_set_thread_name(c->agg, (uint32_t)t->pid, (uint32_t)e->tid, e->name);
 }
 
@@ -179,15 +196,35 @@ static void register_thread(struct collector *c, struct target *t, const struct 
 	e->gen = t->gen;
 }
 
-void target_rescan(struct collector *c, struct target *t)
+static uint64_t list_hash(const struct pythread *list, size_t n)
+{
+	uint64_t h = 1469598103934665603ull ^ n;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ list[i].tstate ^ (uint64_t)list[i].tid << 48) * 1099511628211ull;
+	return h;
+}
+
+/*
+ * Reading the names walks the threading module's dict: most of a rescan's
+ * reads. A list with the same threads at the same states is taken as
+ * unchanged; a name set after start shows within NAMES_EVERY_NS.
+ */
+void target_rescan(struct collector *c, struct target *t, bool full)
 {
 	char (*names)[PBP_NAME_LEN];
 	size_t n = 0;
+	uint64_t h;
 
 	t->last_rescan = mono_ns();
 	remote_invalidate_all(t->p->r);
 	if (pythreads_read(t->p, t->list, PBP_MAX_THREADS, &n) != 0)
 		return;
+	h = list_hash(t->list, n);
+	if (!full && h == t->list_hash && t->last_rescan - t->names_ns < NAMES_EVERY_NS)
+		return;
+	t->list_hash = h;
+	t->names_ns = t->last_rescan;
 	names = calloc(n ? n : 1, sizeof(*names));
 	if (names)
 		pythreads_name_all(t->p, t->list, n, names);
@@ -207,6 +244,7 @@ static void gil_addrs(struct target *t, struct pbp_proc *kp)
 
 	remote_ptr(t->p->r, t->p->runtime + t->p->v.rt_interpreters_head, &interp);
 	if (pygil_read(t->p, interp, &g) == 0 && g.addr) {
+		t->gil_addr = g.addr;
 		kp->gil_locked = g.addr + t->p->v.gil_locked;
 		kp->gil_holder = g.addr + t->p->v.gil_last_holder;
 		kp->gil_lo = g.addr;
@@ -226,7 +264,7 @@ int target_init(struct collector *c, struct target *t)
 	if (sampler_add_proc(c->smp, t->pid, &kp) != 0)
 		return -PBP_E_BPF;
 	t->alive = true;
-	target_rescan(c, t);
+	target_rescan(c, t, true);
 	return 0;
 }
 
@@ -247,21 +285,25 @@ static void count(struct collector *c, struct target *t, struct tcache *e, const
 		  uint32_t n, uint32_t status)
 {
 	struct stack_tags tags = { .pid = (uint32_t)t->pid, .tid = (uint32_t)e->tid, .status = status };
+	bool kept = py == e->locs && status < ST__COUNT;    /* the thread's kept stack */
 	uint32_t k = 0;
 	int64_t id;
 
 	e->status[status < ST__COUNT ? status : ST_UNKNOWN]++;
 	if (n == 0)
 		return;     /* no Python frame: nothing to attribute */
+	if (kept && e->agg_id[status] >= 0) {
+		agg_bump(c->agg, (uint32_t)e->agg_id[status], 1);
+		return;
+	}
 	if (t->proc_loc >= 0)
 		c->locs[k++] = (uint32_t)t->proc_loc;
 	if (c->o.per_thread) {
-		char label[96];
-
-		snprintf(label, sizeof(label), "thread %d %s", (int)e->tid, e->name[0] ? e->name : "?");
-		if ((id = agg_loc(c->agg, label, NULL, -1, LOC_THREAD)) < 0)
+		if (e->label < 0)
+			e->label = agg_thread_loc(c->agg, (uint32_t)t->pid, (uint32_t)e->tid, e->name);
+		if (e->label < 0)
 			return;
-		c->locs[k++] = (uint32_t)id;
+		c->locs[k++] = (uint32_t)e->label;
 	}
 	if (py != c->locs + k)
 		memmove(c->locs + k, py, n * sizeof(*py));
@@ -271,7 +313,8 @@ static void count(struct collector *c, struct target *t, struct tcache *e, const
 			return;
 		c->locs[k++] = (uint32_t)id;
 	}
-	agg_add(c->agg, &tags, c->locs, k, 1);
+	if (agg_add(c->agg, &tags, c->locs, k, 1) == 0 && kept)
+		e->agg_id[status] = agg_last(c->agg);
 }
 
 static int keep_stack(struct tcache *e, const uint32_t *locs, uint32_t n)
@@ -284,8 +327,10 @@ static int keep_stack(struct tcache *e, const uint32_t *locs, uint32_t n)
 		e->locs = p;
 		e->cap = n;
 	}
-	memcpy(e->locs, locs, n * sizeof(*locs));
+	if (n)  /* e->locs is NULL until a stack has had a frame */
+		memcpy(e->locs, locs, n * sizeof(*locs));
 	e->n = n;
+	forget_counted(e);
 	e->have = true;
 	return 0;
 }
@@ -304,7 +349,7 @@ void target_on_sample(struct collector *c, struct target *t, const struct pbp_sa
 	if (!e || (ks->flags & PBP_F_NO_TSTATE)) {
 		/* A thread born since the last scan: find its state, and tell the kernel. */
 		if (mono_ns() - t->last_rescan > RESCAN_NS)
-			target_rescan(c, t);
+			target_rescan(c, t, false);
 		e = tc_find(t, (pid_t)ks->tid);
 		if (!e) {
 			c->dropped++;
@@ -408,6 +453,8 @@ static void tick_thread(struct collector *c, struct target *t, struct tcache *e,
 	if (c->o.mode == MODE_GIL && !holds)
 		return;
 	status = st.oncpu ? on_cpu_status(g->known, holds) : off_cpu_status(st.off_reason);
+	if (status == ST_GIL_WAIT && holds)     /* preempted in a futex call after taking it */
+		status = ST_RUNNABLE;
 	if (tick_stack(c, t, e, &st, instant) != 0) {
 		e->status[status]++;
 		return;
@@ -418,13 +465,14 @@ static void tick_thread(struct collector *c, struct target *t, struct tcache *e,
 void target_tick(struct collector *c, struct target *t, uint64_t instant)
 {
 	struct gilstate g = { 0 };
-	uint64_t interp = 0;
 	bool contended = false;
 
 	if (!t->alive)
 		return;
-	remote_ptr(t->p->r, t->p->runtime + t->p->v.rt_interpreters_head, &interp);
-	pygil_read(t->p, interp, &g);
+	/* One read a tick: the GIL struct of the main interpreter stays where it is. */
+	remote_invalidate_all(t->p->r);
+	if (t->gil_addr)
+		pygil_state(t->p, t->gil_addr, &g);
 	for (uint32_t i = 0; i < t->tc_cap; i++) {
 		struct tcache *e = &t->tc[i];
 		const volatile struct pbp_tstate *st;

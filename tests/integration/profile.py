@@ -161,6 +161,14 @@ def task_cpu_ns(pid, tid):
         return int(f.read().split()[0])
 
 
+def ready_side_path(interp, ready, suffix):
+    """A file a target writes beside its ready file (which the harness placed
+    in a per-target directory), as the host sees it: found through /proc."""
+    with open("/proc/%d/environ" % ready["pid"], "rb") as f:
+        env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
+    return interp.host_path(env[b"PBP_READY"].decode() + suffix)
+
+
 def wait_for(path, timeout=10):
     deadline = time.monotonic() + timeout
     while not os.path.exists(path):

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from conftest import PYBPFPROF, _discover
-from profile import (FRAME, WORKERS, no_bpf_leftovers, by_thread, bpf_programs_of_dead, func_of, marks,
+from profile import (FRAME, WORKERS, no_bpf_leftovers, ready_side_path, by_thread, bpf_programs_of_dead, func_of, marks,
                      parse_collapsed, run_profile, task_cpu_ns, total, wait_for)
 
 
@@ -30,7 +30,7 @@ def tids(ready, kind):
 
 
 def read_split(interp, ready):
-    path = ready_split_path(interp, ready)
+    path = ready_side_path(interp, ready, ".split")
     wait_for(path)
     with open(path) as f:
         return json.load(f)
@@ -55,14 +55,6 @@ def test_cpu_split_matches_target(interp, start_target, tmp_path):
     want = spent["heavy"] / (spent["light"] + spent["heavy"])
     got = heavy / (light + heavy)
     assert abs(got - want) <= 0.02, "profile %.3f vs target's own %.3f" % (got, want)
-
-
-def ready_split_path(interp, ready):
-    # The target writes its split beside the ready file, which the harness
-    # placed in a per-target directory; find it through /proc.
-    with open("/proc/%d/environ" % ready["pid"], "rb") as f:
-        env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
-    return interp.host_path(env[b"PBP_READY"].decode() + ".split")
 
 
 def test_sleeping_threads_never_sampled(interp, start_target, tmp_path):

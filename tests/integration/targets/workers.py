@@ -5,7 +5,9 @@
 
 Kinds: spinner (pure Python loop, holds the GIL), sleeper (time.sleep(0.02) loop),
 waiter (select() on a silent pipe), hasher (sha256 of 64 MiB buffers: the GIL
-is released while hashing), idle (blocked on a lock), deep (spins 300 frames
+is released while hashing), idle (blocked on a lock), spawner (after
+1 s starts one idle thread named "late", its native id going to
+$PBP_READY.late), deep (spins 300 frames
 deep in recurse()), split (alternates two
 functions, one doing twice the work of the other, and measures the CPU time
 of each with time.thread_time).
@@ -65,6 +67,16 @@ def idle():
     PARK.acquire()
 
 
+def spawner():
+    time.sleep(1.0)
+    late = threading.Thread(target=idle, name="late", daemon=True)
+    late.start()
+    with open(READY + ".late.tmp", "w") as f:
+        json.dump({"native_id": late.native_id}, f)
+    os.replace(READY + ".late.tmp", READY + ".late")
+    PARK.acquire()
+
+
 # Random sizes: a strictly periodic loop aliases with any fixed sampling period.
 def light():
     work(random.randint(2000, 8000))
@@ -102,7 +114,7 @@ def deep():
 
 
 KINDS = {"deep": deep, "spinner": spinner, "sleeper": sleeper, "waiter": waiter, "hasher": hasher,
-         "idle": idle, "split": split}
+         "idle": idle, "split": split, "spawner": spawner}
 
 
 def run(kind, name):
