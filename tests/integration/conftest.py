@@ -18,6 +18,17 @@ Interpreters
 Which were used and which skipped, and why, is printed in the terminal summary.
 PBP_EXPECTED (comma-separated names) replaces the default list of interpreters
 that must be there; PBP_REQUIRE_ALL=1 makes a missing one a failure.
+PBP_INTERPS (comma-separated names) runs the interpreter-parametrized tests
+on those only.
+
+Sanitized runs (`make integration-asan`)
+  PBP_BIN             the binary to test instead of build/pybpfprof
+  PBP_SANITIZED=1     tests whose checks mean nothing under ASan (resident
+                      memory, valgrind) skip or relax them, saying why
+  PBP_SANITIZER_LOGS  directory the sanitizers write their reports to
+                      (log_path in ASAN_OPTIONS / UBSAN_OPTIONS): a report
+                      that appears there during a test fails it, whatever
+                      the test checked of the exit code and output
 """
 
 import atexit
@@ -38,7 +49,9 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 TARGETS = os.path.join(HERE, "targets")
-PYBPFPROF = os.path.join(REPO, "build", "pybpfprof")
+PYBPFPROF = os.environ.get("PBP_BIN") or os.path.join(REPO, "build", "pybpfprof")
+SANITIZED = os.environ.get("PBP_SANITIZED", "") not in ("", "0")
+SANITIZER_LOGS = os.environ.get("PBP_SANITIZER_LOGS", "")
 SID_CHROOT_SH = os.path.join(REPO, "scripts", "sid-chroot.sh")
 
 MIN_VERSION = (3, 8)
@@ -378,6 +391,9 @@ def pytest_report_header(config):
 def pytest_generate_tests(metafunc):
     if "interp" in metafunc.fixturenames:
         interps = _discover()
+        only = [n.strip() for n in os.environ.get("PBP_INTERPS", "").split(",") if n.strip()]
+        if only:
+            interps = [i for i in interps if i.name in only]
         metafunc.parametrize("interp", interps, ids=[i.name for i in interps],
                              indirect=True)
 
@@ -542,3 +558,35 @@ def pybpfprof(*args, **kwargs):
 @pytest.fixture(name="pybpfprof")
 def pybpfprof_fixture():
     return pybpfprof
+
+
+# --- sanitizers ------------------------------------------------------------------
+
+def _sanitizer_reports():
+    try:
+        return set(os.listdir(SANITIZER_LOGS))
+    except OSError:
+        return set()
+
+
+@pytest.fixture(autouse=True)
+def _no_sanitizer_report():
+    """Under PBP_SANITIZER_LOGS: fail the test during which any run of the
+    binary left a report, even one whose exit code the test accepts (a dump
+    racing a dying target may exit 0, 3 or 8) or that ran in the background."""
+    if not SANITIZER_LOGS:
+        yield
+        return
+    before = _sanitizer_reports()
+    yield
+    new = sorted(_sanitizer_reports() - before)
+    if new:
+        texts = []
+        for name in new:
+            try:
+                with open(os.path.join(SANITIZER_LOGS, name), errors="replace") as f:
+                    texts.append("%s:\n%s" % (name, f.read()[-6000:]))
+            except OSError as e:
+                texts.append("%s: %s" % (name, e))
+        pytest.fail("sanitizer report(s) in %s:\n%s" % (SANITIZER_LOGS, "\n".join(texts)),
+                    pytrace=False)
