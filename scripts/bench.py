@@ -11,8 +11,8 @@ Scenarios (--only takes their names):
             starts); and, as a floor, with bare perf timers at 999 and 9,999 Hz
             and no BPF program (what any timer-driven sampler pays here)
   cost      profiler CPU per sample (-p, a target held 30 frames deep): the
-            profiler's CPU per second after start-up (schedstat) minus that of
-            the same run against an idle target, over the samples per second;
+            profiler's CPU per second after start-up (schedstat), fixed costs
+            included, over the samples per second;
             the BPF program's own time per sample (kernel.bpf_stats_enabled),
             which the target pays; and the achieved rate: samples delivered /
             (the target's CPU time from schedstat while the sampler was
@@ -84,6 +84,8 @@ DEPTH = 30
 DEEP = 500
 WALL_IDLE = [0, 50, 200]
 HOST_COMM = "pbpbench"
+CHUNKS = 100           # the timed workload is timed in this many pieces too
+FAST_MODE = 1.25       # a piece this much slower than a case's 5th percentile is "slow mode"
 GUARD_S = 0.3          # launch mode: the target sleeps this long before its workload
 
 # Targets: value and comparison, per figure key.
@@ -171,14 +173,23 @@ def main():
         import ctypes
         ctypes.CDLL(None).prctl(15, os.environ["PBP_BENCH_COMM"].encode(), 0, 0, 0)  # PR_SET_NAME
     what = sys.argv[1]
-    if what == "timed":                     # timed DEPTH ITERS RESULT GUARD_S
-        depth, iters, out, guard = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], float(sys.argv[5])
+    if what == "timed":                     # timed DEPTH ITERS RESULT GUARD_S CHUNKS
+        depth, iters, out = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+        guard, nchunks = float(sys.argv[5]), int(sys.argv[6])
+        per, done, chunks = max(1, iters // nchunks), 0, []
         time.sleep(guard)
         c0, t0 = schedstat(), time.perf_counter()
-        work_main(depth, iters)
+        while done < iters:                 # the same work, timed in chunks
+            n = min(per, iters - done)
+            s0, w0 = schedstat(), time.perf_counter()
+            work_main(depth, n)
+            w1, s1 = time.perf_counter(), schedstat()
+            chunks.append((w1 - w0) - (s1[1] - s0[1]) / 1e9)
+            done += n
         t1, c1 = time.perf_counter(), schedstat()
         write_json(out, {"wall": t1 - t0, "cpu": (c1[0] - c0[0]) / 1e9,
-                         "delay": (c1[1] - c0[1]) / 1e9, "version": sys.version.split()[0]})
+                         "delay": (c1[1] - c0[1]) / 1e9, "chunks": chunks,
+                         "version": sys.version.split()[0]})
     elif what == "spin":                    # spin DEPTH READY
         ready(sys.argv[3])
         spin_main(int(sys.argv[2]))
@@ -599,6 +610,23 @@ def spread(xs):
     return (min(xs), max(xs)) if xs else None
 
 
+def fast_mode(runs):
+    """The host under this VM runs the same work at one of two speeds, about
+    1.7x apart, for stretches of 0.1 s to seconds, with no load or steal the
+    guest can see. A run's "fast" time: its pieces within FAST_MODE of its own
+    5th-percentile piece, scaled to the whole run. A run spent wholly in the
+    slow mode gives a slow time, and an outlier ratio that the median over
+    repetitions leaves out. "fastshare": the share of its pieces within
+    FAST_MODE of the fastest 5th percentile among the runs."""
+    floor = min(sorted(r["chunks"])[len(r["chunks"]) // 20] for r in runs)
+    for r in runs:
+        pieces = sorted(r["chunks"])
+        limit = pieces[len(pieces) // 20] * FAST_MODE
+        fast = [c for c in pieces if c <= limit]
+        r["fast"] = sum(fast) / len(fast) * len(pieces)
+        r["fastshare"] = sum(1 for c in pieces if c <= floor * FAST_MODE) / len(pieces)
+
+
 def rotate(cases, k):
     k %= len(cases)
     return cases[k:] + cases[:k]
@@ -668,7 +696,7 @@ class Bench(object):
         ("timer", HZ): bare cpu-clock perf events at HZ on every CPU, no BPF
         program, the floor any timer-driven sampler pays on this machine."""
         host, inside = it.files("result")
-        cmd = it.cmd("timed", DEPTH, iters, inside, GUARD_S)
+        cmd = it.cmd("timed", DEPTH, iters, inside, GUARD_S, CHUNKS)
         if case is None or case[0] == "timer":
             fds = timer_events(case[1]) if case else []
             try:
@@ -700,14 +728,19 @@ class Bench(object):
         for rep in range(self.cfg["slow_reps"]):
             for c in rotate(cases, rep):
                 runs[c].append(self.timed(it, iters, c))
+        for case in cases:
+            fast_mode(runs[case])
         base = runs[None]
 
         def ratios(case, key):
-            return [r[key] / b[key] for r, b in zip(runs[case], base)]
+            return [r[key] / b[key] if r[key] is not None and b[key] is not None else None
+                    for r, b in zip(runs[case], base)]
 
         for hz in RATES:
             self.add(it, Figure("slowdown@%d" % hz, "slowdown, cpu mode, %d Hz" % hz, "x",
-                                ratios(("pbp", hz), "oncpu"), "%.4f"))
+                                ratios(("pbp", hz), "fast"), "%.4f"))
+            self.add(it, Figure("oncpuslow@%d" % hz, "slowdown, whole on-CPU time, %d Hz" % hz,
+                                "x", ratios(("pbp", hz), "oncpu"), "%.4f"))
             self.add(it, Figure("wallslow@%d" % hz, "slowdown by wall clock, %d Hz" % hz, "x",
                                 ratios(("pbp", hz), "wall"), "%.4f"))
             self.add(it, Figure("minslow@%d" % hz, "slowdown, fastest run / fastest, %d Hz" % hz,
@@ -715,10 +748,13 @@ class Bench(object):
                                       min(b["oncpu"] for b in base)], "%.4f"))
         for hz in TIMER_RATES:
             self.add(it, Figure("timer@%d" % hz, "floor: bare perf timer, no BPF, %d Hz" % hz,
-                                "x", ratios(("timer", hz), "oncpu"), "%.4f"))
+                                "x", ratios(("timer", hz), "fast"), "%.4f"))
             self.add(it, Figure("excess@%d" % hz, "slowdown / floor, %d Hz" % hz, "x",
-                                [a / b for a, b in zip(ratios(("pbp", hz), "oncpu"),
-                                                       ratios(("timer", hz), "oncpu"))], "%.4f"))
+                                [a / b if a and b else None for a, b in zip(
+                                    ratios(("pbp", hz), "fast"), ratios(("timer", hz), "fast"))],
+                                "%.4f"))
+        self.add(it, Figure("fastshare", "pieces in the fast mode, unprofiled", "%",
+                            [r["fastshare"] * 100 for r in base], "%.0f"))
         self.det("slowdown", "| %s | %d iterations; unprofiled: %.3f s on CPU, %.3f s wall "
                  "(medians) | %s |" % (
                      it.name, iters, med([b["oncpu"] for b in base]), med([b["wall"] for b in base]),
@@ -743,6 +779,16 @@ class Bench(object):
                                            self.out("cost"), grab=True, ref=pid,
                                            window=(w, d - 0.25)))
         return runs
+
+    @staticmethod
+    def steady(run):
+        """Profiler CPU per sample in steady state, µs: all its CPU per second
+        after start-up (the poll loop, rescans and every other fixed cost
+        included) over the samples delivered per second."""
+        n, secs = run.s.get("delivered"), run.s.get("secs")
+        if not n or not secs or run.window_cpu is None:
+            return None
+        return run.window_cpu / (n / secs) * 1e6
 
     @staticmethod
     def marginal(run, base):
@@ -786,6 +832,9 @@ class Bench(object):
         for hz in RATES:
             rs = runs[hz]
             self.add(it, Figure("cost_us@%d" % hz, "profiler CPU/sample, %d Hz" % hz, "µs",
+                                [self.steady(r) for r in rs], "%.2f"))
+            self.add(it, Figure("marginal_us@%d" % hz, "profiler CPU/sample beyond an idle "
+                                "target's 999 Hz run, %d Hz" % hz, "µs",
                                 [self.marginal(r, b) for r, b in zip(rs, base)], "%.2f"))
             self.add(it, Figure("rusage_us@%d" % hz, "profiler CPU/sample, whole runs (rusage), %d Hz" % hz,
                                 "µs", [self.marginal_total(r, b) for r, b in zip(rs, base)], "%.2f"))
@@ -842,7 +891,7 @@ class Bench(object):
             kill(idle)
         base, rs = runs[None], runs[999]
         self.add(it, Figure("deep_cost_us", "deep 500: profiler CPU/sample, 999 Hz", "µs",
-                            [self.marginal(r, b) for r, b in zip(rs, base)], "%.1f"))
+                            [self.steady(r) for r in rs], "%.1f"))
         self.add(it, Figure("deep_kernel_us", "deep 500: BPF time/sample", "µs",
                             [self.kernel_us(r, b) for r, b in zip(rs, base)], "%.2f"))
         self.add(it, Figure("deep_completed", "deep 500: stacks finished in user space", "%",
@@ -955,9 +1004,11 @@ ROWS = [
     ("deep_cost_us", "deep"), ("deep_kernel_us", "deep"), ("deep_completed", "deep"),
 ]
 DETAIL_KEYS = [
+    "oncpuslow@99", "oncpuslow@999", "oncpuslow@9999", "fastshare",
     "minslow@99", "minslow@999", "minslow@9999",
     "wallslow@99", "wallslow@999", "wallslow@9999", "excess@999", "excess@9999", "fixed_ms",
     "loop_ms",
+    "marginal_us@99", "marginal_us@999", "marginal_us@9999",
     "rusage_us@99", "rusage_us@999", "rusage_us@9999",
     "total_us@99", "total_us@999", "total_us@9999", "kernel_us@99", "kernel_us@9999",
     "lost@99", "lost@999", "lost@9999",
@@ -1061,14 +1112,24 @@ METHOD = """\
   does not count, while interrupts and the BPF program, which run in its time,
   do. Profiled runs are `pybpfprof -F HZ -o FILE -- python target.py timed ...`
   (cpu mode); the ratio pairs each with the unprofiled run of its repetition.
+  The host under this VM runs the same work at one of two speeds, about 1.7x
+  apart, for stretches of 0.1 s to seconds, with no steal or load the guest
+  can see: the workload is also timed in %(chunks)d pieces, and the headline ratio
+  uses each run's "fast mode" pieces only (those within %(fast_mode)gx of its own
+  5th percentile piece, scaled to the whole run). Profiling slows every piece
+  alike, so this keeps the profiler's cost and drops the host's; a run spent
+  wholly in the slow mode makes an outlier pair, which the median leaves out.
+  The ratio of whole on-CPU times, and the share of the unprofiled runs'
+  pieces in the fast mode, are in the details.
   "floor" runs open the same cpu-clock perf events (one per CPU, same period)
   with no BPF program attached: the cost of the timer interrupts alone.
 - cost: `pybpfprof -p PID -F HZ -d %(run_s)g --stats` (%(low_run_s)g s at 99 Hz and for the
   idle baseline) against a process that
-  recursed %(depth)d deep and stays there, minus the same run against an idle
-  process (the poll loop), per second between %(warm_s)g s and %(run_s)g - 0.25 s
+  recursed %(depth)d deep and stays there: all of the profiler's CPU (its poll
+  loop and rescans included) per second between %(warm_s)g s and %(run_s)g - 0.25 s
   (schedstat of the profiler's threads: start-up excluded), over the samples
-  delivered per second. The same from whole runs (wait4 rusage, start-up and
+  delivered per second. The same beyond an idle target's 999 Hz run is in the
+  details ("marginal"); the same from whole runs (wait4 rusage, start-up and
   its noise included) is in the details, with the idle run's CPU ("fixed
   cost": BPF load, attach, the poll loop, shutdown). BPF time per sample comes from the program's
   run_time_ns / run_cnt (kernel.bpf_stats_enabled=1 during these runs only),
@@ -1100,7 +1161,7 @@ def report(b, path, missing, wall_s, quick):
         lines += ["Not measured: %s" % "; ".join("%s (%s)" % m for m in missing), ""]
     lines += ["## Summary", ""] + table(b, [k for k, _ in ROWS], True) + [""]
     lines += ["## Method", "", METHOD % dict(
-        guard=GUARD_S, depth=DEPTH, deep=DEEP, host_how="`-a --comm '^pbpbench$'`" if b.has_all else
+        guard=GUARD_S, depth=DEPTH, deep=DEEP, chunks=CHUNKS, fast_mode=FAST_MODE, host_how="`-a --comm '^pbpbench$'`" if b.has_all else
         "`-p` with the list of their pids (this build has no `-a`),", **b.cfg)]
     lines += ["## Details", ""] + table(b, DETAIL_KEYS, True) + [""]
     for scen, rows in b.detail.items():

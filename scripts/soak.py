@@ -27,7 +27,7 @@ import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PYBPFPROF = os.path.join(REPO, "build", "pybpfprof")
+PYBPFPROF = os.environ.get("PYBPFPROF") or os.path.join(REPO, "build", "pybpfprof")
 CHURN = os.path.join(REPO, "tests", "integration", "targets", "churn.py")
 CSV = os.path.join(REPO, "bench", "soak.csv")
 EVERY = 10.0
