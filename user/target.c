@@ -18,7 +18,7 @@
 #include "pyprof.h"
 
 #define RESCAN_NS (20 * 1000000ull)     /* least time between two thread-list reads */
-#define NAMES_EVERY_NS (5 * 1000000000ull)
+#define NAMES_EVERY_NS (30 * 1000000000ull)   /* with -a, name reads were most of the CPU */
 #define MAX_LOCS (PBP_MAX_DEPTH + 4)
 #define LABEL_ROOM 2            /* process and thread root frames */
 
