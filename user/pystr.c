@@ -114,8 +114,11 @@ int pystr_decode(const struct pyver *v, const uint8_t *obj, size_t objlen, char 
 	return to_utf8(&h, obj + h.data_off, count, out, outlen);
 }
 
-int pystr_read(struct remote *r, const struct pyver *v, uint64_t addr, char *out, size_t outlen)
+static int str_read(struct remote *r, const struct pyver *v, uint64_t addr, bool fresh,
+		    size_t maxchars, char *out, size_t outlen)
 {
+	int (*read)(struct remote *, uint64_t, void *, size_t) =
+		fresh ? remote_read : remote_read_cached;
 	uint8_t hdr[HDR_MAX], *chars;
 	struct strhdr h;
 	uint64_t data;
@@ -124,7 +127,7 @@ int pystr_read(struct remote *r, const struct pyver *v, uint64_t addr, char *out
 
 	if (hlen > sizeof(hdr))
 		return -PBP_E_CORRUPT;
-	err = remote_read_cached(r, addr, hdr, hlen);
+	err = read(r, addr, hdr, hlen);
 	if (err)
 		return err;
 	err = parse_header(v, hdr, hlen, &h);
@@ -133,15 +136,26 @@ int pystr_read(struct remote *r, const struct pyver *v, uint64_t addr, char *out
 	data = addr + h.data_off;
 	if (!h.compact)  /* legacy string: the characters live elsewhere */
 		memcpy(&data, hdr + v->compact_size, 8);
-	count = h.length < PYSTR_MAX_CHARS ? h.length : PYSTR_MAX_CHARS;
+	count = h.length < maxchars ? h.length : maxchars;
 	chars = malloc(count * h.kind + 1);
 	if (!chars)
 		return -PBP_E_NOMEM;
-	err = remote_read_cached(r, data, chars, count * h.kind);
+	err = read(r, data, chars, count * h.kind);
 	if (!err)
 		err = to_utf8(&h, chars, count, out, outlen);
 	free(chars);
 	return err;
+}
+
+int pystr_read(struct remote *r, const struct pyver *v, uint64_t addr, char *out, size_t outlen)
+{
+	return str_read(r, v, addr, false, PYSTR_MAX_CHARS, out, outlen);
+}
+
+int pystr_read_fresh(struct remote *r, const struct pyver *v, uint64_t addr, size_t maxchars,
+		     char *out, size_t outlen)
+{
+	return str_read(r, v, addr, true, maxchars, out, outlen);
 }
 
 int pybytes_read(struct remote *r, const struct pyver *v, uint64_t addr, size_t maxlen,

@@ -35,7 +35,6 @@
 #define KEY_MAX 32              /* longest attribute or module name compared */
 #define DICTOFFSET_MAX (1 << 20)
 #define NAME_CHARS 64           /* characters of a name read: more never fit in 63 bytes */
-#define STR_HDR_MAX 128
 #define NAME_TRIES 8            /* reads of the registries before settling for less */
 
 static uint64_t ld64(const uint8_t *b, uint32_t off)
@@ -649,46 +648,6 @@ static int read_ident(struct pyproc *p, uint64_t obj, uint64_t *ident)
 	return err;
 }
 
-/*
- * A name str, read past the page cache: it is made at run time (a thread per
- * request names each one), maybe in a page the cache holds from before it
- * existed, where a stale copy would show whatever the block held then. Only
- * the first NAME_CHARS characters: the copy's length is cut to them, so
- * that it decodes as a whole str.
- */
-static int name_str_read(struct pyproc *p, uint64_t str, char *out, size_t outlen)
-{
-	const struct pyver *v = &p->v;
-	uint8_t buf[STR_HDR_MAX + 4 * NAME_CHARS];
-	size_t hlen = v->compact_size + 8, off, have;
-	uint32_t state, kind;
-	int64_t length;
-	int err;
-
-	if (hlen > STR_HDR_MAX || v->unicode_state + 4 > hlen || v->unicode_length + 8 > hlen ||
-	    v->ascii_size > v->compact_size)
-		return -PBP_E_VERSION;
-	err = remote_read(p->r, str, buf, hlen);
-	if (err)
-		return err;
-	memcpy(&state, buf + v->unicode_state, 4);
-	memcpy(&length, buf + v->unicode_length, 8);
-	kind = (state >> 2) & 7;
-	if (!((state >> 5) & 1))        /* not compact: the characters are elsewhere */
-		return pystr_read(p->r, v, str, out, outlen);
-	if (length < 0 || (kind != 1 && kind != 2 && kind != 4))
-		return -PBP_E_CORRUPT;
-	if (length > NAME_CHARS) {
-		length = NAME_CHARS;
-		memcpy(buf + v->unicode_length, &length, 8);
-	}
-	off = (state >> 6) & 1 ? v->ascii_size : v->compact_size;
-	have = off + (size_t)length * kind;
-	if (have > hlen)
-		err = remote_read(p->r, str + hlen, buf + hlen, have - hlen);
-	return err ? err : pystr_decode(v, buf, have > hlen ? have : hlen, out, outlen);
-}
-
 /* Thread object's _name into name (64 bytes). */
 static int thread_name(struct pyproc *p, uint64_t thread, char *name, size_t len)
 {
@@ -700,7 +659,8 @@ static int thread_name(struct pyproc *p, uint64_t thread, char *name, size_t len
 	if (!err && !(flags & p->v.tpf_unicode_subclass))
 		err = -PBP_E_CORRUPT;
 	if (!err)
-		err = name_str_read(p, str, name, len);
+		/* Made at run time, maybe in a page cached before it existed. */
+		err = pystr_read_fresh(p->r, &p->v, str, NAME_CHARS, name, len);
 	if (!err)
 		utf8_scrub(name);       /* a str may hold lone surrogates */
 	return err;
