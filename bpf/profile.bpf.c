@@ -13,6 +13,24 @@
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
+/*
+ * Wall and gil modes: a thread's stack is copied as it leaves the CPU. Off
+ * CPU it cannot change, so a tick that finds its switch count unchanged
+ * uses the copy and reads nothing. Only sleeps are copied: a tick mostly
+ * falls in those, while a GIL wait or a preemption usually ends before the
+ * next tick and would make the copy wasted work in the target. What a tick
+ * needs is the last switch before it, so the budget is a rate with room for
+ * a burst: one copy per snap_gap_ns (a tick; 0: never) on average,
+ * SNAP_BURST in a row. A thread so pays at most what a busy thread pays
+ * the sampler; one that sleeps more often than that is read at the tick.
+ */
+const volatile __u64 snap_gap_ns = 0;
+#define SNAP_BURST 2
+
+/* Per-CPU scratch slots: one for the sampler, one for switch-out snapshots. */
+#define BUF_SAMPLE 0
+#define BUF_SWITCH 1
+
 /* Loop bound over frames including skipped shims. */
 #define MAX_WALK (PBP_MAX_FRAMES + 32)
 
@@ -41,7 +59,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 16 << 20);
+	__uint(max_entries, 16 << 20);     /* RING_BYTES in user/sampler.c */
 } events SEC(".maps");
 
 struct {
@@ -51,7 +69,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2);
 	__type(key, __u32);
 	__type(value, struct pbp_sample);
 } scratch SEC(".maps");
@@ -67,7 +85,7 @@ struct spanbuf {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2);
 	__type(key, __u32);
 	__type(value, struct spanbuf);
 } spanbufs SEC(".maps");
@@ -129,6 +147,7 @@ struct walk_ctx {
 	__u32 r_prev, r_code, r_instr, r_owner;
 	__u32 r_line, r_name;
 	bool fr_span, co_span;
+	__u32 buf;             /* BUF_SAMPLE or BUF_SWITCH */
 };
 
 /* Masked offsets stay below PBP_SPAN_MAX whatever user space sent. */
@@ -241,12 +260,11 @@ static long walk_step(__u32 i, void *vctx)
 	struct pbp_sample *s;
 	struct spanbuf *b;
 	struct pbp_frame *f;
-	__u32 zero = 0;
 
 	if (!c->frame)
 		return 1;
-	s = bpf_map_lookup_elem(&scratch, &zero);
-	b = bpf_map_lookup_elem(&spanbufs, &zero);
+	s = bpf_map_lookup_elem(&scratch, &c->buf);
+	b = bpf_map_lookup_elem(&spanbufs, &c->buf);
 	if (!s || !b)
 		return 1;
 	if (!c->fr_span || frame_by_span(c, b, &ff))
@@ -300,9 +318,10 @@ static __always_inline void span_check(struct walk_ctx *c)
 }
 
 /* On a fault or at the bound, .resume names the first frame not copied, for user space. */
-static __always_inline void walk(struct pbp_sample *s, const struct pbp_offsets *o, __u64 tstate)
+static __always_inline void walk(struct pbp_sample *s, const struct pbp_offsets *o, __u64 tstate,
+				 __u32 buf)
 {
-	struct walk_ctx c = { .o = *o };
+	struct walk_ctx c = { .o = *o, .buf = buf };
 
 	span_check(&c);
 	c.frame = first_frame(o, tstate, &c.err);
@@ -331,11 +350,32 @@ static __always_inline void read_gil(struct pbp_sample *s, const struct pbp_proc
 		s->flags |= PBP_F_HOLDS_GIL;
 }
 
+/*
+ * User space wakes on its own timer and drains the ring, so a record asks
+ * for a wakeup only once the ring holds more than wake_bytes: a host with
+ * many busy CPUs is drained before it loses samples, and nothing else
+ * pays an irq_work for a wakeup nobody waits for.
+ */
+const volatile __u64 wake_bytes = 4 << 20;
+
+static __always_inline long output(struct pbp_sample *s)
+{
+	__u64 size = __builtin_offsetof(struct pbp_sample, frames) +
+		     (__u64)(s->nframes & (PBP_MAX_FRAMES - 1)) * sizeof(struct pbp_frame);
+	__u64 flags = BPF_RB_NO_WAKEUP;
+
+	if (s->nframes == PBP_MAX_FRAMES)
+		size = sizeof(*s);
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > wake_bytes)
+		flags = BPF_RB_FORCE_WAKEUP;
+	return bpf_ringbuf_output(&events, s, size, flags);
+}
+
 SEC("perf_event")
 int on_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, tid = (__u32)id, zero = 0;
+	__u32 tgid = id >> 32, tid = (__u32)id, buf = BUF_SAMPLE;
 	struct pbp_proc *p = bpf_map_lookup_elem(&procs, &tgid);
 	struct pbp_thread *t;
 	struct pbp_sample *s;
@@ -344,7 +384,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	if (!p)
 		return 0;
 	stat_inc(PBP_STAT_TAKEN);
-	s = bpf_map_lookup_elem(&scratch, &zero);
+	s = bpf_map_lookup_elem(&scratch, &buf);
 	if (!s)
 		return 0;
 	s->ts = bpf_ktime_get_ns();
@@ -354,11 +394,12 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	s->flags = 0;
 	s->nframes = 0;
 	s->resume = 0;
+	s->switches = 0;
 	s->tstate = 0;
 	t = bpf_map_lookup_elem(&threads, &tid);
 	if (t && t->tgid == tgid) {  /* a tid reused by another process is not this thread */
 		s->tstate = t->tstate;
-		walk(s, &p->off, t->tstate);
+		walk(s, &p->off, t->tstate, BUF_SAMPLE);
 	} else {
 		s->flags |= PBP_F_NO_TSTATE;
 		stat_inc(PBP_STAT_NO_TSTATE);
@@ -368,11 +409,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		stat_inc(PBP_STAT_TRUNCATED);
 	if (s->flags & PBP_F_FAULT)
 		stat_inc(PBP_STAT_FAULTED);
-	size = __builtin_offsetof(struct pbp_sample, frames) +
-	       (__u64)(s->nframes & (PBP_MAX_FRAMES - 1)) * sizeof(struct pbp_frame);
-	if (s->nframes == PBP_MAX_FRAMES)
-		size = sizeof(*s);
-	if (bpf_ringbuf_output(&events, s, size, 0) == 0)
+	if (output(s) == 0)
 		stat_inc(PBP_STAT_DELIVERED);
 	else
 		stat_inc(PBP_STAT_LOST);
@@ -385,7 +422,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 #define TASK_UNINTERRUPTIBLE_ 0x2
 #define TASK_NOLOAD_ 0x400
 
-static __always_inline struct pbp_tstate *tstate_of(__u32 tgid, __u32 tid)
+static __always_inline struct pbp_tstate *tstate_of(__u32 tgid, __u32 tid, __u64 *tstate)
 {
 	struct pbp_thread *t = bpf_map_lookup_elem(&threads, &tid);
 	__u32 slot;
@@ -393,6 +430,7 @@ static __always_inline struct pbp_tstate *tstate_of(__u32 tgid, __u32 tid)
 	if (!t || t->tgid != tgid)
 		return NULL;
 	slot = t->slot;
+	*tstate = t->tstate;
 	return bpf_map_lookup_elem(&tstates, &slot);
 }
 
@@ -444,21 +482,61 @@ static __always_inline __u8 off_reason(struct pbp_tstate *st, struct task_struct
 	return state == 0 ? PBP_OFF_RUNNABLE : PBP_OFF_SLEEP;
 }
 
+/*
+ * The stack of the thread leaving the CPU, which is still current here, so
+ * its memory is the one bpf_probe_read_user sees. User space keeps it with
+ * the switch count: while that count stands, the thread has not run since.
+ */
+static __always_inline void snapshot(struct pbp_tstate *st, __u32 tgid, __u32 tid,
+				     __u64 tstate, __u64 now)
+{
+	__u32 buf = BUF_SWITCH;
+	struct pbp_proc *p;
+	struct pbp_sample *s;
+
+	__u64 due = st->snap_due > now ? st->snap_due : now;
+
+	if (!snap_gap_ns || !tstate || due - now >= SNAP_BURST * snap_gap_ns)
+		return;
+	p = bpf_map_lookup_elem(&procs, &tgid);
+	s = bpf_map_lookup_elem(&scratch, &buf);
+	if (!p || !s)
+		return;
+	st->snap_due = due + snap_gap_ns;
+	s->ts = now;
+	s->tgid = tgid;
+	s->tid = tid;
+	s->cpu = bpf_get_smp_processor_id();
+	s->flags = PBP_F_SWITCH_OUT;
+	s->nframes = 0;
+	s->resume = 0;
+	s->tstate = tstate;
+	s->switches = st->switches;
+	walk(s, &p->off, tstate, BUF_SWITCH);
+	if (output(s) == 0)
+		stat_inc(PBP_STAT_SNAPPED);
+	else
+		stat_inc(PBP_STAT_SNAP_LOST);
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	__u64 now = bpf_ktime_get_ns();
+	__u64 now = bpf_ktime_get_ns(), tstate = 0;
 	struct pbp_tstate *st;
 
-	st = tstate_of(prev->tgid, prev->pid);
+	st = tstate_of(prev->tgid, prev->pid, &tstate);
 	if (st) {
 		st->off_reason = off_reason(st, prev, prev_state);
 		st->oncpu = 0;
 		st->switches++;
 		st->last_switch_ns = now;
+		/* Short waits (GIL, preemption) are left to the tick: most end before one. */
+		if (st->off_reason == PBP_OFF_SLEEP || st->off_reason == PBP_OFF_DISK)
+			snapshot(st, prev->tgid, prev->pid, tstate, now);
 	}
-	st = tstate_of(next->tgid, next->pid);
+	st = tstate_of(next->tgid, next->pid, &tstate);
 	if (st) {
 		/* off_reason is kept: it says where the thread was until this instant. */
 		st->oncpu = 1;

@@ -72,6 +72,7 @@ struct pbp_tstate {
 	__u64 switches;        /* context switches in and out: unchanged means the stack is too */
 	__u64 last_switch_ns;
 	__u64 futex_addr;      /* futex it sleeps on, 0 if none: tells GIL waits */
+	__u64 snap_due;        /* switch-out snapshots: when the budget is back to full */
 	__u8 oncpu;
 	__u8 off_reason;       /* enum pbp_off_reason of the last time off CPU */
 	__u8 pad[6];
@@ -101,6 +102,7 @@ enum pbp_sample_flags {
 	PBP_F_NO_TSTATE = 1 << 2,  /* tid not yet in the threads map */
 	PBP_F_HOLDS_GIL = 1 << 3,  /* thread held the GIL at the sample */
 	PBP_F_GIL_KNOWN = 1 << 4,  /* the GIL state could be read */
+	PBP_F_SWITCH_OUT = 1 << 5, /* taken as the thread left the CPU, at .switches */
 };
 
 /* Ring buffer record: header, then nframes struct pbp_frame, innermost first. */
@@ -108,6 +110,7 @@ struct pbp_sample {
 	__u64 ts;              /* bpf_ktime_get_ns() */
 	__u64 tstate;
 	__u64 resume;          /* frame address where the kernel stopped, if flagged */
+	__u64 switches;        /* PBP_F_SWITCH_OUT: the thread's switch count after leaving */
 	__u32 tgid;
 	__u32 tid;
 	__u32 cpu;
@@ -136,6 +139,8 @@ enum pbp_stat {
 	PBP_STAT_TRUNCATED,    /* deeper than PBP_MAX_FRAMES */
 	PBP_STAT_FAULTED,      /* a frame read faulted in the kernel */
 	PBP_STAT_NO_TSTATE,
+	PBP_STAT_SNAPPED,      /* switch-out snapshot reached the ring buffer */
+	PBP_STAT_SNAP_LOST,    /* switch-out snapshot dropped: ring buffer full */
 	PBP_STAT__COUNT,
 };
 

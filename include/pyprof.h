@@ -708,8 +708,10 @@ void sampler_slot_free(struct sampler *s, int slot);
 const volatile struct pbp_tstate *sampler_tstate(struct sampler *s, int slot);
 int sampler_set_thread(struct sampler *s, pid_t tid, pid_t tgid, uint64_t tstate, int slot);
 void sampler_del_thread(struct sampler *s, pid_t tid);
-/* Deliver ready samples to the callback; waits at most timeout_ms. */
-int sampler_poll(struct sampler *s, int timeout_ms);
+/* Deliver every sample and event in the ring buffers to the callbacks; never waits. */
+int sampler_drain(struct sampler *s);
+/* Wait up to ns (less if a process or thread event comes), then drain. */
+int sampler_wait(struct sampler *s, uint64_t ns);
 void sampler_stats(struct sampler *s, uint64_t out[PBP_STAT__COUNT]);
 /* Re-draw each CPU's sampling period around the mean (breaks aliasing). */
 void sampler_jitter(struct sampler *s);
@@ -735,6 +737,7 @@ struct collector {
 	uint64_t dropped;       /* samples of threads that are not Python threads */
 	uint64_t ticks, late_ticks;
 	uint64_t reused;        /* wall/gil: stack reused, the thread had not run: no read */
+	uint64_t from_switch;   /* wall/gil: stack the kernel took as the thread left the CPU */
 	uint64_t from_kernel;   /* wall/gil: on-CPU thread, stack from its last kernel sample */
 	uint64_t read_now;      /* wall/gil: stack read from the target at the tick */
 	uint64_t late_switches; /* wall/gil: a switch between the tick instant and the look */

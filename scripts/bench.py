@@ -23,7 +23,11 @@ Scenarios (--only takes their names):
             code-object cache hit rates
   wall      -m wall -F 99 with 0, 50 and 200 idle threads beside one busy
             one: profiler CPU per second after start-up (schedstat of the
-            profiler between two instants), and 200-idle / 0-idle
+            profiler between two instants), and 200-idle / 0-idle; and 20
+            threads 30 deep waking 50 times a second: profiler CPU, the
+            share of tick stacks read from the target, and the target's own
+            CPU profiled / unprofiled (the kernel's switch-out copies run in
+            it)
   host      50 Python processes (2 busy, 48 sleep loops) with -a -F 19,
             narrowed to them with --comm (or a -p list of the 50 pids where
             -a is missing): profiler CPU share of one core after start-up, and
@@ -83,6 +87,7 @@ TIMER_RATES = [999, 9999]
 DEPTH = 30
 DEEP = 500
 WALL_IDLE = [0, 50, 200]
+WAKERS = 20
 HOST_COMM = "pbpbench"
 CHUNKS = 100           # the timed workload is timed in this many pieces too
 FAST_MODE = 1.25       # a piece this much slower than a case's 5th percentile is "slow mode"
@@ -142,6 +147,17 @@ def hold(n):
         while True:
             leaf()
     return hold(n - 1) + 1
+
+
+def wake_main(depth):
+    """depth frames down, sleeps 10 ms and 30 ms by turns: 50 wakeups a second."""
+    if depth > 1:
+        return wake_main(depth - 1)
+    while True:
+        time.sleep(0.01)
+        leaf()
+        time.sleep(0.03)
+        leaf()
 
 
 def idle_wait(ev):
@@ -204,6 +220,13 @@ def main():
         ready(sys.argv[2])
         while True:
             time.sleep(0.1)
+    elif what == "wakers":                  # wakers N DEPTH READY
+        n, depth = int(sys.argv[2]), int(sys.argv[3])
+        for _ in range(n):
+            threading.Thread(target=wake_main, args=(depth,), daemon=True).start()
+        ready(sys.argv[4], threads=threading.active_count())
+        while True:
+            time.sleep(3600)
     elif what == "threads":                 # threads N DEPTH READY
         n, depth = int(sys.argv[2]), int(sys.argv[3])
         ev = threading.Event()
@@ -509,7 +532,8 @@ STAT_RES = {
     "page": re.compile(r"page cache\s+(\d+) hits, (\d+) misses"),
     "reads": re.compile(r"remote reads\s+(\d+) \(.*?\), (\d+) bytes"),
     "code": re.compile(r"code objects\s+(\d+) hits, (\d+) misses"),
-    "ticks": re.compile(r"tick stacks\s+(\d+) reused.*?, (\d+) from the kernel.*?, (\d+) read at"),
+    "ticks": re.compile(r"tick stacks\s+(\d+) reused.*?, (\d+) from the kernel.*?, (\d+) taken by "
+                        r"the kernel as the thread left the CPU, (\d+) read at"),
 }
 
 
@@ -533,11 +557,12 @@ class Run(object):
     pass
 
 
-def run_pbp(args, out, window=None, grab=False, ref=None, timeout=600):
+def run_pbp(args, out, window=None, grab=False, ref=None, timeout=600, window_ref=None):
     """Run pybpfprof to its end. window=(a, b): the profiler's CPU per second
     between a and b seconds after its start, and its VmHWM at b. ref: a
     process whose CPU time to measure (r.ref_cpu, s) from the moment the
-    sampler is attached on every CPU until pybpfprof exits."""
+    sampler is attached on every CPU until pybpfprof exits. window_ref: a
+    process whose CPU per second to measure over the window too."""
     errpath = out + ".err"
     with open(errpath, "w") as err:
         p = subprocess.Popen([PBP, "-o", out] + [str(a) for a in args],
@@ -546,7 +571,7 @@ def run_pbp(args, out, window=None, grab=False, ref=None, timeout=600):
     t0 = time.monotonic()
     r = Run()
     r.prog_fd = grab_sample_prog(p.pid) if grab else None
-    r.window_cpu = r.hwm_kb = r.ref_cpu = None
+    r.window_cpu = r.hwm_kb = r.ref_cpu = r.window_ref_cpu = None
     if ref:
         ncpu, deadline = len(online_cpus()), time.monotonic() + 30
         while 0 <= perf_links(p.pid) < ncpu and time.monotonic() < deadline:
@@ -556,11 +581,15 @@ def run_pbp(args, out, window=None, grab=False, ref=None, timeout=600):
         a, b = window
         time.sleep(max(0.0, t0 + a - time.monotonic()))
         c0, ta = task_cpu_ns(p.pid), time.monotonic()
+        w0 = task_cpu_ns(window_ref) if window_ref else None
         time.sleep(max(0.0, t0 + b - time.monotonic()))
         c1, tb = task_cpu_ns(p.pid), time.monotonic()
+        w1 = task_cpu_ns(window_ref) if window_ref else None
         r.hwm_kb = vm_hwm_kb(p.pid)
         if c0 is not None and c1 is not None:
             r.window_cpu = (c1 - c0) / 1e9 / (tb - ta)
+        if w0 is not None and w1 is not None:
+            r.window_ref_cpu = (w1 - w0) / 1e9 / (tb - ta)
     killer = threading.Timer(timeout, p.kill)
     killer.start()
     try:
@@ -928,8 +957,45 @@ class Bench(object):
                                                                        per[WALL_IDLE[0]])]
         self.add(it, Figure("wall_ratio", "wall: CPU 200 idle / 0 idle", "x", ratio, "%.2f"))
         self.det("wall", "| %s | %s |" % (it.name, "; ".join(
-            "%d idle: tick stacks reused/from kernel/read %s" % (
+            "%d idle: tick stacks reused/from kernel/at switch/read %s" % (
                 n, "/".join(str(x) for x in (ticks[n][-1] or ["?"]))) for n in WALL_IDLE)))
+        self.wakers(it)
+
+    def wakers(self, it):
+        """Threads that wake 50 times a second, 30 deep: the kernel copies each
+        stack as the thread goes back to sleep, so ticks read nothing; the
+        copies run in the target, so its CPU is measured unprofiled and
+        profiled (interleaved, same window)."""
+        d, w = self.cfg["run_s"], self.cfg["warm_s"]
+        prof, base, mine, read = [], [], [], []
+        for rep in range(self.cfg["reps"]):
+            proc, rd = spawn(it, "wakers", WAKERS, DEPTH)
+            try:
+                for case in rotate(["none", "pbp"], rep):
+                    if case == "none":
+                        time.sleep(w)
+                        c0, t0 = task_cpu_ns(proc.pid), time.monotonic()
+                        time.sleep(d - w - 0.25)
+                        c1, t1 = task_cpu_ns(proc.pid), time.monotonic()
+                        base.append((c1 - c0) / 1e6 / (t1 - t0))
+                        continue
+                    r = run_pbp(["-p", proc.pid, "-m", "wall", "-F", 99, "-d", d, "--stats"],
+                                self.out("wakers"), window=(w, d - 0.25), window_ref=proc.pid)
+                    prof.append(r.window_cpu * 1e3 if r.window_cpu is not None else None)
+                    mine.append(r.window_ref_cpu * 1e3 if r.window_ref_cpu is not None else None)
+                    t = r.s.get("ticks")
+                    read.append(100.0 * t[3] / sum(t) if t and sum(t) else None)
+            finally:
+                kill(proc)
+        label = "wall 99 Hz, %d threads waking 50/s, %d deep" % (WAKERS, DEPTH)
+        self.add(it, Figure("wakers_ms", label + ": profiler CPU", "ms/s", prof, "%.2f"))
+        self.add(it, Figure("wakers_read", label + ": tick stacks read", "%", read, "%.1f"))
+        ratio = [a / b if a is not None and b else None for a, b in zip(mine, base)]
+        self.add(it, Figure("wakers_target", label + ": target CPU, profiled / not", "x", ratio,
+                            "%.3f"))
+        self.det("wall", "| %s | %d wakers: target CPU unprofiled %s ms/s, profiled %s ms/s |" % (
+            it.name, WAKERS, "/".join("%.1f" % x for x in base),
+            "/".join("%.1f" % x for x in mine if x is not None)))
 
     # -- 5. a whole host
 
@@ -1000,6 +1066,7 @@ ROWS = [
     ("kernel_us@999", "cost"),
     ("reads_steady", "reads"), ("page_hit", "reads"), ("code_hit", "reads"),
     ("wall_ms@0", "wall"), ("wall_ms@50", "wall"), ("wall_ms@200", "wall"), ("wall_ratio", "wall"),
+    ("wakers_ms", "wall"), ("wakers_read", "wall"), ("wakers_target", "wall"),
     ("host_core_pct", "host"), ("host_hwm_mb", "host"),
     ("deep_cost_us", "deep"), ("deep_kernel_us", "deep"), ("deep_completed", "deep"),
 ]
@@ -1142,7 +1209,11 @@ METHOD = """\
   loads and periodic thread scans cancelling out.
 - wall: one thread spinning %(depth)d deep plus N threads blocked in
   Event.wait(), `-m wall -F 99 -d %(run_s)g`; the profiler's CPU (schedstat of its
-  threads) between %(warm_s)g s and %(run_s)g - 0.25 s, per second.
+  threads) between %(warm_s)g s and %(run_s)g - 0.25 s, per second. Wakers: 20
+  threads %(depth)d deep sleeping 10 ms and 30 ms by turns; in each repetition
+  the target's CPU (schedstat) over the same window unprofiled and profiled,
+  in rotated order; "tick stacks read" is the share of tick stacks read from
+  the target (the rest: reused, kernel samples, switch-out copies).
 - host: %(host_procs)d processes (2 spinning, the rest in `time.sleep(0.1)` loops),
   all named `pbpbench` (prctl), %(host_how)s `-F 19 -d %(host_run_s)g`; CPU share between %(host_warm_s)g s and the end
   (- 0.25 s), VmHWM at that point.

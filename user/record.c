@@ -46,14 +46,17 @@ static const struct pyproc_limits host_limits = { 64, 1024, 4 << 20 };
 #define NEW_THREAD_SOON_NS 20000000ull
 #define NEW_THREAD_LATER_NS 300000000ull
 /*
- * The loop sleeps, then takes every sample the ring buffer holds. Waiting in
- * epoll instead wakes it for each sample: a context switch per sample, which
- * cost more than naming the sample, and on a busy machine a preemption of the
- * sampled thread in step with the sampling clock (bench/RESULTS.md).
+ * The loop sleeps, then takes every sample the ring buffer holds. Being
+ * woken for each sample instead costs a context switch per sample, more
+ * than naming it, and on a busy machine preempts the sampled thread in step
+ * with the sampling clock (bench/RESULTS.md). A wakeup costs about as much
+ * as naming 10 samples, so it waits for many; process and thread events
+ * still wake it at once, and so does a sample ring a quarter full (on a
+ * host with many CPUs, before BATCH_SAMPLES each; sampler.c).
  */
 #define BATCH_NS 10000000ull
-#define BATCH_MAX_NS 250000000ull   /* at low rates: a wakeup costs more than a sample */
-#define BATCH_SAMPLES 24            /* per CPU, and so per busy thread */
+#define BATCH_MAX_NS 1000000000ull
+#define BATCH_SAMPLES 100          /* per CPU, and so per busy thread */
 /*
  * Exits arrive as kernel events (on_proc_event); /proc is read for every
  * target as a safety net only, seldom: with -a a host has many targets.
@@ -668,6 +671,23 @@ static uint64_t jitter_every(unsigned hz)
 	return n > JITTER_MIN_NS ? n : JITTER_MIN_NS;
 }
 
+static uint64_t earlier(uint64_t a, uint64_t b)
+{
+	return b && b < a ? b : a;
+}
+
+/* The next instant something other than samples needs the loop. */
+static uint64_t next_due(const struct record *r, uint64_t due)
+{
+	for (int i = 0; i < r->npending; i++)
+		due = earlier(due, r->pending[i].next_ns);
+	for (int i = 0; i < r->ntargets; i++) {
+		due = earlier(due, r->targets[i].rescan_soon);
+		due = earlier(due, r->targets[i].rescan_later);
+	}
+	return due;
+}
+
 static void loop(struct record *r)
 {
 	bool tty = !r->quiet && isatty(STDERR_FILENO);
@@ -679,22 +699,25 @@ static void loop(struct record *r)
 	uint64_t next_rescan = r->start_ns + RESCAN_EVERY_NS;
 	uint64_t next_alive = 0;
 
-	/* cpu mode: a few samples a CPU per wakeup, within [BATCH_NS, BATCH_MAX_NS]. */
+	/* Samples wait in the ring buffer: a few per CPU, within [BATCH_NS, BATCH_MAX_NS]. */
 	uint64_t batch = BATCH_SAMPLES * (1000000000ull / r->c.o.hz);
 
 	batch = batch < BATCH_NS ? BATCH_NS : batch > BATCH_MAX_NS ? BATCH_MAX_NS : batch;
 	while (!stop_signal) {
 		uint64_t now = now_ns();
-		uint64_t nap = batch;
+		uint64_t due = now + batch;
 
-		if (ticking)
-			nap = next_tick <= now ? 0 : next_tick - now < nap ? next_tick - now : nap;
-		if (nap) {
-			struct timespec ts = { (time_t)(nap / 1000000000ull), (long)(nap % 1000000000ull) };
-
-			clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
-		}
-		sampler_poll(r->c.smp, 0);
+		due = earlier(due, ticking ? next_tick : 0);
+		due = earlier(due, deadline);
+		due = earlier(due, next_jitter);
+		due = earlier(due, next_rescan);
+		due = earlier(due, next_alive);
+		due = earlier(due, tty ? next_live : 0);
+		due = next_due(r, due);
+		if (due > now)
+			sampler_wait(r->c.smp, due - now);
+		else
+			sampler_drain(r->c.smp);
 		now = now_ns();
 		if (deadline && now >= deadline)
 			break;
@@ -721,7 +744,7 @@ static void loop(struct record *r)
 		}
 	}
 	/* Samples still in the ring buffer belong to the run. */
-	while (sampler_poll(r->c.smp, 0) > 0)
+	while (sampler_drain(r->c.smp) > 0)
 		;
 	r->end_ns = now_ns();
 	if (tty)
@@ -751,8 +774,11 @@ static void print_summary(struct record *r)
 		(unsigned long long)st[PBP_STAT_FAULTED], (unsigned long long)c->sym.completed,
 		(unsigned long long)c->sym.failed);
 	if (c->o.mode != MODE_CPU)
-		fprintf(stderr, "pybpfprof: %llu ticks (%llu dropped, the loop fell behind)\n",
-			(unsigned long long)c->ticks, (unsigned long long)c->late_ticks);
+		fprintf(stderr, "pybpfprof: %llu ticks (%llu dropped, the loop fell behind); "
+			"%llu stacks taken as threads left the CPU (%llu lost)\n",
+			(unsigned long long)c->ticks, (unsigned long long)c->late_ticks,
+			(unsigned long long)st[PBP_STAT_SNAPPED],
+			(unsigned long long)st[PBP_STAT_SNAP_LOST]);
 	for (int i = 0; i < r->ntargets; i++)
 		if (r->targets[i].p && !r->all)
 			target_print_threads(c, &r->targets[i], stderr);
@@ -790,9 +816,11 @@ static void print_stats(struct record *r)
 	}
 	if (c->o.mode != MODE_CPU)
 		fprintf(stderr, "  tick stacks   %llu reused (thread had not run), %llu from the kernel "
-			"(on CPU), %llu read at the tick; %llu switches after the tick instant\n",
+			"(on CPU), %llu taken by the kernel as the thread left the CPU, %llu read at "
+			"the tick; %llu switches after the tick instant\n",
 			(unsigned long long)c->reused, (unsigned long long)c->from_kernel,
-			(unsigned long long)c->read_now, (unsigned long long)c->late_switches);
+			(unsigned long long)c->from_switch, (unsigned long long)c->read_now,
+			(unsigned long long)c->late_switches);
 	fprintf(stderr, "  samples       %llu outside Python code, %llu of non-Python threads, "
 		"%llu frames unnamed\n", (unsigned long long)c->sym.no_python,
 		(unsigned long long)c->dropped, (unsigned long long)c->sym.unknown_frames);

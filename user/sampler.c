@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -21,9 +23,12 @@
 #include "pyprof.h"
 #include "profile.skel.h"
 
+#define RING_BYTES (16u << 20)   /* the "events" map's size in bpf/profile.bpf.c */
+
 struct sampler {
 	struct profile_bpf *skel;
-	struct ring_buffer *rb;
+	struct ring_buffer *rb;         /* samples, then process and thread events */
+	int efd;                        /* epoll, edge-triggered, on both rings (sampler_wait) */
 	struct bpf_link *switch_link, *fork_link, *exec_link, *exit_link;
 	proc_event_fn pcb;
 	struct pbp_tstate *tstates;     /* the kernel's array, mapped */
@@ -214,6 +219,28 @@ static int track_processes(struct sampler *s, bool execs)
 	return 0;
 }
 
+/*
+ * Each ring wakes the loop through its own epoll set, edge-triggered: the
+ * sample ring only when it is a quarter full (the BPF side asks for a wakeup
+ * past that), so a busy host wakes it before anything is lost, and a level
+ * (still not empty) never makes it spin.
+ */
+static int watch_rings(struct sampler *s)
+{
+	int fds[2] = { bpf_map__fd(s->skel->maps.events), bpf_map__fd(s->skel->maps.procevents) };
+
+	s->efd = epoll_create1(EPOLL_CLOEXEC);
+	if (s->efd < 0)
+		return bpf_err(errno);
+	for (int i = 0; i < 2; i++) {
+		struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u32 = (uint32_t)i };
+
+		if (epoll_ctl(s->efd, EPOLL_CTL_ADD, fds[i], &ev) != 0)
+			return bpf_err(errno);
+	}
+	return 0;
+}
+
 /* bpf_loop, which the frame walk needs, came in Linux 5.17. */
 static bool kernel_too_old(void)
 {
@@ -240,6 +267,7 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o)
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -PBP_E_NOMEM;
+	s->efd = -1;
 	s->cb = o->cb;
 	s->pcb = o->pcb;
 	s->ctx = o->ctx;
@@ -250,6 +278,10 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o)
 		err = bpf_err(errno);
 		goto fail;
 	}
+	s->skel->rodata->wake_bytes = RING_BYTES / 4;
+	/* Switch-out copies of stacks: on average no more than one per thread per tick. */
+	if (o->sched)
+		s->skel->rodata->snap_gap_ns = s->period;
 	/* Only the modes that look at off-CPU threads pay for the scheduler hook. */
 	bpf_program__set_autoload(s->skel->progs.on_switch, o->sched);
 	bpf_program__set_autoload(s->skel->progs.on_fork, o->sched);
@@ -264,7 +296,9 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o)
 		err = bpf_err(errno);
 		goto fail;
 	}
-	err = attach_cpus(s, hz);
+	err = watch_rings(s);
+	if (!err)
+		err = attach_cpus(s, hz);
 	if (!err && o->sched)
 		err = track_threads(s);
 	if (!err)
@@ -283,6 +317,8 @@ void sampler_close(struct sampler *s)
 	if (!s)
 		return;
 	ring_buffer__free(s->rb);
+	if (s->efd >= 0)
+		close(s->efd);
 	bpf_link__destroy(s->switch_link);
 	bpf_link__destroy(s->fork_link);
 	bpf_link__destroy(s->exec_link);
@@ -380,11 +416,26 @@ void sampler_del_thread(struct sampler *s, pid_t tid)
 	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.threads), &key);
 }
 
-int sampler_poll(struct sampler *s, int timeout_ms)
+/* Samples ask for no wakeup (see watch_rings): read the rings directly. */
+int sampler_drain(struct sampler *s)
 {
-	int n = ring_buffer__poll(s->rb, timeout_ms);
+	int n = ring_buffer__consume(s->rb);
 
-	return n == -EINTR ? 0 : n;
+	return n < 0 ? 0 : n;
+}
+
+/* Sleep up to ns, less if an event comes or the sample ring fills; then drain. */
+int sampler_wait(struct sampler *s, uint64_t ns)
+{
+	static bool no_pwait2;  /* older kernels, and valgrind, lack it */
+	struct timespec ts = { (time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull) };
+	struct epoll_event ev[2];
+
+	if (!no_pwait2 && epoll_pwait2(s->efd, ev, 2, &ts, NULL) < 0 && errno == ENOSYS)
+		no_pwait2 = true;
+	if (no_pwait2)
+		epoll_wait(s->efd, ev, 2, (int)((ns + 999999) / 1000000));
+	return sampler_drain(s);
 }
 
 void sampler_stats(struct sampler *s, uint64_t out[PBP_STAT__COUNT])

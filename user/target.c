@@ -31,6 +31,7 @@ struct tcache {
 	uint32_t n, cap;
 	bool have;
 	bool read_off_cpu;      /* locs read while off CPU, at switch count `switches` */
+	bool switch_snap;       /* ... by the kernel as it left the CPU, not used at a tick yet */
 	uint64_t switches;
 	uint64_t kernel_ns;     /* when locs came from a kernel sample, 0 otherwise */
 	bool kernel_holds_gil, kernel_gil_known;
@@ -370,6 +371,16 @@ void target_on_sample(struct collector *c, struct target *t, const struct pbp_sa
 		count(c, t, e, c->locs + off, n, on_cpu_status(known, holds));
 		return;
 	}
+	if (ks->flags & PBP_F_SWITCH_OUT) {
+		/* Its stack until the switch count moves on: a tick reads nothing. */
+		if (keep_stack(e, c->locs + off, n) == 0) {
+			e->kernel_ns = 0;
+			e->read_off_cpu = true;
+			e->switch_snap = true;
+			e->switches = ks->switches;
+		}
+		return;
+	}
 	if (keep_stack(e, c->locs + off, n) == 0) {
 		e->kernel_ns = ks->ts;
 		e->read_off_cpu = false;
@@ -390,9 +401,21 @@ static uint32_t off_cpu_status(uint8_t reason)
 	}
 }
 
+/*
+ * A stack kept while the thread was off CPU still holds at the tick if the
+ * thread has not switched since, or if its one switch since is the switch
+ * in that came after the tick instant (it was still off CPU then).
+ */
+static bool off_cpu_stack_holds(const struct tcache *e, const struct pbp_tstate *st, bool late)
+{
+	if (st->oncpu || !e->have || !e->read_off_cpu)
+		return false;
+	return e->switches == st->switches || (late && st->switches == e->switches + 1);
+}
+
 /* The thread's stack at this tick, by the cheapest exact means. */
 static int tick_stack(struct collector *c, struct target *t, struct tcache *e,
-		      const struct pbp_tstate *st, uint64_t now_kns)
+		      const struct pbp_tstate *st, bool late, uint64_t now_kns)
 {
 	uint64_t fresh = 2 * 1000000000ull / c->o.hz;
 	uint32_t n = 0;
@@ -402,8 +425,12 @@ static int tick_stack(struct collector *c, struct target *t, struct tcache *e,
 		c->from_kernel++;
 		return 0;
 	}
-	if (!st->oncpu && e->have && e->read_off_cpu && e->switches == st->switches) {
-		c->reused++;
+	if (off_cpu_stack_holds(e, st, late)) {
+		if (e->switch_snap)
+			c->from_switch++;
+		else
+			c->reused++;
+		e->switch_snap = false;
 		return 0;
 	}
 	c->read_now++;
@@ -413,6 +440,7 @@ static int tick_stack(struct collector *c, struct target *t, struct tcache *e,
 		return err;
 	err = keep_stack(e, c->locs, n);
 	e->kernel_ns = 0;
+	e->switch_snap = false;
 	e->read_off_cpu = !st->oncpu;
 	e->switches = st->switches;
 	return err;
@@ -424,14 +452,14 @@ static int tick_stack(struct collector *c, struct target *t, struct tcache *e,
  * instant means it was in the other state then; off_reason still tells
  * why it was off CPU before a switch in.
  */
-static void state_at(struct collector *c, const struct tcache *e, uint64_t instant,
+static bool state_at(struct collector *c, const struct tcache *e, uint64_t instant,
 		     struct pbp_tstate *st)
 {
 	const volatile struct pbp_tstate *v = sampler_tstate(c->smp, e->slot);
 
 	memset(st, 0, sizeof(*st));
 	if (!v)
-		return;
+		return false;
 	st->switches = v->switches;
 	st->oncpu = v->oncpu;
 	st->off_reason = v->off_reason;
@@ -439,7 +467,9 @@ static void state_at(struct collector *c, const struct tcache *e, uint64_t insta
 	if (st->last_switch_ns > instant && st->switches) {
 		st->oncpu = !st->oncpu;
 		c->late_switches++;
+		return true;
 	}
+	return false;
 }
 
 static void tick_thread(struct collector *c, struct target *t, struct tcache *e,
@@ -448,14 +478,15 @@ static void tick_thread(struct collector *c, struct target *t, struct tcache *e,
 	struct pbp_tstate st;
 	bool holds = g->known && g->locked && g->holder == e->tstate;
 	uint32_t status;
+	bool late;
 
-	state_at(c, e, instant, &st);
+	late = state_at(c, e, instant, &st);
 	if (c->o.mode == MODE_GIL && !holds)
 		return;
 	status = st.oncpu ? on_cpu_status(g->known, holds) : off_cpu_status(st.off_reason);
 	if (status == ST_GIL_WAIT && holds)     /* preempted in a futex call after taking it */
 		status = ST_RUNNABLE;
-	if (tick_stack(c, t, e, &st, instant) != 0) {
+	if (tick_stack(c, t, e, &st, late, instant) != 0) {
 		e->status[status]++;
 		return;
 	}

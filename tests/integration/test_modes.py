@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from profile import WORKERS, by_thread, parse_collapsed, ready_side_path, run_profile, total, wait_for
+from profile import WORKERS, by_thread, func_of, parse_collapsed, ready_side_path, run_profile, total, wait_for
 
 STATUSES = ["[running]", "[native, no GIL]", "[runnable]", "[gil wait]", "[sleeping]", "[disk]"]
 
@@ -98,9 +98,40 @@ def test_wall_reuses_stacks_of_idle_threads(interp, start_target, tmp_path):
     proc, pid, ready = start_target(interp, WORKERS, "spinner", "idle*200")
     threads, err = record(tmp_path, pid, "wall", "--stats", hz=99)
     assert len(threads) == 202, err
-    m = re.search(r"tick stacks +(\d+) reused .*?, (\d+) from the kernel .*?, (\d+) read at the tick", err)
+    m = re.search(r"tick stacks +(\d+) reused .*?, (\d+) from the kernel .*?, (\d+) taken by the "
+                  r"kernel as the thread left the CPU, (\d+) read at the tick", err)
     assert m, err
-    reused, kernel, read = map(int, m.groups())
+    reused, kernel, switch, read = map(int, m.groups())
+    kernel += switch
     # 200 of 202 threads never run: after one read each, their stacks are reused.
     assert reused >= 0.95 * 200 * (reused + kernel + read) / 202, err
     assert read <= 202 + 3 * (reused + kernel + read) // 202, err
+
+
+def has_frame(stacks, func):
+    return sum(c for fr, c in stacks if any(func_of(f) == func for f in fr)) / total(stacks)
+
+
+def test_wall_takes_stacks_as_threads_leave_the_cpu(interp, start_target, tmp_path):
+    """Threads that wake 50 times a second and go back to sleep: the kernel
+    copies each one's stack as it leaves the CPU, so the ticks between wakes
+    read nothing, and what they count is still exact (a stale stack would
+    put the wrong one of the two sleeps in the profile)."""
+    proc, pid, ready = start_target(interp, WORKERS, "napper*6")
+    nappers = [t["native_id"] for t in ready["threads"]]
+    threads, err = record(tmp_path, pid, "wall", "--stats", hz=99, seconds=4)
+    m = re.search(r"tick stacks +(\d+) reused .*?, (\d+) from the kernel .*?, (\d+) taken by the "
+                  r"kernel as the thread left the CPU, (\d+) read at the tick", err)
+    assert m, err
+    reused, kernel, switch, read = map(int, m.groups())
+    ticks = reused + kernel + switch + read
+    # About half the ticks come after a wake (50 wakes, 99 ticks a second);
+    # those used to be read, now the kernel's copy serves nearly all of them.
+    assert switch >= 0.25 * ticks, err
+    assert read <= 0.10 * ticks, err
+    for tid in nappers:
+        stacks = threads[tid]
+        assert abs(has_frame(stacks, "nap_long") - 0.75) <= 0.10, (tid, has_frame(stacks, "nap_long"), err)
+        assert abs(has_frame(stacks, "nap_short") - 0.25) <= 0.10, (tid, has_frame(stacks, "nap_short"), err)
+        # Woken threads may wait for a CPU on a loaded machine: [runnable], rightly.
+        assert status_share(stacks, "[sleeping]") >= 0.80, (tid, err)

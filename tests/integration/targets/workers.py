@@ -10,7 +10,8 @@ is released while hashing), idle (blocked on a lock), spawner (after
 $PBP_READY.late), deep (spins 300 frames
 deep in recurse()), split (alternates two
 functions, one doing twice the work of the other, and measures the CPU time
-of each with time.thread_time).
+of each with time.thread_time), napper (sleeps 10 ms in nap_short, then 30 ms
+in nap_long, and so on: wakes 50 times a second, 1/4 of its time in the first).
 
 Writes $PBP_READY: {"pid", "version", "threads": [{"kind", "name", "native_id"}]}
 once every thread runs; for split, $PBP_READY.split gets {"light": s, "heavy": s}
@@ -46,6 +47,22 @@ def spinner():
 def sleeper():
     while True:
         time.sleep(0.02)
+
+
+def nap_short():
+    time.sleep(0.01)  # mark: nap-short
+
+
+def nap_long():
+    time.sleep(0.03)  # mark: nap-long
+
+
+def napper():
+    while True:
+        nap_short()
+        work(200)
+        nap_long()
+        work(200)
 
 
 def waiter():
@@ -114,7 +131,7 @@ def deep():
 
 
 KINDS = {"deep": deep, "spinner": spinner, "sleeper": sleeper, "waiter": waiter, "hasher": hasher,
-         "idle": idle, "split": split, "spawner": spawner}
+         "idle": idle, "split": split, "spawner": spawner, "napper": napper}
 
 
 def run(kind, name):
