@@ -59,7 +59,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 16 << 20);     /* RING_BYTES in user/sampler.c */
+	__uint(max_entries, 16 << 20);
 } events SEC(".maps");
 
 struct {
@@ -371,6 +371,21 @@ static __always_inline long output(struct pbp_sample *s)
 	return bpf_ringbuf_output(&events, s, size, flags);
 }
 
+/* The record's header, before the walk fills in frames and flags. */
+static __always_inline void start_record(struct pbp_sample *s, __u32 tgid, __u32 tid, __u64 ts,
+					 __u64 tstate, __u16 flags, __u64 switches)
+{
+	s->ts = ts;
+	s->tgid = tgid;
+	s->tid = tid;
+	s->cpu = bpf_get_smp_processor_id();
+	s->flags = flags;
+	s->nframes = 0;
+	s->resume = 0;
+	s->switches = switches;
+	s->tstate = tstate;
+}
+
 SEC("perf_event")
 int on_sample(struct bpf_perf_event_data *ctx)
 {
@@ -387,15 +402,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	s = bpf_map_lookup_elem(&scratch, &buf);
 	if (!s)
 		return 0;
-	s->ts = bpf_ktime_get_ns();
-	s->tgid = tgid;
-	s->tid = tid;
-	s->cpu = bpf_get_smp_processor_id();
-	s->flags = 0;
-	s->nframes = 0;
-	s->resume = 0;
-	s->switches = 0;
-	s->tstate = 0;
+	start_record(s, tgid, tid, bpf_ktime_get_ns(), 0, 0, 0);
 	t = bpf_map_lookup_elem(&threads, &tid);
 	if (t && t->tgid == tgid) {  /* a tid reused by another process is not this thread */
 		s->tstate = t->tstate;
@@ -493,7 +500,6 @@ static __always_inline void snapshot(struct pbp_tstate *st, __u32 tgid, __u32 ti
 	__u32 buf = BUF_SWITCH;
 	struct pbp_proc *p;
 	struct pbp_sample *s;
-
 	__u64 due = st->snap_due > now ? st->snap_due : now;
 
 	if (!snap_gap_ns || !tstate || due - now >= SNAP_BURST * snap_gap_ns)
@@ -503,15 +509,7 @@ static __always_inline void snapshot(struct pbp_tstate *st, __u32 tgid, __u32 ti
 	if (!p || !s)
 		return;
 	st->snap_due = due + snap_gap_ns;
-	s->ts = now;
-	s->tgid = tgid;
-	s->tid = tid;
-	s->cpu = bpf_get_smp_processor_id();
-	s->flags = PBP_F_SWITCH_OUT;
-	s->nframes = 0;
-	s->resume = 0;
-	s->tstate = tstate;
-	s->switches = st->switches;
+	start_record(s, tgid, tid, now, tstate, PBP_F_SWITCH_OUT, st->switches);
 	walk(s, &p->off, tstate, BUF_SWITCH);
 	if (output(s) == 0)
 		stat_inc(PBP_STAT_SNAPPED);

@@ -23,8 +23,6 @@
 #include "pyprof.h"
 #include "profile.skel.h"
 
-#define RING_BYTES (16u << 20)   /* the "events" map's size in bpf/profile.bpf.c */
-
 struct sampler {
 	struct profile_bpf *skel;
 	struct ring_buffer *rb;         /* samples, then process and thread events */
@@ -278,7 +276,7 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o)
 		err = bpf_err(errno);
 		goto fail;
 	}
-	s->skel->rodata->wake_bytes = RING_BYTES / 4;
+	s->skel->rodata->wake_bytes = bpf_map__max_entries(s->skel->maps.events) / 4;
 	/* Switch-out copies of stacks: on average no more than one per thread per tick. */
 	if (o->sched)
 		s->skel->rodata->snap_gap_ns = s->period;
