@@ -310,6 +310,8 @@ struct pyproc_limits {
 
 struct pyproc {
 	pid_t pid;
+	pid_t ns_pid;           /* its id in its own PID namespace; pid when that is ours */
+	struct tidmap *tids;    /* its threads' ids translated, NULL when it shares our namespace */
 	struct pyver v;
 	struct remote *r;
 	struct codecache *codes;
@@ -428,6 +430,31 @@ int frame_line(const struct pyproc *p, const struct codeinfo *ci, uint64_t instr
 char proc_thread_state(pid_t pid, pid_t tid);
 char proc_state(pid_t pid);
 void proc_thread_comm(pid_t pid, pid_t tid, char *out, size_t len);
+
+/* ------------------------------------------------------------- pidns.c */
+
+#define PBP_PID_MAX 4194304     /* the kernel's PID_MAX_LIMIT on 64-bit */
+
+/*
+ * The ids of the "NSpid:" line of a status file's text (len bytes): one per
+ * PID namespace from /proc's down to the task's own, innermost last. Their
+ * count (>= 1), or -1 when there is no such line or it is malformed.
+ */
+int nspid_parse(const char *text, size_t len, pid_t *ids, int max);
+/*
+ * A task's id in its own PID namespace, 0 if it cannot be read. *other_ns
+ * (may be NULL) tells whether that namespace is not /proc's, ours.
+ */
+pid_t pidns_inner_id(pid_t pid, pid_t tid, bool *other_ns);
+
+/* One process's threads: id in its own PID namespace -> id in ours. */
+struct tidmap;
+struct tidmap *tidmap_new(void);
+void tidmap_free(struct tidmap *m);
+/* Read all threads of pid again: 0, -PBP_E_GONE, -PBP_E_PERM or -PBP_E_NOMEM. */
+int tidmap_rebuild(struct tidmap *m, pid_t pid);
+/* Our id for the thread the process calls inner; 0 when there is none. */
+pid_t tidmap_ours(const struct tidmap *m, pid_t inner);
 
 /* ------------------------------------------------------------- cgroup.c */
 

@@ -186,6 +186,24 @@ static int find_version(struct pyproc *p, const struct elf_info *ei, uint64_t bi
 	return err;
 }
 
+/*
+ * Its id in its own PID namespace, and when that is not ours, a map for its
+ * threads' ids (CPython keeps the ids of its own namespace). A process whose
+ * status cannot be read is treated as sharing ours: reads fail later anyway.
+ */
+static int pyproc_pidns(struct pyproc *p)
+{
+	bool other = false;
+
+	p->ns_pid = pidns_inner_id(p->pid, p->pid, &other);
+	if (!p->ns_pid || !other) {
+		p->ns_pid = p->pid;
+		return 0;
+	}
+	p->tids = tidmap_new();
+	return p->tids ? 0 : -PBP_E_NOMEM;
+}
+
 int pyproc_open(pid_t pid, const struct pyproc_limits *lim, struct pyproc **out)
 {
 	struct pyproc *p = calloc(1, sizeof(*p));
@@ -197,6 +215,11 @@ int pyproc_open(pid_t pid, const struct pyproc_limits *lim, struct pyproc **out)
 	if (!p)
 		return -PBP_E_NOMEM;
 	p->pid = pid;
+	err = pyproc_pidns(p);
+	if (err) {
+		pyproc_close(p);
+		return err;
+	}
 	p->r = remote_open(pid, lim->cache_pages);
 	p->codes = codecache_new(lim->code_entries, lim->code_bytes);
 	if (!p->r || !p->codes) {
@@ -225,5 +248,6 @@ void pyproc_close(struct pyproc *p)
 		return;
 	codecache_free(p->codes);
 	remote_close(p->r);
+	tidmap_free(p->tids);
 	free(p);
 }

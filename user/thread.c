@@ -82,6 +82,16 @@ static bool task_exists(pid_t pid, pid_t tid)
 	return stat(path, &st) == 0;
 }
 
+/* Our id of the thread the target calls tid in its own PID namespace; 0 if none. */
+static pid_t our_tid(struct pyproc *p, pid_t tid)
+{
+	if (tid <= 0)
+		return 0;
+	if (p->tids)
+		return tidmap_ours(p->tids, tid);
+	return task_exists(p->pid, tid) ? tid : 0;
+}
+
 static uint64_t rd64(const uint8_t *b, uint32_t off)
 {
 	uint64_t x = 0;
@@ -105,7 +115,7 @@ static pid_t thread_tid(struct pyproc *p, const uint8_t *ts)
 		if (pth && remote_read(p->r, pth + (uint64_t)off, &tid, sizeof(tid)) != 0)
 			tid = 0;
 	}
-	return tid > 0 && task_exists(p->pid, tid) ? tid : 0;
+	return our_tid(p, tid);
 }
 
 int pythread_frame(struct pyproc *p, uint64_t tstate, uint64_t *frame)
@@ -272,6 +282,9 @@ int pythreads_read(struct pyproc *p, struct pythread *out, size_t max, size_t *n
 {
 	int err = 0;
 
+	/* Threads seen by this walk were there before it: the map made now knows them. */
+	if (p->tids && (err = tidmap_rebuild(p->tids, p->pid)) != 0)
+		return err;
 	for (int i = 0; i < WALK_TRIES; i++) {
 		err = walk_threads(p, out, max, n);
 		if (err != -PBP_E_FAULT && err != -PBP_E_CORRUPT)
