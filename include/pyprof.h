@@ -341,6 +341,7 @@ struct pythread {
 	uint64_t interp;
 	int64_t interp_id;
 	pid_t tid;              /* kernel tid, 0 if it could not be found */
+	pid_t ns_tid;           /* its id in the target's own PID namespace, 0 when that is ours */
 	uint64_t frame;         /* innermost frame address, 0 if idle */
 	uint64_t ident;         /* tstate->thread_id: pthread_t, threading.get_ident() */
 };
@@ -579,7 +580,17 @@ const char *agg_thread_name(const struct agg *a, uint32_t pid, uint32_t tid);
  * or AGG_OTHER_LABEL for a thread past the cap: so that label locations stay
  * bounded too. (agg_add also turns the labels of folded stacks into it.)
  */
-int64_t agg_thread_loc(struct agg *a, uint32_t pid, uint32_t tid, const char *name);
+int64_t agg_thread_loc(struct agg *a, uint32_t pid, uint32_t tid, uint32_t ns_tid, const char *name);
+
+/*
+ * Root labels name a process or thread by our id, then, when it lives in
+ * another PID namespace, by its own: "thread 5031 (3 in its namespace) worker".
+ * root_label() writes "WORD ID[ (NS in its namespace)][ REST]" (ns 0: none);
+ * root_label_parse() reads one back: false when label is not WORD and an id.
+ * *rest points into label, NULL when nothing follows.
+ */
+void root_label(char *out, size_t len, const char *word, uint32_t id, uint32_t ns, const char *rest);
+bool root_label_parse(const char *label, const char *word, uint32_t *id, uint32_t *ns, const char **rest);
 /* Samples of pid counted as AGG_OTHER_NAME because it had too many threads. */
 uint64_t agg_folded(const struct agg *a, uint32_t pid);
 /* Threads the aggregate holds a name or an identity for, every process together. */
@@ -590,10 +601,11 @@ void agg_print_folds(const struct agg *a, FILE *o);
 /* What is known of a profiled process, for labels ("" when unknown). */
 struct proc_meta {
 	uint32_t pid;
+	uint32_t ns_pid;        /* its id in its own PID namespace, 0 when that is ours */
 	const char *version, *container, *pod;
 };
-int agg_set_process(struct agg *a, uint32_t pid, const char *version, const char *container,
-		    const char *pod);
+int agg_set_process(struct agg *a, uint32_t pid, uint32_t ns_pid, const char *version,
+		    const char *container, const char *pod);
 const struct proc_meta *agg_process(const struct agg *a, uint32_t pid);
 uint64_t agg_total(const struct agg *a);
 uint32_t agg_nstacks(const struct agg *a);

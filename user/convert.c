@@ -49,19 +49,18 @@ static int64_t py_frame(struct agg *a, char *f)
 
 static int64_t frame_loc(struct agg *a, char *f, struct stack_tags *t)
 {
-	char *end;
-	long id;
+	const char *rest;
+	uint32_t id, ns;
 
 	/* tid 0: the fold of threads past the aggregate's cap (AGG_OTHER_LABEL) */
-	if (strncmp(f, "thread ", 7) == 0 && (id = strtol(f + 7, &end, 10)) >= 0 && end > f + 7 &&
-	    id <= UINT32_MAX && (*end == ' ' || !*end)) {
-		t->tid = (uint32_t)id;
-		if (*end == ' ')
-			agg_set_thread_name(a, t->pid, t->tid, end + 1);
+	if (root_label_parse(f, "thread", &id, &ns, &rest)) {
+		t->tid = id;
+		if (rest)
+			agg_set_thread_name(a, t->pid, t->tid, rest);
 		return agg_loc(a, f, NULL, -1, LOC_THREAD);
 	}
-	if (strncmp(f, "process ", 8) == 0 && (id = strtol(f + 8, &end, 10)) > 0 && (*end == ' ' || !*end)) {
-		t->pid = (uint32_t)id;
+	if (root_label_parse(f, "process", &id, &ns, &rest) && id > 0) {
+		t->pid = id;
 		return agg_loc(a, f, NULL, -1, LOC_PROCESS);
 	}
 	for (uint32_t s = 0; s < ST__COUNT; s++)

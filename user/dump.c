@@ -86,8 +86,10 @@ static void print_thread(FILE *o, struct pyproc *p, const struct dump_thread *d,
 	bool oncpu = d->state == 'R';
 
 	if (json) {
-		fprintf(o, "%s\n    {\"tid\": %d, \"interpreter\": %lld, \"name\": ", first ? "" : ",",
-			(int)d->t.tid, (long long)d->t.interp_id);
+		fprintf(o, "%s\n    {\"tid\": %d, ", first ? "" : ",", (int)d->t.tid);
+		if (d->t.ns_tid)
+			fprintf(o, "\"ns_tid\": %d, ", (int)d->t.ns_tid);
+		fprintf(o, "\"interpreter\": %lld, \"name\": ", (long long)d->t.interp_id);
 		json_str(o, d->name);
 		fprintf(o, ", \"on_cpu\": %s, \"holds_gil\": %s, \"state\": \"%c\", \"error\": ",
 			oncpu ? "true" : "false", d->holds_gil ? "true" : "false", d->state);
@@ -100,7 +102,10 @@ static void print_thread(FILE *o, struct pyproc *p, const struct dump_thread *d,
 		fputs("]}", o);
 		return;
 	}
-	fprintf(o, "Thread %d \"%s\" (interpreter %lld, %s, %s)%s%s\n", (int)d->t.tid, d->name,
+	fprintf(o, "Thread %d ", (int)d->t.tid);
+	if (d->t.ns_tid)
+		fprintf(o, "(%d in its namespace) ", (int)d->t.ns_tid);
+	fprintf(o, "\"%s\" (interpreter %lld, %s, %s)%s%s\n", d->name,
 		(long long)d->t.interp_id, oncpu ? "on CPU" : "off CPU",
 		d->holds_gil ? "holds the GIL" : "no GIL", d->err ? ": stack incomplete: " : "",
 		d->err ? pbp_strerror(d->err) : "");
@@ -158,11 +163,17 @@ int dump_process(struct pyproc *p, FILE *o, bool json)
 		collect(p, &d[i], names && names[i][0] ? names[i] : NULL);
 	}
 	if (!err && json) {
-		fprintf(o, "{\"pid\": %d, \"version\": \"%s\", \"binary\": ", (int)p->pid, p->version);
+		fprintf(o, "{\"pid\": %d, ", (int)p->pid);
+		if (p->tids)
+			fprintf(o, "\"ns_pid\": %d, ", (int)p->ns_pid);
+		fprintf(o, "\"version\": \"%s\", \"binary\": ", p->version);
 		json_str(o, p->binary);
 		fputs(", \"threads\": [", o);
 	} else if (!err) {
-		fprintf(o, "Process %d: %s (Python %s)\n", (int)p->pid, p->binary, p->version);
+		fprintf(o, "Process %d", (int)p->pid);
+		if (p->tids)
+			fprintf(o, " (%d in its namespace)", (int)p->ns_pid);
+		fprintf(o, ": %s (Python %s)\n", p->binary, p->version);
 	}
 	for (size_t i = 0; !err && i < n; i++)
 		print_thread(o, p, &d[i], json, i == 0);

@@ -26,7 +26,7 @@ typedef Perftools__Profiles__Location Location;
 typedef Perftools__Profiles__Line Line;
 typedef Perftools__Profiles__Function Function;
 
-#define MAX_LABELS 8
+#define MAX_LABELS 10
 
 /* ------------------------------------------------------------- string table */
 
@@ -159,12 +159,13 @@ static void build_locations(struct builder *b)
 }
 
 /* "thread 123 MainThread" -> "MainThread"; "process 42 cmd" -> "cmd": the text after the id. */
-static const char *after_id(const char *label)
+/* What a root label says after its ids: a thread's name, a process's command line. */
+static const char *after_id(const char *label, const char *word)
 {
-	const char *p = strchr(label, ' ');
+	const char *rest = NULL;
+	uint32_t id, ns;
 
-	p = p ? strchr(p + 1, ' ') : NULL;
-	return p ? p + 1 : NULL;
+	return root_label_parse(label, word, &id, &ns, &rest) ? rest : NULL;
 }
 
 static Label *add_label(struct builder *b, Sample *s, const char *key)
@@ -177,10 +178,15 @@ static Label *add_label(struct builder *b, Sample *s, const char *key)
 }
 
 /* Whole-host runs: which Python, container and Kubernetes pod a sample came from. */
-static void process_labels(struct builder *b, Sample *s, const struct proc_meta *m)
+static void process_labels(struct builder *b, Sample *s, const struct proc_meta *m, bool process)
 {
 	if (!m)
 		return;
+	if (m->ns_pid) {        /* in another PID namespace: both ids, whatever else is labelled */
+		if (!process)
+			add_label(b, s, "pid")->num = m->pid;
+		add_label(b, s, "ns_pid")->num = m->ns_pid;
+	}
 	if (m->version[0])
 		add_label(b, s, "python_version")->str = sid(b, m->version);
 	if (m->container[0])
@@ -201,7 +207,7 @@ static void sample_labels(struct builder *b, Sample *s, const struct stack_tags 
 	for (uint32_t j = 0; j < n; j++) {
 		agg_loc_info(b->a, locs[j], &name, &file, &line, &kind);
 		if (kind == LOC_THREAD)
-			thread = after_id(name);
+			thread = after_id(name, "thread");
 		else if (kind == LOC_PROCESS)
 			process = name;
 		else if (kind == LOC_STATUS)
@@ -217,9 +223,9 @@ static void sample_labels(struct builder *b, Sample *s, const struct stack_tags 
 		add_label(b, s, "status")->str = sid(b, b->status[t->status < ST__COUNT ? t->status : ST_UNKNOWN]);
 	if (process)
 		add_label(b, s, "pid")->num = t->pid;
-	if (process && after_id(process))   /* the command line, when the label has one */
-		add_label(b, s, "process")->str = sid(b, after_id(process));
-	process_labels(b, s, agg_process(b->a, t->pid));
+	if (process && after_id(process, "process"))   /* the command line, when the label has one */
+		add_label(b, s, "process")->str = sid(b, after_id(process, "process"));
+	process_labels(b, s, agg_process(b->a, t->pid), process != NULL);
 }
 
 /*

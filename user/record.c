@@ -309,12 +309,14 @@ static void label_target(struct record *r, struct target *t)
 
 	memset(&cg, 0, sizeof(cg));
 	cgroup_read(t->pid, &cg);
-	agg_set_process(r->c.agg, (uint32_t)t->pid, t->p->version, cg.container_id, cg.pod_uid);
+	agg_set_process(r->c.agg, (uint32_t)t->pid, t->p->tids ? (uint32_t)t->p->ns_pid : 0, t->p->version,
+			cg.container_id, cg.pod_uid);
 	if (!r->all && r->npids < 2)
 		return;
 	if (proc_cmdline(t->pid, cmd, sizeof(cmd)) != 0 || !cmd[0])
 		proc_thread_comm(t->pid, t->pid, cmd, sizeof(cmd));
-	snprintf(label, sizeof(label), "process %d %s", (int)t->pid, cmd);
+	root_label(label, sizeof(label), "process", (uint32_t)t->pid, t->p->tids ? (uint32_t)t->p->ns_pid : 0,
+		   cmd);
 	utf8_scrub(label);      /* a command line is any bytes; profiles are UTF-8 */
 	t->proc_loc = agg_loc(r->c.agg, label, NULL, -1, LOC_PROCESS);
 }

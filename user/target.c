@@ -24,6 +24,7 @@
 
 struct tcache {
 	pid_t tid;              /* 0: empty slot */
+	pid_t ns_tid;           /* in the target's own PID namespace, 0 when that is ours */
 	uint64_t tstate;
 	int slot;               /* in the kernel's tstates array, -1 if none */
 	uint64_t gen;           /* rescan that last saw the thread */
@@ -188,6 +189,7 @@ static void register_thread(struct collector *c, struct target *t, const struct 
 			seed_state(c, t, e);
 		}
 	}
+	e->ns_tid = th->ns_tid;
 	set_name(c, t, e, pyname);
 	if (e->tstate != th->tstate) {
 		e->tstate = th->tstate;
@@ -301,7 +303,8 @@ static void count(struct collector *c, struct target *t, struct tcache *e, const
 		c->locs[k++] = (uint32_t)t->proc_loc;
 	if (c->o.per_thread) {
 		if (e->label < 0)
-			e->label = agg_thread_loc(c->agg, (uint32_t)t->pid, (uint32_t)e->tid, e->name);
+			e->label = agg_thread_loc(c->agg, (uint32_t)t->pid, (uint32_t)e->tid, (uint32_t)e->ns_tid,
+						  e->name);
 		if (e->label < 0)
 			return;
 		c->locs[k++] = (uint32_t)e->label;
@@ -525,7 +528,10 @@ void target_tick(struct collector *c, struct target *t, uint64_t instant)
 void target_print_threads(const struct collector *c, const struct target *t, FILE *o)
 {
 	(void)c;
-	fprintf(o, "pybpfprof: pid %d (Python %s)", (int)t->pid, t->p ? t->p->version : "?");
+	fprintf(o, "pybpfprof: pid %d", (int)t->pid);
+	if (t->p && t->p->tids)
+		fprintf(o, " (%d in its namespace)", (int)t->p->ns_pid);
+	fprintf(o, " (Python %s)", t->p ? t->p->version : "?");
 	if (t->gil_ticks)
 		fprintf(o, ": GIL held %.1f%%, contended %.1f%% of %llu ticks",
 			100.0 * (double)t->gil_held / (double)t->gil_ticks,
@@ -542,7 +548,10 @@ void target_print_threads(const struct collector *c, const struct target *t, FIL
 			total += e->status[s];
 		if (!total)
 			continue;
-		fprintf(o, "  thread %-7d %-16s %7llu samples:", (int)e->tid, e->name, (unsigned long long)total);
+		fprintf(o, "  thread %-7d ", (int)e->tid);
+		if (e->ns_tid)
+			fprintf(o, "(%d in its namespace) ", (int)e->ns_tid);
+		fprintf(o, "%-16s %7llu samples:", e->name, (unsigned long long)total);
 		for (int s = 0; s < ST__COUNT; s++)
 			if (e->status[s])
 				fprintf(o, " %s %.1f%%", status_label((uint32_t)s),

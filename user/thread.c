@@ -101,7 +101,8 @@ static uint64_t rd64(const uint8_t *b, uint32_t off)
 	return x;
 }
 
-static pid_t thread_tid(struct pyproc *p, const uint8_t *ts)
+/* The thread's kernel id in our namespace, and in its own (ns_tid) when that differs. */
+static pid_t thread_tid(struct pyproc *p, const uint8_t *ts, pid_t *ns_tid)
 {
 	const struct pyver *v = &p->v;
 	long off;
@@ -115,6 +116,7 @@ static pid_t thread_tid(struct pyproc *p, const uint8_t *ts)
 		if (pth && remote_read(p->r, pth + (uint64_t)off, &tid, sizeof(tid)) != 0)
 			tid = 0;
 	}
+	*ns_tid = p->tids && tid > 0 ? tid : 0;
 	return our_tid(p, tid);
 }
 
@@ -173,7 +175,7 @@ static int read_interp_threads(struct pyproc *p, uint64_t interp, struct pythrea
 			t->tstate = tstate;
 			t->interp = interp;
 			t->interp_id = id;
-			t->tid = thread_tid(p, ts);
+			t->tid = thread_tid(p, ts, &t->ns_tid);
 			t->ident = rd64(ts, v->ts_thread_id);
 			err = pythread_frame(p, tstate, &t->frame);
 			if (err)
@@ -215,7 +217,7 @@ static void clear_dups(struct pythread *t, size_t n, bool tid, struct idkey *k)
 		if (k[i].key != k[i + 1].key)
 			continue;
 		if (tid)
-			t[k[i].i].tid = 0;
+			t[k[i].i].tid = t[k[i].i].ns_tid = 0;
 		else
 			t[k[i].i].ident = 0;
 	}

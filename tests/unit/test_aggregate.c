@@ -189,22 +189,22 @@ static void test_thread_loc(void)
 	int line;
 	int64_t id;
 
-	id = agg_thread_loc(a, 40, 7, "worker");
+	id = agg_thread_loc(a, 40, 7, 0, "worker");
 	CHECK(id >= 0);
 	agg_loc_info(a, (uint32_t)id, &name, &file, &line, &kind);
 	CHECK_EQ_STR(name, "thread 7 worker");
 	CHECK_EQ_INT(kind, LOC_THREAD);
-	id = agg_thread_loc(a, 40, 8, "");
+	id = agg_thread_loc(a, 40, 8, 0, "");
 	agg_loc_info(a, (uint32_t)id, &name, &file, &line, &kind);
 	CHECK_EQ_STR(name, "thread 8 ?");
 	for (uint32_t i = 0; i < AGG_MAX_THREADS; i++)
-		agg_thread_loc(a, 40, 100 + i, "churn");
-	id = agg_thread_loc(a, 40, 50000, "late");
+		agg_thread_loc(a, 40, 100 + i, 0, "churn");
+	id = agg_thread_loc(a, 40, 50000, 0, "late");
 	agg_loc_info(a, (uint32_t)id, &name, &file, &line, &kind);
 	CHECK_EQ_STR(name, AGG_OTHER_LABEL);
 	CHECK_EQ_INT(kind, LOC_THREAD);
 	/* a thread that got its identity still has it */
-	id = agg_thread_loc(a, 40, 7, "worker");
+	id = agg_thread_loc(a, 40, 7, 0, "worker");
 	agg_loc_info(a, (uint32_t)id, &name, &file, &line, &kind);
 	CHECK_EQ_STR(name, "thread 7 worker");
 	/* labels: the kept threads' and one for the fold */
