@@ -758,6 +758,22 @@ static const char *mode_name(enum pbp_mode m)
 	return m == MODE_WALL ? "wall" : m == MODE_GIL ? "gil" : "cpu";
 }
 
+/*
+ * Samples the kernel delivered for a target that no Python thread state
+ * claims are not in the profile. A few are normal (a thread of a C library,
+ * one that has not run Python yet); most or all of them mean the thread ids
+ * did not match, which must never pass as an empty or thin profile.
+ */
+static void warn_unattributed(const struct collector *c, uint64_t delivered)
+{
+	if (!c->dropped || (c->dropped * 10 < delivered && agg_total(c->agg)))
+		return;
+	fprintf(stderr, "pybpfprof: warning: %llu of %llu samples delivered by the kernel matched no "
+		"Python thread of the target and are not in the profile (threads that never ran "
+		"Python, or thread ids that could not be matched to the target's thread states)\n",
+		(unsigned long long)c->dropped, (unsigned long long)delivered);
+}
+
 static void print_summary(struct record *r)
 {
 	const struct collector *c = &r->c;
@@ -775,6 +791,7 @@ static void print_summary(struct record *r)
 		(unsigned long long)st[PBP_STAT_TRUNCATED], PBP_MAX_FRAMES,
 		(unsigned long long)st[PBP_STAT_FAULTED], (unsigned long long)c->sym.completed,
 		(unsigned long long)c->sym.failed);
+	warn_unattributed(c, st[PBP_STAT_DELIVERED]);
 	if (c->o.mode != MODE_CPU)
 		fprintf(stderr, "pybpfprof: %llu ticks (%llu dropped, the loop fell behind); "
 			"%llu stacks taken as threads left the CPU (%llu lost)\n",

@@ -442,6 +442,70 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 
 # --- targets -------------------------------------------------------------------
 
+def pidns_argv(interp, levels):
+    """Prefix that runs a command `levels` PID namespaces deep, each with its
+    own mount namespace and /proc (inside the chroot for a chrooted one): a
+    container without a runtime, as a profiler sees one."""
+    proc_dir = os.path.join(interp.root, "proc") if interp.chrooted else "/proc"
+    return ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc=" + proc_dir] * levels
+
+
+def nspids(pid, tid=None):
+    """The NSpid ids of a task (ours first, its own namespace's last)."""
+    path = "/proc/%d/task/%d/status" % (pid, tid or pid)
+    with open(path) as f:
+        for line in f:
+            if line.startswith("NSpid:"):
+                return [int(x) for x in line.split()[1:]]
+    return []
+
+
+def _descendants(root):
+    kids = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open("/proc/%s/stat" % entry) as f:
+                    ppid = int(f.read().rpartition(")")[2].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            kids.setdefault(ppid, []).append(int(entry))
+    todo, out = [root], []
+    while todo:
+        for k in kids.get(todo.pop(), []):
+            out.append(k)
+            todo.append(k)
+    return out
+
+
+def _from_pidns(proc, ready, levels):
+    """The target's host pid; ready's ids (its own namespace's) are made host
+    ids in place, the originals kept as ready["ns"] = {host id: inner id}."""
+    host = [p for p in _descendants(proc.pid)
+            if len(nspids(p)) == levels + 1 and nspids(p)[-1] == ready["pid"]]
+    if len(host) != 1:
+        pytest.fail("no single process %s %d namespaces deep under %d: %s" % (
+            ready["pid"], levels, proc.pid, host), pytrace=False)
+    pid = host[0]
+    inner = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        inner[nspids(pid, int(tid))[-1]] = int(tid)
+    def translate(x):
+        if isinstance(x, dict):
+            for k, v in x.items():
+                if (k == "native_id" or k.endswith("_native_id")) and isinstance(v, int):
+                    x[k] = inner.get(v, v)
+                else:
+                    translate(v)
+        elif isinstance(x, list):
+            for v in x:
+                translate(v)
+    translate(ready)
+    ready["ns"] = {v: k for k, v in inner.items()}
+    ready["ns_pid"], ready["pid"] = ready["pid"], pid
+    return pid
+
+
 def _task_alive(pid, tid):
     return os.path.exists("/proc/%d/task/%d" % (pid, tid))
 
@@ -462,6 +526,7 @@ class TargetStarter(object):
 
     def __call__(self, interp, script, *args, **kwargs):
         timeout = kwargs.pop("timeout", READY_TIMEOUT)
+        pidns = kwargs.pop("pidns", 0)
         env = dict(os.environ, **kwargs.pop("env", {}))
         if kwargs:
             raise TypeError("unexpected arguments %s" % sorted(kwargs))
@@ -476,7 +541,7 @@ class TargetStarter(object):
         out = open(os.path.join(host_dir, "stdout"), "w")
         err = open(os.path.join(host_dir, "stderr"), "w")
         try:
-            proc = subprocess.Popen(interp.cmd(inside, *args), env=env, stdout=out,
+            proc = subprocess.Popen(pidns_argv(interp, pidns) + interp.cmd(inside, *args), env=env, stdout=out,
                                     stderr=err, stdin=subprocess.DEVNULL,
                                     start_new_session=True, preexec_fn=_pdeathsig)
         finally:
@@ -506,6 +571,8 @@ class TargetStarter(object):
             pytest.fail("target %s on %s failed: %s\n%s" % (
                 os.path.basename(script), interp.name, ready["error"], stderr_tail()),
                 pytrace=False)
+        if pidns:
+            return proc, _from_pidns(proc, ready, pidns), ready
         pid = proc.pid
         if "pid" in ready and ready["pid"] != pid:
             pytest.fail("target reports pid %s but Popen.pid is %s: the launcher "

@@ -1,0 +1,184 @@
+"""Targets in their own PID namespace, one and two levels deep (a container,
+and a container inside one), on every interpreter: `unshare --pid --fork
+--mount-proc` (inside the sid chroot for 3.14) is what a container is to a
+profiler. CPython knows its threads by the ids of its own namespace; the
+kernel and our /proc by ours. Every check of the host tests holds here too,
+with the target's inner ids shown beside ours. The harness translates the
+ready file's ids to host ids (conftest._from_pidns) so the same assertions
+apply."""
+
+import json
+import os
+import re
+import subprocess
+import time
+
+import pytest
+
+import test_dump
+import test_record
+from conftest import PYBPFPROF, TARGETS, _discover, nspids
+from profile import WORKERS, func_of, no_bpf_leftovers, parse_collapsed, run_profile
+from test_host import go_raw, raw_samples, script_for, tag_of
+from test_modes import record, share, status_share
+
+LEVELS = [1, 2]
+
+
+@pytest.fixture(params=LEVELS, ids=["pidns1", "pidns2"])
+def levels(request):
+    return request.param
+
+
+@pytest.fixture
+def ns_start(start_target, levels):
+    """start_target, the target `levels` PID namespaces deep."""
+    def start(interp, script, *args, **kwargs):
+        return start_target(interp, script, *args, pidns=levels, **kwargs)
+    return start
+
+
+def test_target_is_in_its_own_namespace(interp, ns_start, levels):
+    proc, pid, ready = ns_start(interp, WORKERS, "idle")
+    ids = nspids(pid)
+    assert len(ids) == levels + 1 and ids[0] == pid and ids[-1] == ready["ns_pid"] != pid
+
+
+def test_cpu_split(interp, ns_start, tmp_path):
+    test_record.test_cpu_split_matches_target(interp, ns_start, tmp_path)
+
+
+def test_dump_matches_target(interp, ns_start, pybpfprof):
+    test_dump.test_dump_matches_target(interp, ns_start, pybpfprof)
+
+
+def test_inner_ids_shown(interp, ns_start, pybpfprof, tmp_path):
+    proc, pid, ready = ns_start(interp, WORKERS, "spinner", "idle")
+    spinner = next(t["native_id"] for t in ready["threads"] if t["kind"] == "spinner")
+    inner = ready["ns"]
+
+    got = test_dump.dump_json(pybpfprof, pid)
+    assert got["pid"] == pid and got["ns_pid"] == ready["ns_pid"]
+    assert {t["tid"]: t["ns_tid"] for t in got["threads"]} == {
+        t: inner[t] for t in [ready["main_native_id"]] + [x["native_id"] for x in ready["threads"]]}
+    text = pybpfprof("dump", "-p", pid).stdout
+    assert "Process %d (%d in its namespace): " % (pid, ready["ns_pid"]) in text
+    assert 'Thread %d (%d in its namespace) "' % (spinner, inner[spinner]) in text
+
+    out = tmp_path / "t.txt"
+    r = run_profile("-p", pid, "-d", 2, "-t", "-o", out)
+    assert r.returncode == 0, r.stderr
+    assert "pid %d (%d in its namespace) (Python " % (pid, ready["ns_pid"]) in r.stderr
+    assert re.search(r"thread %d +\(%d in its namespace\) " % (spinner, inner[spinner]), r.stderr)
+    assert "matched no Python thread" not in r.stderr
+    roots = {line.split(";")[0] for line in out.read_text().splitlines()}
+    assert any(root.startswith("thread %d (%d in its namespace) " % (spinner, inner[spinner]))
+               for root in roots), roots
+    # The tool's own round trip: convert reads the label back to the same thread.
+    pb = tmp_path / "t.pb.gz"
+    r = run_profile("convert", "-i", out, "-o", pb)
+    assert r.returncode == 0, r.stderr
+    threads = {s.get("thread_id") for s in raw_samples(go_raw(pb))}
+    assert str(spinner) in threads, threads
+
+    pb = tmp_path / "p.pb.gz"
+    r = run_profile("-p", pid, "-d", 2, "-o", pb)
+    assert r.returncode == 0, r.stderr
+    labels = raw_samples(go_raw(pb))
+    assert labels and all(s.get("pid") == str(pid) and s.get("ns_pid") == str(ready["ns_pid"])
+                          for s in labels), labels[:3]
+
+
+@pytest.fixture
+def four(interp, ns_start):
+    proc, pid, ready = ns_start(interp, WORKERS, "spinner", "sleeper", "waiter", "hasher")
+    names = {t["kind"]: t["native_id"] for t in ready["threads"]}
+    names["main"] = ready["main_native_id"]
+    return pid, names
+
+
+def test_modes(four, tmp_path):
+    """cpu, gil and wall mode as test_modes checks them on the host."""
+    pid, t = four
+    threads, err = record(tmp_path, pid, "cpu")
+    assert share(threads, t["spinner"]) + share(threads, t["hasher"]) >= 0.97, err
+    assert status_share(threads[t["hasher"]], "[native, no GIL]") >= 0.80, err
+    threads, err = record(tmp_path, pid, "gil", hz=199)
+    assert share(threads, t["spinner"]) >= 0.85, err
+    threads, err = record(tmp_path, pid, "wall", hz=199)
+    assert set(threads) == set(t.values()), err
+    for kind, tid in t.items():
+        assert abs(share(threads, tid) - 1 / len(t)) <= 0.05, (kind, share(threads, tid), err)
+    assert status_share(threads[t["waiter"]], "[sleeping]") >= 0.95
+    assert "GIL held" in err
+
+
+def test_thread_names(interp, ns_start, pybpfprof):
+    proc, pid, ready = ns_start(interp, os.path.join(TARGETS, "named_threads.py"), "basic")
+    want = {t["native_id"]: t["name"] for t in ready["threads"]}
+    got = test_dump.dump_json(pybpfprof, pid)
+    assert {t["tid"]: t["name"] for t in got["threads"]} == want
+
+
+def raw_counted(raw):
+    """(sample count, labels) of each sample in `go tool pprof -raw` output."""
+    body = raw.split("Samples:", 1)[1].split("Locations", 1)[0]
+    out = []
+    for line in body.splitlines():
+        m = re.match(r"^\s+(\d+)\s+\d+:", line)
+        if m:
+            out.append((int(m.group(1)), {}))
+        elif out and line.strip():
+            out[-1][1].update(re.findall(r"(\w+):\[([^\]]*)\]", line))
+    return out
+
+
+def test_whole_host(start_target, tmp_path):
+    """-a: each interpreter in a namespace (one or two deep, by turns) is
+    found, with its version, its function, and both of its pids."""
+    interps = [i for i in _discover() if not i.skip_reason]
+    pids = {}
+    for n, i in enumerate(interps):
+        proc, pid, ready = start_target(i, script_for(tmp_path, i), pidns=1 + n % 2)
+        pids[pid] = (i, ready)
+    out = tmp_path / "host.pb.gz"
+    r = subprocess.run([PYBPFPROF, "-a", "-F", "49", "-d", "4", "-t", "-o", str(out)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    labels, counts = {}, {}
+    for count, s in raw_counted(go_raw(out)):
+        pid = int(s.get("pid", 0))
+        if pid in pids:
+            labels.setdefault(pid, []).append(s)
+            counts[pid] = counts.get(pid, 0) + count
+    for pid, (interp, ready) in pids.items():
+        assert counts.get(pid, 0) >= 10, "%s (pid %d) got %d samples\n%s" % (
+            interp.name, pid, counts.get(pid, 0), r.stderr)
+        got = labels[pid]
+        assert {s.get("ns_pid") for s in got} == {str(ready["ns_pid"])}, interp.name
+        assert {s.get("python_version") for s in got} == {"%d.%d.%d" % tuple(ready["version"])}
+    assert no_bpf_leftovers()
+
+
+def test_unmatched_samples_are_reported(tmp_path):
+    """Samples the kernel delivered for a target that no Python thread claims
+    are said at the end, never a silent empty profile: a Python process whose
+    only busy threads are C threads (strlen over 64 MiB, started by ctypes)."""
+    interp = next((i for i in _discover() if not i.skip_reason and not i.chrooted), None)
+    if interp is None:
+        pytest.skip("no interpreter")
+    code = ("import ctypes, time\n"
+            "libc = ctypes.CDLL(None)\n"
+            "buf = ctypes.create_string_buffer(b'x' * (64 << 20))\n"
+            "start = libc.strlen\n"
+            "t = (ctypes.c_ulong * 8)()\n"
+            "end = time.time() + 2.5\n"
+            "while time.time() < end:\n"
+            "    for i in range(2): libc.pthread_create(ctypes.byref(t, 8 * i), None, start, buf)\n"
+            "    for i in range(2): libc.pthread_join(ctypes.c_ulong(t[i]), None)\n")
+    out = tmp_path / "c.txt"
+    r = run_profile("-o", out, "--", interp.host_executable, "-c", code, timeout=60)
+    assert r.returncode == 0, r.stderr
+    m = re.search(r"warning: (\d+) of (\d+) samples delivered by the kernel matched no Python thread",
+                  r.stderr)
+    assert m and int(m.group(1)) >= 20, r.stderr
