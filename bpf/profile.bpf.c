@@ -27,6 +27,17 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 const volatile __u64 snap_gap_ns = 0;
 #define SNAP_BURST 2
 
+/*
+ * pybpfprof in a PID namespace of its own (a sidecar container, a pod
+ * without hostPID) knows processes by the ids of that namespace, and so
+ * must every id this side looks up or reports. ns_inum is its inode number;
+ * 0 when it is the initial namespace, whose ids task->pid and ->tgid are.
+ * Its depth is found from the first task seen in it, and never changes.
+ */
+const volatile __u32 ns_inum = 0;
+__u32 ns_depth = 0;                     /* 0: not known yet, else depth + 1 */
+#define MAX_NS_DEPTH 33                 /* the kernel nests 32 levels below the initial one */
+
 /* Per-CPU scratch slots: one for the sampler, one for switch-out snapshots. */
 #define BUF_SAMPLE 0
 #define BUF_SWITCH 1
@@ -371,6 +382,53 @@ static __always_inline long output(struct pbp_sample *s)
 	return bpf_ringbuf_output(&events, s, size, flags);
 }
 
+/* The id a struct pid has at depth d, if that level is our namespace; else 0. */
+static __always_inline __u32 nr_at(struct pid *pid, __u32 d)
+{
+	struct upid up;
+	unsigned long at = (unsigned long)pid + bpf_core_field_offset(struct pid, numbers) +
+			   (unsigned long)d * bpf_core_type_size(struct upid);
+
+	if (d >= MAX_NS_DEPTH || bpf_probe_read_kernel(&up, sizeof(up), (void *)at))
+		return 0;
+	return BPF_CORE_READ(up.ns, ns.inum) == ns_inum ? (__u32)up.nr : 0;
+}
+
+/* Depth of our namespace among a task's, -1 when the task is not in it or below. */
+static __always_inline int our_depth(struct pid *pid)
+{
+	__u32 top = BPF_CORE_READ(pid, level);
+
+	if (ns_depth)
+		return ns_depth - 1 <= top ? (int)ns_depth - 1 : -1;
+	for (__u32 d = 0; d < MAX_NS_DEPTH && d <= top; d++)
+		if (nr_at(pid, d)) {
+			ns_depth = d + 1;
+			return (int)d;
+		}
+	return -1;
+}
+
+/* A task's process and thread ids as user space knows them; false when it cannot see the task. */
+static __always_inline bool task_ids(struct task_struct *task, __u32 *tgid, __u32 *tid)
+{
+	struct pid *pid;
+	int d;
+
+	if (!ns_inum) {
+		*tgid = task->tgid;
+		*tid = task->pid;
+		return true;
+	}
+	pid = BPF_CORE_READ(task, thread_pid);
+	d = pid ? our_depth(pid) : -1;
+	if (d < 0)
+		return false;
+	*tid = nr_at(pid, (__u32)d);
+	*tgid = nr_at(BPF_CORE_READ(task, group_leader, thread_pid), (__u32)d);
+	return *tid && *tgid;
+}
+
 /* The record's header, before the walk fills in frames and flags. */
 static __always_inline void start_record(struct pbp_sample *s, __u32 tgid, __u32 tid, __u64 ts,
 					 __u64 tstate, __u16 flags, __u64 switches)
@@ -391,11 +449,14 @@ int on_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id, buf = BUF_SAMPLE;
-	struct pbp_proc *p = bpf_map_lookup_elem(&procs, &tgid);
+	struct pbp_proc *p;
 	struct pbp_thread *t;
 	struct pbp_sample *s;
 	__u64 size;
 
+	if (ns_inum && !task_ids(bpf_get_current_task_btf(), &tgid, &tid))
+		return 0;
+	p = bpf_map_lookup_elem(&procs, &tgid);
 	if (!p)
 		return 0;
 	stat_inc(PBP_STAT_TAKEN);
@@ -470,11 +531,10 @@ static __always_inline __u64 futex_of(struct task_struct *task)
  * every version: asleep in it, or preempted inside it (a waiter woken to
  * retake the GIL, or one handing it over, has not got it yet).
  */
-static __always_inline __u8 off_reason(struct pbp_tstate *st, struct task_struct *task,
+static __always_inline __u8 off_reason(struct pbp_tstate *st, struct task_struct *task, __u32 tgid,
 				       unsigned int state)
 {
 	struct pbp_proc *p;
-	__u32 tgid = task->tgid;
 	bool gil;
 
 	if ((state & TASK_UNINTERRUPTIBLE_) && !(state & TASK_NOLOAD_)) {
@@ -522,19 +582,23 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	     unsigned int prev_state)
 {
 	__u64 now = bpf_ktime_get_ns(), tstate = 0;
-	struct pbp_tstate *st;
+	struct pbp_tstate *st = NULL;
+	__u32 tgid, tid;
 
-	st = tstate_of(prev->tgid, prev->pid, &tstate);
+	if (task_ids(prev, &tgid, &tid))
+		st = tstate_of(tgid, tid, &tstate);
 	if (st) {
-		st->off_reason = off_reason(st, prev, prev_state);
+		st->off_reason = off_reason(st, prev, tgid, prev_state);
 		st->oncpu = 0;
 		st->switches++;
 		st->last_switch_ns = now;
 		/* Short waits (GIL, preemption) are left to the tick: most end before one. */
 		if (st->off_reason == PBP_OFF_SLEEP || st->off_reason == PBP_OFF_DISK)
-			snapshot(st, prev->tgid, prev->pid, tstate, now);
+			snapshot(st, tgid, tid, tstate, now);
 	}
-	st = tstate_of(next->tgid, next->pid, &tstate);
+	st = NULL;
+	if (task_ids(next, &tgid, &tid))
+		st = tstate_of(tgid, tid, &tstate);
 	if (st) {
 		/* off_reason is kept: it says where the thread was until this instant. */
 		st->oncpu = 1;
@@ -558,7 +622,10 @@ static __always_inline void proc_event(__u32 kind, __u32 pid)
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
-	proc_event(PBP_EV_EXEC, p->tgid);
+	__u32 tgid, tid;
+
+	if (task_ids(p, &tgid, &tid))
+		proc_event(PBP_EV_EXEC, tgid);
 	return 0;
 }
 
@@ -569,9 +636,10 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
-	__u32 tgid = parent->tgid;
+	__u32 tgid, tid;
 
-	if (child->tgid == tgid && bpf_map_lookup_elem(&procs, &tgid))
+	if (child->tgid == parent->tgid && task_ids(parent, &tgid, &tid) &&
+	    bpf_map_lookup_elem(&procs, &tgid))
 		proc_event(PBP_EV_THREAD, tgid);
 	return 0;
 }
@@ -585,9 +653,12 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *p)
 {
-	__u32 tid = p->pid, tgid = p->tgid;
-	struct pbp_thread *t = bpf_map_lookup_elem(&threads, &tid);
+	__u32 tid, tgid;
+	struct pbp_thread *t;
 
+	if (!task_ids(p, &tgid, &tid))
+		return 0;
+	t = bpf_map_lookup_elem(&threads, &tid);
 	if (t && t->tgid == tgid)
 		bpf_map_delete_elem(&threads, &tid);
 	if (BPF_CORE_READ(p, signal, live.counter) == 0 && bpf_map_lookup_elem(&procs, &tgid)) {

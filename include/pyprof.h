@@ -448,6 +448,9 @@ int nspid_parse(const char *text, size_t len, pid_t *ids, int max);
  */
 pid_t pidns_inner_id(pid_t pid, pid_t tid, bool *other_ns);
 
+/* Inode number of our own PID namespace; 0 when it is the initial one (or unknown). */
+uint32_t pidns_self_inum(void);
+
 /* One process's threads: id in its own PID namespace -> id in ours. */
 struct tidmap;
 struct tidmap *tidmap_new(void);

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "pyprof.h"
@@ -79,6 +80,18 @@ pid_t pidns_inner_id(pid_t pid, pid_t tid, bool *other_ns)
 	if (other_ns)
 		*other_ns = n > 1;
 	return n > 0 ? ids[n - 1] : 0;
+}
+
+/* The initial PID namespace's inode number: fixed by the kernel (PROC_PID_INIT_INO). */
+#define PID_INIT_INO 0xEFFFFFFCu
+
+uint32_t pidns_self_inum(void)
+{
+	struct stat st;
+
+	if (stat("/proc/self/ns/pid", &st) != 0 || st.st_ino == PID_INIT_INO)
+		return 0;
+	return (uint32_t)st.st_ino;
 }
 
 struct tidmap {

@@ -277,6 +277,7 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o)
 		goto fail;
 	}
 	s->skel->rodata->wake_bytes = bpf_map__max_entries(s->skel->maps.events) / 4;
+	s->skel->rodata->ns_inum = pidns_self_inum();
 	/* Switch-out copies of stacks: on average no more than one per thread per tick. */
 	if (o->sched)
 		s->skel->rodata->snap_gap_ns = s->period;

@@ -18,7 +18,7 @@ import pytest
 import test_dump
 import test_record
 from conftest import PYBPFPROF, TARGETS, _discover, nspids
-from profile import WORKERS, func_of, no_bpf_leftovers, parse_collapsed, run_profile
+from profile import WORKERS, by_thread, func_of, no_bpf_leftovers, parse_collapsed, run_profile
 from test_host import go_raw, raw_samples, script_for, tag_of
 from test_modes import record, share, status_share
 
@@ -182,3 +182,79 @@ def test_unmatched_samples_are_reported(tmp_path):
     m = re.search(r"warning: (\d+) of (\d+) samples delivered by the kernel matched no Python thread",
                   r.stderr)
     assert m and int(m.group(1)) >= 20, r.stderr
+
+
+INSIDE = r'''
+set -eu
+# Runs in a new PID namespace: the target, then pybpfprof, both inside.
+export PBP_READY="$1"; shift
+out="$1"; mode="$2"; deeper="$3"; shift 3
+if [ "$deeper" = 1 ]; then
+    unshare --pid --fork --kill-child --mount-proc="$PROC" "$@" spinner idle &
+else
+    "$@" spinner idle &
+fi
+for i in $(seq 500); do [ -e "$READY_HOST" ] && break; sleep 0.02; done
+pid=$(python3 - "$READY_HOST" "$deeper" <<'PY'
+import json, os, sys
+ready = json.load(open(sys.argv[1]))
+if sys.argv[2] == "0":
+    print(ready["pid"])
+else:   # the target's pid as this namespace sees it: its NSpid ends in ready's pid
+    for p in os.listdir("/proc"):
+        try:
+            ids = [l.split()[1:] for l in open("/proc/%s/status" % p) if l.startswith("NSpid:")][0]
+        except (OSError, IndexError):
+            continue
+        if len(ids) == 2 and int(ids[-1]) == ready["pid"] and "python" in os.readlink("/proc/%s/exe" % p):
+            print(p)
+PY
+)
+echo "inner pid $pid" >&2
+"$PBP_BIN" -p "$pid" -m "$mode" -F 199 -d 2 -t -o "$out"
+'''
+
+
+@pytest.mark.parametrize("deeper", [0, 1], ids=["same-namespace", "target-one-deeper"])
+@pytest.mark.parametrize("mode", ["cpu", "wall"])
+def test_profiler_inside_a_namespace(interp, tmp_path, mode, deeper):
+    """pybpfprof in a PID namespace of its own (a sidecar sharing the target's
+    process namespace, a pod without hostPID): -p takes the pid as it sees
+    it, and the kernel side reports that namespace's ids."""
+    host_dir, in_dir = interp.mkdtemp()
+    ready_host = os.path.join(host_dir, "ready.json")
+    script = tmp_path / "inside.sh"
+    script.write_text(INSIDE)
+    out = tmp_path / "out.txt"
+    proc_dir = os.path.join(interp.root, "proc") if interp.chrooted else "/proc"
+    env = dict(os.environ, READY_HOST=ready_host, PROC=proc_dir, PBP_BIN=PYBPFPROF)
+    cmd = ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "sh", str(script),
+           os.path.join(in_dir, "ready.json"), str(out), mode, str(deeper)]
+    cmd += interp.cmd(interp.place(WORKERS))
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    with open(ready_host) as f:
+        ready = json.load(f)
+    threads = by_thread(parse_collapsed(out.read_text()))
+    spinner = next(t["native_id"] for t in ready["threads"] if t["kind"] == "spinner")
+    idle = next(t["native_id"] for t in ready["threads"] if t["kind"] == "idle")
+    # Ids are the profiler's namespace's: the target's own when they share it.
+    tid_of = {}
+    for tid, stacks in threads.items():
+        for frames, _ in stacks:
+            for f in frames:
+                tid_of.setdefault(func_of(f), set()).add(tid)
+    if not deeper:
+        assert tid_of.get("spinner") == {spinner}, (tid_of, r.stderr)
+    else:
+        assert len(tid_of.get("spinner", ())) == 1, (tid_of, r.stderr)
+    total_samples = sum(c for v in threads.values() for _, c in v)
+    spins = sum(c for v in threads.values() for fr, c in v if "spinner" in map(func_of, fr))
+    assert total_samples >= 50, r.stderr
+    if mode == "cpu":
+        assert spins / total_samples >= 0.9, r.stderr
+        assert "idle" not in tid_of
+    else:
+        assert "idle" in tid_of and (deeper or tid_of["idle"] == {idle}), (tid_of, r.stderr)
+        assert len(threads) == 3, (sorted(threads), r.stderr)
+    assert "matched no Python thread" not in r.stderr
