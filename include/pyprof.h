@@ -451,6 +451,9 @@ pid_t pidns_inner_id(pid_t pid, pid_t tid, bool *other_ns);
 /* Inode number of our own PID namespace; 0 when it is the initial one (or unknown). */
 uint32_t pidns_self_inum(void);
 
+/* 0 when /proc is our PID namespace's; else one line on stderr and EXIT_PERM. */
+int pidns_check_proc(void);
+
 /* One process's threads: id in its own PID namespace -> id in ours. */
 struct tidmap;
 struct tidmap *tidmap_new(void);

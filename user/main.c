@@ -129,6 +129,8 @@ static int dump_main(int argc, char **argv)
 	int err;
 
 	argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, &a);
+	if ((err = pidns_check_proc()) != 0)
+		return err;
 	err = pyproc_open(a.pid, &(struct pyproc_limits){ 256, 4096, 64 << 20 }, &p);
 	if (err) {
 		int code = report_attach_error(a.pid, err, p);

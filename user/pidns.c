@@ -94,6 +94,28 @@ uint32_t pidns_self_inum(void)
 	return (uint32_t)st.st_ino;
 }
 
+/*
+ * Every pid we take or print is /proc's, and every syscall and the kernel
+ * side use our namespace's: the two must be the same namespace. A profiler
+ * in a PID namespace of its own that sees the host's /proc (bind-mounted
+ * without hostPID) would otherwise profile nothing, silently.
+ */
+int pidns_check_proc(void)
+{
+	char link[32];
+	ssize_t n = readlink("/proc/self", link, sizeof(link) - 1);
+
+	if (n <= 0)
+		return 0;       /* no /proc at all: opening a process will say so */
+	link[n] = '\0';
+	if (atoi(link) == getpid())
+		return 0;
+	fprintf(stderr, "pybpfprof: /proc belongs to another PID namespace than pybpfprof's (it is pid %d "
+		"here, %s there): mount this namespace's own /proc, or run in the host's PID namespace "
+		"(hostPID)\n", (int)getpid(), link);
+	return EXIT_PERM;
+}
+
 struct tidmap {
 	size_t n, cap;
 	struct tidpair { pid_t inner, ours; } *v;

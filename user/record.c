@@ -930,7 +930,7 @@ static int run(struct record *r, int *go_fd)
 	struct sampler_opts so;
 	int code, err;
 
-	if ((code = privs_check()) != 0)
+	if ((code = privs_check()) != 0 || (code = pidns_check_proc()) != 0)
 		return code;
 	if (!r->cmd && (code = open_targets(r)) != 0)
 		return code;

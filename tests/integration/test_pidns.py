@@ -258,3 +258,15 @@ def test_profiler_inside_a_namespace(interp, tmp_path, mode, deeper):
         assert "idle" in tid_of and (deeper or tid_of["idle"] == {idle}), (tid_of, r.stderr)
         assert len(threads) == 3, (sorted(threads), r.stderr)
     assert "matched no Python thread" not in r.stderr
+
+
+def test_profiler_in_a_namespace_with_the_hosts_proc():
+    """A profiler in a PID namespace that sees the host's /proc cannot match
+    the two: one clear line and exit 6, for record and dump alike, never a
+    silently empty profile."""
+    for sub in (["-p", "1", "-d", "1"], ["dump", "-p", "1"]):
+        r = subprocess.run(["unshare", "--pid", "--fork", "--kill-child", PYBPFPROF] + sub,
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 6, (sub, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and "/proc belongs to another PID namespace" in lines[0], r.stderr
