@@ -453,7 +453,7 @@ def pidns_argv(interp, levels):
 def nspids(pid, tid=None):
     """The NSpid ids of a task (ours first, its own namespace's last)."""
     path = "/proc/%d/task/%d/status" % (pid, tid or pid)
-    with open(path) as f:
+    with open(path, errors="replace") as f:   # a thread's name is any bytes
         for line in f:
             if line.startswith("NSpid:"):
                 return [int(x) for x in line.split()[1:]]
