@@ -427,6 +427,8 @@ int frame_line(const struct pyproc *p, const struct codeinfo *ci, uint64_t instr
 /* Kernel scheduler state letter of a thread (R, S, D, Z, ...), '?' if gone. */
 char proc_thread_state(pid_t pid, pid_t tid);
 char proc_state(pid_t pid);
+/* Gone, a zombie, or exiting (its memory may already be unmapped). */
+bool proc_exited(pid_t pid);
 void proc_thread_comm(pid_t pid, pid_t tid, char *out, size_t len);
 
 /* ------------------------------------------------------------- cgroup.c */

@@ -50,18 +50,16 @@ int parse_pid(const char *s, pid_t *pid)
 /* One line on stderr naming the target and what went wrong; returns the exit code. */
 /*
  * A target that exited while it was read fails in whatever way its teardown
- * showed (a zombie has no maps: "not a Python process"; memory unmapped
- * under a read: a fault). Once it is gone or a zombie, that is the error.
+ * showed (an exiting process has no maps: "not a Python process"; memory
+ * unmapped under a read: a fault). Once it is gone, a zombie or exiting,
+ * that is the error.
  */
 static int exited_error(pid_t pid, int err)
 {
-	char st;
-
 	if (!err || -err == PBP_E_NOENT || -err == PBP_E_PERM || -err == PBP_E_VERSION ||
 	    -err == PBP_E_NOMEM)
 		return err;
-	st = proc_state(pid);
-	return st == '?' || st == 'Z' || st == 'X' ? -PBP_E_GONE : err;
+	return proc_exited(pid) ? -PBP_E_GONE : err;
 }
 
 int report_attach_error(pid_t pid, int err, const struct pyproc *p)
