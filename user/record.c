@@ -167,9 +167,10 @@ static const struct argp_option opts[] = {
 	{ 0 },
 };
 
+/* "PID[,PID...]": an empty item ("", "1,,2", "1,") is a mistake too, not nothing. */
 static int add_pids(pid_t *list, int *n, char *arg)
 {
-	for (char *save = NULL, *tok = strtok_r(arg, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+	for (char *tok; (tok = strsep(&arg, ",")) != NULL;) {
 		pid_t pid;
 
 		if (parse_pid(tok, &pid) || *n >= MAX_PIDS)

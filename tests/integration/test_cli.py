@@ -62,11 +62,18 @@ def test_numbers_that_cannot_be_honoured_are_refused(opt, value):
     usage_error(r, "invalid", "'%s'" % value, RANGES[opt])
 
 
-@pytest.mark.parametrize("value", ["4294967297", "+1", " 1", "1x", "-1", "99999999999999999999"])
+@pytest.mark.parametrize("value", ["4294967297", "+1", " 1", "1x", "-1", "99999999999999999999",
+                                   "", "1,,2", "1,", ",1"])
 def test_pids_that_do_not_parse_are_refused(value):
     usage_error(run("-p", value), "invalid pid list")
     usage_error(run("-a", "--exclude-pid", value), "invalid pid list")
-    usage_error(run("dump", "-p", value), "invalid pid")
+    if "," not in value:
+        usage_error(run("dump", "-p", value), "invalid pid")
+
+
+def test_pid_lists_taken():
+    r = run("-p", "%s,%s" % (NO_PID, NO_PID), "-p", NO_PID)
+    assert r.returncode == EXIT_NO_PROCESS, r.stderr
 
 
 @pytest.mark.parametrize("value", ["4294967395", "0", "-5", "99x"])
