@@ -172,7 +172,7 @@ ASAN_TESTS := tests/integration/test_hostile.py tests/integration/test_record.py
 	tests/integration/test_formats.py tests/integration/test_modes.py \
 	tests/integration/test_dump.py tests/integration/test_threadnames.py \
 	tests/integration/test_host.py::test_all_processes_every_version \
-	tests/integration/test_host.py::test_filters
+	tests/integration/test_host.py::test_filters tests/integration/test_cli.py
 ASAN_SKIP := not test_achieved_rate and not test_cpu_split_matches_target and not test_gil_contention
 ASAN_ENV := PBP_BIN=$(abspath $(ASAN_PROG)) PBP_SANITIZED=1 PBP_SANITIZER_LOGS=$(abspath $(ASAN_LOGS)) \
 	PBP_INTERPS=$(ASAN_INTERPS) \
