@@ -167,17 +167,28 @@ static const struct argp_option opts[] = {
 	{ 0 },
 };
 
-/* "PID[,PID...]": an empty item ("", "1,,2", "1,") is a mistake too, not nothing. */
-static int add_pids(pid_t *list, int *n, char *arg)
+/*
+ * "PID[,PID...]": an empty item ("", "1,,2", "1,") is a mistake too, not
+ * nothing. arg is left whole, for the error message.
+ */
+static int add_pids(pid_t *list, int *n, const char *arg)
 {
-	for (char *tok; (tok = strsep(&arg, ",")) != NULL;) {
+	for (;;) {
+		size_t len = strcspn(arg, ",");
+		char tok[16];
 		pid_t pid;
 
-		if (parse_pid(tok, &pid) || *n >= MAX_PIDS)
+		if (len >= sizeof(tok) || *n >= MAX_PIDS)
+			return -1;
+		memcpy(tok, arg, len);
+		tok[len] = '\0';
+		if (parse_pid(tok, &pid))
 			return -1;
 		list[(*n)++] = pid;
+		if (!arg[len])
+			return 0;
+		arg += len + 1;
 	}
-	return 0;
 }
 
 static error_t parse_opt(int key, char *arg, struct argp_state *st)
@@ -189,7 +200,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *st)
 	switch (key) {
 	case 'p':
 		if (add_pids(r->pids, &r->npids, arg))
-			argp_error(st, "invalid pid list '%s' (at most %d pids)", arg, MAX_PIDS);
+			argp_error(st, "invalid pid list '%s' (comma-separated pids, at most %d)", arg, MAX_PIDS);
 		break;
 	case 'a': r->all = true; break;
 	case OPT_COMM:
@@ -205,7 +216,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *st)
 		break;
 	case OPT_EXCLUDE:
 		if (add_pids(r->excluded, &r->nexcluded, arg))
-			argp_error(st, "invalid pid list '%s'", arg);
+			argp_error(st, "invalid pid list '%s' (comma-separated pids, at most %d)", arg, MAX_PIDS);
 		break;
 	case OPT_MAXPROC:
 		if (parse_uint(arg, 1, 4096, &n))
@@ -879,11 +890,10 @@ static int write_output(struct record *r)
 
 static int report_sampler_error(int err)
 {
-	if (-err == PBP_E_PERM)
-		fprintf(stderr, "pybpfprof: not allowed to load BPF programs or open perf events "
-			"(run as root, or grant CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE)\n");
-	else
+	if (-err != PBP_E_PERM)
 		return report_error(NULL, err);
+	fprintf(stderr, "pybpfprof: not allowed to load BPF programs or open perf events "
+		"(run as root, or grant CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE)\n");
 	return exit_code_for(err);
 }
 

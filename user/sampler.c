@@ -108,10 +108,10 @@ static int bpf_err(int e)
 }
 
 /*
- * libbpf says only "no BTF" (ESRCH) when it could not read the kernel's BTF,
- * whatever stopped it (it goes on to look in /boot): read it again alone, while the half-loaded object
- * still holds its memory, to tell a resource limit (memory, open files)
- * from a refusal.
+ * libbpf says only "no BTF" (ESRCH) when it could not read the kernel's
+ * BTF, whatever stopped it (it goes on to look in /boot): read it again
+ * alone, while the half-loaded object still holds its memory, to tell a
+ * resource limit (memory, open files) from a refusal.
  */
 static int why_not_loaded(void)
 {

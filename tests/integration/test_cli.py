@@ -65,8 +65,8 @@ def test_numbers_that_cannot_be_honoured_are_refused(opt, value):
 @pytest.mark.parametrize("value", ["4294967297", "+1", " 1", "1x", "-1", "99999999999999999999",
                                    "", "1,,2", "1,", ",1"])
 def test_pids_that_do_not_parse_are_refused(value):
-    usage_error(run("-p", value), "invalid pid list")
-    usage_error(run("-a", "--exclude-pid", value), "invalid pid list")
+    usage_error(run("-p", value), "invalid pid list '%s'" % value)
+    usage_error(run("-a", "--exclude-pid", value), "invalid pid list '%s'" % value)
     if "," not in value:
         usage_error(run("dump", "-p", value), "invalid pid")
 
