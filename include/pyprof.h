@@ -30,6 +30,7 @@ enum pbp_exit {
 	EXIT_CORRUPT = 9,       /* target memory makes no sense */
 	EXIT_IO = 10,           /* could not write the output */
 	EXIT_INTERNAL = 11,
+	EXIT_RESOURCES = 12,    /* a resource limit (open files, memory, locked memory) stopped it */
 };
 
 /* Internal error codes returned as negative values by readers. */
@@ -48,6 +49,7 @@ enum pbp_err {
 	PBP_E_CHILD = 11,   /* a launched command could not start (it said why) */
 	PBP_E_LIMIT = 12,   /* --max-processes reached */
 	PBP_E_OLDKERNEL = 13, /* Linux older than 5.17 */
+	PBP_E_MFILE = 14,   /* EMFILE, ENFILE: no file descriptor left */
 };
 
 const char *pbp_strerror(int err);
@@ -430,6 +432,8 @@ int frame_line(const struct pyproc *p, const struct codeinfo *ci, uint64_t instr
 /* Kernel scheduler state letter of a thread (R, S, D, Z, ...), '?' if gone. */
 char proc_thread_state(pid_t pid, pid_t tid);
 char proc_state(pid_t pid);
+/* Gone, a zombie, or exiting (its memory may already be unmapped). */
+bool proc_exited(pid_t pid);
 void proc_thread_comm(pid_t pid, pid_t tid, char *out, size_t len);
 
 /* ------------------------------------------------------------- pidns.c */
@@ -844,7 +848,15 @@ void privs_for_command(void);
 #define PBP_VERSION "0.1.0"
 
 int exit_code_for(int err);
+/* One line on stderr, "pybpfprof: [what: ]error", naming the limit a resource error hit; the exit code. */
+int report_error(const char *what, int err);
 int parse_pid(const char *s, pid_t *pid);
+/* Decimal digits only (no sign, space or junk), within [min, max]: 0, else -1. */
+int parse_uint(const char *s, unsigned long long min, unsigned long long max, unsigned long long *out);
+/* A finite decimal number of seconds (1.5, 2e3; no sign, hex, inf or nan) in [min, max]: 0, else -1. */
+int parse_seconds(const char *s, double min, double max, double *out);
+/* cpu, wall or gil, in any case; -1 if none of them. */
+int mode_by_name(const char *name);
 int report_attach_error(pid_t pid, int err, const struct pyproc *p);
 /* The sampling command (record.c). */
 int record_main(int argc, char **argv);

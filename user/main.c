@@ -6,9 +6,12 @@
 #include <argp.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "pyprof.h"
@@ -30,49 +33,118 @@ int exit_code_for(int err)
 	case PBP_E_BPF:
 	case PBP_E_OLDKERNEL:
 	case PBP_E_NOBTF: return EXIT_NO_BPF;
+	case PBP_E_MFILE:
+	case PBP_E_NOMEM: return EXIT_RESOURCES;
 	default: return EXIT_INTERNAL;
 	}
 }
 
-int parse_pid(const char *s, pid_t *pid)
+/* The limit a resource error most likely hit, as " (...)", or "" when none is set. */
+static const char *limit_note(int err, char *buf, size_t len)
+{
+	struct rlimit rl;
+
+	buf[0] = '\0';
+	if (-err == PBP_E_MFILE && getrlimit(RLIMIT_NOFILE, &rl) == 0)
+		snprintf(buf, len, " (the limit is %llu per process: ulimit -n)",
+			 (unsigned long long)rl.rlim_cur);
+	else if (-err == PBP_E_NOMEM && getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		snprintf(buf, len, " (the address space limit is %llu KiB: ulimit -v)",
+			 (unsigned long long)rl.rlim_cur / 1024);
+	else if (-err == PBP_E_NOMEM && getrlimit(RLIMIT_DATA, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		snprintf(buf, len, " (the data size limit is %llu KiB: ulimit -d)",
+			 (unsigned long long)rl.rlim_cur / 1024);
+	return buf;
+}
+
+int report_error(const char *what, int err)
+{
+	char note[96];
+
+	fprintf(stderr, "pybpfprof: %s%s%s%s\n", what ? what : "", what ? ": " : "",
+		pbp_strerror(err), limit_note(err, note, sizeof(note)));
+	return exit_code_for(err);
+}
+
+int parse_uint(const char *s, unsigned long long min, unsigned long long max, unsigned long long *out)
 {
 	char *end;
-	long v;
+	unsigned long long v;
 
+	if (!s[0] || strspn(s, "0123456789") != strlen(s))
+		return -1;      /* strtoull would take " 1", "+1" and "-1" (as 2^64 - 1) */
 	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v <= 0 || v > INT_MAX)
+	v = strtoull(s, &end, 10);
+	if (errno || v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int parse_seconds(const char *s, double min, double max, double *out)
+{
+	char *end;
+	double v;
+
+	/* strtod would take " 1", "-1", "0x10", "inf" and "nan". */
+	if (!(s[0] == '.' || (s[0] >= '0' && s[0] <= '9')) ||
+	    strspn(s, "0123456789.eE+-") != strlen(s))
+		return -1;
+	errno = 0;
+	v = strtod(s, &end);
+	if (*end || errno || !isfinite(v) || v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int parse_pid(const char *s, pid_t *pid)
+{
+	unsigned long long v;
+
+	if (parse_uint(s, 1, INT_MAX, &v))
 		return -1;
 	*pid = (pid_t)v;
 	return 0;
 }
 
+static const char *const mode_names[] = { [MODE_CPU] = "cpu", [MODE_WALL] = "wall", [MODE_GIL] = "gil" };
+
+int mode_by_name(const char *name)
+{
+	for (int i = 0; i < (int)(sizeof(mode_names) / sizeof(mode_names[0])); i++)
+		if (strcasecmp(name, mode_names[i]) == 0)
+			return i;
+	return -1;
+}
+
 /* One line on stderr naming the target and what went wrong; returns the exit code. */
 /*
  * A target that exited while it was read fails in whatever way its teardown
- * showed (a zombie has no maps: "not a Python process"; memory unmapped
- * under a read: a fault). Once it is gone or a zombie, that is the error.
+ * showed (an exiting process has no maps: "not a Python process"; memory
+ * unmapped under a read: a fault). Once it is gone, a zombie or exiting,
+ * that is the error.
  */
 static int exited_error(pid_t pid, int err)
 {
-	char st;
-
 	if (!err || -err == PBP_E_NOENT || -err == PBP_E_PERM || -err == PBP_E_VERSION ||
-	    -err == PBP_E_NOMEM)
+	    -err == PBP_E_NOMEM || -err == PBP_E_MFILE)
 		return err;
-	st = proc_state(pid);
-	return st == '?' || st == 'Z' || st == 'X' ? -PBP_E_GONE : err;
+	return proc_exited(pid) ? -PBP_E_GONE : err;
 }
 
 int report_attach_error(pid_t pid, int err, const struct pyproc *p)
 {
+	char what[32];
+
 	err = exited_error(pid, err);
-	if (-err == PBP_E_VERSION && p && p->version[0])
+	if (-err == PBP_E_VERSION && p && p->version[0]) {
 		fprintf(stderr, "pybpfprof: pid %d: unsupported Python version %s (supported: 3.8 to 3.14)\n",
 			(int)pid, p->version);
-	else
-		fprintf(stderr, "pybpfprof: pid %d: %s\n", (int)pid, pbp_strerror(err));
-	return exit_code_for(err);
+		return exit_code_for(err);
+	}
+	snprintf(what, sizeof(what), "pid %d", (int)pid);
+	return report_error(what, err);
 }
 
 /* ------------------------------------------------------------------ dump */
@@ -126,7 +198,8 @@ static int dump_main(int argc, char **argv)
 	struct argp argp = { dump_opts, dump_parse, NULL, dump_doc, NULL, NULL, NULL };
 	struct dump_args a = { 0 };
 	struct pyproc *p = NULL;
-	int err;
+	char what[32];
+	int err, code;
 
 	argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, &a);
 	if ((err = pidns_check_proc()) != 0)
@@ -139,12 +212,12 @@ static int dump_main(int argc, char **argv)
 		return code;
 	}
 	err = exited_error(a.pid, dump_process(p, stdout, a.json));
-	if (err)
-		fprintf(stderr, "pybpfprof: pid %d: %s\n", (int)a.pid, pbp_strerror(err));
+	snprintf(what, sizeof(what), "pid %d", (int)a.pid);
+	code = err ? report_error(what, err) : EXIT_OK;
 	pyproc_close(p);
 	if (fflush(stdout) != 0)
 		return EXIT_IO;
-	return exit_code_for(err);
+	return code;
 }
 
 /* --------------------------------------------------------------- convert */
@@ -168,7 +241,8 @@ static const struct argp_option convert_opts[] = {
 static error_t convert_parse(int key, char *arg, struct argp_state *st)
 {
 	struct convert_args *a = st->input;
-	char *end;
+	unsigned long long hz;
+	int mode;
 
 	switch (key) {
 	case 'i': a->in = arg; break;
@@ -179,14 +253,15 @@ static error_t convert_parse(int key, char *arg, struct argp_state *st)
 		a->format = arg;
 		break;
 	case 'F':
-		a->hz = (unsigned)strtoul(arg, &end, 10);
-		if (*end || a->hz < 1 || a->hz > 100000)
-			argp_error(st, "invalid frequency '%s'", arg);
+		if (parse_uint(arg, 1, 100000, &hz))
+			argp_error(st, "invalid frequency '%s' (1 to 100000 Hz)", arg);
+		a->hz = (unsigned)hz;
 		break;
 	case 'm':
-		if (strcmp(arg, "cpu") && strcmp(arg, "wall") && strcmp(arg, "gil"))
+		mode = mode_by_name(arg);
+		if (mode < 0)
 			argp_error(st, "invalid mode '%s' (cpu, wall or gil)", arg);
-		a->mode = arg;
+		a->mode = mode_names[mode];
 		break;
 	case ARGP_KEY_ARG:
 		argp_error(st, "unexpected argument '%s'", arg);
@@ -225,15 +300,13 @@ static int convert_main(int argc, char **argv)
 	err = !agg ? -PBP_E_NOMEM : collapsed_read(agg, in, &lineno);
 	if (in != stdin)
 		fclose(in);
+	if (!agg)       /* no line was read, and there is none to name */
+		return report_error(NULL, -PBP_E_NOMEM);
 	if (err) {
-		/* No aggregate: no line was read, and there is none to name. */
-		if (!agg)
-			fprintf(stderr, "pybpfprof: out of memory\n");
-		else
-			fprintf(stderr, "pybpfprof: %s:%zu: not a collapsed-stack line\n",
-				a.in ? a.in : "stdin", lineno);
+		fprintf(stderr, "pybpfprof: %s:%zu: not a collapsed-stack line\n",
+			a.in ? a.in : "stdin", lineno);
 		agg_free(agg);
-		return agg ? EXIT_USAGE : EXIT_INTERNAL;
+		return EXIT_USAGE;
 	}
 	m = (struct profile_meta){ .mode = a.mode, .hz = a.hz };
 	err = profile_write(fmt, agg, &m, a.out);
@@ -255,6 +328,15 @@ int main(int argc, char **argv)
 	if (argc > 1 && strcmp(argv[1], "dump") == 0) {
 		argv[1] = "pybpfprof dump";
 		return dump_main(argc - 1, argv + 1);
+	}
+	/*
+	 * A bare first word is a subcommand or a typo of one ("dumpp"): a
+	 * command to profile comes after "--", which starts with '-'.
+	 */
+	if (argc > 1 && argv[1][0] != '-') {
+		fprintf(stderr, "pybpfprof: unknown subcommand '%s' (dump or convert; a command to "
+			"profile goes after --)\n", argv[1]);
+		return EXIT_USAGE;
 	}
 	return record_main(argc, argv);
 }

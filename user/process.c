@@ -5,6 +5,7 @@
  * a process in a chroot or container is read with its own binaries.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,7 @@ const char *pbp_strerror(int err)
 	case PBP_E_CHILD: return "the command could not be started";
 	case PBP_E_LIMIT: return "--max-processes reached";
 	case PBP_E_OLDKERNEL: return "this kernel is older than 5.17 (the sampler needs bpf_loop)";
+	case PBP_E_MFILE: return "too many open files";
 	default: return "unknown error";
 	}
 }
@@ -58,6 +60,10 @@ static int open_maps(pid_t pid, FILE **f)
 		return 0;
 	if (errno == ENOENT || errno == ESRCH)
 		return -PBP_E_NOENT;
+	if (errno == EMFILE || errno == ENFILE)
+		return -PBP_E_MFILE;
+	if (errno == ENOMEM)
+		return -PBP_E_NOMEM;
 	return errno == EACCES || errno == EPERM ? -PBP_E_PERM : -PBP_E_GONE;
 }
 
@@ -114,6 +120,16 @@ static int try_file(struct pyproc *p, const struct map_entry *e, struct elf_info
 	return 0;
 }
 
+/* True when not one more file can be opened: then no mapped file could be looked at. */
+static bool no_fd_left(FILE *f)
+{
+	int fd = fcntl(fileno(f), F_DUPFD_CLOEXEC, 0);
+
+	if (fd >= 0)
+		close(fd);
+	return fd < 0 && (errno == EMFILE || errno == ENFILE);
+}
+
 static int find_runtime(struct pyproc *p, bool python_named, struct elf_info *ei, uint64_t *bias)
 {
 	struct map_entry e;
@@ -135,6 +151,8 @@ static int find_runtime(struct pyproc *p, bool python_named, struct elf_info *ei
 			break;
 		}
 	}
+	if (err == -PBP_E_NOTPY && no_fd_left(f))
+		err = -PBP_E_MFILE;
 	fclose(f);
 	return err;
 }

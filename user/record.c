@@ -29,6 +29,8 @@
 static const struct pyproc_limits target_limits = { 1024, 4096, 64 << 20 };
 static const struct pyproc_limits host_limits = { 64, 1024, 4 << 20 };
 #define LAUNCH_WAIT_NS (10 * 1000000000ull)
+#define LAUNCH_POLL_MAX_US 20000
+#define STOP_WAIT_MS 2000       /* a command we could not profile: SIGTERM, then SIGKILL */
 #define MAX_LOCS (PBP_MAX_DEPTH + 4)
 #define MAX_CATCH_UP 10         /* ticks run at once when the loop fell behind */
 /*
@@ -63,6 +65,9 @@ static const struct pyproc_limits host_limits = { 64, 1024, 4 << 20 };
  */
 #define ALIVE_EVERY_NS 5000000000ull
 #define JITTER_PERIODS 64
+/* -d: what the clock can time (a deadline in ns) and the loop can honour. */
+#define MIN_DURATION 0.001
+#define MAX_DURATION 31536000.0    /* a year */
 
 /* A process -a could not profile: reported once in the summary. */
 struct skipped {
@@ -162,27 +167,40 @@ static const struct argp_option opts[] = {
 	{ 0 },
 };
 
-static int add_pids(pid_t *list, int *n, char *arg)
+/*
+ * "PID[,PID...]": an empty item ("", "1,,2", "1,") is a mistake too, not
+ * nothing. arg is left whole, for the error message.
+ */
+static int add_pids(pid_t *list, int *n, const char *arg)
 {
-	for (char *save = NULL, *tok = strtok_r(arg, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+	for (;;) {
+		size_t len = strcspn(arg, ",");
+		char tok[16];
 		pid_t pid;
 
-		if (parse_pid(tok, &pid) || *n >= MAX_PIDS)
+		if (len >= sizeof(tok) || *n >= MAX_PIDS)
+			return -1;
+		memcpy(tok, arg, len);
+		tok[len] = '\0';
+		if (parse_pid(tok, &pid))
 			return -1;
 		list[(*n)++] = pid;
+		if (!arg[len])
+			return 0;
+		arg += len + 1;
 	}
-	return 0;
 }
 
 static error_t parse_opt(int key, char *arg, struct argp_state *st)
 {
 	struct record *r = st->input;
-	char *end;
+	unsigned long long n;
+	int mode;
 
 	switch (key) {
 	case 'p':
 		if (add_pids(r->pids, &r->npids, arg))
-			argp_error(st, "invalid pid list '%s' (at most %d pids)", arg, MAX_PIDS);
+			argp_error(st, "invalid pid list '%s' (comma-separated pids, at most %d)", arg, MAX_PIDS);
 		break;
 	case 'a': r->all = true; break;
 	case OPT_COMM:
@@ -198,22 +216,18 @@ static error_t parse_opt(int key, char *arg, struct argp_state *st)
 		break;
 	case OPT_EXCLUDE:
 		if (add_pids(r->excluded, &r->nexcluded, arg))
-			argp_error(st, "invalid pid list '%s'", arg);
+			argp_error(st, "invalid pid list '%s' (comma-separated pids, at most %d)", arg, MAX_PIDS);
 		break;
 	case OPT_MAXPROC:
-		r->max_processes = (int)strtol(arg, &end, 10);
-		if (*end || r->max_processes < 1 || r->max_processes > 4096)
+		if (parse_uint(arg, 1, 4096, &n))
 			argp_error(st, "invalid --max-processes '%s' (1 to 4096)", arg);
+		r->max_processes = (int)n;
 		break;
 	case 'm':
-		if (strcmp(arg, "cpu") == 0)
-			r->c.o.mode = MODE_CPU;
-		else if (strcmp(arg, "wall") == 0)
-			r->c.o.mode = MODE_WALL;
-		else if (strcmp(arg, "gil") == 0)
-			r->c.o.mode = MODE_GIL;
-		else
+		mode = mode_by_name(arg);
+		if (mode < 0)
 			argp_error(st, "invalid mode '%s' (cpu, wall or gil)", arg);
+		r->c.o.mode = (enum pbp_mode)mode;
 		break;
 	case 'f':
 		r->format = format_by_name(arg);
@@ -222,14 +236,14 @@ static error_t parse_opt(int key, char *arg, struct argp_state *st)
 		break;
 	case 'F':
 		r->hz_given = true;
-		r->c.o.hz = (unsigned)strtoul(arg, &end, 10);
-		if (*end || r->c.o.hz < 1 || r->c.o.hz > 100000)
+		if (parse_uint(arg, 1, 100000, &n))
 			argp_error(st, "invalid frequency '%s' (1 to 100000 Hz)", arg);
+		r->c.o.hz = (unsigned)n;
 		break;
 	case 'd':
-		r->duration = strtod(arg, &end);
-		if (*end || !(r->duration > 0))
-			argp_error(st, "invalid duration '%s'", arg);
+		if (parse_seconds(arg, MIN_DURATION, MAX_DURATION, &r->duration))
+			argp_error(st, "invalid duration '%s' (%g to %.0f seconds)", arg, MIN_DURATION,
+				   MAX_DURATION);
 		break;
 	case 'o': r->outpath = arg; break;
 	case 't': r->c.o.per_thread = true; break;
@@ -547,6 +561,7 @@ static int attach_child(struct record *r)
 {
 	uint64_t deadline = now_ns() + LAUNCH_WAIT_NS;
 	struct target *t = &r->targets[0];
+	useconds_t wait_us = 200;
 	int err, status;
 
 	for (;;) {
@@ -564,7 +579,9 @@ static int attach_child(struct record *r)
 		}
 		if ((err != -PBP_E_NOTPY && err != -PBP_E_FAULT) || now_ns() > deadline)
 			return err;
-		usleep(200);
+		/* An interpreter maps itself within milliseconds: look often first, then seldom. */
+		usleep(wait_us);
+		wait_us = wait_us < LAUNCH_POLL_MAX_US / 2 ? wait_us * 2 : LAUNCH_POLL_MAX_US;
 	}
 	t->pid = r->child;
 	r->ntargets = 1;
@@ -615,16 +632,43 @@ static int any_alive(struct record *r)
 	return live_targets(r);
 }
 
+/*
+ * The live line is rewritten in place: erased with ESC [ K where the
+ * terminal knows it, else (TERM unset, empty or "dumb": Emacs shells, some
+ * CI logs) overwritten with spaces, no escape sequence at all.
+ */
+#define LIVE_WIDTH 72
+
+static bool term_erases(void)
+{
+	const char *t = getenv("TERM");
+
+	return t && t[0] && strcmp(t, "dumb") != 0;
+}
+
+static void live_clear(void)
+{
+	if (term_erases())
+		fputs("\r\033[K", stderr);
+	else
+		fprintf(stderr, "\r%*s\r", LIVE_WIDTH, "");
+}
+
 static void live_line(struct record *r, uint64_t now)
 {
 	uint64_t st[PBP_STAT__COUNT];
 	double secs = (double)(now - r->start_ns) / 1e9;
 	uint64_t n = agg_total(r->c.agg);
+	char line[160];
 
 	sampler_stats(r->c.smp, st);
-	fprintf(stderr, "\r\033[Kpybpfprof: %.0f s, %llu samples, %.0f/s, %llu lost", secs,
-		(unsigned long long)n, secs > 0 ? (double)n / secs : 0.0,
-		(unsigned long long)st[PBP_STAT_LOST]);
+	snprintf(line, sizeof(line), "pybpfprof: %.0f s, %llu samples, %.0f/s, %llu lost", secs,
+		 (unsigned long long)n, secs > 0 ? (double)n / secs : 0.0,
+		 (unsigned long long)st[PBP_STAT_LOST]);
+	if (term_erases())
+		fprintf(stderr, "\r\033[K%s", line);
+	else
+		fprintf(stderr, "\r%-*s", LIVE_WIDTH, line);
 }
 
 /* wall and gil modes: ticks at hz on the monotonic clock, caught up if the loop fell behind. */
@@ -750,7 +794,7 @@ static void loop(struct record *r)
 		;
 	r->end_ns = now_ns();
 	if (tty)
-		fputs("\r\033[K", stderr);
+		live_clear();
 }
 
 static const char *mode_name(enum pbp_mode m)
@@ -865,11 +909,10 @@ static int write_output(struct record *r)
 
 static int report_sampler_error(int err)
 {
-	if (-err == PBP_E_PERM)
-		fprintf(stderr, "pybpfprof: not allowed to load BPF programs or open perf events "
-			"(run as root, or grant CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE)\n");
-	else
-		fprintf(stderr, "pybpfprof: %s\n", pbp_strerror(err));
+	if (-err != PBP_E_PERM)
+		return report_error(NULL, err);
+	fprintf(stderr, "pybpfprof: not allowed to load BPF programs or open perf events "
+		"(run as root, or grant CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE)\n");
 	return exit_code_for(err);
 }
 
@@ -903,6 +946,25 @@ static void cleanup(struct record *r, int go_fd)
 		regfree(&r->comm_regex);
 }
 
+/*
+ * A command that cannot be profiled (not Python within LAUNCH_WAIT_NS, an
+ * unsupported version) was started only to be profiled: stop it and say so
+ * now rather than wait for it to end.
+ */
+static void stop_command(struct record *r)
+{
+	if (r->child <= 0)
+		return;
+	kill(r->child, SIGTERM);
+	for (int ms = 0; ms < STOP_WAIT_MS && waitpid(r->child, NULL, WNOHANG) == 0; ms += 10)
+		usleep(10000);
+	if (waitpid(r->child, NULL, WNOHANG) == 0) {
+		kill(r->child, SIGKILL);
+		waitpid(r->child, NULL, 0);
+	}
+	r->child = 0;
+}
+
 static int start_command(struct record *r, int *go_fd)
 {
 	int err = launch(r, go_fd);
@@ -919,7 +981,9 @@ static int start_command(struct record *r, int *go_fd)
 	if (err == -PBP_E_CHILD)
 		return EXIT_NOT_PYTHON;
 	if (err) {
-		fprintf(stderr, "pybpfprof: '%s': %s\n", r->cmd[0], pbp_strerror(err));
+		fprintf(stderr, "pybpfprof: '%s': %s%s\n", r->cmd[0], pbp_strerror(err),
+			r->child ? "; stopping it" : "");
+		stop_command(r);
 		return exit_code_for(err);
 	}
 	return 0;
@@ -986,10 +1050,8 @@ int record_main(int argc, char **argv)
 	r.c.locs = malloc(sizeof(*r.c.locs) * MAX_LOCS);
 	r.targets = calloc((size_t)r.max_processes, sizeof(*r.targets));
 	r.skipped = calloc(MAX_SKIPPED, sizeof(*r.skipped));
-	if (!r.c.agg || !r.c.locs || !r.targets || !r.skipped) {
-		fprintf(stderr, "pybpfprof: out of memory\n");
-		return EXIT_INTERNAL;
-	}
+	if (!r.c.agg || !r.c.locs || !r.targets || !r.skipped)
+		return report_error(NULL, -PBP_E_NOMEM);
 	install_signals();
 	code = run(&r, &go_fd);
 	cleanup(&r, go_fd);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "pyprof.h"
@@ -99,7 +100,29 @@ static int bpf_err(int e)
 {
 	if (e == EPERM || e == EACCES)
 		return -PBP_E_PERM;
+	if (e == EMFILE || e == ENFILE)
+		return -PBP_E_MFILE;
+	if (e == ENOMEM)
+		return -PBP_E_NOMEM;
 	return -PBP_E_BPF;
+}
+
+/*
+ * libbpf says only "no BTF" (ESRCH) when it could not read the kernel's
+ * BTF, whatever stopped it (it goes on to look in /boot): read it again
+ * alone, while the half-loaded object still holds its memory, to tell a
+ * resource limit (memory, open files) from a refusal.
+ */
+static int why_not_loaded(void)
+{
+	struct btf *btf = btf__parse("/sys/kernel/btf/vmlinux", NULL);
+	int e = errno;
+
+	if (btf) {
+		btf__free(btf);
+		return -PBP_E_BPF;
+	}
+	return bpf_err(e);
 }
 
 /* /sys/devices/system/cpu/online: "0-3,5,7-8". */
@@ -288,6 +311,8 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o)
 	err = profile_bpf__load(s->skel);
 	if (err) {
 		err = bpf_err(-err);
+		if (err == -PBP_E_BPF)
+			err = why_not_loaded();
 		goto fail;
 	}
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_event, s, NULL);

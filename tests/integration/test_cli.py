@@ -1,0 +1,267 @@
+"""The command line as a new user meets it (issue 14, items 11, 14 and 16):
+numbers that cannot be honoured are refused, option values in any case, a
+mistyped subcommand named as such, resource limits named with their own exit
+code, no terminal escapes where the terminal cannot take them, and a launched
+command that is not Python given up on within the 10 s README promises."""
+
+import os
+import pty
+import select
+import subprocess
+import time
+
+import pytest
+
+from conftest import PYBPFPROF, SANITIZED, _discover
+from profile import WORKERS
+
+EXIT_OK, EXIT_USAGE, EXIT_NO_PROCESS, EXIT_NOT_PYTHON, EXIT_RESOURCES = 0, 2, 3, 4, 12
+NO_PID = "4194301"      # above any pid_max in use here: parses, then "no such process"
+
+
+def run(*args, timeout=60, **kwargs):
+    return subprocess.run([PYBPFPROF] + [str(a) for a in args], capture_output=True, text=True,
+                          timeout=timeout, **kwargs)
+
+
+def first_interp():
+    usable = [i for i in _discover() if not i.skip_reason]
+    assert usable, "no interpreter"
+    return usable[0]
+
+
+def usage_error(r, *words):
+    """Exit 2, and the first line of stderr (argp adds a --help hint after it) says what."""
+    assert r.returncode == EXIT_USAGE, (r.returncode, r.stderr)
+    first = r.stderr.splitlines()[0]
+    for w in words:
+        assert w in first, r.stderr
+
+
+# --- item 14: numbers ---------------------------------------------------------
+
+RANGES = {
+    "-d": "(0.001 to 31536000 seconds)",
+    "-F": "(1 to 100000 Hz)",
+    "--max-processes": "(1 to 4096)",
+}
+
+
+@pytest.mark.parametrize("opt,value", [
+    ("-d", "inf"), ("-d", "1e300"), ("-d", "2e10"), ("-d", "nan"), ("-d", "-1"), ("-d", "0"),
+    ("-d", "0x10"), ("-d", " 1"), ("-d", "1s"), ("-d", ""), ("-d", "0.0001"), ("-d", "1e-400"),
+    ("-d", "31536001"),
+    ("-F", "4294972296"), ("-F", "4294967395"), ("-F", "18446744073709551615"),
+    ("-F", "99999999999999999999999"), ("-F", "-5"), ("-F", "+99"), ("-F", " 99"), ("-F", "99x"),
+    ("-F", "1e3"), ("-F", "0"), ("-F", "100001"), ("-F", ""),
+    ("--max-processes", "4294967297"), ("--max-processes", "-1"), ("--max-processes", "0"),
+    ("--max-processes", "4097"), ("--max-processes", "16x"),
+])
+def test_numbers_that_cannot_be_honoured_are_refused(opt, value):
+    r = run(opt, value, "-a" if opt == "--max-processes" else "-p", NO_PID)
+    usage_error(r, "invalid", "'%s'" % value, RANGES[opt])
+
+
+@pytest.mark.parametrize("value", ["4294967297", "+1", " 1", "1x", "-1", "99999999999999999999",
+                                   "", "1,,2", "1,", ",1"])
+def test_pids_that_do_not_parse_are_refused(value):
+    usage_error(run("-p", value), "invalid pid list '%s'" % value)
+    usage_error(run("-a", "--exclude-pid", value), "invalid pid list '%s'" % value)
+    if "," not in value:
+        usage_error(run("dump", "-p", value), "invalid pid")
+
+
+def test_pid_lists_taken():
+    r = run("-p", "%s,%s" % (NO_PID, NO_PID), "-p", NO_PID)
+    assert r.returncode == EXIT_NO_PROCESS, r.stderr
+
+
+@pytest.mark.parametrize("value", ["4294967395", "0", "-5", "99x"])
+def test_convert_frequency_refused(value, tmp_path):
+    src = tmp_path / "in.txt"
+    src.write_text("a;b 3\n")
+    usage_error(run("convert", "-i", src, "-F", value), "invalid frequency", "(1 to 100000 Hz)")
+
+
+@pytest.mark.parametrize("args", [["-d", "1.5"], ["-d", "2e0"], ["-d", ".5"], ["-d", "0.001"],
+                                  ["-d", "31536000"], ["-F", "1"], ["-F", "100000"],
+                                  ["-F", "0099"], ["-a", "--max-processes", "4096"]])
+def test_numbers_in_range_are_taken(args):
+    """They get past the command line: to the missing pid (3), or with -a to a run."""
+    if "-a" in args:
+        r = run(*(args + ["-d", "0.2", "-q", "-p", NO_PID]))
+        assert r.returncode == EXIT_OK, r.stderr
+    else:
+        r = run(*(args + ["-p", NO_PID]))
+        assert r.returncode == EXIT_NO_PROCESS, r.stderr
+
+
+# --- item 16: option values in any case; the mistyped subcommand ------------
+
+@pytest.mark.parametrize("args", [["-m", "CPU"], ["-m", "Wall"], ["-m", "GIL"], ["-f", "HTML"],
+                                  ["-f", "Pprof"]])
+def test_option_values_any_case(args):
+    r = run(*(args + ["-p", NO_PID]))
+    assert r.returncode == EXIT_NO_PROCESS, r.stderr
+
+
+def test_convert_option_values_any_case(tmp_path):
+    """-m WALL is -m wall, to the byte: the canonical name goes in the file."""
+    src = tmp_path / "in.txt"
+    src.write_text("main;work 30\nmain;idle 10\n")
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    r = run("convert", "-i", src, "-o", a, "-m", "WALL", "-f", "SPEEDSCOPE")
+    assert r.returncode == EXIT_OK, r.stderr
+    r = run("convert", "-i", src, "-o", b, "-m", "wall", "-f", "speedscope")
+    assert r.returncode == EXIT_OK, r.stderr
+    assert a.read_bytes() == b.read_bytes()
+    usage_error(run("convert", "-i", src, "-m", "walls"), "invalid mode 'walls'")
+
+
+@pytest.mark.parametrize("argv", [["dumpp", "-p", "1"], ["record", "-p", "1"],
+                                  ["python3", "app.py"], ["convrt"]])
+def test_unknown_subcommand(argv):
+    r = run(*argv)
+    assert r.returncode == EXIT_USAGE, r.stderr
+    assert r.stderr.splitlines() == [
+        "pybpfprof: unknown subcommand '%s' (dump or convert; a command to profile goes "
+        "after --)" % argv[0]]
+
+
+# --- item 16: the live line on a terminal that cannot erase ----------------------
+
+def run_on_pty(args, env, seconds):
+    """pybpfprof with stderr on a pseudo-terminal: (exit code, all it wrote there)."""
+    master, slave = pty.openpty()
+    p = subprocess.Popen([PYBPFPROF] + [str(a) for a in args], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=slave, env=env)
+    os.close(slave)
+    got = b""
+    deadline = time.monotonic() + seconds + 30
+    try:
+        while time.monotonic() < deadline:
+            if select.select([master], [], [], 0.2)[0]:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:     # EIO: the last writer closed the terminal
+                    break
+                if not chunk:
+                    break
+                got += chunk
+            elif p.poll() is not None:
+                break
+        return p.wait(timeout=30), got
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        os.close(master)
+
+
+@pytest.mark.parametrize("term", ["dumb", "", None])
+def test_no_escapes_when_term_cannot_take_them(start_target, tmp_path, term):
+    proc, pid, ready = start_target(first_interp(), WORKERS, "spinner")
+    env = dict(os.environ)
+    env.pop("TERM", None)
+    if term is not None:
+        env["TERM"] = term
+    code, got = run_on_pty(["-p", pid, "-d", "2.5", "-o", tmp_path / "o.txt"], env, 2.5)
+    assert code == EXIT_OK, got
+    assert b"pybpfprof: 1 s, " in got, "no live line: the test shows nothing"
+    assert b"\x1b" not in got, got[:400]
+
+
+def test_escapes_where_term_erases(start_target, tmp_path):
+    """The other side: a terminal that knows ESC [ K gets it (the live line
+    is erased, not padded)."""
+    proc, pid, ready = start_target(first_interp(), WORKERS, "spinner")
+    env = dict(os.environ, TERM="xterm")
+    code, got = run_on_pty(["-p", pid, "-d", "1.5", "-o", tmp_path / "o.txt"], env, 1.5)
+    assert code == EXIT_OK, got
+    assert b"\r\x1b[Kpybpfprof: 1 s, " in got
+
+
+def test_no_live_line_off_a_terminal(start_target, tmp_path):
+    proc, pid, ready = start_target(first_interp(), WORKERS, "spinner")
+    r = run("-p", pid, "-d", "1.5", "-o", tmp_path / "o.txt", env=dict(os.environ, TERM="xterm"))
+    assert r.returncode == EXIT_OK, r.stderr
+    assert "\x1b" not in r.stderr and "\r" not in r.stderr
+
+
+# --- item 16: a launched command that is not Python -----------------------------
+
+def test_launch_not_python_gives_up_within_10s(tmp_path):
+    """README: no interpreter within 10 s is "not a Python process", exit 4:
+    said then, not when the command ends, and the command is stopped."""
+    marker = "40.%d" % os.getpid()     # a sleep of ours, to find it afterwards
+    t0 = time.monotonic()
+    p = subprocess.Popen([PYBPFPROF, "-o", str(tmp_path / "o.txt"), "--", "/bin/sleep", marker],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    seconds = time.monotonic() - t0
+    assert p.returncode == EXIT_NOT_PYTHON, err
+    assert err.splitlines() == ["pybpfprof: '/bin/sleep': not a Python process "
+                                "(no _PyRuntime found); stopping it"]
+    # 10 s from the command's start; loading the sampler before it takes a
+    # moment more on a loaded machine. Waiting for the command took 40 s.
+    assert 9.5 <= seconds < 20, seconds
+    left = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                if marker.encode() in f.read():
+                    left.append(pid)
+        except OSError:
+            pass
+    assert left == [], "the command was left running"
+
+
+@pytest.mark.skipif(SANITIZED, reason="ASan's start-up and checks take CPU of their own")
+def test_launch_wait_does_not_spin(tmp_path):
+    """Looking for an interpreter that never comes costs little CPU."""
+    t0 = time.monotonic()
+    p = subprocess.Popen([PYBPFPROF, "-q", "-o", str(tmp_path / "o.txt"), "--", "/bin/sleep", "30"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _, status, ru = os.wait4(p.pid, 0)
+    finally:
+        if p.poll() is None and p.returncode is None:
+            p.kill()
+    p.returncode = os.waitstatus_to_exitcode(status)
+    assert p.returncode == EXIT_NOT_PYTHON
+    cpu = ru.ru_utime + ru.ru_stime
+    assert cpu < 1.5, "%.2f s of CPU in %.1f s waiting" % (cpu, time.monotonic() - t0)
+
+
+# --- item 11: resource limits -------------------------------------------------
+
+@pytest.mark.parametrize("limit,message", [
+    ("--nofile=16", "too many open files (the limit is 16 per process: ulimit -n)"),
+    ("--nofile=5", "too many open files (the limit is 5 per process: ulimit -n)"),
+    pytest.param("--as=%d" % (20480 * 1024),
+                 "out of memory (the address space limit is 20480 KiB: ulimit -v)",
+                 marks=pytest.mark.skipif(SANITIZED, reason="ASan cannot start in 20 MB of "
+                                          "address space: it reserves terabytes of shadow")),
+])
+@pytest.mark.parametrize("mode", ["cpu", "wall"])
+def test_resource_limit_named(start_target, tmp_path, limit, message, mode):
+    proc, pid, ready = start_target(first_interp(), WORKERS, "spinner")
+    r = subprocess.run(["prlimit", limit, PYBPFPROF, "-p", str(pid), "-m", mode, "-d", "1",
+                        "-o", str(tmp_path / "o.txt")], capture_output=True, text=True, timeout=60)
+    assert r.returncode == EXIT_RESOURCES, r.stderr
+    assert r.stderr.splitlines() == ["pybpfprof: " + message]
+    assert proc.poll() is None
+
+
+def test_resource_limit_named_by_dump(start_target):
+    proc, pid, ready = start_target(first_interp(), WORKERS, "spinner")
+    r = subprocess.run(["prlimit", "--nofile=4", PYBPFPROF, "dump", "-p", str(pid)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == EXIT_RESOURCES, r.stderr
+    assert r.stderr.splitlines() == [
+        "pybpfprof: pid %d: too many open files (the limit is 4 per process: ulimit -n)" % pid]
