@@ -21,12 +21,15 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/magic.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/un.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -56,10 +59,11 @@ void sudo_ids(uid_t *uid, gid_t *gid)
 
 /* ------------------------------------------------------------- the bytes */
 
-static int write_all(int fd, const char *buf, size_t len)
+/* All of buf to the file, counting what it holds (for OUT_INPLACE's truncation). */
+static int write_all(struct output *out, const char *buf, size_t len)
 {
 	while (len) {
-		ssize_t n = write(fd, buf, len);
+		ssize_t n = write(out->fd, buf, len);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -67,6 +71,7 @@ static int write_all(int fd, const char *buf, size_t len)
 			return -errno;
 		buf += n;
 		len -= (size_t)n;
+		out->written += (size_t)n;
 	}
 	return 0;
 }
@@ -86,7 +91,7 @@ static int gzip_chunk(struct output *out, const char *buf, size_t len, int flush
 		ret = deflate(z, flush);
 		if (ret == Z_STREAM_ERROR)
 			return -EIO;
-		if ((err = write_all(out->fd, chunk, sizeof(chunk) - z->avail_out)) != 0)
+		if ((err = write_all(out, chunk, sizeof(chunk) - z->avail_out)) != 0)
 			return err;
 	} while (z->avail_out == 0 || (flush == Z_FINISH && ret != Z_STREAM_END));
 	return 0;
@@ -104,13 +109,12 @@ static ssize_t stream_write(void *cookie, const char *buf, size_t len)
 		errno = out->err;
 		return -1;
 	}
-	err = out->z ? gzip_chunk(out, buf, len, Z_NO_FLUSH) : write_all(out->fd, buf, len);
+	err = out->z ? gzip_chunk(out, buf, len, Z_NO_FLUSH) : write_all(out, buf, len);
 	if (err) {
 		out->err = -err;
 		errno = -err;
 		return -1;
 	}
-	out->written += len;
 	return (ssize_t)len;
 }
 
@@ -160,9 +164,17 @@ static bool link_followable(const struct stat *lst, const struct stat *dst)
 	return lst->st_uid == (uid == (uid_t)-1 ? getuid() : uid);
 }
 
+static bool is_procfs(const char *dir)
+{
+	struct statfs sf;
+
+	return statfs(dir, &sf) == 0 && sf.f_type == PROC_SUPER_MAGIC;
+}
+
 /*
  * Follow the symlinks at the end of out->path as open() would, checking
  * each; out->path becomes the file they lead to (which may not exist yet).
+ * 1: out->path is a link in /proc, for open_proc_link().
  */
 static int resolve(struct output *out, struct stat *st)
 {
@@ -181,6 +193,9 @@ static int resolve(struct output *out, struct stat *st)
 		dir_of(out->path, dir, sizeof(dir));
 		if (stat(dir, &dst) != 0)
 			return -errno;
+		/* /dev/stdout, /dev/fd/N: a link to an open file, not to a name. */
+		if (is_procfs(dir))
+			return 1;
 		if (!link_followable(st, &dst)) {
 			out->why = "Permission denied (a symlink in a sticky world-writable directory, "
 				   "owned by neither you nor the directory's owner: fs.protected_symlinks)";
@@ -199,6 +214,48 @@ static int resolve(struct output *out, struct stat *st)
 		if (len >= (int)sizeof(out->path))
 			return -ENAMETOOLONG;
 	}
+}
+
+/* Writing through it would put a profile over a disk's blocks; replacing it, lose the device. */
+static int refuse_block_device(struct output *out)
+{
+	out->why = "a block device (a profile is never written onto one)";
+	return -EINVAL;
+}
+
+/*
+ * A procfs link: "/proc/self/fd/N" (what /dev/stdout and /dev/fd/N lead
+ * to) of ours is that descriptor, whatever it is (a pipe, a socket, a file
+ * at some offset); any other is opened by the kernel, never replaced.
+ */
+static int open_proc_link(struct output *out)
+{
+	char dir[sizeof(out->path)], self[64], *real, *end;
+	const char *name = strrchr(out->path, '/') + 1;
+	long fd = strtol(name, &end, 10);
+	struct stat st;
+	bool ours;
+
+	dir_of(out->path, dir, sizeof(dir));
+	snprintf(self, sizeof(self), "/proc/%d/fd", (int)getpid());
+	real = realpath(dir, NULL);
+	ours = real && strcmp(real, self) == 0 && *name && !*end && fd >= 0 && fd <= INT_MAX;
+	free(real);
+	out->how = OUT_SPECIAL;
+	if (ours) {
+		out->fd = fcntl((int)fd, F_DUPFD_CLOEXEC, 3);
+		return out->fd < 0 ? -errno : 0;
+	}
+	out->fd = open(out->path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (out->fd < 0)
+		return errno == ENXIO ? -EPIPE : -errno;    /* a pipe without a reader */
+	if (fstat(out->fd, &st) != 0 || fcntl(out->fd, F_SETFL, 0) != 0)
+		return -errno;
+	if (S_ISREG(st.st_mode))
+		out->how = OUT_INPLACE;
+	if (S_ISBLK(st.st_mode))
+		return refuse_block_device(out);
+	return S_ISDIR(st.st_mode) ? -EISDIR : 0;
 }
 
 /* The temporary to rename over out->path at the end, beside it. */
@@ -284,7 +341,10 @@ static int open_regular(struct output *out, const struct stat *st)
 	/* Renaming over one of several links would split it off from the others. */
 	if (st->st_nlink > 1)
 		return open_in_place(out, st);
-	if ((err = open_temporary(out)) != 0)
+	/* A file we may write in a directory we may not: write it in place, as "> FILE" would. */
+	if ((err = open_temporary(out)) == -EACCES || err == -EPERM)
+		return open_in_place(out, st);
+	if (err)
 		return err;
 	if (fstat(out->fd, &tst) != 0)
 		return -errno;
@@ -309,6 +369,8 @@ static int open_path(struct output *out, const char *path)
 	err = resolve(out, &st);
 	if (err == -ENOENT && !out->why)
 		return open_new(out);
+	if (err == 1)
+		return open_proc_link(out);
 	if (err)
 		return err;
 	out->how = OUT_SPECIAL;
@@ -318,9 +380,7 @@ static int open_path(struct output *out, const char *path)
 	case S_IFIFO: return open_fifo(out, &st);
 	case S_IFSOCK: return open_socket(out);
 	case S_IFDIR: return -EISDIR;
-	case S_IFBLK:
-		out->why = "a block device (a profile is never written onto a disk)";
-		return -EINVAL;
+	case S_IFBLK: return refuse_block_device(out);
 	default: return -EINVAL;
 	}
 }
