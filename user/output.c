@@ -441,10 +441,12 @@ int output_commit(struct output *out)
 		err = -errno;
 	if (!err && (out->how == OUT_RENAME || out->how == OUT_INPLACE) && fsync(out->fd) != 0)
 		err = -errno;
-	if (!err && out->how != OUT_STDOUT && close(out->fd) != 0)
-		err = -errno;
-	if (out->how != OUT_STDOUT)
+	if (out->how != OUT_STDOUT) {
+		/* close() can be the first to report a write error (NFS, quotas). */
+		if (close(out->fd) != 0 && !err)
+			err = -errno;
 		out->fd = -1;
+	}
 	if (!err && out->how == OUT_RENAME && rename(out->tmp, out->path) != 0)
 		err = -errno;
 	if (!err)
