@@ -700,17 +700,29 @@ void top_print(const struct agg *a, const struct profile_meta *m, FILE *o, int r
 /* ------------------------------------------------------------- output.c */
 
 struct output {
-	FILE *f;
-	char path[4096];
-	char tmp[4096 + 8];
+	FILE *f;                /* the writers write here */
+	int fd;
+	enum { OUT_NONE, OUT_STDOUT, OUT_RENAME, OUT_INPLACE, OUT_SPECIAL } how;
+	void *z;                /* a z_stream, for a .gz file */
+	int err;                /* errno of the first write that failed */
+	bool discard;
+	size_t written;
+	const char *why;        /* a refusal's reason, for output_error() */
+	char path[4096];        /* what is written: symlinks followed */
+	char tmp[4096 + 8];     /* OUT_RENAME: the temporary beside it */
 };
 
 /* SUDO_UID/SUDO_GID when run by root through sudo, else (uid_t)-1. */
 void sudo_ids(uid_t *uid, gid_t *gid);
-/* Open path for writing ("-" or NULL: stdout). Returns -errno. */
-int output_open(struct output *out, const char *path);
+/* Open path for writing ("-" or NULL: stdout), gzipping what is written. Returns -errno. */
+int output_open(struct output *out, const char *path, bool gzip);
+/* The file renamed into place at the end (NULL: none), for privs_note_output(). */
+const char *output_rename_target(const struct output *out);
+/* "cannot write PATH: REASON" on stderr, for an error of output_open() or output_commit(). */
+void output_error(const struct output *out, const char *path, int err);
 /* Flush and move the file into place. Returns -errno. */
 int output_commit(struct output *out);
+/* Undo output_open(): nothing written, the temporary removed. Safe to call twice. */
 void output_abort(struct output *out);
 
 /* ------------------------------------------------------------- formats.c */
@@ -721,7 +733,11 @@ int format_by_path(const char *path);
 const char *format_name(int fmt);
 void format_list(FILE *o);
 int format_write(int fmt, const struct agg *a, const struct profile_meta *m, FILE *o);
-/* Write the profile to path ("-" or NULL: stdout) atomically. Returns -errno. */
+/* Open path for a profile in format fmt (a .gz path: gzipped, unless fmt is already). -errno. */
+int profile_open(struct output *out, int fmt, const char *path);
+/* Write the profile to an opened output and commit it, or abort it. Returns -errno. */
+int profile_write_to(struct output *out, int fmt, const struct agg *a, const struct profile_meta *m);
+/* Both; on failure "cannot write PATH: REASON" has been said. Returns -errno. */
 int profile_write(int fmt, const struct agg *a, const struct profile_meta *m, const char *path);
 
 /* ------------------------------------------------------------- convert.c */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Which writer a profile goes to: by -f NAME, else by the output file's extension. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -38,15 +39,28 @@ static bool ends_with(const char *s, const char *suffix)
 	return n >= k && strcasecmp(s + n - k, suffix) == 0;
 }
 
-int format_by_path(const char *path)
+static int format_by_ext(const char *path)
 {
-	if (!path)
-		return 0;
 	for (int i = 0; i < NFORMATS; i++)
 		for (int j = 0; j < 3 && formats[i].exts[j]; j++)
 			if (ends_with(path, formats[i].exts[j]))
 				return i;
-	return 0;   /* collapsed: readable anywhere, and what flamegraph.pl takes */
+	return -1;
+}
+
+/* "x.txt.gz" is collapsed, "x.json.gz" speedscope ..., gzipped on the way; "x.pb.gz" is pprof. */
+int format_by_path(const char *path)
+{
+	char inner[4096];
+	int fmt;
+
+	if (!path)
+		return 0;
+	fmt = format_by_ext(path);
+	if (fmt < 0 && ends_with(path, ".gz") &&
+	    snprintf(inner, sizeof(inner), "%.*s", (int)(strlen(path) - 3), path) < (int)sizeof(inner))
+		fmt = format_by_ext(inner);
+	return fmt < 0 ? 0 : fmt;   /* collapsed: readable anywhere, and what flamegraph.pl takes */
 }
 
 const char *format_name(int fmt)
@@ -67,16 +81,37 @@ int format_write(int fmt, const struct agg *a, const struct profile_meta *m, FIL
 	return formats[fmt].write(a, m, o);
 }
 
+/* pprof is a gzip file already: a .gz path adds no second layer to it. */
+static bool gzipped(int fmt, const char *path)
+{
+	return path && ends_with(path, ".gz") && formats[fmt].write != pprof_write;
+}
+
+int profile_open(struct output *out, int fmt, const char *path)
+{
+	return output_open(out, path, fmt >= 0 && fmt < NFORMATS && gzipped(fmt, path));
+}
+
+int profile_write_to(struct output *out, int fmt, const struct agg *a, const struct profile_meta *m)
+{
+	/* The writers say only that something failed: the stream kept which errno. */
+	if (format_write(fmt, a, m, out->f) != 0) {
+		int err = out->err ? -out->err : -EIO;
+
+		output_abort(out);
+		return err;
+	}
+	return output_commit(out);
+}
+
 int profile_write(int fmt, const struct agg *a, const struct profile_meta *m, const char *path)
 {
 	struct output out;
-	int err = output_open(&out, path);
+	int err = profile_open(&out, fmt, path);
 
-	if (!err && format_write(fmt, a, m, out.f) != 0)
-		err = -EIO;
 	if (!err)
-		return output_commit(&out);
-	if (out.f)
-		output_abort(&out);
+		err = profile_write_to(&out, fmt, a, m);
+	if (err)
+		output_error(&out, path, err);
 	return err;
 }

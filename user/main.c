@@ -5,6 +5,7 @@
  */
 #include <argp.h>
 #include <errno.h>
+#include <signal.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -309,13 +310,11 @@ static int convert_main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	m = (struct profile_meta){ .mode = a.mode, .hz = a.hz };
+	/* A reader that closed the pipe early is said (EPIPE), as when recording. */
+	signal(SIGPIPE, SIG_IGN);
 	err = profile_write(fmt, agg, &m, a.out);
 	agg_free(agg);
-	if (err) {
-		fprintf(stderr, "pybpfprof: cannot write %s: %s\n", a.out ? a.out : "stdout", strerror(-err));
-		return EXIT_IO;
-	}
-	return EXIT_OK;
+	return err ? EXIT_IO : EXIT_OK;
 }
 
 int main(int argc, char **argv)

@@ -13,10 +13,10 @@
  * (capabilities belong to a thread, so the probe's drop is its own):
  *   - BPF map updates (new threads), which kernels before 6.5 refuse without
  *     CAP_BPF when unprivileged BPF is disabled: keep CAP_BPF then;
- *   - writing the profile at the end: CAP_DAC_OVERRIDE when the directory is
- *     writable only through it (root writing into a user's directory);
- *     under sudo CAP_CHOWN and CAP_FOWNER, to give the file to the invoking
- *     user (output.c);
+ *   - renaming the profile into place at the end (output.c opened it, and
+ *     gave it its owner, before): CAP_DAC_OVERRIDE when the directory is
+ *     writable only through it (root writing into a user's directory),
+ *     CAP_FOWNER when it is sticky and not ours;
  *   - a launched command that runs as the invoking user under sudo gets
  *     SIGTERM on Ctrl-C: CAP_KILL;
  *   - -a attaches processes that start later, reading their binaries as set
@@ -158,6 +158,7 @@ struct probe {
 	capmask keep;           /* in: what it drops to */
 	bool bpf_ok;            /* a map operation is not refused for want of CAP_BPF */
 	bool dir_ok;            /* the output's directory is writable as is */
+	bool sticky_ok;         /* and, if sticky, ours: renaming in it needs no CAP_FOWNER */
 };
 
 /*
@@ -175,26 +176,39 @@ static bool bpf_ops_allowed(void)
 	return syscall(SYS_bpf, BPF_MAP_LOOKUP_ELEM, &attr, sizeof(attr)) == 0 || errno != EPERM;
 }
 
-/* Can the output be created in its directory, and renamed into place, as this thread is? */
+static void output_dir(const char *path, char *dir, size_t size)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (!slash)
+		snprintf(dir, size, ".");
+	else if (slash == path)
+		snprintf(dir, size, "/");
+	else
+		snprintf(dir, size, "%.*s", (int)(slash - path), path);
+}
+
+/* Can the temporary be renamed into place in the output's directory, as this thread is? */
 static bool output_dir_ok(const char *path)
 {
 	char dir[4096];
-	const char *slash = strrchr(path, '/');
-	struct stat ds, fs;
 
-	if (!slash)
-		snprintf(dir, sizeof(dir), ".");
-	else if (slash == path)
-		snprintf(dir, sizeof(dir), "/");
-	else
-		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
-	if (faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) != 0)
-		return false;
-	/* A sticky directory lets only the owner of a file or of the directory replace it. */
-	if (stat(dir, &ds) == 0 && (ds.st_mode & S_ISVTX) && ds.st_uid != geteuid() &&
-	    lstat(path, &fs) == 0 && fs.st_uid != geteuid())
-		return false;
-	return true;
+	output_dir(path, dir, sizeof(dir));
+	return faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) == 0;
+}
+
+/*
+ * A sticky directory lets only the owner of a file or of the directory move
+ * or replace it, else CAP_FOWNER; the temporary may have been given to
+ * another user (the file's owner, or the invoking one under sudo).
+ */
+static bool output_sticky_ok(const char *path)
+{
+	char dir[4096];
+	struct stat ds;
+
+	output_dir(path, dir, sizeof(dir));
+	return stat(dir, &ds) != 0 || !(ds.st_mode & S_ISVTX) || ds.st_uid == geteuid();
 }
 
 static void *probe_thread(void *arg)
@@ -211,6 +225,7 @@ static void *probe_thread(void *arg)
 	}
 	pr->bpf_ok = bpf_ops_allowed();
 	pr->dir_ok = !outpath || output_dir_ok(outpath);
+	pr->sticky_ok = !outpath || output_sticky_ok(outpath);
 	return NULL;
 }
 
@@ -226,8 +241,6 @@ void privs_drop_after_setup(void)
 	if (caps_get(&c) != 0)
 		return;
 	sudo_ids(&sudo_uid, &sudo_gid);
-	if (outpath && sudo_uid != (uid_t)-1)
-		pr.keep |= BIT(CAP_CHOWN) | BIT(CAP_FOWNER);
 	if (signal_child && sudo_uid != (uid_t)-1)
 		pr.keep |= BIT(CAP_KILL);
 	if (attach_later)
@@ -238,6 +251,8 @@ void privs_drop_after_setup(void)
 		pr.keep |= last >= CAP_BPF ? BIT(CAP_BPF) : BIT(CAP_SYS_ADMIN);
 	if (!pr.dir_ok)
 		pr.keep |= BIT(CAP_DAC_OVERRIDE);
+	if (!pr.sticky_ok)
+		pr.keep |= BIT(CAP_FOWNER);
 
 	/* The bounding set first: dropping from it takes CAP_SETPCAP, which goes next. */
 	for (int cap = 0; cap <= last; cap++) {

@@ -93,6 +93,7 @@ struct record {
 	int max_processes;
 	double duration;
 	const char *outpath;
+	struct output out;      /* opened before sampling starts */
 	int format;
 	bool stats, quiet, verbose;
 	char **cmd;
@@ -276,7 +277,8 @@ static const char doc[] =
 	"Sample the Python stacks of running processes from the kernel, at a fixed frequency, "
 	"without stopping them.\n\n"
 	"The format follows the -o extension: .txt/.collapsed (collapsed stacks), .html "
-	"(interactive flame graph), .svg, .json (speedscope), .pb.gz/.pprof (pprof), .pstats.\n\n"
+	"(interactive flame graph), .svg, .json (speedscope), .pb.gz/.pprof (pprof), .pstats; "
+	"any of them + .gz: gzipped (.gz alone: collapsed).\n\n"
 	"Subcommands: 'pybpfprof dump -p PID' prints every thread's stack once; "
 	"'pybpfprof convert' turns collapsed stacks into another format. "
 	"See 'pybpfprof dump --help', 'pybpfprof convert --help' and man pybpfprof."
@@ -543,6 +545,7 @@ static int launch(struct record *r, int *go_fd)
 		return -errno;
 	if (r->child == 0) {
 		close(pipefd[1]);
+		signal(SIGPIPE, SIG_DFL);       /* ignored here (install_signals), not for the command */
 		if (read(pipefd[0], &c, 1) != 1)
 			_exit(125);     /* the profiler died before it was ready */
 		drop_to_invoking_user();
@@ -891,17 +894,32 @@ static void print_stats(struct record *r)
 		agg_nlocs(c->agg));
 }
 
+static int output_format(const struct record *r)
+{
+	return r->format >= 0 ? r->format : format_by_path(r->outpath);
+}
+
+/* Before sampling: a path that cannot be written is said now, not after the whole run. */
+static int open_output(struct record *r)
+{
+	int err = profile_open(&r->out, output_format(r), r->outpath);
+
+	if (err) {
+		output_error(&r->out, r->outpath, err);
+		return EXIT_IO;
+	}
+	return 0;
+}
+
 static int write_output(struct record *r)
 {
 	struct profile_meta m = { .mode = mode_name(r->c.o.mode), .hz = r->c.o.hz,
 				  .start_unix_ns = r->start_unix_ns,
 				  .duration_ns = r->end_ns - r->start_ns };
-	int fmt = r->format >= 0 ? r->format : format_by_path(r->outpath);
-	int err = profile_write(fmt, r->c.agg, &m, r->outpath);
+	int err = profile_write_to(&r->out, output_format(r), r->c.agg, &m);
 
 	if (err) {
-		fprintf(stderr, "pybpfprof: cannot write %s: %s\n", r->outpath ? r->outpath : "stdout",
-			strerror(-err));
+		output_error(&r->out, r->outpath, err);
 		return EXIT_IO;
 	}
 	return 0;
@@ -934,6 +952,7 @@ static void cleanup(struct record *r, int go_fd)
 		kill(r->child, SIGTERM);
 	if (r->child > 0)
 		waitpid(r->child, NULL, 0);
+	output_abort(&r->out);  /* a run that ended early: its temporary goes */
 	for (int i = 0; i < r->ntargets; i++)
 		if (r->targets[i].p)
 			target_fini(&r->c, &r->targets[i]);
@@ -998,6 +1017,8 @@ static int run(struct record *r, int *go_fd)
 		return code;
 	if (!r->cmd && (code = open_targets(r)) != 0)
 		return code;
+	if ((code = open_output(r)) != 0)
+		return code;
 	so = (struct sampler_opts){ .hz = r->c.o.hz, .sched = r->c.o.mode != MODE_CPU, .execs = r->all,
 				    .cb = on_sample, .pcb = on_proc_event, .ctx = r };
 	err = sampler_open(&r->c.smp, &so);
@@ -1015,7 +1036,7 @@ static int run(struct record *r, int *go_fd)
 	 * (CAP_SYS_PTRACE; -a also attaches new processes with it). In launch
 	 * mode this comes after the command started, with what it inherits.
 	 */
-	privs_note_output(r->outpath);
+	privs_note_output(output_rename_target(&r->out));
 	if (r->cmd)
 		privs_note_child();
 	if (r->all)

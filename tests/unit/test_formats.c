@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/* Formats by extension, .gz included; a gzipped profile written in place over a longer file. */
+#include <stdlib.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "pyprof.h"
+#include "unit.h"
+
+static void test_by_path(void)
+{
+	CHECK_EQ_STR(format_name(format_by_path("p.txt")), "collapsed");
+	CHECK_EQ_STR(format_name(format_by_path("p")), "collapsed");
+	CHECK_EQ_STR(format_name(format_by_path("p.txt.gz")), "collapsed");
+	CHECK_EQ_STR(format_name(format_by_path("p.gz")), "collapsed");
+	CHECK_EQ_STR(format_name(format_by_path("p.json.gz")), "speedscope");
+	CHECK_EQ_STR(format_name(format_by_path("p.html.gz")), "html");
+	CHECK_EQ_STR(format_name(format_by_path("p.pb.gz")), "pprof");
+	CHECK_EQ_STR(format_name(format_by_path("p.pprof.gz")), "pprof");
+	CHECK_EQ_STR(format_name(format_by_path(".gz")), "collapsed");
+}
+
+/* In place (a hard link): the file ends where the compressed bytes end, not the text. */
+static void test_gzip_in_place(void)
+{
+	char dir[] = "/tmp/pbp-unit-XXXXXX", path[64], other[64], text[256] = "";
+	struct stack_tags t = { .pid = 1, .tid = 1, .status = ST_RUNNING };
+	struct profile_meta m = { .mode = "cpu", .hz = 99 };
+	struct agg *a = agg_new();
+	uint32_t loc;
+	FILE *f;
+	gzFile gz;
+	int n;
+
+	if (!mkdtemp(dir) || !a) {
+		CHECK(0);
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/p.txt.gz", dir);
+	snprintf(other, sizeof(other), "%s/other", dir);
+	f = fopen(path, "w");
+	for (int i = 0; i < 1000; i++)
+		fputs("old content, far longer than the profile\n", f);
+	fclose(f);
+	CHECK_EQ_INT(link(path, other), 0);
+	loc = (uint32_t)agg_loc(a, "main", "app.py", 3, LOC_PY);
+	agg_add(a, &t, &loc, 1, 5);
+	CHECK_EQ_INT(profile_write(format_by_path(path), a, &m, path), 0);
+	gz = gzopen(other, "rb");
+	n = gz ? gzread(gz, text, sizeof(text) - 1) : -1;
+	if (gz)
+		gzclose(gz);
+	CHECK(n > 0);
+	CHECK_EQ_STR(text, "main (app.py:3) 5\n");
+	unlink(other);
+	unlink(path);
+	rmdir(dir);
+	agg_free(a);
+}
+
+int main(void)
+{
+	test_by_path();
+	test_gzip_in_place();
+	return unit_done("formats");
+}
