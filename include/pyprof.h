@@ -687,7 +687,7 @@ typedef void (*sample_fn)(void *ctx, const struct pbp_sample *s);
 typedef void (*proc_event_fn)(void *ctx, uint32_t kind, pid_t pid);
 
 struct sampler_opts {
-	unsigned hz;
+	unsigned hz;            /* asked; sampler_open lowers it to what the host sustains */
 	bool sched;             /* track off-CPU state (wall and gil modes) */
 	bool execs;             /* report every exec (whole-host mode) */
 	sample_fn cb;
@@ -695,8 +695,24 @@ struct sampler_opts {
 	void *ctx;
 };
 
-/* Load the BPF side and sample every online CPU. */
+/*
+ * Why and how far sampler_open lowered the rate (sampler_limit), and what
+ * one sample interrupt costs on this host, measured before sampling starts.
+ */
+enum sampler_cap { CAP_NONE, CAP_KERNEL, CAP_COST };
+struct sampler_limit {
+	unsigned asked, hz;     /* per CPU: as given, and as run */
+	enum sampler_cap why;
+	unsigned irq_ns;        /* measured cost of one interrupt; 0: not measured */
+	unsigned max_rate;      /* kernel.perf_event_max_sample_rate */
+	unsigned budget_pct;    /* the sampler's share of each CPU: perf_cpu_time_max_percent */
+};
+
+/* Load the BPF side and sample every online CPU, at a rate the host sustains. */
 int sampler_open(struct sampler **out, const struct sampler_opts *o);
+void sampler_limit(struct sampler *s, struct sampler_limit *out);
+/* Interrupts per second per CPU since sampling started; the program's share of each CPU. */
+void sampler_achieved(struct sampler *s, double *per_cpu_hz, double *prog_share);
 void sampler_close(struct sampler *s);
 void sampler_verbose(bool on);
 int sampler_add_proc(struct sampler *s, pid_t pid, const struct pbp_proc *p);
