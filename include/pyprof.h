@@ -757,6 +757,7 @@ struct collector {
 	uint64_t from_kernel;   /* wall/gil: on-CPU thread, stack from its last kernel sample */
 	uint64_t read_now;      /* wall/gil: stack read from the target at the tick */
 	uint64_t late_switches; /* wall/gil: a switch between the tick instant and the look */
+	uint64_t rescans, rescan_ns;    /* thread-list reads, and the time they took */
 };
 
 struct tcache;
@@ -767,6 +768,9 @@ struct target {
 	struct pyproc *p;
 	bool alive;
 	uint64_t last_rescan, gen;
+	uint64_t rescan_ok;     /* no list read before this (its cost bounds their rate) */
+	uint64_t names_ok;      /* no names read before this, for the same reason */
+	bool names_due;         /* the list changed since the names were read */
 	uint64_t list_hash;     /* of the thread list last registered */
 	uint64_t names_ns;      /* when the threads' Python names were last read */
 	uint64_t rescan_soon, rescan_later; /* a thread started: read the list then (0: no) */
@@ -781,7 +785,11 @@ struct target {
 /* Register a freshly opened process with the sampler and read its threads. */
 int target_init(struct collector *c, struct target *t);
 void target_fini(struct collector *c, struct target *t);
-/* Re-read the thread list; names only when it changed or are old, unless full. */
+/*
+ * Re-read the thread list; names only when it changed or are old, unless
+ * full. One that is not full waits (rescan_soon) if the last one was too
+ * recent for what it cost.
+ */
 void target_rescan(struct collector *c, struct target *t, bool full);
 void target_on_sample(struct collector *c, struct target *t, const struct pbp_sample *s);
 /* wall and gil modes: count every thread (or the GIL holder) once, as at instant (ns, monotonic). */

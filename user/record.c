@@ -833,6 +833,12 @@ static void print_summary(struct record *r)
 			(unsigned long long)c->ticks, (unsigned long long)c->late_ticks,
 			(unsigned long long)st[PBP_STAT_SNAPPED],
 			(unsigned long long)st[PBP_STAT_SNAP_LOST]);
+	if (c->late_ticks)
+		fprintf(stderr, "pybpfprof: warning: %llu of %llu ticks (%.1f%%) dropped: the profiler "
+			"fell behind, and the profile misses that share of the run\n",
+			(unsigned long long)c->late_ticks,
+			(unsigned long long)(c->ticks + c->late_ticks),
+			100.0 * (double)c->late_ticks / (double)(c->ticks + c->late_ticks));
 	for (int i = 0; i < r->ntargets; i++)
 		if (r->targets[i].p && !r->all)
 			target_print_threads(c, &r->targets[i], stderr);
@@ -877,6 +883,8 @@ static void print_stats(struct record *r)
 			(unsigned long long)c->reused, (unsigned long long)c->from_kernel,
 			(unsigned long long)c->from_switch, (unsigned long long)c->read_now,
 			(unsigned long long)c->late_switches);
+	fprintf(stderr, "  thread lists  %llu read, %.3f s\n", (unsigned long long)c->rescans,
+		(double)c->rescan_ns / 1e9);
 	fprintf(stderr, "  samples       %llu outside Python code, %llu of non-Python threads, "
 		"%llu frames unnamed\n", (unsigned long long)c->sym.no_python,
 		(unsigned long long)c->dropped, (unsigned long long)c->sym.unknown_frames);

@@ -44,6 +44,8 @@ struct sampler {
 	bool flip;
 	struct sampler_limit lim;
 	uint64_t started_ns;    /* the events run at lim.hz since */
+	uint64_t drain_until;   /* sampler_drain stops taking records then */
+	int drained;
 	int nonline;            /* CPUs with a perf event */
 	double busy0;           /* CPU seconds not idle on the host when the events started */
 };
@@ -64,6 +66,14 @@ void sampler_verbose(bool on)
 	verbose_bpf = on;
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static int on_proc_event(void *ctx, void *data, size_t size)
 {
 	struct sampler *s = ctx;
@@ -79,19 +89,12 @@ static int on_event(void *ctx, void *data, size_t size)
 	struct sampler *s = ctx;
 	const struct pbp_sample *smp = data;
 
-	if (size < offsetof(struct pbp_sample, frames) ||
-	    size < offsetof(struct pbp_sample, frames) + (size_t)smp->nframes * sizeof(struct pbp_frame))
-		return 0;
-	s->cb(s->ctx, smp);
-	return 0;
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	if (size >= offsetof(struct pbp_sample, frames) &&
+	    size >= offsetof(struct pbp_sample, frames) + (size_t)smp->nframes * sizeof(struct pbp_frame))
+		s->cb(s->ctx, smp);
+	/* Past the drain's time: stop after this record (libbpf has consumed it). */
+	s->drained++;
+	return mono_ns() > s->drain_until ? -EINTR : 0;
 }
 
 static int perf_open(int cpu, unsigned hz)
@@ -574,12 +577,22 @@ void sampler_del_thread(struct sampler *s, pid_t tid)
 	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.threads), &key);
 }
 
-/* Samples ask for no wakeup (see watch_rings): read the rings directly. */
+/*
+ * Samples ask for no wakeup (see watch_rings): read the rings directly. A
+ * drain takes at most DRAIN_MAX_NS, so that a flood of records, or records
+ * slow to handle, never keeps the loop from its ticks and its deadline;
+ * what is left waits for the next drain. Returns the records taken.
+ */
+#define DRAIN_MAX_NS 20000000ull
+
 int sampler_drain(struct sampler *s)
 {
-	int n = ring_buffer__consume(s->rb);
+	int n;
 
-	return n < 0 ? 0 : n;
+	s->drained = 0;
+	s->drain_until = mono_ns() + DRAIN_MAX_NS;
+	n = ring_buffer__consume(s->rb);
+	return n < 0 ? s->drained : n;
 }
 
 /* Sleep up to ns, less if an event comes or the sample ring fills; then drain. */

@@ -87,3 +87,29 @@ def test_rate_in_stats(start_target, tmp_path):
                   r"([0-9.]+)% of each CPU, one interrupt ([0-9.]+) us", r.stderr)
     assert m, r
     assert float(m.group(4)) > 0, r       # measured: above 1000 Hz the cost is
+
+
+def test_wall_while_threads_start_stays_bounded(start_target, tmp_path):
+    """Item 7: attached while a process starts 1,500 threads, wall mode read
+    the whole thread list (names, /proc) again for every sample of a thread
+    not listed yet, back to back, inside the ring-buffer drain: no tick ran
+    for the whole run, or most were dropped. Now the ticks run, the cost is
+    bounded, and dropped ticks are said in a warning."""
+    interp = first_interp()
+    proc, pid, ready = start_target(interp, "threadstorm.py", 1500, 3)
+    seconds, hz = 4, 99
+    out = tmp_path / "wall.txt"
+    p = start(["-p", pid, "-m", "wall", "-F", hz, "-d", seconds, "--stats", "-o", out])
+    r = finish(p, timeout=seconds + 60)
+    assert r.returncode == EXIT_OK, r
+    assert r.seconds < seconds + 3, r
+    m = re.search(r"(\d+) ticks \((\d+) dropped", r.stderr)
+    assert m, r
+    ticks, dropped = int(m.group(1)), int(m.group(2))
+    assert ticks >= seconds * hz * 0.5, r
+    if dropped:
+        assert re.search(r"warning: %d of %d ticks \([0-9.]+%%\) dropped" % (
+            dropped, ticks + dropped), r.stderr), r
+    lists = re.search(r"thread lists +(\d+) read, ([0-9.]+) s", r.stderr)
+    assert lists and float(lists.group(2)) < seconds * 0.5, r
+    assert check_collapsed(out)
