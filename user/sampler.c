@@ -278,6 +278,8 @@ static bool kernel_too_old(void)
 #define PROBE_MAX_NS 300000000ull       /* however busy the CPU is */
 #define GAP_MIN_NS 1000                 /* one loop turn takes ~50 ns */
 #define GAP_MAX_NS 1000000              /* longer: preempted, not interrupted */
+#define TURN_MAX_NS 250                 /* a slower clock read hides gaps: assume the worst */
+#define UNSEEN_IRQ_NS 50000             /* the worst seen, a small VM under load */
 #define DEFAULT_BUDGET_PCT 25           /* the kernel's default perf_cpu_time_max_percent */
 #define BUDGET_WINDOW_NS 10000000ull    /* the BPF side's; see budget_open() */
 
@@ -304,7 +306,7 @@ static unsigned read_sysctl(const char *path, unsigned dflt)
 static unsigned irq_cost_ns(void)
 {
 	cpu_set_t old, one;
-	uint64_t t0, last, ran = 0, sum = 0, n = 0;
+	uint64_t t0, last, ran = 0, sum = 0, n = 0, turns = 0;
 	int cpu = sched_getcpu(), fd = -1;
 	bool pinned = cpu >= 0 && sched_getaffinity(0, sizeof(old), &old) == 0;
 
@@ -323,6 +325,7 @@ static unsigned irq_cost_ns(void)
 		if (gap >= GAP_MAX_NS)
 			continue;
 		ran += gap;
+		turns++;
 		if (gap >= GAP_MIN_NS)
 			sum += gap, n++;
 	}
@@ -330,6 +333,8 @@ static unsigned irq_cost_ns(void)
 		close(fd);
 	if (pinned)
 		sched_setaffinity(0, sizeof(old), &old);
+	if (!turns || ran / turns > TURN_MAX_NS)
+		return UNSEEN_IRQ_NS;
 	/* Fewer gaps than interrupts: most were shorter than GAP_MIN_NS. */
 	if (n * 2 < PROBE_HZ * ran / 1000000000ull || !n)
 		return GAP_MIN_NS;
