@@ -218,7 +218,7 @@ static uint64_t list_hash(const struct pythread *list, size_t n)
 	return h;
 }
 
-/* Not before *ok, which the time since start sets for the next: see RESCAN_GAP. */
+/* When the next read may start, after one from start to end: see RESCAN_GAP. */
 static uint64_t after_cost(uint64_t start, uint64_t end)
 {
 	uint64_t gap = (end - start) * RESCAN_GAP;
@@ -234,7 +234,7 @@ static void come_back(struct target *t, uint64_t when)
 }
 
 /* Python names of the list's threads, NULL when not due yet or not read. */
-static char (*read_names(struct collector *c, struct target *t, size_t n, bool full))[PBP_NAME_LEN]
+static char (*read_names(struct target *t, size_t n, bool full))[PBP_NAME_LEN]
 {
 	char (*names)[PBP_NAME_LEN];
 	uint64_t start = mono_ns();
@@ -250,7 +250,6 @@ static char (*read_names(struct collector *c, struct target *t, size_t n, bool f
 	t->names_ns = start;
 	t->names_due = false;
 	t->names_ok = after_cost(start, mono_ns());
-	(void)c;
 	return names;
 }
 
@@ -282,7 +281,7 @@ void target_rescan(struct collector *c, struct target *t, bool full)
 	if (!full && h == t->list_hash && !t->names_due && now - t->names_ns < NAMES_EVERY_NS)
 		goto out;
 	t->list_hash = h;
-	names = read_names(c, t, n, full || now - t->names_ns >= NAMES_EVERY_NS);
+	names = read_names(t, n, full || now - t->names_ns >= NAMES_EVERY_NS);
 	t->gen++;
 	for (size_t i = 0; i < n; i++)
 		if (t->list[i].tid)
