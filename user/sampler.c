@@ -271,7 +271,7 @@ static bool kernel_too_old(void)
 
 /*
  * Up to this rate the interrupts cost little on any host and nothing is
- * measured; above, the events start at PROBE_HZ while their cost is.
+ * measured; above, a probe event at this rate measures their cost first.
  */
 #define PROBE_HZ 1000
 #define PROBE_RUN_NS 20000000ull        /* 20 ms on the CPU */
