@@ -116,6 +116,64 @@ static __always_inline void stat_inc(__u32 i)
 		(*v)++;
 }
 
+static __always_inline void stat_add(__u32 i, __u64 n)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &i);
+
+	if (v)
+		*v += n;
+}
+
+/*
+ * The kernel throttles perf events on the cost of their interrupts, but
+ * not for cpu-clock events, whose hrtimer runs the program whatever it
+ * costs: at a high rate the CPUs then do nothing else. So each CPU's
+ * walks (samples and switch-out copies) get walk_budget_ns in every
+ * BUDGET_WINDOW_NS, measured here; past it, work waits for the next
+ * window and is counted. User space caps the interrupt rate itself.
+ */
+const volatile __u64 walk_budget_ns = 0;   /* 0: no limit */
+#define BUDGET_WINDOW_NS 10000000ull
+
+struct cpu_budget {
+	__u64 start;
+	__u64 spent;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cpu_budget);
+} budget SEC(".maps");
+
+/* NULL when this CPU has spent its share of the window: skip the work. */
+static __always_inline struct cpu_budget *budget_open(__u64 now)
+{
+	__u32 k = 0;
+	struct cpu_budget *b = bpf_map_lookup_elem(&budget, &k);
+
+	if (!b)
+		return NULL;
+	if (now - b->start >= BUDGET_WINDOW_NS) {
+		b->start = now;
+		b->spent = 0;
+	}
+	if (walk_budget_ns && b->spent >= walk_budget_ns) {
+		stat_inc(PBP_STAT_BUDGET);
+		return NULL;
+	}
+	return b;
+}
+
+static __always_inline void budget_close(struct cpu_budget *b, __u64 since)
+{
+	__u64 d = bpf_ktime_get_ns() - since;
+
+	b->spent += d;
+	stat_add(PBP_STAT_RUN_NS, d);
+}
+
 static __always_inline int read_ptr(__u64 *out, __u64 addr)
 {
 	return bpf_probe_read_user(out, sizeof(*out), (const void *)addr);
@@ -452,18 +510,22 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	struct pbp_proc *p;
 	struct pbp_thread *t;
 	struct pbp_sample *s;
-	__u64 size;
+	struct cpu_budget *b;
+	__u64 now;
 
+	stat_inc(PBP_STAT_FIRED);
 	if (ns_inum && !task_ids(bpf_get_current_task_btf(), &tgid, &tid))
 		return 0;
 	p = bpf_map_lookup_elem(&procs, &tgid);
 	if (!p)
 		return 0;
 	stat_inc(PBP_STAT_TAKEN);
+	now = bpf_ktime_get_ns();
+	b = budget_open(now);
 	s = bpf_map_lookup_elem(&scratch, &buf);
-	if (!s)
+	if (!b || !s)
 		return 0;
-	start_record(s, tgid, tid, bpf_ktime_get_ns(), 0, 0, 0);
+	start_record(s, tgid, tid, now, 0, 0, 0);
 	t = bpf_map_lookup_elem(&threads, &tid);
 	if (t && t->tgid == tgid) {  /* a tid reused by another process is not this thread */
 		s->tstate = t->tstate;
@@ -481,6 +543,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		stat_inc(PBP_STAT_DELIVERED);
 	else
 		stat_inc(PBP_STAT_LOST);
+	budget_close(b, now);
 	return 0;
 }
 
@@ -560,6 +623,7 @@ static __always_inline void snapshot(struct pbp_tstate *st, __u32 tgid, __u32 ti
 	__u32 buf = BUF_SWITCH;
 	struct pbp_proc *p;
 	struct pbp_sample *s;
+	struct cpu_budget *b;
 	__u64 due = st->snap_due > now ? st->snap_due : now;
 
 	if (!snap_gap_ns || !tstate || due - now >= SNAP_BURST * snap_gap_ns)
@@ -568,6 +632,9 @@ static __always_inline void snapshot(struct pbp_tstate *st, __u32 tgid, __u32 ti
 	s = bpf_map_lookup_elem(&scratch, &buf);
 	if (!p || !s)
 		return;
+	b = budget_open(now);   /* none left: the tick reads the stack instead */
+	if (!b)
+		return;
 	st->snap_due = due + snap_gap_ns;
 	start_record(s, tgid, tid, now, tstate, PBP_F_SWITCH_OUT, st->switches);
 	walk(s, &p->off, tstate, BUF_SWITCH);
@@ -575,6 +642,7 @@ static __always_inline void snapshot(struct pbp_tstate *st, __u32 tgid, __u32 ti
 		stat_inc(PBP_STAT_SNAPPED);
 	else
 		stat_inc(PBP_STAT_SNAP_LOST);
+	budget_close(b, now);
 }
 
 SEC("tp_btf/sched_switch")

@@ -141,6 +141,9 @@ enum pbp_stat {
 	PBP_STAT_NO_TSTATE,
 	PBP_STAT_SNAPPED,      /* switch-out snapshot reached the ring buffer */
 	PBP_STAT_SNAP_LOST,    /* switch-out snapshot dropped: ring buffer full */
+	PBP_STAT_FIRED,        /* perf event fired, on any thread: the achieved rate */
+	PBP_STAT_BUDGET,       /* target sample skipped: the CPU's time budget was spent */
+	PBP_STAT_RUN_NS,       /* ns spent walking stacks in the sampler */
 	PBP_STAT__COUNT,
 };
 

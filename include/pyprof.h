@@ -752,7 +752,7 @@ typedef void (*sample_fn)(void *ctx, const struct pbp_sample *s);
 typedef void (*proc_event_fn)(void *ctx, uint32_t kind, pid_t pid);
 
 struct sampler_opts {
-	unsigned hz;
+	unsigned hz;            /* asked; sampler_open lowers it to what the host sustains */
 	bool sched;             /* track off-CPU state (wall and gil modes) */
 	bool execs;             /* report every exec (whole-host mode) */
 	sample_fn cb;
@@ -760,8 +760,24 @@ struct sampler_opts {
 	void *ctx;
 };
 
-/* Load the BPF side and sample every online CPU. */
+/*
+ * Why and how far sampler_open lowered the rate (sampler_limit), and what
+ * one sample interrupt costs on this host, measured before sampling starts.
+ */
+enum sampler_cap { CAP_NONE, CAP_KERNEL, CAP_COST };
+struct sampler_limit {
+	unsigned asked, hz;     /* per CPU: as given, and as run */
+	enum sampler_cap why;
+	unsigned irq_ns;        /* measured cost of one interrupt; 0: not measured */
+	unsigned max_rate;      /* kernel.perf_event_max_sample_rate */
+	unsigned budget_pct;    /* the sampler's share of each CPU: perf_cpu_time_max_percent */
+};
+
+/* Load the BPF side and sample every online CPU, at a rate the host sustains. */
 int sampler_open(struct sampler **out, const struct sampler_opts *o);
+void sampler_limit(struct sampler *s, struct sampler_limit *out);
+/* Interrupts per second per CPU since sampling started; the program's share of each CPU. */
+void sampler_achieved(struct sampler *s, double *per_cpu_hz, double *prog_share);
 void sampler_close(struct sampler *s);
 void sampler_verbose(bool on);
 int sampler_add_proc(struct sampler *s, pid_t pid, const struct pbp_proc *p);
@@ -806,6 +822,7 @@ struct collector {
 	uint64_t from_kernel;   /* wall/gil: on-CPU thread, stack from its last kernel sample */
 	uint64_t read_now;      /* wall/gil: stack read from the target at the tick */
 	uint64_t late_switches; /* wall/gil: a switch between the tick instant and the look */
+	uint64_t rescans, rescan_ns;    /* thread-list reads, and the time they took */
 };
 
 struct tcache;
@@ -816,6 +833,9 @@ struct target {
 	struct pyproc *p;
 	bool alive;
 	uint64_t last_rescan, gen;
+	uint64_t rescan_ok;     /* no list read before this (its cost bounds their rate) */
+	uint64_t names_ok;      /* no names read before this, for the same reason */
+	bool names_due;         /* the list changed since the names were read */
 	uint64_t list_hash;     /* of the thread list last registered */
 	uint64_t names_ns;      /* when the threads' Python names were last read */
 	uint64_t rescan_soon, rescan_later; /* a thread started: read the list then (0: no) */
@@ -830,7 +850,11 @@ struct target {
 /* Register a freshly opened process with the sampler and read its threads. */
 int target_init(struct collector *c, struct target *t);
 void target_fini(struct collector *c, struct target *t);
-/* Re-read the thread list; names only when it changed or are old, unless full. */
+/*
+ * Re-read the thread list; names only when it changed or are old, unless
+ * full. One that is not full waits (rescan_soon) if the last one was too
+ * recent for what it cost.
+ */
 void target_rescan(struct collector *c, struct target *t, bool full);
 void target_on_sample(struct collector *c, struct target *t, const struct pbp_sample *s);
 /* wall and gil modes: count every thread (or the GIL holder) once, as at instant (ns, monotonic). */

@@ -34,6 +34,10 @@ Scenarios (--only takes their names):
             its VmHWM
   deep      recursion 500 deep at 999 Hz: profiler CPU per sample, BPF time
             per sample, and the share of stacks finished in user space
+  rate      -F 10,000, 20,000 and 50,000 on a busy target: the rate pybpfprof
+            ran at (it lowers -F to what the host sustains), the interrupts
+            achieved per busy CPU second, samples per second of the target's
+            CPU time, and the share of each CPU the BPF program took (--stats)
 
 Every figure is a ratio or count measured in one run of this script. Cases are
 interleaved (each repetition runs every case once, in an order rotated from
@@ -68,7 +72,7 @@ PBP = os.environ.get("PBP_BIN") or os.path.join(REPO, "build", "pybpfprof")
 DEFAULT_RESULTS = os.path.join(REPO, "bench", "RESULTS.md")
 PYENV = os.environ.get("PYENV_ROOT") or "/root/.pyenv"
 CHROOT = os.environ.get("PBP_CHROOT", "/var/cache/pybpfprof/sid-chroot").rstrip("/")
-SCENARIOS = ["slowdown", "cost", "reads", "wall", "host", "deep"]
+SCENARIOS = ["slowdown", "cost", "reads", "wall", "host", "deep", "rate"]
 ANALYSIS_BEGIN = "<!-- analysis: begin (hand-written, kept across runs) -->"
 ANALYSIS_END = "<!-- analysis: end -->"
 
@@ -83,6 +87,7 @@ QUICK = dict(reps=2, slow_reps=2, deep_reps=2, work_s=0.4, run_s=1.2, low_run_s=
              warm_s=0.5, host_run_s=2.5, host_warm_s=1.2, host_procs=50)
 
 RATES = [99, 999, 9999]
+HIGH_RATES = [10000, 20000, 50000]
 TIMER_RATES = [999, 9999]
 DEPTH = 30
 DEEP = 500
@@ -535,6 +540,8 @@ STAT_RES = {
     "ticks": re.compile(r"tick stacks\s+(\d+) reused.*?, (\d+) from the kernel.*?, (\d+) taken by "
                         r"the kernel as the thread left the CPU, (\d+) read at"),
 }
+SAMPLER_RE = re.compile(r"sampler\s+(\d+) interrupts/s per busy CPU \(at (\d+) Hz\), program "
+                        r"([\d.]+)% of each CPU, one interrupt ([\d.]+) us")
 
 
 def parse_summary(text):
@@ -546,6 +553,10 @@ def parse_summary(text):
     if m:
         s.update(taken=int(m.group(1)), delivered=int(m.group(2)), truncated=int(m.group(3)),
                  faulted=int(m.group(4)), completed=int(m.group(5)), failed=int(m.group(6)))
+    m = SAMPLER_RE.search(text)
+    if m:
+        s.update(irq_hz=int(m.group(1)), ran_hz=int(m.group(2)), prog_pct=float(m.group(3)),
+                 irq_us=float(m.group(4)))
     for key, rx in STAT_RES.items():
         vals = [list(map(int, g)) for g in rx.findall(text)]
         if vals:
@@ -884,9 +895,12 @@ class Bench(object):
             self.add(it, Figure("bpf_share@%d" % hz, "target CPU spent in the BPF program, "
                                 "%d Hz" % hz, "%", [self.bpf_share(r, b) for r, b in zip(rs, base)],
                                 "%.3f"))
+            # Of the rate the run sampled at: above 1000 Hz pybpfprof may lower
+            # -F to what the host sustains; the rate scenario reports that.
             self.add(it, Figure("achieved@%d" % hz, "achieved rate, %d Hz" % hz, "",
-                                [r.s["delivered"] / (r.ref_cpu * hz) if r.ref_cpu and
-                                 r.s.get("delivered") is not None else None for r in rs], "%.4f"))
+                                [r.s["delivered"] / (r.ref_cpu * r.s.get("ran_hz", hz))
+                                 if r.ref_cpu and r.s.get("delivered") is not None else None
+                                 for r in rs], "%.4f"))
             self.add(it, Figure("lost@%d" % hz, "lost samples, %d Hz" % hz, "",
                                 [r.s.get("lost") for r in rs], "%d"))
         self.reads(it, runs)
@@ -1047,6 +1061,42 @@ class Bench(object):
             for p in procs:
                 kill(p)
 
+    # -- 7. high rates: what the host sustains
+
+    def rate(self, it):
+        """-F 10k/20k/50k: pybpfprof caps the rate at what the host sustains
+        (see README, Sampling rate); the figures say what it ran at and what
+        that cost."""
+        d = self.cfg["run_s"]
+        busy, _ = spawn(it, "hold", DEPTH)
+        figs = {hz: dict(ran=[], irq=[], achieved=[], share=[]) for hz in HIGH_RATES}
+        try:
+            for rep in range(self.cfg["reps"]):
+                for hz in rotate(HIGH_RATES, rep):
+                    r = run_pbp(["-p", busy.pid, "-F", hz, "-d", d, "--stats"],
+                                self.out("rate"), ref=busy.pid, timeout=d + 60)
+                    f = figs[hz]
+                    f["ran"].append(r.s.get("ran_hz"))
+                    f["irq"].append(r.s.get("irq_hz"))
+                    f["share"].append(r.s.get("prog_pct"))
+                    f["achieved"].append(r.s["delivered"] / r.ref_cpu
+                                         if r.ref_cpu and r.s.get("delivered") is not None else None)
+                    irq_us = r.s.get("irq_us")
+        finally:
+            kill(busy)
+        for hz in HIGH_RATES:
+            f = figs[hz]
+            self.add(it, Figure("rate_ran@%d" % hz, "-F %d: rate run at" % hz, "Hz", f["ran"], "%.0f"))
+            self.add(it, Figure("rate_irq@%d" % hz, "-F %d: interrupts/s per busy CPU" % hz, "",
+                                f["irq"], "%.0f"))
+            self.add(it, Figure("rate_achieved@%d" % hz, "-F %d: samples/s of target CPU" % hz, "",
+                                f["achieved"], "%.0f"))
+            self.add(it, Figure("rate_share@%d" % hz, "-F %d: BPF program, share of each CPU" % hz,
+                                "%", f["share"], "%.3f"))
+        self.det("rate", "| %s | one interrupt %s µs (last run) | %s |" % (
+            it.name, irq_us, "; ".join("-F %d: ran at %s Hz" % (hz, "/".join(
+                str(x) for x in figs[hz]["ran"])) for hz in HIGH_RATES)))
+
     # -- driver
 
     def run(self):
@@ -1060,7 +1110,8 @@ class Bench(object):
                     log("%s on %s" % (scen, it.name))
                     t = time.monotonic()
                     {"slowdown": self.slowdown, "cost": self.cost, "reads": self.cost,
-                     "wall": self.wall, "host": self.host, "deep": self.deep}[scen](it)
+                     "wall": self.wall, "host": self.host, "deep": self.deep,
+                     "rate": self.rate}[scen](it)
                     log("  %.0f s" % (time.monotonic() - t))
             finally:
                 kill_all()
@@ -1081,7 +1132,8 @@ ROWS = [
     ("wakers_ms", "wall"), ("wakers_read", "wall"), ("wakers_target", "wall"),
     ("host_core_pct", "host"), ("host_hwm_mb", "host"),
     ("deep_cost_us", "deep"), ("deep_kernel_us", "deep"), ("deep_completed", "deep"),
-]
+] + [("rate_%s@%d" % (k, hz), "rate") for hz in HIGH_RATES
+     for k in ("ran", "irq", "achieved", "share")]
 DETAIL_KEYS = [
     "oncpuslow@99", "oncpuslow@999", "oncpuslow@9999", "fastshare",
     "minslow@99", "minslow@999", "minslow@9999",

@@ -68,6 +68,8 @@ static const struct pyproc_limits host_limits = { 64, 1024, 4 << 20 };
 /* -d: what the clock can time (a deadline in ns) and the loop can honour. */
 #define MIN_DURATION 0.001
 #define MAX_DURATION 31536000.0    /* a year */
+/* An achieved rate below this share of the asked one is reported. */
+#define RATE_SHORT 0.8
 
 /* A process -a could not profile: reported once in the summary. */
 struct skipped {
@@ -800,6 +802,57 @@ static void loop(struct record *r)
 		live_clear();
 }
 
+/* Why the rate is lower than asked, or NULL. */
+static const char *cap_reason(const struct sampler_limit *l, char *buf, size_t n)
+{
+	if (l->why == CAP_KERNEL)
+		snprintf(buf, n, "kernel.perf_event_max_sample_rate is %u", l->max_rate);
+	else if (l->why == CAP_COST)
+		snprintf(buf, n, "one sample interrupt costs %.1f us on this host, and the "
+			 "interrupts may take %g%% of each CPU (half of perf_cpu_time_max_percent)",
+			 l->irq_ns / 1000.0, l->budget_pct / 2.0);
+	else
+		return NULL;
+	return buf;
+}
+
+/* The rate the sampler runs at; said at once when lower than asked. */
+static unsigned rate_limited(struct record *r)
+{
+	struct sampler_limit l;
+	char why[200];
+
+	sampler_limit(r->c.smp, &l);
+	if (!r->quiet && cap_reason(&l, why, sizeof(why)))
+		fprintf(stderr, "pybpfprof: warning: -F %u lowered to %u Hz: %s\n", l.asked, l.hz, why);
+	return l.hz;
+}
+
+/*
+ * The summary's rate lines: a lowered rate, and a clock that fell short of
+ * it (the host could not keep up; each missed interrupt is a lost sample),
+ * or samples the program skipped to keep within its CPU budget.
+ */
+static void print_rate(struct record *r, const uint64_t *st)
+{
+	struct sampler_limit l;
+	double hz, share;
+	char why[200];
+
+	sampler_limit(r->c.smp, &l);
+	sampler_achieved(r->c.smp, &hz, &share);
+	if (cap_reason(&l, why, sizeof(why)))
+		fprintf(stderr, "pybpfprof: warning: sampled at %u Hz, not the %u asked: %s\n",
+			l.hz, l.asked, why);
+	if (hz > 0 && hz < RATE_SHORT * l.hz)
+		fprintf(stderr, "pybpfprof: warning: the host achieved %.0f interrupts/s per CPU of "
+			"the %u asked: samples were lost\n", hz, l.hz);
+	if (st[PBP_STAT_BUDGET])
+		fprintf(stderr, "pybpfprof: warning: %llu samples or stack copies skipped: the "
+			"sampler used its %g%% share of each CPU\n",
+			(unsigned long long)st[PBP_STAT_BUDGET], l.budget_pct / 2.0);
+}
+
 static const char *mode_name(enum pbp_mode m)
 {
 	return m == MODE_WALL ? "wall" : m == MODE_GIL ? "gil" : "cpu";
@@ -839,12 +892,19 @@ static void print_summary(struct record *r)
 		(unsigned long long)st[PBP_STAT_FAULTED], (unsigned long long)c->sym.completed,
 		(unsigned long long)c->sym.failed);
 	warn_unattributed(c, st[PBP_STAT_DELIVERED]);
+	print_rate(r, st);
 	if (c->o.mode != MODE_CPU)
 		fprintf(stderr, "pybpfprof: %llu ticks (%llu dropped, the loop fell behind); "
 			"%llu stacks taken as threads left the CPU (%llu lost)\n",
 			(unsigned long long)c->ticks, (unsigned long long)c->late_ticks,
 			(unsigned long long)st[PBP_STAT_SNAPPED],
 			(unsigned long long)st[PBP_STAT_SNAP_LOST]);
+	if (c->late_ticks)
+		fprintf(stderr, "pybpfprof: warning: %llu of %llu ticks (%.1f%%) dropped: the profiler "
+			"fell behind, and the profile misses that share of the run\n",
+			(unsigned long long)c->late_ticks,
+			(unsigned long long)(c->ticks + c->late_ticks),
+			100.0 * (double)c->late_ticks / (double)(c->ticks + c->late_ticks));
 	for (int i = 0; i < r->ntargets; i++)
 		if (r->targets[i].p && !r->all)
 			target_print_threads(c, &r->targets[i], stderr);
@@ -860,6 +920,8 @@ static void print_stats(struct record *r)
 {
 	const struct collector *c = &r->c;
 	double ns = (double)(agg_total(c->agg) ? agg_total(c->agg) : 1);
+	struct sampler_limit l;
+	double hz, share;
 
 	for (int i = 0; i < r->ntargets; i++) {
 		if (!r->targets[i].p)
@@ -887,9 +949,15 @@ static void print_stats(struct record *r)
 			(unsigned long long)c->reused, (unsigned long long)c->from_kernel,
 			(unsigned long long)c->from_switch, (unsigned long long)c->read_now,
 			(unsigned long long)c->late_switches);
+	fprintf(stderr, "  thread lists  %llu read, %.3f s\n", (unsigned long long)c->rescans,
+		(double)c->rescan_ns / 1e9);
 	fprintf(stderr, "  samples       %llu outside Python code, %llu of non-Python threads, "
 		"%llu frames unnamed\n", (unsigned long long)c->sym.no_python,
 		(unsigned long long)c->dropped, (unsigned long long)c->sym.unknown_frames);
+	sampler_achieved(c->smp, &hz, &share);
+	sampler_limit(c->smp, &l);
+	fprintf(stderr, "  sampler       %.0f interrupts/s per busy CPU (at %u Hz), program %.2f%% "
+		"of each CPU, one interrupt %.1f us\n", hz, l.hz, share * 100, l.irq_ns / 1000.0);
 	fprintf(stderr, "  aggregate     %u distinct stacks, %u locations\n", agg_nstacks(c->agg),
 		agg_nlocs(c->agg));
 }
@@ -1024,6 +1092,7 @@ static int run(struct record *r, int *go_fd)
 	err = sampler_open(&r->c.smp, &so);
 	if (err)
 		return report_sampler_error(err);
+	r->c.o.hz = rate_limited(r);
 	for (int i = 0; i < r->ntargets; i++)
 		if ((err = start_target(r, &r->targets[i])) != 0)
 			return report_sampler_error(err);

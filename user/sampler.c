@@ -5,6 +5,7 @@
  * so everything is released when this process exits, however it exits.
  */
 #include <errno.h>
+#include <sched.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,12 @@ struct sampler {
 	uint64_t rng;
 	double *last_u;         /* per CPU: the last rate offset drawn */
 	bool flip;
+	struct sampler_limit lim;
+	uint64_t started_ns;    /* the events run at lim.hz since */
+	uint64_t drain_until;   /* sampler_drain stops taking records then */
+	int drained;
+	int nonline;            /* CPUs with a perf event */
+	double busy0;           /* CPU seconds not idle on the host when the events started */
 };
 
 static bool verbose_bpf;
@@ -60,6 +67,14 @@ void sampler_verbose(bool on)
 	verbose_bpf = on;
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static int on_proc_event(void *ctx, void *data, size_t size)
 {
 	struct sampler *s = ctx;
@@ -75,11 +90,12 @@ static int on_event(void *ctx, void *data, size_t size)
 	struct sampler *s = ctx;
 	const struct pbp_sample *smp = data;
 
-	if (size < offsetof(struct pbp_sample, frames) ||
-	    size < offsetof(struct pbp_sample, frames) + (size_t)smp->nframes * sizeof(struct pbp_frame))
-		return 0;
-	s->cb(s->ctx, smp);
-	return 0;
+	if (size >= offsetof(struct pbp_sample, frames) &&
+	    size >= offsetof(struct pbp_sample, frames) + (size_t)smp->nframes * sizeof(struct pbp_frame))
+		s->cb(s->ctx, smp);
+	/* Past the drain's time: stop after this record (libbpf has consumed it). */
+	s->drained++;
+	return mono_ns() > s->drain_until ? -EINTR : 0;
 }
 
 static int perf_open(int cpu, unsigned hz)
@@ -184,6 +200,7 @@ static int attach_cpus(struct sampler *s, unsigned hz)
 			err = errno == ENODEV ? 0 : bpf_err(errno);
 			continue;
 		}
+		s->nonline++;
 		s->links[cpu] = bpf_program__attach_perf_event(s->skel->progs.on_sample, s->pfds[cpu]);
 		if (!s->links[cpu])
 			err = bpf_err(errno);
@@ -273,6 +290,152 @@ static bool kernel_too_old(void)
 	return major < 5 || (major == 5 && minor < 17);
 }
 
+/* ---------------------------------------------------------------- rate cap */
+
+/*
+ * Up to this rate the interrupts cost little on any host and nothing is
+ * measured; above, a probe event at this rate measures their cost first.
+ */
+#define PROBE_HZ 1000
+#define PROBE_RUN_NS 20000000ull        /* 20 ms on the CPU */
+#define PROBE_MAX_NS 300000000ull       /* however busy the CPU is */
+#define GAP_MIN_NS 1000                 /* one loop turn takes ~50 ns */
+#define GAP_MAX_NS 1000000              /* longer: preempted, not interrupted */
+#define TURN_MAX_NS 250                 /* a slower clock read hides gaps: assume the worst */
+#define UNSEEN_IRQ_NS 50000             /* the worst seen, a small VM under load */
+#define DEFAULT_BUDGET_PCT 25           /* the kernel's default perf_cpu_time_max_percent */
+#define BUDGET_WINDOW_NS 10000000ull    /* the BPF side's; see budget_open() */
+
+static unsigned read_sysctl(const char *path, unsigned dflt)
+{
+	FILE *f = fopen(path, "re");
+	unsigned v;
+
+	if (!f)
+		return dflt;
+	if (fscanf(f, "%u", &v) != 1)
+		v = dflt;
+	fclose(f);
+	return v;
+}
+
+/*
+ * What one interrupt costs on this CPU, all of it: the hrtimer, perf, the
+ * program's early return, and under a hypervisor the exits the guest
+ * cannot see (on a small VM, 40 us; on bare metal, about 1). A loop that
+ * only reads the clock sees every interrupt as a gap in its readings; the
+ * mean gap is the cost. Interrupts too cheap to show count as GAP_MIN_NS.
+ */
+static unsigned irq_cost_ns(void)
+{
+	cpu_set_t old, one;
+	uint64_t t0, last, ran = 0, sum = 0, n = 0, turns = 0;
+	int cpu = sched_getcpu(), fd = -1;
+	bool pinned = cpu >= 0 && sched_getaffinity(0, sizeof(old), &old) == 0;
+
+	CPU_ZERO(&one);
+	if (pinned) {
+		CPU_SET(cpu, &one);
+		pinned = sched_setaffinity(0, sizeof(one), &one) == 0;
+	}
+	if (pinned)
+		fd = perf_open(cpu, PROBE_HZ);
+	t0 = last = mono_ns();
+	while (fd >= 0 && ran < PROBE_RUN_NS && last - t0 < PROBE_MAX_NS) {
+		uint64_t t = mono_ns(), gap = t - last;
+
+		last = t;
+		if (gap >= GAP_MAX_NS)
+			continue;
+		ran += gap;
+		turns++;
+		if (gap >= GAP_MIN_NS)
+			sum += gap, n++;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (pinned)
+		sched_setaffinity(0, sizeof(old), &old);
+	if (!turns || ran / turns > TURN_MAX_NS)
+		return UNSEEN_IRQ_NS;
+	/* Fewer gaps than interrupts: most were shorter than GAP_MIN_NS. */
+	if (n * 2 < PROBE_HZ * ran / 1000000000ull || !n)
+		return GAP_MIN_NS;
+	return (unsigned)(sum / n);
+}
+
+/*
+ * The rate the host sustains: kernel.perf_event_max_sample_rate, and the
+ * measured interrupt cost kept within half the CPU share the kernel grants
+ * perf (perf_cpu_time_max_percent; the other half is the program's, per
+ * window, in BPF). Measured with a perf event of our own, before any
+ * event runs at the asked rate.
+ */
+static void cap_rate(struct sampler *s, unsigned hz)
+{
+	struct sampler_limit *l = &s->lim;
+	uint64_t by_cost;
+
+	*l = (struct sampler_limit){ .asked = hz, .hz = hz };
+	l->max_rate = read_sysctl("/proc/sys/kernel/perf_event_max_sample_rate", 100000);
+	l->budget_pct = read_sysctl("/proc/sys/kernel/perf_cpu_time_max_percent", DEFAULT_BUDGET_PCT);
+	if (l->budget_pct == 0 || l->budget_pct >= 100)   /* the kernel's check is off; ours is not */
+		l->budget_pct = DEFAULT_BUDGET_PCT;
+	if (l->max_rate && l->hz > l->max_rate) {
+		l->hz = l->max_rate;
+		l->why = CAP_KERNEL;
+	}
+	if (l->hz <= PROBE_HZ)
+		return;
+	l->irq_ns = irq_cost_ns();
+	by_cost = 1000000000ull * l->budget_pct / 200 / l->irq_ns;
+	if (by_cost < PROBE_HZ)
+		by_cost = PROBE_HZ;
+	if (l->hz > by_cost) {
+		l->hz = (unsigned)by_cost;
+		l->why = CAP_COST;
+	}
+}
+
+void sampler_limit(struct sampler *s, struct sampler_limit *out)
+{
+	*out = s->lim;
+}
+
+/* CPU seconds the host's CPUs spent not idle (/proc/stat), -1 if unknown. */
+static double busy_secs(void)
+{
+	unsigned long long v[8] = { 0 };
+	long hz = sysconf(_SC_CLK_TCK);
+	FILE *f = fopen("/proc/stat", "re");
+	int n = f ? fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+			   &v[3], &v[4], &v[5], &v[6], &v[7]) : 0;
+
+	if (f)
+		fclose(f);
+	if (n != 8 || hz <= 0)
+		return -1;
+	/* user nice system [idle iowait] irq softirq steal */
+	return (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)hz;
+}
+
+/*
+ * The rate the events achieved per CPU since they started at lim.hz: a
+ * cpu-clock event counts only while its CPU is not idle, so per busy CPU
+ * second. 0 when the host was too idle to tell. And the program's share
+ * of each CPU, by its own measure (interrupts excluded).
+ */
+void sampler_achieved(struct sampler *s, double *per_cpu_hz, double *prog_share)
+{
+	uint64_t st[PBP_STAT__COUNT];
+	double busy = busy_secs() - s->busy0;
+	double secs = (double)(mono_ns() - s->started_ns) / 1e9 * (s->nonline ? s->nonline : 1);
+
+	sampler_stats(s, st);
+	*per_cpu_hz = s->busy0 >= 0 && busy >= 0.5 ? (double)st[PBP_STAT_FIRED] / busy : 0;
+	*prog_share = secs > 0 ? (double)st[PBP_STAT_RUN_NS] / 1e9 / secs : 0;
+}
+
 int sampler_open(struct sampler **out, const struct sampler_opts *o)
 {
 	struct sampler *s;
@@ -292,6 +455,8 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o)
 	s->cb = o->cb;
 	s->pcb = o->pcb;
 	s->ctx = o->ctx;
+	cap_rate(s, hz);
+	hz = s->lim.hz;
 	s->period = 1000000000ull / hz;
 	s->rng = (uint64_t)getpid() ^ (uint64_t)(uintptr_t)s;
 	s->skel = profile_bpf__open();
@@ -301,6 +466,7 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o)
 	}
 	s->skel->rodata->wake_bytes = bpf_map__max_entries(s->skel->maps.events) / 4;
 	s->skel->rodata->ns_inum = pidns_self_inum();
+	s->skel->rodata->walk_budget_ns = BUDGET_WINDOW_NS * s->lim.budget_pct / 200;
 	/* Switch-out copies of stacks: on average no more than one per thread per tick. */
 	if (o->sched)
 		s->skel->rodata->snap_gap_ns = s->period;
@@ -323,6 +489,8 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o)
 	err = watch_rings(s);
 	if (!err)
 		err = attach_cpus(s, hz);
+	s->started_ns = mono_ns();
+	s->busy0 = busy_secs();
 	if (!err && o->sched)
 		err = track_threads(s);
 	if (!err)
@@ -440,12 +608,22 @@ void sampler_del_thread(struct sampler *s, pid_t tid)
 	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.threads), &key);
 }
 
-/* Samples ask for no wakeup (see watch_rings): read the rings directly. */
+/*
+ * Samples ask for no wakeup (see watch_rings): read the rings directly. A
+ * drain takes at most DRAIN_MAX_NS, so that a flood of records, or records
+ * slow to handle, never keeps the loop from its ticks and its deadline;
+ * what is left waits for the next drain. Returns the records taken.
+ */
+#define DRAIN_MAX_NS 20000000ull
+
 int sampler_drain(struct sampler *s)
 {
-	int n = ring_buffer__consume(s->rb);
+	int n;
 
-	return n < 0 ? 0 : n;
+	s->drained = 0;
+	s->drain_until = mono_ns() + DRAIN_MAX_NS;
+	n = ring_buffer__consume(s->rb);
+	return n < 0 ? s->drained : n;
 }
 
 /* Sleep up to ns, less if an event comes or the sample ring fills; then drain. */

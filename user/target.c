@@ -18,6 +18,15 @@
 #include "pyprof.h"
 
 #define RESCAN_NS (20 * 1000000ull)     /* least time between two thread-list reads */
+/*
+ * A list read costs in proportion to the threads (2,000: 50 to 200 ms,
+ * names and /proc included). Run back to back, as samples of threads not
+ * in the list asked for them while a process started threads, they took
+ * the whole loop: no tick ran, and the run overstayed -d. After each one
+ * the next waits RESCAN_GAP times as long as it took: at most ~1/(1+GAP)
+ * of the time goes to them.
+ */
+#define RESCAN_GAP 10
 #define NAMES_EVERY_NS (30 * 1000000000ull)   /* with -a, name reads were most of the CPU */
 #define MAX_LOCS (PBP_MAX_DEPTH + 4)
 #define LABEL_ROOM 2            /* process and thread root frames */
@@ -175,8 +184,9 @@ static void set_name(struct collector *c, struct target *t, struct tcache *e, co
 	agg_set_thread_name(c->agg, (uint32_t)t->pid, (uint32_t)e->tid, e->name);
 }
 
+/* names_read: pyname is what the names read found; else a known thread keeps its name. */
 static void register_thread(struct collector *c, struct target *t, const struct pythread *th,
-			    const char *pyname)
+			    const char *pyname, bool names_read)
 {
 	struct tcache *e = tc_find(t, th->tid);
 
@@ -188,9 +198,11 @@ static void register_thread(struct collector *c, struct target *t, const struct 
 			e->slot = sampler_slot_alloc(c->smp);
 			seed_state(c, t, e);
 		}
+		names_read = true;      /* a new thread gets its comm at least */
 	}
 	e->ns_tid = th->ns_tid;
-	set_name(c, t, e, pyname);
+	if (names_read)
+		set_name(c, t, e, pyname);
 	if (e->tstate != th->tstate) {
 		e->tstate = th->tstate;
 		e->have = false;
@@ -208,35 +220,80 @@ static uint64_t list_hash(const struct pythread *list, size_t n)
 	return h;
 }
 
-/*
- * Reading the names walks the threading module's dict: most of a rescan's
- * reads. A list with the same threads at the same states is taken as
- * unchanged; a name set after start shows within NAMES_EVERY_NS.
- */
-void target_rescan(struct collector *c, struct target *t, bool full)
+/* When the next read may start, after one from start to end: see RESCAN_GAP. */
+static uint64_t after_cost(uint64_t start, uint64_t end)
+{
+	uint64_t gap = (end - start) * RESCAN_GAP;
+
+	return end + (gap > RESCAN_NS ? gap : RESCAN_NS);
+}
+
+/* Once due, the rescan will happen: the loop comes back for it (rescan_soon). */
+static void come_back(struct target *t, uint64_t when)
+{
+	if (t->rescan_soon < when)
+		t->rescan_soon = when;
+}
+
+/* Python names of the list's threads, NULL when not due yet or not read. */
+static char (*read_names(struct target *t, size_t n, bool full))[PBP_NAME_LEN]
 {
 	char (*names)[PBP_NAME_LEN];
-	size_t n = 0;
-	uint64_t h;
+	uint64_t start = mono_ns();
 
-	t->last_rescan = mono_ns();
-	remote_invalidate_all(t->p->r);
-	if (pythreads_read(t->p, t->list, PBP_MAX_THREADS, &n) != 0)
-		return;
-	h = list_hash(t->list, n);
-	if (!full && h == t->list_hash && t->last_rescan - t->names_ns < NAMES_EVERY_NS)
-		return;
-	t->list_hash = h;
-	t->names_ns = t->last_rescan;
+	if (!full && start < t->names_ok) {
+		t->names_due = true;
+		come_back(t, t->names_ok);
+		return NULL;
+	}
 	names = calloc(n ? n : 1, sizeof(*names));
 	if (names)
 		pythreads_name_all(t->p, t->list, n, names);
+	t->names_ns = start;
+	t->names_due = false;
+	t->names_ok = after_cost(start, mono_ns());
+	return names;
+}
+
+/*
+ * Reading the names walks the threading module's dict: most of a rescan's
+ * reads. A list with the same threads at the same states is taken as
+ * unchanged; a name set after start shows within NAMES_EVERY_NS. The list
+ * and the names each wait after a read in proportion to what it cost, so
+ * a process starting thousands of threads never has them read back to
+ * back; a thread is registered at once, named (by its comm until then)
+ * when the names are read next.
+ */
+void target_rescan(struct collector *c, struct target *t, bool full)
+{
+	char (*names)[PBP_NAME_LEN] = NULL;
+	size_t n = 0;
+	uint64_t h, now = mono_ns();
+
+	if (!full && now < t->rescan_ok) {
+		come_back(t, t->rescan_ok);
+		return;
+	}
+	t->last_rescan = now;
+	c->rescans++;
+	remote_invalidate_all(t->p->r);
+	if (pythreads_read(t->p, t->list, PBP_MAX_THREADS, &n) != 0)
+		goto out;
+	h = list_hash(t->list, n);
+	if (!full && h == t->list_hash && !t->names_due && now - t->names_ns < NAMES_EVERY_NS)
+		goto out;
+	t->list_hash = h;
+	names = read_names(t, n, full || now - t->names_ns >= NAMES_EVERY_NS);
 	t->gen++;
 	for (size_t i = 0; i < n; i++)
 		if (t->list[i].tid)
-			register_thread(c, t, &t->list[i], names ? names[i] : NULL);
+			register_thread(c, t, &t->list[i], names ? names[i] : NULL, names != NULL);
 	free(names);
 	tc_sweep(c, t);
+out:
+	now = mono_ns();
+	c->rescan_ns += now - t->last_rescan;
+	t->rescan_ok = after_cost(t->last_rescan, now);
 }
 
 /* The kernel watches the GIL's flag and holder, and futex waits inside its struct. */
@@ -352,8 +409,7 @@ void target_on_sample(struct collector *c, struct target *t, const struct pbp_sa
 
 	if (!e || (ks->flags & PBP_F_NO_TSTATE)) {
 		/* A thread born since the last scan: find its state, and tell the kernel. */
-		if (mono_ns() - t->last_rescan > RESCAN_NS)
-			target_rescan(c, t, false);
+		target_rescan(c, t, false);     /* or later, if one ran just now */
 		e = tc_find(t, (pid_t)ks->tid);
 		if (!e) {
 			c->dropped++;
@@ -407,13 +463,23 @@ static uint32_t off_cpu_status(uint8_t reason)
 /*
  * A stack kept while the thread was off CPU still holds at the tick if the
  * thread has not switched since, or if its one switch since is the switch
- * in that came after the tick instant (it was still off CPU then).
+ * in that came after the tick instant (it was still off CPU then). And if
+ * the thread is off CPU now and has not switched since, reading it now
+ * would give the kept stack again, even when the switch out came after
+ * the instant (it was running then): a late tick used to read every such
+ * thread, each read made the next tick later and so more threads such,
+ * and with 2,000 threads the loop locked into reading them all (1.4 GB in
+ * 5 s, 85% of ticks dropped) where another run read nothing.
  */
 static bool off_cpu_stack_holds(const struct tcache *e, const struct pbp_tstate *st, bool late)
 {
-	if (st->oncpu || !e->have || !e->read_off_cpu)
+	bool oncpu_now = late ? !st->oncpu : st->oncpu;     /* state_at flipped it */
+
+	if (!e->have || !e->read_off_cpu)
 		return false;
-	return e->switches == st->switches || (late && st->switches == e->switches + 1);
+	if (!oncpu_now && e->switches == st->switches)
+		return true;
+	return !st->oncpu && late && st->switches == e->switches + 1;
 }
 
 /* The thread's stack at this tick, by the cheapest exact means. */
