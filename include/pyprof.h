@@ -712,6 +712,8 @@ struct output {
 	char tmp[4096 + 8];     /* OUT_RENAME: the temporary beside it */
 };
 
+/* The directory a path names a file in: "." for a bare name, "/" for one at the root. */
+void path_dir(const char *path, char *dir, size_t size);
 /* SUDO_UID/SUDO_GID when run by root through sudo, else (uid_t)-1. */
 void sudo_ids(uid_t *uid, gid_t *gid);
 /* Open path for writing ("-" or NULL: stdout), gzipping what is written. Returns -errno. */

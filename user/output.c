@@ -138,7 +138,7 @@ static int stream_open(struct output *out, bool gzip)
 
 /* ------------------------------------------------------------- the path */
 
-static void dir_of(const char *path, char *dir, size_t size)
+void path_dir(const char *path, char *dir, size_t size)
 {
 	const char *slash = strrchr(path, '/');
 
@@ -190,7 +190,7 @@ static int resolve(struct output *out, struct stat *st)
 			return 0;
 		if (hops == MAX_LINKS)
 			return -ELOOP;
-		dir_of(out->path, dir, sizeof(dir));
+		path_dir(out->path, dir, sizeof(dir));
 		if (stat(dir, &dst) != 0)
 			return -errno;
 		/* /dev/stdout, /dev/fd/N: a link to an open file, not to a name. */
@@ -236,7 +236,7 @@ static int open_proc_link(struct output *out)
 	struct stat st;
 	bool ours;
 
-	dir_of(out->path, dir, sizeof(dir));
+	path_dir(out->path, dir, sizeof(dir));
 	snprintf(self, sizeof(self), "/proc/%d/fd", (int)getpid());
 	real = realpath(dir, NULL);
 	ours = real && strcmp(real, self) == 0 && *name && !*end && fd >= 0 && fd <= INT_MAX;

@@ -176,24 +176,12 @@ static bool bpf_ops_allowed(void)
 	return syscall(SYS_bpf, BPF_MAP_LOOKUP_ELEM, &attr, sizeof(attr)) == 0 || errno != EPERM;
 }
 
-static void output_dir(const char *path, char *dir, size_t size)
-{
-	const char *slash = strrchr(path, '/');
-
-	if (!slash)
-		snprintf(dir, size, ".");
-	else if (slash == path)
-		snprintf(dir, size, "/");
-	else
-		snprintf(dir, size, "%.*s", (int)(slash - path), path);
-}
-
 /* Can the temporary be renamed into place in the output's directory, as this thread is? */
 static bool output_dir_ok(const char *path)
 {
 	char dir[4096];
 
-	output_dir(path, dir, sizeof(dir));
+	path_dir(path, dir, sizeof(dir));
 	return faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) == 0;
 }
 
@@ -207,7 +195,7 @@ static bool output_sticky_ok(const char *path)
 	char dir[4096];
 	struct stat ds;
 
-	output_dir(path, dir, sizeof(dir));
+	path_dir(path, dir, sizeof(dir));
 	return stat(dir, &ds) != 0 || !(ds.st_mode & S_ISVTX) || ds.st_uid == geteuid();
 }
 

@@ -261,15 +261,19 @@ def test_full_device_says_enospc(tmp_path):
     assert stat.S_ISCHR(os.lstat(str(full)).st_mode)
 
 
-@pytest.fixture
-def small_tmpfs(tmp_path):
-    mnt = tmp_path / "small"
+def tmpfs_at(mnt, opts):
+    """A tmpfs of our own at mnt, for as long as the fixture that yields from it."""
     mnt.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], check=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(mnt)], check=True)
     try:
         yield mnt
     finally:
         subprocess.run(["umount", str(mnt)], check=True)
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path):
+    yield from tmpfs_at(tmp_path / "small", "size=64k")
 
 
 @pytest.mark.parametrize("ext", ["txt", "html"])
@@ -329,13 +333,7 @@ def first_interp():
 
 @pytest.fixture
 def readonly_dir(tmp_path):
-    mnt = tmp_path / "ro"
-    mnt.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(mnt)], check=True)
-    try:
-        yield mnt
-    finally:
-        subprocess.run(["umount", str(mnt)], check=True)
+    yield from tmpfs_at(tmp_path / "ro", "ro,size=64k")
 
 
 @pytest.mark.parametrize("where", ["missing dir", "directory", "read-only"])
