@@ -28,12 +28,17 @@ def status_share(stacks, status):
     return sum(c for fr, c in stacks if fr[-1] == status) / n if n else 0.0
 
 
-@pytest.fixture
-def four(interp, start_target):
+def start_four(start_target, interp):
+    """A spinner, a sleeper, a waiter and a hasher: (pid, {kind: tid})."""
     proc, pid, ready = start_target(interp, WORKERS, "spinner", "sleeper", "waiter", "hasher")
     names = {t["kind"]: t["native_id"] for t in ready["threads"]}
     names["main"] = ready["main_native_id"]
     return pid, names
+
+
+@pytest.fixture
+def four(interp, start_target):
+    return start_four(start_target, interp)
 
 
 def test_cpu_mode(four, tmp_path):

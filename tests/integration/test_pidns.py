@@ -20,7 +20,7 @@ import test_record
 from conftest import PYBPFPROF, TARGETS, _discover, nspids
 from profile import WORKERS, by_thread, func_of, no_bpf_leftovers, parse_collapsed, run_profile
 from test_host import go_raw, raw_samples, script_for, tag_of
-from test_modes import record, share, status_share
+from test_modes import record, share, start_four, status_share
 
 LEVELS = [1, 2]
 
@@ -91,10 +91,7 @@ def test_inner_ids_shown(interp, ns_start, pybpfprof, tmp_path):
 
 @pytest.fixture
 def four(interp, ns_start):
-    proc, pid, ready = ns_start(interp, WORKERS, "spinner", "sleeper", "waiter", "hasher")
-    names = {t["kind"]: t["native_id"] for t in ready["threads"]}
-    names["main"] = ready["main_native_id"]
-    return pid, names
+    return start_four(ns_start, interp)
 
 
 def test_modes(four, tmp_path):
