@@ -29,7 +29,7 @@
 static const struct pyproc_limits target_limits = { 1024, 4096, 64 << 20 };
 static const struct pyproc_limits host_limits = { 64, 1024, 4 << 20 };
 #define LAUNCH_WAIT_NS (10 * 1000000000ull)
-#define MAX_LOCS (PBP_MAX_DEPTH + 4)
+#define MAX_LOCS PBP_MAX_LOCS
 #define MAX_CATCH_UP 10         /* ticks run at once when the loop fell behind */
 /*
  * Changing a perf event's period restarts its timer and drops the part of a
@@ -773,6 +773,10 @@ static void print_summary(struct record *r)
 		(unsigned long long)st[PBP_STAT_TRUNCATED], PBP_MAX_FRAMES,
 		(unsigned long long)st[PBP_STAT_FAULTED], (unsigned long long)c->sym.completed,
 		(unsigned long long)c->sym.failed);
+	if (c->sym.elided)
+		fprintf(stderr, "pybpfprof: %llu stacks read were deeper than %d frames: frames in their "
+			"middle are one \"[... N frames elided]\" frame\n",
+			(unsigned long long)c->sym.elided, PBP_MAX_DEPTH);
 	if (c->o.mode != MODE_CPU)
 		fprintf(stderr, "pybpfprof: %llu ticks (%llu dropped, the loop fell behind); "
 			"%llu stacks taken as threads left the CPU (%llu lost)\n",
@@ -785,9 +789,11 @@ static void print_summary(struct record *r)
 	if (r->all)
 		fprintf(stderr, "pybpfprof: %d Python processes profiled at the end, %d not profiled\n",
 			live_targets(r), r->nskipped);
-	for (int i = 0; i < r->nskipped; i++)
-		fprintf(stderr, "pybpfprof:   pid %d (%s) not profiled: %s\n", (int)r->skipped[i].pid,
-			r->skipped[i].what, pbp_strerror(r->skipped[i].err));
+	for (int i = 0; i < r->nskipped; i++) {
+		fprintf(stderr, "pybpfprof:   pid %d (", (int)r->skipped[i].pid);
+		text_put(stderr, r->skipped[i].what, TEXT_PLAIN);     /* comm: the process chose it */
+		fprintf(stderr, ") not profiled: %s\n", pbp_strerror(r->skipped[i].err));
+	}
 }
 
 static void print_stats(struct record *r)
