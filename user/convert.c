@@ -114,7 +114,7 @@ static int parse_line(struct agg *a, char *line, uint32_t *locs, const char **wh
 }
 
 /*
- * The next line into *buf without its line end ("\n", or "\r\n": a file
+ * The next line into *buf (*cap bytes, not 0) without its line end ("\n", or "\r\n": a file
  * that went through Windows reads the same), *len its length: 1; 0 at the
  * end; -1 for a line longer than LINE_MAX_LEN; COLLAPSED_READ_ERROR when
  * reading failed; -PBP_E_NOMEM.
@@ -128,7 +128,7 @@ static int read_line(FILE *in, char **buf, size_t *cap, size_t *len)
 		if (*len >= LINE_MAX_LEN)
 			return -1;
 		if (*len + 1 >= *cap) {
-			size_t ncap = *cap ? *cap * 2 : 4096;
+			size_t ncap = *cap * 2;
 			char *p;
 
 			if (!(p = realloc(*buf, ncap)))
@@ -150,9 +150,9 @@ static int read_line(FILE *in, char **buf, size_t *cap, size_t *len)
 int collapsed_read(struct agg *a, FILE *in, size_t *lineno, const char **why)
 {
 	uint32_t *locs = malloc(sizeof(*locs) * FRAMES_MAX);
-	char *line = NULL;
-	size_t cap = 0, len;
-	int err = locs ? 0 : -PBP_E_NOMEM, r = 0;
+	size_t cap = 4096, len;
+	char *line = malloc(cap);
+	int err = locs && line ? 0 : -PBP_E_NOMEM, r = 0;
 
 	*lineno = 0;
 	*why = NULL;
