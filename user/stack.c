@@ -124,7 +124,7 @@ int stack_walk(struct pyproc *p, uint64_t frame, struct pbp_frame *out, size_t m
 	}
 	*n = total < max ? total : max;
 	*elided = total - *n;
-	if (*elided)    /* the ring's oldest entry, the outermost frame kept, goes first */
+	if (*elided && ring)    /* the ring's oldest entry, the outermost frame kept, goes first */
 		rotate(out + leaf, ring, (total - leaf) % ring);
 	return err;
 }
