@@ -411,19 +411,63 @@ int pydict_keys_decode(const struct pyver *v, uint64_t keys_addr, const uint8_t 
 		       struct pydict_table *t);
 /* Value of an int object (its first len bytes in obj) if it is >= 0 and fits 64 bits. */
 int pylong_decode(const struct pyver *v, const uint8_t *obj, size_t len, uint64_t *out);
+
+/* ------------------------------------------------------------- text.c */
+
+/*
+ * Decode the character at s (NUL-terminated): the bytes it takes (1-4). An
+ * invalid byte takes 1 and decodes as U+DC00 | byte, a lone surrogate.
+ */
+size_t utf8_decode(const unsigned char *s, uint32_t *cp);
+/* Bytes of the valid UTF-8 sequence at s (1-4), 0 if invalid. For writers whose format wants UTF-8. */
+size_t utf8_seq_len(const unsigned char *s);
 /* Make s valid UTF-8 in place: each invalid sequence (a lone surrogate, a cut character) becomes '?'. */
 void utf8_scrub(char *s);
 
+/*
+ * How text from the target (names, files, command lines) is written: never
+ * a control character (C0, DEL, C1) as such, always valid UTF-8.
+ */
+enum text_esc {
+	TEXT_PLAIN,             /* terminal, collapsed stacks: \n \t \r, else \xNN (invalid bytes too) */
+	TEXT_JSON,              /* inside a JSON string: controls as \u00NN, invalid bytes U+FFFD */
+	TEXT_HTML_JSON,         /* the same inside an HTML <script>: < > & U+2028/9 as \uNNNN too */
+	TEXT_XML,               /* XML text or attribute value */
+};
+
+void text_put(FILE *o, const char *s, enum text_esc how);
+/* At most max_chars characters (code points; a cut text ends in "…"; 0: no limit). */
+void text_put_cut(FILE *o, const char *s, enum text_esc how, size_t max_chars);
+/* Into out (NUL-terminated, cut before a character or escape that does not fit); like snprintf, the length it needs. */
+size_t text_escape(char *out, size_t len, const char *s, enum text_esc how);
+/* Characters (code points) in s, counting each invalid byte as one. */
+size_t text_len(const char *s);
+
 /* ------------------------------------------------------------- stack.c */
 
-#define PBP_MAX_DEPTH 16384     /* longer chains are taken as corrupt (a cycle) */
+/*
+ * A stack keeps at most PBP_MAX_DEPTH Python frames: a deeper one keeps its
+ * innermost and its outermost frames and one marker frame in between,
+ * "[... N frames elided]" (so a profile line has at most PBP_MAX_LOCS
+ * locations, root labels and the status leaf counted). A chain is followed
+ * to its root up to PBP_MAX_WALK frames; a longer one is taken as corrupt.
+ */
+#define PBP_MAX_DEPTH 16384
+#define PBP_MAX_LOCS (PBP_MAX_DEPTH + 4)
+#define PBP_MAX_WALK (1u << 20)
 
 /*
- * Walk the frame chain from frame, innermost first, skipping C-stack shims.
- * Writes at most max frames; *n is how many. Returns -PBP_E_CORRUPT for a
- * cycle or a chain deeper than PBP_MAX_DEPTH.
+ * Walk the frame chain from frame, innermost first, skipping C-stack shims,
+ * to its root. Keeps at most max frames in out, *n of them: the whole chain
+ * when it fits; else its innermost max - max/2 frames, then its outermost
+ * max/2, and *elided says how many were left out between the two (0 when
+ * none was). After an error (-PBP_E_CORRUPT for a cycle or a chain deeper
+ * than PBP_MAX_WALK, or a read that failed) out holds what was walked so far.
  */
-int stack_walk(struct pyproc *p, uint64_t frame, struct pbp_frame *out, size_t max, size_t *n);
+int stack_walk(struct pyproc *p, uint64_t frame, struct pbp_frame *out, size_t max, size_t *n,
+	       size_t *elided);
+/* The marker frame's name for n frames left out, into buf. */
+const char *elided_name(char *buf, size_t len, size_t n);
 /* Line of a frame from its raw instr value, -1 if unknown. */
 int frame_line(const struct pyproc *p, const struct codeinfo *ci, uint64_t instr);
 
@@ -634,6 +678,7 @@ struct symstats {
 	uint64_t frames;
 	uint64_t unknown_frames;/* code object freed or unreadable by the time it was named */
 	uint64_t no_python;     /* the thread was in no Python frame */
+	uint64_t elided;        /* deeper than PBP_MAX_DEPTH: frames left out in the middle */
 };
 
 /* Locations of one sample, root first, into locs (at most max). */
@@ -658,14 +703,16 @@ struct profile_meta {
 	uint64_t duration_ns;
 };
 
-/* collapsed.c: one line per distinct stack, root first, `;`-separated, a space, the count. */
+/* collapsed.c: one line per distinct stack text, root first, `;`-separated, a space, the count. */
 int collapsed_write(const struct agg *a, const struct profile_meta *m, FILE *o);
-/* A location as text: "name (file:line)" for Python frames, the label otherwise. */
-void loc_format(const struct agg *a, uint32_t id, char *out, size_t len);
+/*
+ * A location as text: "name (file:line)" or "name (file)" for Python frames,
+ * the bare name of one with neither, the label otherwise. Like snprintf: the
+ * length it needs.
+ */
+int loc_format(const struct agg *a, uint32_t id, char *out, size_t len);
 /* speedscope.c: speedscope's JSON file format, one sampled profile per thread. */
 int speedscope_write(const struct agg *a, const struct profile_meta *m, FILE *o);
-/* Bytes of the valid UTF-8 sequence at s (1-4), 0 if invalid. For writers whose format wants UTF-8. */
-size_t utf8_seq_len(const unsigned char *s);
 /* pprof.c: gzipped profile.proto; label frames become sample labels. */
 int pprof_write(const struct agg *a, const struct profile_meta *m, FILE *o);
 /* pstats.c: the marshal'ed dict Python's pstats reads; see pstats.c for the figures. */
@@ -744,8 +791,13 @@ int profile_write(int fmt, const struct agg *a, const struct profile_meta *m, co
 
 /* ------------------------------------------------------------- convert.c */
 
-/* Read collapsed stacks (as pybpfprof writes them) into a. -1 on a malformed line. */
-int collapsed_read(struct agg *a, FILE *in, size_t *lineno);
+/*
+ * Read collapsed stacks (as pybpfprof writes them) into a: 0; -1 when line
+ * *lineno is not a collapsed-stack line, *why saying why;
+ * COLLAPSED_READ_ERROR when reading failed (errno says why); -PBP_E_NOMEM.
+ */
+#define COLLAPSED_READ_ERROR (-2)
+int collapsed_read(struct agg *a, FILE *in, size_t *lineno, const char **why);
 
 /* ------------------------------------------------------------- sampler.c */
 

@@ -8,8 +8,15 @@
 
 #include "pyprof.h"
 
-#define LINE_MAX_LEN (1 << 20)
-#define FRAMES_MAX PBP_MAX_DEPTH
+/*
+ * Every line pybpfprof writes fits: at most PBP_MAX_LOCS frames of at most
+ * ~8 KiB each (names and files are read up to 1 KiB, and escaping takes 4
+ * bytes for one at worst). The buffer grows with the longest line read.
+ */
+#define LINE_MAX_LEN ((size_t)256 << 20)
+#define FRAMES_MAX PBP_MAX_LOCS
+#define TOO_MANY "16,388"       /* FRAMES_MAX, for the message (checked below) */
+_Static_assert(FRAMES_MAX == 16388, "TOO_MANY says FRAMES_MAX");
 /*
  * Counts are bounded so that no sum of them (the aggregate's total, a flame
  * graph node's) can wrap, and every one is exact as a double, which the
@@ -71,43 +78,95 @@ static int64_t frame_loc(struct agg *a, char *f, struct stack_tags *t)
 	return py_frame(a, f);
 }
 
-static int parse_line(struct agg *a, char *line, uint32_t *locs)
+/* 0, -1 with *why for a line that is not a stack, or -PBP_E_NOMEM. */
+static int parse_line(struct agg *a, char *line, uint32_t *locs, const char **why)
 {
 	struct stack_tags t = { .status = ST_UNKNOWN };
 	char *sp = strrchr(line, ' '), *end, *save = NULL;
 	unsigned long long count;
 	uint32_t n = 0;
 
-	if (!sp)
+	*why = "it does not end in a space and a count";
+	if (!sp || sp[1] < '0' || sp[1] > '9')
 		return -1;
 	count = strtoull(sp + 1, &end, 10);
-	if (end == sp + 1 || (*end && *end != '\n') || sp[1] == '-' || count > COUNT_MAX - agg_total(a))
+	if (*end)
+		return -1;
+	*why = "its count takes the total over 2^53";
+	if (count > COUNT_MAX - agg_total(a))
 		return -1;
 	if (count == 0)
 		return 0;   /* flamegraph.pl takes it, and it counts for nothing */
 	*sp = '\0';
 	for (char *f = strtok_r(line, ";", &save); f; f = strtok_r(NULL, ";", &save)) {
-		int64_t id = frame_loc(a, f, &t);
+		int64_t id;
 
-		if (id < 0 || n >= FRAMES_MAX)
+		*why = "it has more than " TOO_MANY " frames";
+		if (n >= FRAMES_MAX)
 			return -1;
+		if ((id = frame_loc(a, f, &t)) < 0)
+			return (int)id;
 		locs[n++] = (uint32_t)id;
 	}
+	*why = "it has no frame";
 	return n ? agg_add(a, &t, locs, n, count) : -1;
 }
 
-int collapsed_read(struct agg *a, FILE *in, size_t *lineno)
+/*
+ * The next line into *buf (*cap bytes, not 0) without its line end ("\n", or "\r\n": a file
+ * that went through Windows reads the same), *len its length: 1; 0 at the
+ * end; -1 for a line longer than LINE_MAX_LEN; COLLAPSED_READ_ERROR when
+ * reading failed; -PBP_E_NOMEM.
+ */
+static int read_line(FILE *in, char **buf, size_t *cap, size_t *len)
 {
-	char *line = malloc(LINE_MAX_LEN);
+	int c = EOF;
+
+	*len = 0;
+	while ((c = getc_unlocked(in)) != EOF && c != '\n') {
+		if (*len >= LINE_MAX_LEN)
+			return -1;
+		if (*len + 1 >= *cap) {
+			size_t ncap = *cap * 2;
+			char *p;
+
+			if (!(p = realloc(*buf, ncap)))
+				return -PBP_E_NOMEM;
+			*buf = p, *cap = ncap;
+		}
+		(*buf)[(*len)++] = (char)c;
+	}
+	if (c == EOF && ferror(in))
+		return COLLAPSED_READ_ERROR;
+	if (c == EOF && *len == 0)
+		return 0;
+	if (*len && (*buf)[*len - 1] == '\r')
+		--*len;
+	(*buf)[*len] = '\0';
+	return 1;
+}
+
+int collapsed_read(struct agg *a, FILE *in, size_t *lineno, const char **why)
+{
 	uint32_t *locs = malloc(sizeof(*locs) * FRAMES_MAX);
-	int err = line && locs ? 0 : -1;
+	size_t cap = 4096, len;
+	char *line = malloc(cap);
+	int err = locs && line ? 0 : -PBP_E_NOMEM, r = 0;
 
 	*lineno = 0;
-	while (!err && fgets(line, LINE_MAX_LEN, in)) {
+	*why = NULL;
+	while (!err && (r = read_line(in, &line, &cap, &len)) > 0) {
 		++*lineno;
-		if (line[0] == '\n' || line[0] == '#')
-			continue;
-		err = parse_line(a, line, locs);
+		*why = "it holds a NUL byte";
+		if (strlen(line) != len)
+			err = -1;
+		else if (line[0] != '\0' && line[0] != '#')
+			err = parse_line(a, line, locs, why);
+	}
+	if (!err && r < 0) {
+		++*lineno;
+		*why = "it is longer than 256 MiB";
+		err = r;
 	}
 	free(line);
 	free(locs);

@@ -9,7 +9,6 @@
 
 #include "pyprof.h"
 
-#define DUMP_FRAMES 4096
 
 struct dump_thread {
 	struct pythread t;
@@ -18,38 +17,23 @@ struct dump_thread {
 	bool holds_gil;
 	struct pbp_frame *frames;
 	size_t nframes;
+	size_t elided;          /* frames left out after the first nframes - nframes / 2 */
 	int err;                /* the walk failed part way: frames are what was read */
 };
 
 static void json_str(FILE *o, const char *s)
 {
 	fputc('"', o);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(o, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(o, "\\u%04x", c);
-		else
-			fputc(c, o);
-	}
+	text_put(o, s, TEXT_JSON);
 	fputc('"', o);
-}
-
-/* A name or file as one piece of a line: the target chooses them, control characters and all. */
-static void put_text(FILE *o, const char *s)
-{
-	for (; *s; s++)
-		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, o);
 }
 
 static void print_frame_text(FILE *o, const char *name, const char *file, int line)
 {
 	fputs("    ", o);
-	put_text(o, name);
+	text_put(o, name, TEXT_PLAIN);
 	fputs(" (", o);
-	put_text(o, file);
+	text_put(o, file, TEXT_PLAIN);
 	if (line >= 0)
 		fprintf(o, ":%d", line);
 	fputs(")\n", o);
@@ -65,6 +49,12 @@ static void print_frame_json(FILE *o, const char *name, const char *file, int li
 	fprintf(o, ", \"line\": %d}", line);
 }
 
+/* A stack deeper than PBP_MAX_DEPTH: where its frames were left out, and how many. */
+static size_t elided_after(const struct dump_thread *d)
+{
+	return d->elided ? d->nframes - d->nframes / 2 : d->nframes;
+}
+
 static void print_frames(FILE *o, struct pyproc *p, const struct dump_thread *d, bool json)
 {
 	for (size_t i = 0; i < d->nframes; i++) {
@@ -74,6 +64,11 @@ static void print_frames(FILE *o, struct pyproc *p, const struct dump_thread *d,
 		const char *file = ci ? ci->file : "<unreadable>";
 		int line = ci ? frame_line(p, ci, d->frames[i].instr) : -1;
 
+		if (!json && d->elided && i == elided_after(d)) {
+			char buf[64];
+
+			fprintf(o, "    %s\n", elided_name(buf, sizeof(buf), d->elided));
+		}
 		if (json)
 			print_frame_json(o, name, file, line, i == 0);
 		else
@@ -97,6 +92,11 @@ static void print_thread(FILE *o, struct pyproc *p, const struct dump_thread *d,
 			json_str(o, pbp_strerror(d->err));
 		else
 			fputs("null", o);
+		if (d->elided)
+			fprintf(o, ", \"elided\": {\"count\": %zu, \"after\": %zu}", d->elided,
+				elided_after(d));
+		else
+			fputs(", \"elided\": null", o);
 		fputs(", \"frames\": [", o);
 		print_frames(o, p, d, true);
 		fputs("]}", o);
@@ -105,8 +105,9 @@ static void print_thread(FILE *o, struct pyproc *p, const struct dump_thread *d,
 	fprintf(o, "Thread %d ", (int)d->t.tid);
 	if (d->t.ns_tid)
 		fprintf(o, "(%d in its namespace) ", (int)d->t.ns_tid);
-	fprintf(o, "\"%s\" (interpreter %lld, %s, %s)%s%s\n", d->name,
-		(long long)d->t.interp_id, oncpu ? "on CPU" : "off CPU",
+	fputc('"', o);
+	text_put(o, d->name, TEXT_PLAIN);
+	fprintf(o, "\" (interpreter %lld, %s, %s)%s%s\n", (long long)d->t.interp_id, oncpu ? "on CPU" : "off CPU",
 		d->holds_gil ? "holds the GIL" : "no GIL", d->err ? ": stack incomplete: " : "",
 		d->err ? pbp_strerror(d->err) : "");
 	print_frames(o, p, d, false);
@@ -115,15 +116,24 @@ static void print_thread(FILE *o, struct pyproc *p, const struct dump_thread *d,
 }
 
 
-static void collect(struct pyproc *p, struct dump_thread *d, const char *pyname)
+/* The thread's frames, into a copy of their own: most stacks are short, a few very deep. */
+static void walk(struct pyproc *p, struct dump_thread *d, struct pbp_frame *scratch)
 {
-	struct gilstate g;
-
-	d->frames = calloc(DUMP_FRAMES, sizeof(*d->frames));
+	d->err = stack_walk(p, d->t.frame, scratch, PBP_MAX_DEPTH, &d->nframes, &d->elided);
+	d->frames = malloc((d->nframes ? d->nframes : 1) * sizeof(*d->frames));
 	if (!d->frames) {
+		d->nframes = d->elided = 0;
 		d->err = -PBP_E_NOMEM;
 		return;
 	}
+	memcpy(d->frames, scratch, d->nframes * sizeof(*d->frames));
+}
+
+static void collect(struct pyproc *p, struct dump_thread *d, const char *pyname,
+		    struct pbp_frame *scratch)
+{
+	struct gilstate g;
+
 	if (d->t.tid) {
 		d->state = proc_thread_state(p->pid, d->t.tid);
 		proc_thread_comm(p->pid, d->t.tid, d->name, sizeof(d->name));
@@ -136,19 +146,23 @@ static void collect(struct pyproc *p, struct dump_thread *d, const char *pyname)
 	if (pygil_read(p, d->t.interp, &g) == 0 && g.known)
 		d->holds_gil = g.locked && g.holder == d->t.tstate;
 	if (d->t.frame)
-		d->err = stack_walk(p, d->t.frame, d->frames, DUMP_FRAMES, &d->nframes);
+		walk(p, d, scratch);
 }
 
 int dump_process(struct pyproc *p, FILE *o, bool json)
 {
 	struct pythread *ts = calloc(PBP_MAX_THREADS, sizeof(*ts));
+	struct pbp_frame *scratch = malloc(PBP_MAX_DEPTH * sizeof(*scratch));
 	struct dump_thread *d;
 	char (*names)[PBP_NAME_LEN] = NULL;
 	size_t n = 0;
 	int err;
 
-	if (!ts)
+	if (!ts || !scratch) {
+		free(ts);
+		free(scratch);
 		return -PBP_E_NOMEM;
+	}
 	remote_invalidate_all(p->r);
 	err = pythreads_read(p, ts, PBP_MAX_THREADS, &n);
 	d = calloc(n ? n : 1, sizeof(*d));
@@ -160,7 +174,7 @@ int dump_process(struct pyproc *p, FILE *o, bool json)
 		pythreads_name_all(p, ts, n, names);
 	for (size_t i = 0; !err && i < n; i++) {
 		d[i].t = ts[i];
-		collect(p, &d[i], names && names[i][0] ? names[i] : NULL);
+		collect(p, &d[i], names && names[i][0] ? names[i] : NULL, scratch);
 	}
 	if (!err && json) {
 		fprintf(o, "{\"pid\": %d, ", (int)p->pid);
@@ -173,7 +187,9 @@ int dump_process(struct pyproc *p, FILE *o, bool json)
 		fprintf(o, "Process %d", (int)p->pid);
 		if (p->tids)
 			fprintf(o, " (%d in its namespace)", (int)p->ns_pid);
-		fprintf(o, ": %s (Python %s)\n", p->binary, p->version);
+		fputs(": ", o);
+		text_put(o, p->binary, TEXT_PLAIN);
+		fprintf(o, " (Python %s)\n", p->version);
 	}
 	for (size_t i = 0; !err && i < n; i++)
 		print_thread(o, p, &d[i], json, i == 0);
@@ -184,5 +200,6 @@ int dump_process(struct pyproc *p, FILE *o, bool json)
 	free(d);
 	free(names);
 	free(ts);
+	free(scratch);
 	return err;
 }

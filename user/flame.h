@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the two flame graph writers (html.c, svg.c) share: one order of
- * locations and stacks, and text escaping.
+ * locations and stacks (text escaping is text.c's).
  *
  * Locations are ranked by their text, and stacks sorted by their frames'
  * ranks (a shorter stack before the longer ones it is a prefix of). In that
@@ -30,19 +30,5 @@ void flame_order_free(struct flame_order *fo);
 uint32_t flame_lcp(const struct agg *a, uint32_t s1, uint32_t s2);
 /* enum pbp_status a LOC_STATUS label stands for (ST_UNKNOWN if none). */
 uint32_t flame_status_of(const char *label);
-
-enum flame_esc {
-	FLAME_JSON,             /* inside a JSON string inside an HTML <script> */
-	FLAME_XML,              /* XML text or attribute value */
-};
-
-/*
- * Write s escaped for its context, at most max_chars characters (code
- * points; a cut string ends in "…"; 0 = no limit). Bytes that are not
- * UTF-8 become U+FFFD, so the output is always valid UTF-8.
- */
-void flame_put(FILE *o, const char *s, enum flame_esc how, size_t max_chars);
-/* Characters (code points) in s, counting each invalid byte as one. */
-size_t flame_text_len(const char *s);
 
 #endif /* FLAME_H */

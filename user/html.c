@@ -227,7 +227,7 @@ static int strs_build(struct page_data *d)
 static void put_json_str(FILE *o, const char *s)
 {
 	fputc('"', o);
-	flame_put(o, s, FLAME_JSON, 0);
+	text_put(o, s, TEXT_HTML_JSON);
 	fputc('"', o);
 }
 
@@ -332,7 +332,7 @@ static void write_data(FILE *o, const struct page_data *d)
 static void write_title(FILE *o, const struct profile_meta *m)
 {
 	fputs("pybpfprof: ", o);
-	flame_put(o, m->mode ? m->mode : "cpu", FLAME_XML, 0);
+	text_put(o, m->mode ? m->mode : "cpu", TEXT_XML);
 	fputs(" flame graph", o);
 }
 

@@ -287,6 +287,7 @@ static int convert_main(int argc, char **argv)
 	struct profile_meta m;
 	struct agg *agg;
 	FILE *in;
+	const char *why = NULL;
 	size_t lineno;
 	int fmt, err;
 
@@ -298,16 +299,21 @@ static int convert_main(int argc, char **argv)
 		return EXIT_IO;
 	}
 	agg = agg_new();
-	err = !agg ? -PBP_E_NOMEM : collapsed_read(agg, in, &lineno);
+	err = !agg ? -PBP_E_NOMEM : collapsed_read(agg, in, &lineno, &why);
+	if (err == COLLAPSED_READ_ERROR)    /* a directory, an I/O error */
+		fprintf(stderr, "pybpfprof: cannot read %s: %s\n", a.in ? a.in : "stdin", strerror(errno));
 	if (in != stdin)
 		fclose(in);
 	if (!agg)       /* no line was read, and there is none to name */
 		return report_error(NULL, -PBP_E_NOMEM);
 	if (err) {
-		fprintf(stderr, "pybpfprof: %s:%zu: not a collapsed-stack line\n",
-			a.in ? a.in : "stdin", lineno);
+		if (err == -1)
+			fprintf(stderr, "pybpfprof: %s:%zu: not a collapsed-stack line: %s\n",
+				a.in ? a.in : "stdin", lineno, why);
+		else if (err != COLLAPSED_READ_ERROR)
+			fprintf(stderr, "pybpfprof: out of memory\n");
 		agg_free(agg);
-		return EXIT_USAGE;
+		return err == -1 ? EXIT_USAGE : err == COLLAPSED_READ_ERROR ? EXIT_IO : EXIT_INTERNAL;
 	}
 	m = (struct profile_meta){ .mode = a.mode, .hz = a.hz };
 	/* A reader that closed the pipe early is said (EPIPE), as when recording. */

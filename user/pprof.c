@@ -127,7 +127,13 @@ static void build_functions(struct builder *b)
 
 		perftools__profiles__function__init(fn);
 		fn->id = i + 1;
-		fn->name = fn->system_name = sid(b, f->name);
+		fn->name = sid(b, f->name);
+		/*
+		 * No system name: Python has no mangled one, and pprof "demangles"
+		 * a function whose two names are equal, cutting what looks like
+		 * C++ template arguments: "<module>" became "", shown <unknown>.
+		 */
+		fn->system_name = 0;
 		fn->filename = sid(b, f->file);
 		fn->start_line = 0;     /* the def line is not known: 0 says so */
 		b->funcp[i] = fn;

@@ -31,7 +31,7 @@ static const struct pyproc_limits host_limits = { 64, 1024, 4 << 20 };
 #define LAUNCH_WAIT_NS (10 * 1000000000ull)
 #define LAUNCH_POLL_MAX_US 20000
 #define STOP_WAIT_MS 2000       /* a command we could not profile: SIGTERM, then SIGKILL */
-#define MAX_LOCS (PBP_MAX_DEPTH + 4)
+#define MAX_LOCS PBP_MAX_LOCS
 #define MAX_CATCH_UP 10         /* ticks run at once when the loop fell behind */
 /*
  * Changing a perf event's period restarts its timer and drops the part of a
@@ -893,6 +893,10 @@ static void print_summary(struct record *r)
 		(unsigned long long)c->sym.failed);
 	warn_unattributed(c, st[PBP_STAT_DELIVERED]);
 	print_rate(r, st);
+	if (c->sym.elided)
+		fprintf(stderr, "pybpfprof: %llu stacks read were deeper than %d frames: frames in their "
+			"middle are one \"[... N frames elided]\" frame\n",
+			(unsigned long long)c->sym.elided, PBP_MAX_DEPTH);
 	if (c->o.mode != MODE_CPU)
 		fprintf(stderr, "pybpfprof: %llu ticks (%llu dropped, the loop fell behind); "
 			"%llu stacks taken as threads left the CPU (%llu lost)\n",
@@ -911,9 +915,11 @@ static void print_summary(struct record *r)
 	if (r->all)
 		fprintf(stderr, "pybpfprof: %d Python processes profiled at the end, %d not profiled\n",
 			live_targets(r), r->nskipped);
-	for (int i = 0; i < r->nskipped; i++)
-		fprintf(stderr, "pybpfprof:   pid %d (%s) not profiled: %s\n", (int)r->skipped[i].pid,
-			r->skipped[i].what, pbp_strerror(r->skipped[i].err));
+	for (int i = 0; i < r->nskipped; i++) {
+		fprintf(stderr, "pybpfprof:   pid %d (", (int)r->skipped[i].pid);
+		text_put(stderr, r->skipped[i].what, TEXT_PLAIN);     /* comm: the process chose it */
+		fprintf(stderr, ") not profiled: %s\n", pbp_strerror(r->skipped[i].err));
+	}
 }
 
 static void print_stats(struct record *r)

@@ -14,51 +14,11 @@
 
 #include "pyprof.h"
 
-size_t utf8_seq_len(const unsigned char *s)
-{
-	unsigned char c = s[0];
-	size_t n;
-	unsigned char lo = 0x80, hi = 0xbf;     /* allowed range of the second byte */
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf; /* no overlongs, no surrogates */
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf; /* nothing past U+10FFFF */
-	else
-		return 0;
-	if (s[1] < lo || s[1] > hi)
-		return 0;
-	for (size_t i = 2; i < n; i++)
-		if (s[i] < 0x80 || s[i] > 0xbf)
-			return 0;
-	return n;
-}
-
 /* A JSON string. Names come from target memory: invalid UTF-8 becomes U+FFFD. */
 static void json_str(FILE *o, const char *s)
 {
-	const unsigned char *p = (const unsigned char *)s;
-
 	fputc('"', o);
-	while (*p) {
-		size_t n = utf8_seq_len(p);
-
-		if (!n) {
-			fputs("\\ufffd", o);
-			p++;
-		} else if (*p == '"' || *p == '\\') {
-			fprintf(o, "\\%c", *p++);
-		} else if (*p < 0x20) {
-			fprintf(o, "\\u%04x", *p++);
-		} else {
-			fwrite(p, 1, n, o);
-			p += n;
-		}
-	}
+	text_put(o, s, TEXT_JSON);
 	fputc('"', o);
 }
 

@@ -3,6 +3,7 @@
  * Frame chains read from user space: for `dump`, and to finish stacks the
  * kernel could not (deeper than its bound, or a page it could not touch).
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "pyprof.h"
@@ -58,41 +59,80 @@ static bool cycle_step(struct cycle *c, uint64_t hare)
 	return false;
 }
 
-int stack_walk(struct pyproc *p, uint64_t frame, struct pbp_frame *out, size_t max, size_t *n)
+static void reverse(struct pbp_frame *f, size_t n)
+{
+	for (size_t i = 0; i < n / 2; i++) {
+		struct pbp_frame t = f[i];
+
+		f[i] = f[n - 1 - i];
+		f[n - 1 - i] = t;
+	}
+}
+
+/* Rotate f[0..n) left by k: f[k] comes first. */
+static void rotate(struct pbp_frame *f, size_t n, size_t k)
+{
+	reverse(f, k);
+	reverse(f + k, n - k);
+	reverse(f, n);
+}
+
+static void frame_of(const struct pbp_offsets *k, const uint8_t *fr, struct pbp_frame *f)
+{
+	uint64_t tag = k->exec_tag_bits;
+
+	memset(f, 0, sizeof(*f));
+	f->code = rd64(fr, k->fr_code) & ~tag;
+	if (k->instr_is_int) {
+		int32_t lasti;
+
+		memcpy(&lasti, fr + k->fr_instr, 4);
+		f->instr = (uint64_t)(int64_t)lasti;
+	} else {
+		f->instr = rd64(fr, k->fr_instr);
+	}
+}
+
+/*
+ * The innermost `leaf` frames go to out[0..leaf); the others round a ring
+ * out[leaf..max), which holds the root-most ones when the walk ends.
+ */
+int stack_walk(struct pyproc *p, uint64_t frame, struct pbp_frame *out, size_t max, size_t *n,
+	       size_t *elided)
 {
 	const struct pbp_offsets *k = &p->v.k;
 	uint8_t fr[FRAME_READ_MAX];
-	size_t span = frame_span(k);
+	size_t span = frame_span(k), leaf = max - max / 2, ring = max / 2, total = 0;
 	struct cycle cyc = { 0, 1, 1 };
 	int err = 0;
 
-	*n = 0;
 	if (span > sizeof(fr))
-		return -PBP_E_CORRUPT;
-	for (size_t depth = 0; frame; depth++) {
-		if (depth >= PBP_MAX_DEPTH || cycle_step(&cyc, frame))
-			return -PBP_E_CORRUPT;
-		err = remote_read_cached(p->r, frame, fr, span);
-		if (err)
-			return err;
-		if (!is_shim(k, fr) && *n < max) {
-			struct pbp_frame *f = &out[(*n)++];
-			uint64_t tag = k->exec_tag_bits;
-
-			memset(f, 0, sizeof(*f));
-			f->code = rd64(fr, k->fr_code) & ~tag;
-			if (k->instr_is_int) {
-				int32_t lasti;
-
-				memcpy(&lasti, fr + k->fr_instr, 4);
-				f->instr = (uint64_t)(int64_t)lasti;
-			} else {
-				f->instr = rd64(fr, k->fr_instr);
+		return *n = 0, *elided = 0, -PBP_E_CORRUPT;
+	for (size_t depth = 0; frame && !err; depth++) {
+		if (depth >= PBP_MAX_WALK || cycle_step(&cyc, frame)) {
+			err = -PBP_E_CORRUPT;
+		} else if (!(err = remote_read_cached(p->r, frame, fr, span))) {
+			if (!is_shim(k, fr)) {
+				if (total < leaf)
+					frame_of(k, fr, &out[total]);
+				else if (ring)
+					frame_of(k, fr, &out[leaf + (total - leaf) % ring]);
+				total++;
 			}
+			frame = rd64(fr, k->fr_previous);
 		}
-		frame = rd64(fr, k->fr_previous);
 	}
-	return 0;
+	*n = total < max ? total : max;
+	*elided = total - *n;
+	if (*elided && ring)    /* the ring's oldest entry, the outermost frame kept, goes first */
+		rotate(out + leaf, ring, (total - leaf) % ring);
+	return err;
+}
+
+const char *elided_name(char *buf, size_t len, size_t n)
+{
+	snprintf(buf, len, "[... %zu frames elided]", n);
+	return buf;
 }
 
 int frame_line(const struct pyproc *p, const struct codeinfo *ci, uint64_t instr)

@@ -203,7 +203,7 @@ static void write_header(FILE *o, const struct agg *a, const struct profile_meta
 		"<rect width=\"100%%\" height=\"100%%\" fill=\"#ffffff\"/>\n", WIDTH, height, WIDTH, height);
 	fputs("<text x=\"600\" y=\"22\" text-anchor=\"middle\" font-size=\"15\" font-family=\"sans-serif\">"
 	      "pybpfprof flame graph: ", o);
-	flame_put(o, mode, FLAME_XML, 0);
+	text_put(o, mode, TEXT_XML);
 	fputs("</text>\n<text x=\"600\" y=\"40\" text-anchor=\"middle\" fill=\"#67677a\">", o);
 	put_count(o, agg_total(a));
 	fprintf(o, " samples, %u Hz", m->hz);
@@ -226,7 +226,7 @@ static void write_frame(FILE *o, const struct agg *a, const struct flame_order *
 	}
 	colour_of(a, n->loc, fill);
 	fputs("<g class=\"f\"><title>", o);
-	flame_put(o, text, FLAME_XML, 0);
+	text_put(o, text, TEXT_XML);
 	fputs(" (", o);
 	put_count(o, n->total);
 	fprintf(o, " samples, %.2f%%)</title><rect x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" height=\"%d\" "
@@ -234,7 +234,7 @@ static void write_frame(FILE *o, const struct agg *a, const struct flame_order *
 		w >= 2 ? w - 1 : w, ROW - 1, fill);
 	if (w >= 6 + 3 * CHAR_W) {
 		fprintf(o, "<text x=\"%.1f\" y=\"%.1f\">", x + 3, y + 11.5);
-		flame_put(o, shown, FLAME_XML, room);
+		text_put_cut(o, shown, TEXT_XML, room);
 		fputs("</text>", o);
 	}
 	fputs("</g>\n", o);

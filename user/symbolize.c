@@ -110,17 +110,60 @@ static int64_t frame_loc(struct pyproc *p, struct agg *a, const struct pbp_frame
 
 /* Frames the kernel did not copy, read now from where it stopped. */
 static int complete(struct pyproc *p, const struct pbp_sample *s, struct pbp_frame *more,
-		    size_t max, size_t *n)
+		    size_t max, size_t *n, size_t *elided)
 {
 	uint64_t frame = s->resume;
 	int err = 0;
 
-	*n = 0;
+	*n = *elided = 0;
 	if (!frame && s->nframes == 0 && s->tstate)
 		err = pythread_frame(p, s->tstate, &frame);
 	if (!err && frame)
-		err = stack_walk(p, frame, more, max, n);
+		err = stack_walk(p, frame, more, max, n, elided);
 	return err;
+}
+
+/*
+ * Locations of frames a walk kept (innermost first, max of them at most),
+ * root first after locs[0..*k): the marker in the middle when it left some
+ * out. 0 or -PBP_E_NOMEM.
+ */
+static int name_walked(struct pyproc *p, struct agg *a, const struct pbp_frame *f, size_t n,
+		       size_t max, size_t elided, uint32_t *locs, uint32_t *k, struct symstats *st,
+		       const struct codeinfo **prev)
+{
+	size_t cut = elided ? max - max / 2 : 0;    /* frames kept on the leaf side */
+
+	for (size_t i = n; i-- > 0;) {
+		int64_t id;
+
+		if (elided && i + 1 == cut) {
+			char name[64];
+
+			id = agg_loc(a, elided_name(name, sizeof(name), elided), NULL, -1, LOC_PY);
+			if (id < 0)
+				return (int)id;
+			locs[(*k)++] = (uint32_t)id;
+			st->elided++;
+		}
+		id = frame_loc(p, a, &f[i], NULL, st, prev);
+		if (id < 0)
+			return (int)id;
+		locs[(*k)++] = (uint32_t)id;
+	}
+	return 0;
+}
+
+/*
+ * Frames a walk may keep in a stack of max locations that has `used` Python
+ * frames already: PBP_MAX_DEPTH in all at most, and a location is the marker's.
+ */
+static size_t walk_room(uint32_t max, size_t used)
+{
+	size_t room = max > used + 1 ? max - used - 1 : 0;
+	size_t depth = PBP_MAX_DEPTH > used ? PBP_MAX_DEPTH - used : 0;
+
+	return room < depth ? room : depth;
 }
 
 int symbolize(struct pyproc *p, const struct pbp_sample *s, struct agg *a, uint32_t *locs,
@@ -128,52 +171,46 @@ int symbolize(struct pyproc *p, const struct pbp_sample *s, struct agg *a, uint3
 {
 	const struct codeinfo *prev = NULL;
 	struct pbp_frame *more = NULL;
-	size_t nmore = 0;
+	size_t nmore = 0, elided = 0, room = walk_room(max, s->nframes);
 	uint32_t k = 0;
-	int err = 0;
+	int err = 0, nerr = 0;
 
 	*n = 0;
 	st->samples++;
 	if (s->flags & (PBP_F_TRUNCATED | PBP_F_FAULT | PBP_F_NO_TSTATE)) {
-		more = malloc(sizeof(*more) * PBP_MAX_DEPTH);
+		more = malloc(sizeof(*more) * (room ? room : 1));
 		if (!more)
 			return -PBP_E_NOMEM;
-		err = complete(p, s, more, PBP_MAX_DEPTH, &nmore);
+		err = complete(p, s, more, room, &nmore, &elided);
 		if (err)
 			st->failed++;
 		else
 			st->completed++;
 	}
 	/* Innermost first in the sample; the profile wants the root first. */
-	for (size_t i = nmore; i-- > 0 && k < max;) {
-		int64_t id = frame_loc(p, a, &more[i], NULL, st, &prev);
-
-		if (id < 0)
-			goto out;
-		locs[k++] = (uint32_t)id;
-	}
-	for (int i = (int)s->nframes - 1; i >= 0 && k < max; i--) {
+	nerr = name_walked(p, a, more, nmore, room, elided, locs, &k, st, &prev);
+	for (int i = (int)s->nframes - 1; !nerr && i >= 0 && k < max; i--) {
 		int64_t id = frame_loc(p, a, &s->frames[i], &s->frames[i], st, &prev);
 
 		if (id < 0)
-			goto out;
-		locs[k++] = (uint32_t)id;
+			nerr = (int)id;
+		else
+			locs[k++] = (uint32_t)id;
 	}
-	if (k == 0)
+	if (!nerr && k == 0)
 		st->no_python++;
-out:
 	free(more);
 	*n = k;
-	return k ? 0 : err;
+	return k ? 0 : nerr ? nerr : err;
 }
 
 int symbolize_thread(struct pyproc *p, uint64_t tstate, struct agg *a, uint32_t *locs,
 		     uint32_t max, uint32_t *n, struct symstats *st)
 {
-	struct pbp_frame *frames = malloc(sizeof(*frames) * PBP_MAX_DEPTH);
+	size_t room = walk_room(max, 0), nf = 0, elided = 0;
+	struct pbp_frame *frames = malloc(sizeof(*frames) * (room ? room : 1));
 	const struct codeinfo *prev = NULL;
 	uint64_t frame = 0;
-	size_t nf = 0;
 	uint32_t k = 0;
 	int err;
 
@@ -182,15 +219,9 @@ int symbolize_thread(struct pyproc *p, uint64_t tstate, struct agg *a, uint32_t 
 		return -PBP_E_NOMEM;
 	err = pythread_frame(p, tstate, &frame);
 	if (!err && frame)
-		err = stack_walk(p, frame, frames, PBP_MAX_DEPTH, &nf);
-	for (size_t i = nf; !err && i-- > 0 && k < max;) {
-		int64_t id = frame_loc(p, a, &frames[i], NULL, st, &prev);
-
-		if (id < 0)
-			err = (int)id;
-		else
-			locs[k++] = (uint32_t)id;
-	}
+		err = stack_walk(p, frame, frames, room, &nf, &elided);
+	if (!err)
+		err = name_walked(p, a, frames, nf, room, elided, locs, &k, st, &prev);
 	free(frames);
 	*n = k;
 	return err;

@@ -28,7 +28,7 @@
  */
 #define RESCAN_GAP 10
 #define NAMES_EVERY_NS (30 * 1000000000ull)   /* with -a, name reads were most of the CPU */
-#define MAX_LOCS (PBP_MAX_DEPTH + 4)
+#define MAX_LOCS PBP_MAX_LOCS
 #define LABEL_ROOM 2            /* process and thread root frames */
 
 struct tcache {
@@ -606,6 +606,7 @@ void target_print_threads(const struct collector *c, const struct target *t, FIL
 	fputc('\n', o);
 	for (uint32_t i = 0; i < t->tc_cap; i++) {
 		const struct tcache *e = &t->tc[i];
+		char name[4 * sizeof(e->name)];     /* every byte an escape at worst */
 		uint64_t total = 0;
 
 		if (!e->tid)
@@ -614,10 +615,11 @@ void target_print_threads(const struct collector *c, const struct target *t, FIL
 			total += e->status[s];
 		if (!total)
 			continue;
+		text_escape(name, sizeof(name), e->name, TEXT_PLAIN);
 		fprintf(o, "  thread %-7d ", (int)e->tid);
 		if (e->ns_tid)
 			fprintf(o, "(%d in its namespace) ", (int)e->ns_tid);
-		fprintf(o, "%-16s %7llu samples:", e->name, (unsigned long long)total);
+		fprintf(o, "%-16s %7llu samples:", name, (unsigned long long)total);
 		for (int s = 0; s < ST__COUNT; s++)
 			if (e->status[s])
 				fprintf(o, " %s %.1f%%", status_label((uint32_t)s),

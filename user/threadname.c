@@ -186,60 +186,6 @@ int pylong_decode(const struct pyver *v, const uint8_t *obj, size_t len, uint64_
 	return 0;
 }
 
-/* Length of the valid UTF-8 sequence at s (1-4), or 0. */
-static size_t utf8_seq(const unsigned char *s)
-{
-	uint32_t c;
-	size_t n;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		n = 2, c = s[0] & 0x1f;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		n = 3, c = s[0] & 0x0f;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		n = 4, c = s[0] & 0x07;
-	else
-		return 0;
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)      /* also stops at the NUL */
-			return 0;
-		c = c << 6 | (s[i] & 0x3f);
-	}
-	/* overlong, a surrogate, or past U+10FFFF */
-	if ((n == 3 && c < 0x800) || (n == 4 && c < 0x10000) || c > 0x10ffff ||
-	    (c >= 0xd800 && c <= 0xdfff))
-		return 0;
-	return n;
-}
-
-void utf8_scrub(char *str)
-{
-	unsigned char *s = (unsigned char *)str, *w = s;
-
-	while (*s) {
-		size_t n = utf8_seq(s);
-
-		if (n) {
-			memmove(w, s, n);
-			w += n, s += n;
-			continue;
-		}
-		/* One '?' for a lead byte and its continuation bytes (a surrogate, a cut character). */
-		n = 1;
-		if (s[0] >= 0xc0 && s[0] <= 0xf7) {
-			size_t want = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : 2;
-
-			while (n < want && (s[n] & 0xc0) == 0x80)
-				n++;
-		}
-		*w++ = '?';
-		s += n;
-	}
-	*w = '\0';
-}
-
 /* ------------------------------------------------------ remote objects */
 
 static int ob_type(struct pyproc *p, uint64_t obj, uint64_t *type)

@@ -155,7 +155,11 @@ static void print_row(FILE *o, const struct func_stat *f, uint64_t all, unsigned
 		100.0 * (double)f->total / (double)all);
 	print_secs(o, f->own, hz);
 	print_secs(o, f->total, hz);
-	fprintf(o, "   %s (%s)\n", f->name, f->file[0] ? f->file : "?");
+	fputs("   ", o);
+	text_put(o, f->name, TEXT_PLAIN);
+	fputs(" (", o);
+	text_put(o, f->file[0] ? f->file : "?", TEXT_PLAIN);
+	fputs(")\n", o);
 }
 
 void top_print(const struct agg *a, const struct profile_meta *m, FILE *o, int rows)

@@ -23,7 +23,7 @@ import sys
 
 import pytest
 
-from conftest import REPO, REQUIRE_ALL, pybpfprof
+from conftest import PYBPFPROF, REPO, REQUIRE_ALL, pybpfprof
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SPEEDSCOPE_INSTALL = os.path.join(REPO, "scripts", "speedscope-install.sh")
@@ -172,8 +172,9 @@ def parse_raw_samples(raw):
 
 def test_pprof_raw_samples_and_labels(tmp_path):
     raw = go_pprof("-raw", convert(tmp_path, ".pb.gz"))
+    # "s=0()": the function's start line, unknown, and its system name, none
     locs = {int(m.group(1)): (m.group(2), m.group(3), int(m.group(4)))
-            for m in re.finditer(r"^\s+(\d+): 0x0 M=\d+ (\S+) (\S+):(\d+) s=0$", raw, re.M)}
+            for m in re.finditer(r"^\s+(\d+): 0x0 M=\d+ (\S+) (\S+):(\d+) s=0\(\)$", raw, re.M)}
     samples = parse_raw_samples(raw)
     # -raw leaves out the sample without locations (test_pprof_wire finds it)
     assert sum(s[0] for s in samples) == PY_SAMPLES
@@ -273,10 +274,20 @@ def test_pprof_wire(tmp_path):
     for f, _, v in top:
         if f == 5:
             d = dict((g, x) for g, _, x in varints(v))
-            funcs.append((strings[d[2]], strings[d[3]], strings[d[4]], d.get(5, 0)))
-    assert sorted(funcs) == sorted([("main", "main", "app.py", 0), ("a", "a", "app.py", 0),
-                                    ("b", "b", "app.py", 0), ("c", "c", "lib.py", 0),
-                                    ("run", "run", "w.py", 0)])
+            funcs.append((strings[d[2]], strings[d.get(3, 0)], strings[d[4]], d.get(5, 0)))
+    # No system name: Python has no mangled one (and pprof would "demangle" an equal one).
+    assert sorted(funcs) == sorted([("main", "", "app.py", 0), ("a", "", "app.py", 0),
+                                    ("b", "", "app.py", 0), ("c", "", "lib.py", 0),
+                                    ("run", "", "w.py", 0)])
+
+
+def test_pprof_python_names_kept(tmp_path):
+    """Names pprof's C++ heuristics would cut (<...> looks like template
+    arguments): shown as they are, not as <unknown>."""
+    text = "<module> (app.py:1);<listcomp> (app.py:2);f.<locals>.<lambda> (app.py:3) 3\n"
+    top = parse_top(go_pprof("-top", "-sample_index=samples", convert(tmp_path, ".pb.gz", text=text)))
+    assert {f: top.get(f) for f in ("<module>", "<listcomp>", "f.<locals>.<lambda>")} == {
+        "<module>": (0, 3), "<listcomp>": (0, 3), "f.<locals>.<lambda>": (3, 3)}, top
 
 
 def test_pprof_without_labels(tmp_path):
@@ -437,6 +448,71 @@ def test_pstats_big_counts_and_unicode(tmp_path):
     key = ("\u4e2d.py", 2, "m\u00e9")
     assert stats[key] == (big, big, 0.0, big / HZ, {})
     assert stats[("b.py", 9, "g")] == (big, big, big / HZ, big / HZ, {key: (big, big, big / HZ, big / HZ)})
+
+
+# --------------------------------------------------------------------- collapsed
+
+def test_collapsed_round_trip(tmp_path):
+    """Frames known by name only (no file) come back as they went in, and a
+    line that appears twice, or two that read the same, become one line."""
+    text = ("bare;g (b.py:1) 1\n[unknown];h (c.py:2) 2\n"
+            "thread 7 x;bare;g (b.py:1) 4\nbare;g (b.py:1) 5\n")
+    with open(convert(tmp_path, ".txt", text=text)) as f:
+        assert f.read() == "bare;g (b.py:1) 6\n[unknown];h (c.py:2) 2\nthread 7 x;bare;g (b.py:1) 4\n"
+
+
+def test_convert_crlf(tmp_path):
+    """A file whose lines end in CR LF reads as the same file with LF."""
+    with open(convert(tmp_path, ".txt", text="a;b (f.py:1) 2\r\nc 1\r\n")) as f:
+        assert f.read() == "a;b (f.py:1) 2\nc 1\n"
+
+
+DEEPEST = b";".join([b"f (a.py:1)"] * 16388)    # the most frames pybpfprof writes
+
+
+@pytest.mark.parametrize("text,why", [
+    (b"a;b\n", "it does not end in a space and a count"),
+    (b"a;b -1\n", "it does not end in a space and a count"),
+    (b"a;b 1x\n", "it does not end in a space and a count"),
+    (b"a 4503599627370496\nb 4503599627370497\n", "its count takes the total over 2^53"),
+    (b"a;b 99999999999999999999999\n", "its count takes the total over 2^53"),
+    (b"a 1\n 2\n", "it has no frame"),
+    (b"a\x00b 1\n", "it holds a NUL byte"),
+    (DEEPEST + b" 1\n" + DEEPEST + b";g 1\n", "it has more than 16,388 frames"),
+], ids=["no-count", "negative", "junk", "sum-over-2^53", "count-over-2^53", "no-frame", "nul",
+        "too-deep"])
+def test_convert_says_why(tmp_path, text, why):
+    src = tmp_path / "bad.txt"
+    src.write_bytes(text)
+    r = pybpfprof("convert", "-i", src, "-o", tmp_path / "out.txt")
+    line = text.count(b"\n")
+    assert (r.returncode, r.stderr) == (2, "pybpfprof: %s:%d: not a collapsed-stack line: %s\n" % (
+        src, line, why))
+    assert not (tmp_path / "out.txt").exists()
+
+
+def test_convert_line_too_long(tmp_path):
+    """A line longer than 256 MiB is refused once that much is read."""
+    p = subprocess.Popen([PYBPFPROF, "convert", "-o", str(tmp_path / "out.txt")],
+                         stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+    chunk = b"x" * (1 << 20)
+    try:
+        p.stdin.write(b"a 1\n")
+        for _ in range(257):
+            p.stdin.write(chunk)
+        p.stdin.close()
+    except BrokenPipeError:
+        pass
+    err = p.stderr.read().decode()
+    assert (p.wait(timeout=60), err) == (
+        2, "pybpfprof: stdin:2: not a collapsed-stack line: it is longer than 256 MiB\n")
+
+
+def test_convert_directory(tmp_path):
+    """A directory is not a file to read: said so, exit code 10 (not an empty profile)."""
+    r = pybpfprof("convert", "-i", tmp_path, "-o", tmp_path / "out.txt")
+    assert (r.returncode, r.stderr) == (10, "pybpfprof: cannot read %s: Is a directory\n" % tmp_path)
+    assert not (tmp_path / "out.txt").exists()
 
 
 # --------------------------------------------------------------------- all formats

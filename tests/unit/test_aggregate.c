@@ -250,6 +250,7 @@ static void test_fold_round_trip(void)
 	char *text = NULL;
 	size_t len = 0, lineno = 0;
 	struct profile_meta m = { .mode = "cpu", .hz = 99 };
+	const char *why;
 	uint32_t tid = 99;
 	FILE *o;
 
@@ -260,7 +261,7 @@ static void test_fold_round_trip(void)
 	fclose(o);
 	CHECK(strstr(text, AGG_OTHER_LABEL ";short (churn.py:30) 3\n") != NULL);
 	o = fmemopen(text, len, "r");
-	CHECK_EQ_INT(collapsed_read(b, o, &lineno), 0);
+	CHECK_EQ_INT(collapsed_read(b, o, &lineno, &why), 0);
 	fclose(o);
 	CHECK_EQ_INT(agg_total(b), AGG_MAX_THREADS + 3);
 	CHECK_EQ_INT(stacks_with_label(b, AGG_OTHER_LABEL, &tid), 1);

@@ -1,0 +1,74 @@
+"""Profiling target: names a hostile program could choose, control characters and all.
+
+Runs on CPython 3.8 to 3.14 (keep the syntax at 3.8's level).
+
+    hostile_names.py
+
+A thread named THREAD_NAME parks in a function whose name (and qualified
+name, 3.11+) is FUNC_NAME, compiled from a file named FILE_NAME: each holds
+an ESC sequence (colour, window title, a C1 CSI), a BEL, DEL, a tab and a
+newline; the function's name a ';' too. The main thread parks in plain code.
+Nothing runs once both are parked.
+
+Writes $PBP_READY: {"pid", "version", "threads": [{"role", "native_id",
+"name"}], "function", "file"} once both are parked, or {"error": ...}.
+"""
+
+import json
+import os
+import sys
+import threading
+import time
+import types
+
+READY = os.environ["PBP_READY"]
+THREAD_NAME = "ctrl\x01\x1b[31mred\nline\x9b2J\x7f"
+FUNC_NAME = "esc\x1b[31m;semi\nnl\tcsi\x9b1m\x7fend"
+FILE_NAME = "/hostile\x1b]0;title\x07dir/f\r\x9b.py"
+PARK = threading.Lock()
+PARK.acquire()
+parked = threading.Event()
+
+
+def hostile_function():
+    src = "def f(report):\n    report()\n    PARK.acquire()\n"
+    ns = {"PARK": PARK}
+    exec(compile(src, FILE_NAME, "exec"), ns)
+    f = ns["f"]
+    kw = {"co_name": FUNC_NAME}
+    if sys.version_info >= (3, 11):
+        kw["co_qualname"] = FUNC_NAME
+    return types.FunctionType(f.__code__.replace(**kw), ns, FUNC_NAME)
+
+
+def main():
+    info = {}
+
+    def report():
+        info["native_id"] = threading.get_native_id()
+        parked.set()
+
+    t = threading.Thread(target=hostile_function(), args=(report,), name=THREAD_NAME,
+                         daemon=True)
+    t.start()
+    if not parked.wait(30):
+        raise RuntimeError("the thread did not start")
+    time.sleep(0.2)     # into PARK.acquire()
+    threads = [{"role": "main", "native_id": threading.get_native_id(),
+                "name": threading.current_thread().name},
+               {"role": "hostile", "native_id": info["native_id"], "name": THREAD_NAME}]
+    result = {"pid": os.getpid(), "version": list(sys.version_info[:3]), "threads": threads,
+              "function": FUNC_NAME, "file": FILE_NAME}
+    with open(READY + ".tmp", "w") as f:
+        json.dump(result, f)
+    os.replace(READY + ".tmp", READY)
+    PARK.acquire()
+
+
+try:
+    main()
+except Exception as e:
+    with open(READY + ".tmp", "w") as f:
+        json.dump({"error": "%s: %s" % (type(e).__name__, e)}, f)
+    os.replace(READY + ".tmp", READY)
+    raise
