@@ -753,6 +753,7 @@ struct output {
 	void *z;                /* a z_stream, for a .gz file */
 	int err;                /* errno of the first write that failed */
 	bool discard;
+	bool unnamed;           /* OUT_RENAME: the temporary has no name yet (O_TMPFILE) */
 	size_t written;
 	const char *why;        /* a refusal's reason, for output_error() */
 	char path[4096];        /* what is written: symlinks followed */

@@ -3,7 +3,9 @@
  * Output files, opened before sampling starts (a bad path is said at once,
  * not after the whole run) and written as a Unix tool writes them:
  *   - a new or existing regular file: a temporary file beside it, renamed
- *     into place at the end, so a crash never leaves half a profile. A new
+ *     into place at the end, so a crash never leaves half a profile. The
+ *     temporary has no name until then (O_TMPFILE, where the file system
+ *     has it), so a run killed by SIGKILL leaves nothing behind. A new
  *     file gets 0666 less the umask; an existing one keeps its mode, owner
  *     and group. Under sudo a new file belongs to the invoking user;
  *   - a regular file with several hard links, or one whose owner the
@@ -30,6 +32,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/random.h>
 #include <sys/un.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -258,16 +261,68 @@ static int open_proc_link(struct output *out)
 	return S_ISDIR(st.st_mode) ? -EISDIR : 0;
 }
 
-/* The temporary to rename over out->path at the end, beside it. */
+/* The temporary to rename over out->path at the end, beside it: unnamed until then where it can be. */
 static int open_temporary(struct output *out)
 {
+	char dir[sizeof(out->path)];
+
 	if (snprintf(out->tmp, sizeof(out->tmp), "%s.XXXXXX", out->path) >= (int)sizeof(out->tmp))
 		return -ENAMETOOLONG;
-	out->fd = mkostemp(out->tmp, O_CLOEXEC);
+	path_dir(out->path, dir, sizeof(dir));
+	out->fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+	out->unnamed = out->fd >= 0;
+	if (out->fd < 0 && errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
+		return -errno;
+	if (out->fd < 0)
+		out->fd = mkostemp(out->tmp, O_CLOEXEC);
 	if (out->fd < 0)
 		return -errno;
 	out->how = OUT_RENAME;
 	return 0;
+}
+
+/* The unnamed temporary gets the name out->tmp (random letters for its XXXXXX), to be renamed. */
+static int name_temporary(struct output *out)
+{
+	static const char letters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+	char proc[32], *x = out->tmp + strlen(out->tmp) - 6;
+	unsigned char rnd[6];
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", out->fd);
+	for (int tries = 0; tries < 100; tries++) {
+		if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+			return -errno;
+		for (int i = 0; i < 6; i++)
+			x[i] = letters[rnd[i] % (sizeof(letters) - 1)];
+		if (linkat(AT_FDCWD, proc, AT_FDCWD, out->tmp, AT_SYMLINK_FOLLOW) == 0) {
+			out->unnamed = false;
+			return 0;
+		}
+		if (errno != EEXIST)
+			return -errno;
+	}
+	return -EEXIST;
+}
+
+/*
+ * A temporary given to another owner is named now: once privileges are
+ * dropped, the kernel lets no one link a file that is not theirs
+ * (protected_hardlinks). Such a run leaves it behind if SIGKILLed.
+ */
+static int give_temporary(struct output *out, uid_t uid, gid_t gid)
+{
+	if (fchown(out->fd, uid, gid) != 0)
+		return -errno;
+	return out->unnamed ? name_temporary(out) : 0;
+}
+
+/* Close the temporary and take its name away, if it has one. */
+static void drop_temporary(struct output *out)
+{
+	close(out->fd);
+	out->fd = -1;
+	if (!out->unnamed)
+		unlink(out->tmp);
 }
 
 static int open_new(struct output *out)
@@ -281,9 +336,9 @@ static int open_new(struct output *out)
 	sudo_ids(&uid, &gid);
 	if ((err = open_temporary(out)) != 0)
 		return err;
-	if ((uid != (uid_t)-1 && fchown(out->fd, uid, gid) != 0) || fchmod(out->fd, 0666 & ~mask) != 0)
-		return -errno;
-	return 0;
+	if (uid != (uid_t)-1 && (err = give_temporary(out, uid, gid)) != 0)
+		return err;
+	return fchmod(out->fd, 0666 & ~mask) != 0 ? -errno : 0;
 }
 
 /* Open what lstat saw as st, and make sure it is still that (no swap between the two). */
@@ -349,10 +404,9 @@ static int open_regular(struct output *out, const struct stat *st)
 	if (fstat(out->fd, &tst) != 0)
 		return -errno;
 	if ((tst.st_uid != st->st_uid || tst.st_gid != st->st_gid) &&
-	    fchown(out->fd, st->st_uid, st->st_gid) != 0) {
+	    give_temporary(out, st->st_uid, st->st_gid) != 0) {
 		/* Not ours to give away (no CAP_CHOWN): keep the owner by writing in place. */
-		close(out->fd);
-		unlink(out->tmp);
+		drop_temporary(out);
 		return open_in_place(out, st);
 	}
 	/* The mode after the owner: fchown clears set-id bits (not copied: kernel writes clear them too). */
@@ -441,6 +495,8 @@ int output_commit(struct output *out)
 		err = -errno;
 	if (!err && (out->how == OUT_RENAME || out->how == OUT_INPLACE) && fsync(out->fd) != 0)
 		err = -errno;
+	if (!err && out->how == OUT_RENAME && out->unnamed)
+		err = name_temporary(out);
 	if (out->how != OUT_STDOUT) {
 		/* close() can be the first to report a write error (NFS, quotas). */
 		if (close(out->fd) != 0 && !err)
@@ -471,7 +527,7 @@ void output_abort(struct output *out)
 	if (out->fd >= 0 && out->how != OUT_STDOUT && out->how != OUT_NONE)
 		close(out->fd);
 	out->fd = -1;
-	if (out->how == OUT_RENAME)
+	if (out->how == OUT_RENAME && !out->unnamed)
 		unlink(out->tmp);
 	out->how = OUT_NONE;
 }
