@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -94,6 +95,8 @@ struct record {
 	/* state */
 	struct collector c;
 	pid_t child;
+	int child_status;       /* as waitpid gives it, once child_reaped */
+	bool child_reaped;
 	struct target *targets; /* max_processes slots; t->p == NULL is free */
 	int ntargets;           /* slots in use or used, high-water mark */
 	struct skipped *skipped;
@@ -146,7 +149,7 @@ static const struct argp_option opts[] = {
 	  "Samples per second: of CPU time per thread in cpu mode, ticks in wall and gil modes "
 	  "(default 99; 19 with -a)", 2 },
 	{ "duration", 'd', "SECONDS", 0,
-	  "Stop after this long (default: Ctrl-C, SIGTERM, or every target exited)", 2 },
+	  "Stop after this long (default: Ctrl-C, SIGTERM, SIGHUP, or every target exited)", 2 },
 	{ NULL, 0, NULL, 0, "Output:", 3 },
 	{ "output", 'o', "FILE", 0, "Write the profile here (default: stdout)", 3 },
 	{ "format", 'f', "FORMAT", 0,
@@ -500,6 +503,19 @@ static void on_proc_event(void *ctx, uint32_t kind, pid_t pid)
 
 /* ------------------------------------------------------------- launch */
 
+/* Reap the launched command, keeping its status for our own exit code. */
+static bool reap_child(struct record *r, int flags)
+{
+	int status;
+
+	if (r->child <= 0 || waitpid(r->child, &status, flags) != r->child)
+		return false;
+	r->child = 0;
+	r->child_status = status;
+	r->child_reaped = true;
+	return true;
+}
+
 static void drop_to_invoking_user(void)
 {
 	uid_t uid;
@@ -517,6 +533,7 @@ static void drop_to_invoking_user(void)
 /* Fork the command stopped before exec; it runs once the sampler is ready. */
 static int launch(struct record *r, int *go_fd)
 {
+	pid_t parent = getpid();
 	int pipefd[2];
 	char c;
 
@@ -531,6 +548,13 @@ static int launch(struct record *r, int *go_fd)
 			_exit(125);     /* the profiler died before it was ready */
 		drop_to_invoking_user();
 		privs_for_command();
+		/*
+		 * However the profiler ends, SIGKILL included, the command gets
+		 * SIGTERM as on Ctrl-C or SIGTERM: it never runs on unprofiled.
+		 * Set after the uid change, which clears it.
+		 */
+		if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent)
+			_exit(125);
 		execvp(r->cmd[0], r->cmd);
 		fprintf(stderr, "pybpfprof: cannot run '%s': %s\n", r->cmd[0], strerror(errno));
 		_exit(127);
@@ -553,8 +577,8 @@ static int attach_child(struct record *r)
 			break;
 		pyproc_close(t->p);
 		t->p = NULL;
-		if (waitpid(r->child, &status, WNOHANG) == r->child) {
-			r->child = 0;
+		if (reap_child(r, WNOHANG)) {
+			status = r->child_status;
 			/* 125-127: the child already said why it could not run the command. */
 			if (WIFEXITED(status) && WEXITSTATUS(status) >= 125)
 				return -PBP_E_CHILD;
@@ -595,10 +619,7 @@ static int open_targets(struct record *r)
 /* Notice targets that exited (the kernel says so too, but a zombie is not reaped at once). */
 static int any_alive(struct record *r)
 {
-	int status;
-
-	if (r->child && waitpid(r->child, &status, WNOHANG) == r->child)
-		r->child = 0;
+	reap_child(r, WNOHANG);
 	for (int i = 0; i < r->ntargets; i++) {
 		struct target *t = &r->targets[i];
 		bool up = t->pid == r->child ? r->child != 0 : alive(t->pid);
@@ -861,17 +882,30 @@ static void install_signals(void)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);   /* a closed terminal or SSH session: still write the profile */
 	signal(SIGPIPE, SIG_IGN);
+}
+
+/* Wait for the launched command; stopped ourselves, stop it too (now or while waiting). */
+static void end_child(struct record *r)
+{
+	bool told = false;
+
+	while (r->child > 0) {
+		if (stop_signal && !told) {
+			kill(r->child, SIGTERM);
+			told = true;
+		}
+		if (!reap_child(r, 0) && errno != EINTR)
+			break;
+	}
 }
 
 static void cleanup(struct record *r, int go_fd)
 {
 	if (go_fd >= 0)
 		close(go_fd);   /* an unstarted child sees EOF and exits */
-	if (r->child > 0 && stop_signal)
-		kill(r->child, SIGTERM);
-	if (r->child > 0)
-		waitpid(r->child, NULL, 0);
+	end_child(r);
 	for (int i = 0; i < r->ntargets; i++)
 		if (r->targets[i].p)
 			target_fini(&r->c, &r->targets[i]);
@@ -953,6 +987,27 @@ static int run(struct record *r, int *go_fd)
 	return code;
 }
 
+/*
+ * Like time(1): once the profile is written, the launched command's own
+ * status, 128 + N for a command killed by signal N, as shells report it.
+ */
+static int command_status(const struct record *r)
+{
+	int st = r->child_status, code;
+
+	if (WIFSIGNALED(st)) {
+		code = 128 + WTERMSIG(st);
+		if (!r->quiet)
+			fprintf(stderr, "pybpfprof: '%s' was killed by signal %d (%s)\n", r->cmd[0],
+				WTERMSIG(st), strsignal(WTERMSIG(st)));
+		return code;
+	}
+	code = WIFEXITED(st) ? WEXITSTATUS(st) : EXIT_INTERNAL;
+	if (!r->quiet)
+		fprintf(stderr, "pybpfprof: '%s' exited with status %d\n", r->cmd[0], code);
+	return code;
+}
+
 int record_main(int argc, char **argv)
 {
 	struct argp argp = { opts, parse_opt, "[-- COMMAND [ARG...]]", doc, NULL, NULL, NULL };
@@ -974,5 +1029,7 @@ int record_main(int argc, char **argv)
 	install_signals();
 	code = run(&r, &go_fd);
 	cleanup(&r, go_fd);
+	if (r.child_reaped && code == EXIT_OK)
+		code = command_status(&r);
 	return code;
 }
