@@ -751,6 +751,7 @@ struct target {
 	struct pyproc *p;
 	bool alive;
 	uint64_t last_rescan, gen;
+	uint64_t init_ns;       /* when target_init registered it */
 	uint64_t list_hash;     /* of the thread list last registered */
 	uint64_t names_ns;      /* when the threads' Python names were last read */
 	uint64_t rescan_soon, rescan_later; /* a thread started: read the list then (0: no) */
