@@ -794,6 +794,10 @@ static void print_summary(struct record *r)
 		(unsigned long long)st[PBP_STAT_TRUNCATED], PBP_MAX_FRAMES,
 		(unsigned long long)st[PBP_STAT_FAULTED], (unsigned long long)c->sym.completed,
 		(unsigned long long)c->sym.failed);
+	if (c->sym.unknown_frames)
+		fprintf(stderr, "pybpfprof: %llu frames unnamed, shown as [unknown]: their code was freed, "
+			"or the process gone, before it could be read\n",
+			(unsigned long long)c->sym.unknown_frames);
 	if (c->o.mode != MODE_CPU)
 		fprintf(stderr, "pybpfprof: %llu ticks (%llu dropped, the loop fell behind); "
 			"%llu stacks taken as threads left the CPU (%llu lost)\n",
