@@ -668,10 +668,27 @@ static __always_inline void proc_event(__u32 kind, __u32 pid)
 }
 
 /* Whole-host mode: every exec may start a Python process; user space checks it. */
+const volatile bool all_execs = false;
+
+/*
+ * A target that execs runs another program: the old layout and thread
+ * states mean nothing in it. Forget them before a sample reads the new
+ * image with them; user space looks at the new program and comes back.
+ * The exec'ing thread is the leader now (tid = tgid); the others are gone.
+ */
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
-	proc_event(PBP_EV_EXEC, p->tgid);
+	__u32 tgid = p->tgid, tid = p->pid, old = (__u32)old_pid;
+	bool target = bpf_map_lookup_elem(&procs, &tgid) != NULL;
+
+	if (target) {
+		bpf_map_delete_elem(&procs, &tgid);
+		bpf_map_delete_elem(&threads, &tid);
+		bpf_map_delete_elem(&threads, &old);
+	}
+	if (target || all_execs)
+		proc_event(PBP_EV_EXEC, tgid);
 	return 0;
 }
 

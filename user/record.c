@@ -72,6 +72,15 @@ struct skipped {
 	char what[96];          /* comm, and the version when that was the reason */
 };
 
+/* A -p or launched target that exec'd: when, and whether it was profiled again. */
+#define MAX_EXEC_NOTES 64
+struct exec_note {
+	pid_t pid;
+	uint64_t at_ns, back_ns;        /* back_ns 0: not profiled again (yet) */
+	int err;                        /* why not, once given up */
+	char version[32];               /* the new interpreter's */
+};
+
 /* An exec'd process that is not (yet) Python: it may load libpython later. */
 struct pending {
 	pid_t pid;
@@ -104,6 +113,8 @@ struct record {
 	struct pending pending[MAX_PENDING];
 	int npending;
 	bool exited;            /* a target exited since the last any_alive() */
+	struct exec_note execs[MAX_EXEC_NOTES];
+	int nexecs;
 	uint64_t start_ns, end_ns, start_unix_ns;
 };
 
@@ -390,18 +401,93 @@ static bool wanted(struct record *r, pid_t pid)
 }
 
 static const uint64_t recheck_ms[] = { 20, 200, 1000, 5000 };
+/*
+ * A target that exec'd is not sampled until its new program is known: its
+ * interpreter (mapped at once if static, by the loader if not) is looked
+ * for at once and then often, as for a launched command.
+ */
+static const uint64_t reexec_ms[] = { 1, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000 };
 
-/* Look at pid again after the next delay; after the last one it is not Python. */
-static void queue_pending(struct record *r, pid_t pid, int tries)
+/* Look at pid again after the next delay; false: that was the last one, it is not Python. */
+static bool queue_pending(struct record *r, pid_t pid, int tries)
 {
+	const uint64_t *ms = r->all ? recheck_ms : reexec_ms;
+	int n = r->all ? (int)(sizeof(recheck_ms) / sizeof(*ms)) : (int)(sizeof(reexec_ms) / sizeof(*ms));
 	struct pending *p;
 
-	if (r->npending >= MAX_PENDING || tries >= (int)(sizeof(recheck_ms) / sizeof(recheck_ms[0])))
-		return;
+	if (r->npending >= MAX_PENDING || tries >= n)
+		return false;
 	p = &r->pending[r->npending++];
 	p->pid = pid;
 	p->tries = tries;
-	p->next_ns = now_ns() + recheck_ms[tries] * 1000000ull;
+	p->next_ns = now_ns() + ms[tries] * 1000000ull;
+	return true;
+}
+
+static struct exec_note *exec_note_of(struct record *r, pid_t pid)
+{
+	for (int i = r->nexecs; i-- > 0;)
+		if (r->execs[i].pid == pid)
+			return &r->execs[i];
+	return NULL;
+}
+
+static void note_exec(struct record *r, pid_t pid)
+{
+	struct exec_note *n;
+
+	if (r->nexecs >= MAX_EXEC_NOTES)
+		return;
+	n = &r->execs[r->nexecs++];
+	memset(n, 0, sizeof(*n));
+	n->pid = pid;
+	n->at_ns = now_ns();
+}
+
+/* The end of the search for a target's new program: profiled again (err 0), or why not. */
+static void exec_done(struct record *r, pid_t pid, int err, const struct pyproc *p)
+{
+	struct exec_note *n = exec_note_of(r, pid);
+
+	if (!n || n->back_ns || n->err)
+		return;
+	n->err = err;
+	if (!err)
+		n->back_ns = now_ns();
+	if (p && p->version[0])
+		snprintf(n->version, sizeof(n->version), "%s", p->version);
+}
+
+/* -p or launch mode: a target that exec'd, profiled again once its new program is Python. */
+static bool reattach(struct record *r, pid_t pid)
+{
+	struct pyproc *p = NULL;
+	struct target *t = NULL;
+	int err = pyproc_open(pid, &target_limits, &p);
+
+	if (err == -PBP_E_NOTPY || err == -PBP_E_FAULT) {
+		pyproc_close(p);
+		return false;   /* not (yet) Python */
+	}
+	for (int i = 0; !err && i < r->max_processes && !t; i++)
+		if (!r->targets[i].p)
+			t = &r->targets[i];
+	if (!err && !t)
+		err = -PBP_E_LIMIT;
+	exec_done(r, pid, err, p);
+	if (err) {
+		pyproc_close(p);
+		return true;
+	}
+	t->pid = pid;
+	t->p = p;
+	if (t - r->targets >= r->ntargets)
+		r->ntargets = (int)(t - r->targets) + 1;
+	if (start_target(r, t) != 0) {
+		exec_note_of(r, pid)->err = -PBP_E_BPF;
+		drop_target(r, t);
+	}
+	return true;
 }
 
 /*
@@ -465,8 +551,14 @@ static void run_pending(struct record *r, uint64_t now)
 			continue;
 		}
 		r->pending[i] = r->pending[--r->npending];
-		if (alive(p.pid) && !consider(r, p.pid))
-			queue_pending(r, p.pid, p.tries + 1);
+		if (r->all) {
+			if (alive(p.pid) && !consider(r, p.pid))
+				queue_pending(r, p.pid, p.tries + 1);
+		} else if (!alive(p.pid)) {
+			exec_done(r, p.pid, -PBP_E_NOTPY, NULL);    /* it ended as what it was */
+		} else if (!reattach(r, p.pid) && !queue_pending(r, p.pid, p.tries + 1)) {
+			exec_done(r, p.pid, -PBP_E_NOTPY, NULL);
+		}
 	}
 }
 
@@ -484,11 +576,17 @@ static void on_proc_event(void *ctx, uint32_t kind, pid_t pid)
 	struct record *r = ctx;
 	struct target *t;
 
-	if (kind == PBP_EV_EXEC && r->all) {
+	if (kind == PBP_EV_EXEC) {
 		/* An exec replaces the program: a target that execs is a new process to us. */
 		if ((t = target_of(r, pid)) != NULL)
 			drop_target(r, t);
-		queue_pending(r, pid, 0);
+		if (r->all) {
+			queue_pending(r, pid, 0);
+		} else if (t) {
+			note_exec(r, pid);
+			if (!reattach(r, pid))
+				queue_pending(r, pid, 0);
+		}
 	} else if (kind == PBP_EV_EXIT && (t = target_of(r, pid)) != NULL) {
 		t->alive = false;
 		r->exited = true;
@@ -631,7 +729,8 @@ static int any_alive(struct record *r)
 				sampler_del_proc(r->c.smp, t->pid), t->alive = false;
 		}
 	}
-	return live_targets(r);
+	/* A target that exec'd counts while its new program is looked at. */
+	return live_targets(r) + (r->all ? 0 : r->npending);
 }
 
 static void live_line(struct record *r, uint64_t now)
@@ -750,8 +849,7 @@ static void loop(struct record *r)
 				break;
 			next_alive = now + ALIVE_EVERY_NS;
 		}
-		if (r->all)
-			run_pending(r, now);
+		run_pending(r, now);
 		rescan_due(r, now, now >= next_rescan);
 		if (now >= next_rescan)
 			next_rescan = now + RESCAN_EVERY_NS;
@@ -775,6 +873,24 @@ static void loop(struct record *r)
 static const char *mode_name(enum pbp_mode m)
 {
 	return m == MODE_WALL ? "wall" : m == MODE_GIL ? "gil" : "cpu";
+}
+
+/* Targets that exec'd: what of them was profiled, and what was not. */
+static void print_execs(const struct record *r)
+{
+	for (int i = 0; i < r->nexecs; i++) {
+		const struct exec_note *n = &r->execs[i];
+		double at = (double)(n->at_ns - r->start_ns) / 1e9;
+
+		if (n->back_ns)
+			fprintf(stderr, "pybpfprof: pid %d exec'd at %.2f s; profiled again %.1f ms later "
+				"(Python %s)\n", (int)n->pid, at, (double)(n->back_ns - n->at_ns) / 1e6,
+				n->version);
+		else
+			fprintf(stderr, "pybpfprof: pid %d exec'd at %.2f s; not profiled after: %s%s%s\n",
+				(int)n->pid, at, n->err ? pbp_strerror(n->err) : "not Python by the end",
+				n->version[0] ? " " : "", n->version);
+	}
 }
 
 static void print_summary(struct record *r)
@@ -807,6 +923,7 @@ static void print_summary(struct record *r)
 	for (int i = 0; i < r->ntargets; i++)
 		if (r->targets[i].p && !r->all)
 			target_print_threads(c, &r->targets[i], stderr);
+	print_execs(r);
 	if (r->all)
 		fprintf(stderr, "pybpfprof: %d Python processes profiled at the end, %d not profiled\n",
 			live_targets(r), r->nskipped);

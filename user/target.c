@@ -310,12 +310,17 @@ int target_init(struct collector *c, struct target *t)
 
 void target_fini(struct collector *c, struct target *t)
 {
-	for (uint32_t i = 0; i < t->tc_cap; i++)
+	for (uint32_t i = 0; i < t->tc_cap; i++) {
+		/* A target dropped while the run goes on (it exec'd, or -a): its threads go too. */
+		if (t->tc[i].tid && c->smp) {
+			sampler_del_thread(c->smp, t->tc[i].tid);
+			sampler_slot_free(c->smp, t->tc[i].slot);
+		}
 		free(t->tc[i].locs);
+	}
 	free(t->tc);
 	free(t->list);
 	pyproc_close(t->p);
-	(void)c;
 	memset(t, 0, sizeof(*t));
 }
 

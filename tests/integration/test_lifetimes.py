@@ -223,3 +223,47 @@ def test_code_first_run_just_before_exit_is_named(interp, start_target, tmp_path
     assert got.get("warm", 0) >= 20, (got, err)
     assert got.get("last_words", 0) >= 3, (got, err)
     assert "[unknown]" not in got, (got, err)
+
+
+# --- item 6: a target that execs ----------------------------------------------------
+
+EXECS = """
+import os, sys, time
+def before_exec():
+    end = time.monotonic() + 1.0
+    while time.monotonic() < end:
+        pass
+before_exec()
+if sys.argv[1] == "python":
+    os.execv(sys.executable, [sys.executable, "-c", '''
+import time
+def after_exec():
+    end = time.monotonic() + 1.0
+    while time.monotonic() < end:
+        pass
+after_exec()
+'''])
+os.execv("/bin/sh", ["sh", "-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done"])
+"""
+
+
+def test_exec_into_python_profiled_on(interp, tmp_path):
+    out = tmp_path / "out.txt"
+    r = launch(["-F", 499, "-o", out], interp.argv + ["-c", EXECS, "python"])
+    assert r.returncode == 0, r.stderr
+    got = funcs(parse_collapsed(out.read_text()))
+    assert got.get("before_exec", 0) >= 20, (got, r.stderr)
+    assert got.get("after_exec", 0) >= 0.5 * got["before_exec"], (got, r.stderr)
+    assert got.get("[unknown]", 0) <= 3, (got, r.stderr)
+    assert "exec'd at" in r.stderr and "profiled again" in r.stderr, r.stderr
+
+
+def test_exec_into_other_program_said(tmp_path):
+    interp = first_interp()
+    out = tmp_path / "out.txt"
+    r = launch(["-F", 499, "-o", out], interp.argv + ["-c", EXECS, "sh"], timeout=120)
+    assert r.returncode == 0, r.stderr
+    got = funcs(parse_collapsed(out.read_text()))
+    assert got.get("before_exec", 0) >= 20, (got, r.stderr)
+    assert got.get("[unknown]", 0) <= 3, (got, r.stderr)     # the start's, if any
+    assert "not profiled after: not a Python process" in r.stderr, r.stderr
