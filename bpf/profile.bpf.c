@@ -433,6 +433,20 @@ static __always_inline void start_record(struct pbp_sample *s, __u32 tgid, __u32
 /* ------------------------------------------------------------ finding a thread's state */
 
 #define FIND_MAX 1024          /* thread states and interpreters looked at, at most */
+/*
+ * A thread with no Python state (a native worker: BLAS, a C library's pool)
+ * would pay for a walk at every sample: after a walk that finds nothing it
+ * is not walked again for this long. A Python thread still starting is
+ * registered by user space meanwhile, at its first sample.
+ */
+#define FIND_AGAIN_NS (100 * 1000000ull)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u64);
+} notfound SEC(".maps");
 
 struct find_ctx {
 	__u64 interp, ts, self, found;
@@ -473,7 +487,7 @@ static long find_step(__u32 i, void *vctx)
  * pthread_self() is the thread's fs base. 0 if not found. Not inlined: its
  * stack goes with it, so both ways into the frame walk verify as one.
  */
-static __noinline __u64 find_tstate(const struct pbp_proc *p)
+static __noinline __u64 find_tstate(const struct pbp_proc *p, __u32 tid, __u64 now)
 {
 #if defined(__TARGET_ARCH_x86)
 	struct task_struct *task = bpf_get_current_task_btf();
@@ -481,15 +495,21 @@ static __noinline __u64 find_tstate(const struct pbp_proc *p)
 		.is_threads_head = p->is_threads_head, .is_next = p->is_next,
 		.ts_next = p->ts_next, .ts_thread_id = p->ts_thread_id,
 	};
+	__u64 *last = bpf_map_lookup_elem(&notfound, &tid);
 
+	if (last && now - *last < FIND_AGAIN_NS)
+		return 0;
 	if (!p->interp_head || read_ptr(&c.interp, p->interp_head))
 		return 0;
 	c.self = task->thread.fsbase;
-	if (!c.self)
-		return 0;
-	bpf_loop(FIND_MAX, find_step, &c, 0);
+	if (c.self)
+		bpf_loop(FIND_MAX, find_step, &c, 0);
+	if (!c.found)
+		bpf_map_update_elem(&notfound, &tid, &now, BPF_ANY);
 	return c.found;
 #else
+	/* Elsewhere the TLS base is not pthread_self() as simply: user space finds the thread. */
+	(void)p, (void)tid, (void)now;
 	return 0;
 #endif
 }
@@ -517,7 +537,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	} else {
 		/* User space must learn of this thread: wake it, once. */
 		fresh = first_sight(thread_key(tid));
-		s->tstate = find_tstate(p);
+		s->tstate = find_tstate(p, tid, s->ts);
 		s->flags |= s->tstate ? PBP_F_TSTATE_FOUND : PBP_F_NO_TSTATE;
 		stat_inc(s->tstate ? PBP_STAT_TSTATE_FOUND : PBP_STAT_NO_TSTATE);
 	}

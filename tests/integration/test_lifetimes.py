@@ -254,7 +254,7 @@ def test_exec_into_python_profiled_on(interp, tmp_path):
     got = funcs(parse_collapsed(out.read_text()))
     assert got.get("before_exec", 0) >= 20, (got, r.stderr)
     assert got.get("after_exec", 0) >= 0.5 * got["before_exec"], (got, r.stderr)
-    assert got.get("[unknown]", 0) <= 3, (got, r.stderr)
+    assert got.get("[unknown]", 0) <= 6, (got, r.stderr)     # two starts' (see above)
     assert "exec'd at" in r.stderr and "profiled again" in r.stderr, r.stderr
 
 
