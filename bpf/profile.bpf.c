@@ -126,9 +126,10 @@ static __always_inline bool first_sight(__u64 key)
 	return !(__sync_fetch_and_or(w, bit) & bit);
 }
 
-static __always_inline __u64 code_key(__u32 tgid, __u64 code)
+/* A code object by its address and the key against address reuse (struct pbp_frame). */
+static __always_inline __u64 code_key(__u32 tgid, const struct pbp_frame *f)
 {
-	return code * 0x9E3779B97F4A7C15ull ^ tgid;
+	return (f->code ^ (__u64)f->name_lo << 16 ^ f->firstlineno) * 0x9E3779B97F4A7C15ull ^ tgid;
 }
 
 /* Code addresses are below 2^48: thread keys cannot meet them before hashing. */
@@ -323,7 +324,7 @@ static long walk_step(__u32 i, void *vctx)
 			c->err = code_by_field(&c->o, ff.code, f);
 		if (c->err)
 			return 1;
-		c->fresh |= first_sight(code_key(c->tgid, ff.code));
+		c->fresh |= first_sight(code_key(c->tgid, f));
 		c->n++;
 	}
 	c->frame = ff.prev;
