@@ -484,7 +484,10 @@ static bool reattach(struct record *r, pid_t pid)
 	if (t - r->targets >= r->ntargets)
 		r->ntargets = (int)(t - r->targets) + 1;
 	if (start_target(r, t) != 0) {
-		exec_note_of(r, pid)->err = -PBP_E_BPF;
+		struct exec_note *n = exec_note_of(r, pid);
+
+		if (n)
+			n->back_ns = 0, n->err = -PBP_E_BPF;
 		drop_target(r, t);
 	}
 	return true;
