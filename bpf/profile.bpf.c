@@ -403,6 +403,31 @@ static __always_inline void read_gil(struct pbp_sample *s, const struct pbp_proc
  */
 const volatile __u64 wake_bytes = 4 << 20;
 
+/*
+ * A program that makes code all the time (exec, eval) would wake user space
+ * at every sample: a first sight wakes it at most once per FRESH_GAP_NS per
+ * CPU, which bounds how long a new name waits to be read.
+ */
+#define FRESH_GAP_NS (2 * 1000000ull)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} fresh_woke SEC(".maps");
+
+static __always_inline bool fresh_wake(__u64 now)
+{
+	__u32 k = 0;
+	__u64 *last = bpf_map_lookup_elem(&fresh_woke, &k);
+
+	if (!last || now - *last < FRESH_GAP_NS)
+		return false;
+	*last = now;
+	return true;
+}
+
 static __always_inline long output(struct pbp_sample *s, bool fresh)
 {
 	__u64 size = __builtin_offsetof(struct pbp_sample, frames) +
@@ -411,7 +436,7 @@ static __always_inline long output(struct pbp_sample *s, bool fresh)
 
 	if (s->nframes == PBP_MAX_FRAMES)
 		size = sizeof(*s);
-	if (fresh || bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > wake_bytes)
+	if ((fresh && fresh_wake(s->ts)) || bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > wake_bytes)
 		flags = BPF_RB_FORCE_WAKEUP;
 	return bpf_ringbuf_output(&events, s, size, flags);
 }
