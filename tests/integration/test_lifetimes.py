@@ -35,6 +35,13 @@ def funcs(stacks):
     return out
 
 
+def few_unknown(got, stacks, starts=1):
+    """Only an interpreter's start may leave a frame unnamed: a module's code
+    object is freed once it is imported, sometimes before pybpfprof could
+    read it (more often when pybpfprof runs slowly, under ASan)."""
+    return got.get("[unknown]", 0) <= starts * max(3, 0.02 * total(stacks))
+
+
 def children(pid):
     try:
         with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
@@ -168,9 +175,7 @@ def test_short_run_profiled_whole(interp, tmp_path, mode):
     else:
         # Ticks at 499 Hz for 0.7 s; busy() holds the GIL whenever it runs.
         assert busy >= 0.2 * 0.7 * 499, (got, r.stderr)
-    # Only the start may leave a frame unnamed: a module's code object is
-    # freed once it is imported, sometimes before pybpfprof could read it.
-    assert got.get("[unknown]", 0) <= 3, (got, r.stderr)
+    assert few_unknown(got, stacks), (got, r.stderr)
 
 
 WALL = """
@@ -254,10 +259,11 @@ def test_exec_into_python_profiled_on(interp, tmp_path):
     out = tmp_path / "out.txt"
     r = launch(["-F", 499, "-o", out], interp.argv + ["-c", EXECS, "python"])
     assert r.returncode == 0, r.stderr
-    got = funcs(parse_collapsed(out.read_text()))
+    stacks = parse_collapsed(out.read_text())
+    got = funcs(stacks)
     assert got.get("before_exec", 0) >= 10, (got, r.stderr)
     assert got.get("after_exec", 0) >= 0.5 * got["before_exec"], (got, r.stderr)
-    assert got.get("[unknown]", 0) <= 6, (got, r.stderr)     # two starts' (see above)
+    assert few_unknown(got, stacks, starts=2), (got, r.stderr)
     assert "exec'd at" in r.stderr and "profiled again" in r.stderr, r.stderr
 
 
@@ -266,7 +272,8 @@ def test_exec_into_other_program_said(tmp_path):
     out = tmp_path / "out.txt"
     r = launch(["-F", 499, "-o", out], interp.argv + ["-c", EXECS, "sh"], timeout=120)
     assert r.returncode == 0, r.stderr
-    got = funcs(parse_collapsed(out.read_text()))
+    stacks = parse_collapsed(out.read_text())
+    got = funcs(stacks)
     assert got.get("before_exec", 0) >= 10, (got, r.stderr)
-    assert got.get("[unknown]", 0) <= 3, (got, r.stderr)     # the start's, if any
+    assert few_unknown(got, stacks), (got, r.stderr)
     assert "not profiled after: not a Python process" in r.stderr, r.stderr
