@@ -108,6 +108,47 @@ struct {
 	__type(value, __u64);
 } stats SEC(".maps");
 
+/*
+ * User space sleeps while samples pile up, and names their frames by reading
+ * the target. A process that exits (or frees code) before it wakes takes its
+ * names with it: so a sample that shows something never seen before, a code
+ * object or a thread, wakes user space at once, while the process is alive.
+ * One bit per (process, code object) or thread, by hash: steady state wakes
+ * nothing; a collision only leaves a sample to the next regular wakeup.
+ */
+#define SEEN_WORDS (1 << 15)    /* 2M bits, 256 KiB */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SEEN_WORDS);
+	__type(key, __u32);
+	__type(value, __u64);
+} seen SEC(".maps");
+
+static __always_inline bool first_sight(__u64 key)
+{
+	__u64 h = (key ^ key >> 29) * 0xBF58476D1CE4E5B9ull;
+	__u32 i = (__u32)(h >> 40) & (SEEN_WORDS - 1);
+	__u64 bit = 1ull << (h >> 34 & 63), *w = bpf_map_lookup_elem(&seen, &i);
+
+	/* Read first: a bit already set costs no atomic, no cache line bouncing. */
+	if (!w || (*w & bit))
+		return false;
+	return !(__sync_fetch_and_or(w, bit) & bit);
+}
+
+/* A code object by its address and the key against address reuse (struct pbp_frame). */
+static __always_inline __u64 code_key(__u32 tgid, const struct pbp_frame *f)
+{
+	return (f->code ^ (__u64)f->name_lo << 16 ^ f->firstlineno) * 0x9E3779B97F4A7C15ull ^ tgid;
+}
+
+/* Code addresses are below 2^48: thread keys cannot meet them before hashing. */
+static __always_inline __u64 thread_key(__u32 tid)
+{
+	return 1ull << 63 | tid;
+}
+
 static __always_inline void stat_inc(__u32 i)
 {
 	__u64 *v = bpf_map_lookup_elem(&stats, &i);
@@ -217,6 +258,8 @@ struct walk_ctx {
 	__u32 r_line, r_name;
 	bool fr_span, co_span;
 	__u32 buf;             /* BUF_SAMPLE or BUF_SWITCH */
+	__u32 tgid;
+	bool fresh;            /* a code object never seen before: wake user space */
 };
 
 /* Masked offsets stay below PBP_SPAN_MAX whatever user space sent. */
@@ -350,6 +393,7 @@ static long walk_step(__u32 i, void *vctx)
 			c->err = code_by_field(&c->o, ff.code, f);
 		if (c->err)
 			return 1;
+		c->fresh |= first_sight(code_key(c->tgid, f));
 		c->n++;
 	}
 	c->frame = ff.prev;
@@ -387,10 +431,10 @@ static __always_inline void span_check(struct walk_ctx *c)
 }
 
 /* On a fault or at the bound, .resume names the first frame not copied, for user space. */
-static __always_inline void walk(struct pbp_sample *s, const struct pbp_offsets *o, __u64 tstate,
+static __always_inline bool walk(struct pbp_sample *s, const struct pbp_offsets *o, __u64 tstate,
 				 __u32 buf)
 {
-	struct walk_ctx c = { .o = *o, .buf = buf };
+	struct walk_ctx c = { .o = *o, .buf = buf, .tgid = s->tgid };
 
 	span_check(&c);
 	c.frame = first_frame(o, tstate, &c.err);
@@ -402,6 +446,7 @@ static __always_inline void walk(struct pbp_sample *s, const struct pbp_offsets 
 		s->flags |= PBP_F_TRUNCATED;
 	s->resume = c.frame;
 	s->nframes = c.n;
+	return c.fresh;
 }
 
 static __always_inline void read_gil(struct pbp_sample *s, const struct pbp_proc *p)
@@ -427,7 +472,32 @@ static __always_inline void read_gil(struct pbp_sample *s, const struct pbp_proc
  */
 const volatile __u64 wake_bytes = 4 << 20;
 
-static __always_inline long output(struct pbp_sample *s)
+/*
+ * A program that makes code all the time (exec, eval) would wake user space
+ * at every sample: a first sight wakes it at most once per FRESH_GAP_NS per
+ * CPU, which bounds how long a new name waits to be read.
+ */
+#define FRESH_GAP_NS (2 * 1000000ull)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} fresh_woke SEC(".maps");
+
+static __always_inline bool fresh_wake(__u64 now)
+{
+	__u32 k = 0;
+	__u64 *last = bpf_map_lookup_elem(&fresh_woke, &k);
+
+	if (!last || now - *last < FRESH_GAP_NS)
+		return false;
+	*last = now;
+	return true;
+}
+
+static __always_inline long output(struct pbp_sample *s, bool fresh)
 {
 	__u64 size = __builtin_offsetof(struct pbp_sample, frames) +
 		     (__u64)(s->nframes & (PBP_MAX_FRAMES - 1)) * sizeof(struct pbp_frame);
@@ -435,7 +505,7 @@ static __always_inline long output(struct pbp_sample *s)
 
 	if (s->nframes == PBP_MAX_FRAMES)
 		size = sizeof(*s);
-	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > wake_bytes)
+	if ((fresh && fresh_wake(s->ts)) || bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > wake_bytes)
 		flags = BPF_RB_FORCE_WAKEUP;
 	return bpf_ringbuf_output(&events, s, size, flags);
 }
@@ -502,6 +572,90 @@ static __always_inline void start_record(struct pbp_sample *s, __u32 tgid, __u32
 	s->tstate = tstate;
 }
 
+/* ------------------------------------------------------------ finding a thread's state */
+
+#define FIND_MAX 1024          /* thread states and interpreters looked at, at most */
+/*
+ * A thread with no Python state (a native worker: BLAS, a C library's pool)
+ * would pay for a walk at every sample: after a walk that finds nothing it
+ * is not walked again for this long. A Python thread still starting is
+ * registered by user space meanwhile, at its first sample.
+ */
+#define FIND_AGAIN_NS (100 * 1000000ull)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u64);
+} notfound SEC(".maps");
+
+struct find_ctx {
+	__u64 interp, ts, self, found;
+	__u16 is_threads_head, is_next, ts_next, ts_thread_id;
+};
+
+static long find_step(__u32 i, void *vctx)
+{
+	struct find_ctx *c = vctx;
+	__u64 id = 0;
+
+	if (!c->ts) {
+		/* This interpreter's list is done (or not begun): on to the next one. */
+		if (!c->interp ||
+		    read_ptr(&c->ts, c->interp + c->is_threads_head) ||
+		    read_ptr(&c->interp, c->interp + c->is_next))
+			return 1;
+		return 0;
+	}
+	if (read_ptr(&id, c->ts + c->ts_thread_id))
+		return 1;
+	/*
+	 * Up to 3.11 a state just made holds its starter's id until its own
+	 * thread runs; states are added at the head, so the starter's own,
+	 * older state comes later: the last match wins.
+	 */
+	if (id == c->self)
+		c->found = c->ts;
+	if (read_ptr(&c->ts, c->ts + c->ts_next))
+		return 1;
+	return 0;
+}
+
+/*
+ * The current thread's Python state, for a thread user space has not
+ * registered. CPython keeps PyThread_get_thread_ident(), which is
+ * pthread_self(), in tstate->thread_id on 3.8-3.14; on x86-64 glibc and musl
+ * pthread_self() is the thread's fs base. 0 if not found. Not inlined: its
+ * stack goes with it, so both ways into the frame walk verify as one.
+ */
+static __noinline __u64 find_tstate(const struct pbp_proc *p, __u32 tid, __u64 now)
+{
+#if defined(__TARGET_ARCH_x86)
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct find_ctx c = {
+		.is_threads_head = p->is_threads_head, .is_next = p->is_next,
+		.ts_next = p->ts_next, .ts_thread_id = p->ts_thread_id,
+	};
+	__u64 *last = bpf_map_lookup_elem(&notfound, &tid);
+
+	if (last && now - *last < FIND_AGAIN_NS)
+		return 0;
+	if (!p->interp_head || read_ptr(&c.interp, p->interp_head))
+		return 0;
+	c.self = task->thread.fsbase;
+	if (c.self)
+		bpf_loop(FIND_MAX, find_step, &c, 0);
+	if (!c.found)
+		bpf_map_update_elem(&notfound, &tid, &now, BPF_ANY);
+	return c.found;
+#else
+	/* Elsewhere the TLS base is not pthread_self() as simply: user space finds the thread. */
+	(void)p, (void)tid, (void)now;
+	return 0;
+#endif
+}
+
 SEC("perf_event")
 int on_sample(struct bpf_perf_event_data *ctx)
 {
@@ -512,6 +666,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	struct pbp_sample *s;
 	struct cpu_budget *b;
 	__u64 now;
+	bool fresh = false;
 
 	stat_inc(PBP_STAT_FIRED);
 	if (ns_inum && !task_ids(bpf_get_current_task_btf(), &tgid, &tid))
@@ -529,17 +684,21 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	t = bpf_map_lookup_elem(&threads, &tid);
 	if (t && t->tgid == tgid) {  /* a tid reused by another process is not this thread */
 		s->tstate = t->tstate;
-		walk(s, &p->off, t->tstate, BUF_SAMPLE);
 	} else {
-		s->flags |= PBP_F_NO_TSTATE;
-		stat_inc(PBP_STAT_NO_TSTATE);
+		/* User space must learn of this thread: wake it, once. */
+		fresh = first_sight(thread_key(tid));
+		s->tstate = find_tstate(p, tid, s->ts);
+		s->flags |= s->tstate ? PBP_F_TSTATE_FOUND : PBP_F_NO_TSTATE;
+		stat_inc(s->tstate ? PBP_STAT_TSTATE_FOUND : PBP_STAT_NO_TSTATE);
 	}
+	if (s->tstate)
+		fresh |= walk(s, &p->off, s->tstate, BUF_SAMPLE);
 	read_gil(s, p);
 	if (s->flags & PBP_F_TRUNCATED)
 		stat_inc(PBP_STAT_TRUNCATED);
 	if (s->flags & PBP_F_FAULT)
 		stat_inc(PBP_STAT_FAULTED);
-	if (output(s) == 0)
+	if (output(s, fresh) == 0)
 		stat_inc(PBP_STAT_DELIVERED);
 	else
 		stat_inc(PBP_STAT_LOST);
@@ -625,6 +784,7 @@ static __always_inline void snapshot(struct pbp_tstate *st, __u32 tgid, __u32 ti
 	struct pbp_sample *s;
 	struct cpu_budget *b;
 	__u64 due = st->snap_due > now ? st->snap_due : now;
+	bool fresh;
 
 	if (!snap_gap_ns || !tstate || due - now >= SNAP_BURST * snap_gap_ns)
 		return;
@@ -637,8 +797,8 @@ static __always_inline void snapshot(struct pbp_tstate *st, __u32 tgid, __u32 ti
 		return;
 	st->snap_due = due + snap_gap_ns;
 	start_record(s, tgid, tid, now, tstate, PBP_F_SWITCH_OUT, st->switches);
-	walk(s, &p->off, tstate, BUF_SWITCH);
-	if (output(s) == 0)
+	fresh = walk(s, &p->off, tstate, BUF_SWITCH);
+	if (output(s, fresh) == 0)
 		stat_inc(PBP_STAT_SNAPPED);
 	else
 		stat_inc(PBP_STAT_SNAP_LOST);
@@ -687,12 +847,31 @@ static __always_inline void proc_event(__u32 kind, __u32 pid)
 }
 
 /* Whole-host mode: every exec may start a Python process; user space checks it. */
+const volatile bool all_execs = false;
+
+/*
+ * A target that execs runs another program: the old layout and thread
+ * states mean nothing in it. Forget them before a sample reads the new
+ * image with them; user space looks at the new program and comes back.
+ * The exec'ing thread is the leader now (tid = tgid); the others are gone.
+ */
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
-	__u32 tgid, tid;
+	__u32 tgid, tid, old = (__u32)old_pid;
+	bool target;
 
-	if (task_ids(p, &tgid, &tid))
+	if (!task_ids(p, &tgid, &tid))
+		return 0;
+	target = bpf_map_lookup_elem(&procs, &tgid) != NULL;
+	if (target) {
+		bpf_map_delete_elem(&procs, &tgid);
+		bpf_map_delete_elem(&threads, &tid);
+		/* old_pid is the initial namespace's; a translated one is not known here */
+		if (!ns_inum)
+			bpf_map_delete_elem(&threads, &old);
+	}
+	if (target || all_execs)
 		proc_event(PBP_EV_EXEC, tgid);
 	return 0;
 }

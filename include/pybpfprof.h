@@ -56,6 +56,14 @@ struct pbp_proc {
 	__u64 gil_locked;      /* address of the GIL's "locked" int, 0 if unknown */
 	__u64 gil_holder;      /* address of the GIL's last_holder (tstate *) */
 	__u64 gil_lo, gil_hi;  /* the GIL struct: a futex wait inside it is a GIL wait */
+	/*
+	 * A thread user space has not registered yet (just started, or the
+	 * process was caught at its first instruction) is found by the kernel:
+	 * the interpreters' thread lists are walked for the state whose
+	 * thread_id (pthread_self()) is the thread's TLS base. 0: no lookup.
+	 */
+	__u64 interp_head;     /* address of _PyRuntime.interpreters.head */
+	__u16 is_threads_head, is_next, ts_next, ts_thread_id;
 };
 
 /* Why a thread is off CPU, as the scheduler saw it when it left. */
@@ -103,6 +111,7 @@ enum pbp_sample_flags {
 	PBP_F_HOLDS_GIL = 1 << 3,  /* thread held the GIL at the sample */
 	PBP_F_GIL_KNOWN = 1 << 4,  /* the GIL state could be read */
 	PBP_F_SWITCH_OUT = 1 << 5, /* taken as the thread left the CPU, at .switches */
+	PBP_F_TSTATE_FOUND = 1 << 6, /* not in the threads map: .tstate found by the kernel */
 };
 
 /* Ring buffer record: header, then nframes struct pbp_frame, innermost first. */
@@ -144,6 +153,7 @@ enum pbp_stat {
 	PBP_STAT_FIRED,        /* perf event fired, on any thread: the achieved rate */
 	PBP_STAT_BUDGET,       /* target sample skipped: the CPU's time budget was spent */
 	PBP_STAT_RUN_NS,       /* ns spent walking stacks in the sampler */
+	PBP_STAT_TSTATE_FOUND, /* a thread's state found by the kernel (not registered yet) */
 	PBP_STAT__COUNT,
 };
 

@@ -891,6 +891,7 @@ struct target {
 	uint64_t rescan_ok;     /* no list read before this (its cost bounds their rate) */
 	uint64_t names_ok;      /* no names read before this, for the same reason */
 	bool names_due;         /* the list changed since the names were read */
+	uint64_t init_ns;       /* when target_init registered it */
 	uint64_t list_hash;     /* of the thread list last registered */
 	uint64_t names_ns;      /* when the threads' Python names were last read */
 	uint64_t rescan_soon, rescan_later; /* a thread started: read the list then (0: no) */

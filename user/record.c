@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -78,6 +79,15 @@ struct skipped {
 	char what[96];          /* comm, and the version when that was the reason */
 };
 
+/* A -p or launched target that exec'd: when, and whether it was profiled again. */
+#define MAX_EXEC_NOTES 64
+struct exec_note {
+	pid_t pid;
+	uint64_t at_ns, back_ns;        /* back_ns 0: not profiled again (yet) */
+	int err;                        /* why not, once given up */
+	char version[32];               /* the new interpreter's */
+};
+
 /* An exec'd process that is not (yet) Python: it may load libpython later. */
 struct pending {
 	pid_t pid;
@@ -102,6 +112,8 @@ struct record {
 	/* state */
 	struct collector c;
 	pid_t child;
+	int child_status;       /* as waitpid gives it, once child_reaped */
+	bool child_reaped;
 	struct target *targets; /* max_processes slots; t->p == NULL is free */
 	int ntargets;           /* slots in use or used, high-water mark */
 	struct skipped *skipped;
@@ -109,6 +121,8 @@ struct record {
 	struct pending pending[MAX_PENDING];
 	int npending;
 	bool exited;            /* a target exited since the last any_alive() */
+	struct exec_note execs[MAX_EXEC_NOTES];
+	int nexecs;
 	uint64_t start_ns, end_ns, start_unix_ns;
 };
 
@@ -154,7 +168,7 @@ static const struct argp_option opts[] = {
 	  "Samples per second: of CPU time per thread in cpu mode, ticks in wall and gil modes "
 	  "(default 99; 19 with -a)", 2 },
 	{ "duration", 'd', "SECONDS", 0,
-	  "Stop after this long (default: Ctrl-C, SIGTERM, or every target exited)", 2 },
+	  "Stop after this long (default: Ctrl-C, SIGTERM, SIGHUP, or every target exited)", 2 },
 	{ NULL, 0, NULL, 0, "Output:", 3 },
 	{ "output", 'o', "FILE", 0, "Write the profile here (default: stdout)", 3 },
 	{ "format", 'f', "FORMAT", 0,
@@ -407,18 +421,96 @@ static bool wanted(struct record *r, pid_t pid)
 }
 
 static const uint64_t recheck_ms[] = { 20, 200, 1000, 5000 };
+/*
+ * A target that exec'd is not sampled until its new program is known: its
+ * interpreter (mapped at once if static, by the loader if not) is looked
+ * for at once and then often, as for a launched command.
+ */
+static const uint64_t reexec_ms[] = { 1, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000 };
 
-/* Look at pid again after the next delay; after the last one it is not Python. */
-static void queue_pending(struct record *r, pid_t pid, int tries)
+/* Look at pid again after the next delay; false: that was the last one, it is not Python. */
+static bool queue_pending(struct record *r, pid_t pid, int tries)
 {
+	const uint64_t *ms = r->all ? recheck_ms : reexec_ms;
+	int n = r->all ? (int)(sizeof(recheck_ms) / sizeof(*ms)) : (int)(sizeof(reexec_ms) / sizeof(*ms));
 	struct pending *p;
 
-	if (r->npending >= MAX_PENDING || tries >= (int)(sizeof(recheck_ms) / sizeof(recheck_ms[0])))
-		return;
+	if (r->npending >= MAX_PENDING || tries >= n)
+		return false;
 	p = &r->pending[r->npending++];
 	p->pid = pid;
 	p->tries = tries;
-	p->next_ns = now_ns() + recheck_ms[tries] * 1000000ull;
+	p->next_ns = now_ns() + ms[tries] * 1000000ull;
+	return true;
+}
+
+static struct exec_note *exec_note_of(struct record *r, pid_t pid)
+{
+	for (int i = r->nexecs; i-- > 0;)
+		if (r->execs[i].pid == pid)
+			return &r->execs[i];
+	return NULL;
+}
+
+static void note_exec(struct record *r, pid_t pid)
+{
+	struct exec_note *n;
+
+	if (r->nexecs >= MAX_EXEC_NOTES)
+		return;
+	n = &r->execs[r->nexecs++];
+	memset(n, 0, sizeof(*n));
+	n->pid = pid;
+	n->at_ns = now_ns();
+}
+
+/* The end of the search for a target's new program: profiled again (err 0), or why not. */
+static void exec_done(struct record *r, pid_t pid, int err, const struct pyproc *p)
+{
+	struct exec_note *n = exec_note_of(r, pid);
+
+	if (!n || n->back_ns || n->err)
+		return;
+	n->err = err;
+	if (!err)
+		n->back_ns = now_ns();
+	if (p && p->version[0])
+		snprintf(n->version, sizeof(n->version), "%s", p->version);
+}
+
+/* -p or launch mode: a target that exec'd, profiled again once its new program is Python. */
+static bool reattach(struct record *r, pid_t pid)
+{
+	struct pyproc *p = NULL;
+	struct target *t = NULL;
+	int err = pyproc_open(pid, &target_limits, &p);
+
+	if (err == -PBP_E_NOTPY || err == -PBP_E_FAULT) {
+		pyproc_close(p);
+		return false;   /* not (yet) Python */
+	}
+	for (int i = 0; !err && i < r->max_processes && !t; i++)
+		if (!r->targets[i].p)
+			t = &r->targets[i];
+	if (!err && !t)
+		err = -PBP_E_LIMIT;
+	exec_done(r, pid, err, p);
+	if (err) {
+		pyproc_close(p);
+		return true;
+	}
+	t->pid = pid;
+	t->p = p;
+	if (t - r->targets >= r->ntargets)
+		r->ntargets = (int)(t - r->targets) + 1;
+	if (start_target(r, t) != 0) {
+		struct exec_note *n = exec_note_of(r, pid);
+
+		if (n)
+			n->back_ns = 0, n->err = -PBP_E_BPF;
+		drop_target(r, t);
+	}
+	return true;
 }
 
 /*
@@ -482,8 +574,14 @@ static void run_pending(struct record *r, uint64_t now)
 			continue;
 		}
 		r->pending[i] = r->pending[--r->npending];
-		if (alive(p.pid) && !consider(r, p.pid))
-			queue_pending(r, p.pid, p.tries + 1);
+		if (r->all) {
+			if (alive(p.pid) && !consider(r, p.pid))
+				queue_pending(r, p.pid, p.tries + 1);
+		} else if (!alive(p.pid)) {
+			exec_done(r, p.pid, -PBP_E_NOTPY, NULL);    /* it ended as what it was */
+		} else if (!reattach(r, p.pid) && !queue_pending(r, p.pid, p.tries + 1)) {
+			exec_done(r, p.pid, -PBP_E_NOTPY, NULL);
+		}
 	}
 }
 
@@ -501,11 +599,17 @@ static void on_proc_event(void *ctx, uint32_t kind, pid_t pid)
 	struct record *r = ctx;
 	struct target *t;
 
-	if (kind == PBP_EV_EXEC && r->all) {
+	if (kind == PBP_EV_EXEC) {
 		/* An exec replaces the program: a target that execs is a new process to us. */
 		if ((t = target_of(r, pid)) != NULL)
 			drop_target(r, t);
-		queue_pending(r, pid, 0);
+		if (r->all) {
+			queue_pending(r, pid, 0);
+		} else if (t) {
+			note_exec(r, pid);
+			if (!reattach(r, pid))
+				queue_pending(r, pid, 0);
+		}
 	} else if (kind == PBP_EV_EXIT && (t = target_of(r, pid)) != NULL) {
 		t->alive = false;
 		r->exited = true;
@@ -519,6 +623,19 @@ static void on_proc_event(void *ctx, uint32_t kind, pid_t pid)
 }
 
 /* ------------------------------------------------------------- launch */
+
+/* Reap the launched command, keeping its status for our own exit code. */
+static bool reap_child(struct record *r, int flags)
+{
+	int status;
+
+	if (r->child <= 0 || waitpid(r->child, &status, flags) != r->child)
+		return false;
+	r->child = 0;
+	r->child_status = status;
+	r->child_reaped = true;
+	return true;
+}
 
 static void drop_to_invoking_user(void)
 {
@@ -537,6 +654,7 @@ static void drop_to_invoking_user(void)
 /* Fork the command stopped before exec; it runs once the sampler is ready. */
 static int launch(struct record *r, int *go_fd)
 {
+	pid_t parent = getpid();
 	int pipefd[2];
 	char c;
 
@@ -552,6 +670,13 @@ static int launch(struct record *r, int *go_fd)
 			_exit(125);     /* the profiler died before it was ready */
 		drop_to_invoking_user();
 		privs_for_command();
+		/*
+		 * However the profiler ends, SIGKILL included, the command gets
+		 * SIGTERM as on Ctrl-C or SIGTERM: it never runs on unprofiled.
+		 * Set after the uid change, which clears it.
+		 */
+		if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent)
+			_exit(125);
 		execvp(r->cmd[0], r->cmd);
 		fprintf(stderr, "pybpfprof: cannot run '%s': %s\n", r->cmd[0], strerror(errno));
 		_exit(127);
@@ -575,8 +700,8 @@ static int attach_child(struct record *r)
 			break;
 		pyproc_close(t->p);
 		t->p = NULL;
-		if (waitpid(r->child, &status, WNOHANG) == r->child) {
-			r->child = 0;
+		if (reap_child(r, WNOHANG)) {
+			status = r->child_status;
 			/* 125-127: the child already said why it could not run the command. */
 			if (WIFEXITED(status) && WEXITSTATUS(status) >= 125)
 				return -PBP_E_CHILD;
@@ -619,10 +744,7 @@ static int open_targets(struct record *r)
 /* Notice targets that exited (the kernel says so too, but a zombie is not reaped at once). */
 static int any_alive(struct record *r)
 {
-	int status;
-
-	if (r->child && waitpid(r->child, &status, WNOHANG) == r->child)
-		r->child = 0;
+	reap_child(r, WNOHANG);
 	for (int i = 0; i < r->ntargets; i++) {
 		struct target *t = &r->targets[i];
 		bool up = t->pid == r->child ? r->child != 0 : alive(t->pid);
@@ -634,7 +756,8 @@ static int any_alive(struct record *r)
 				sampler_del_proc(r->c.smp, t->pid), t->alive = false;
 		}
 	}
-	return live_targets(r);
+	/* A target that exec'd counts while its new program is looked at. */
+	return live_targets(r) + (r->all ? 0 : r->npending);
 }
 
 /*
@@ -780,8 +903,7 @@ static void loop(struct record *r)
 				break;
 			next_alive = now + ALIVE_EVERY_NS;
 		}
-		if (r->all)
-			run_pending(r, now);
+		run_pending(r, now);
 		rescan_due(r, now, now >= next_rescan);
 		if (now >= next_rescan)
 			next_rescan = now + RESCAN_EVERY_NS;
@@ -874,6 +996,24 @@ static void warn_unattributed(const struct collector *c, uint64_t delivered)
 		(unsigned long long)c->dropped, (unsigned long long)delivered);
 }
 
+/* Targets that exec'd: what of them was profiled, and what was not. */
+static void print_execs(const struct record *r)
+{
+	for (int i = 0; i < r->nexecs; i++) {
+		const struct exec_note *n = &r->execs[i];
+		double at = (double)(n->at_ns - r->start_ns) / 1e9;
+
+		if (n->back_ns)
+			fprintf(stderr, "pybpfprof: pid %d exec'd at %.2f s; profiled again %.1f ms later "
+				"(Python %s)\n", (int)n->pid, at, (double)(n->back_ns - n->at_ns) / 1e6,
+				n->version);
+		else
+			fprintf(stderr, "pybpfprof: pid %d exec'd at %.2f s; not profiled after: %s%s%s\n",
+				(int)n->pid, at, n->err ? pbp_strerror(n->err) : "not Python by the end",
+				n->version[0] ? " " : "", n->version);
+	}
+}
+
 static void print_summary(struct record *r)
 {
 	const struct collector *c = &r->c;
@@ -897,6 +1037,10 @@ static void print_summary(struct record *r)
 		fprintf(stderr, "pybpfprof: %llu stacks read were deeper than %d frames: frames in their "
 			"middle are one \"[... N frames elided]\" frame\n",
 			(unsigned long long)c->sym.elided, PBP_MAX_DEPTH);
+	if (c->sym.unknown_frames)
+		fprintf(stderr, "pybpfprof: %llu frames unnamed, shown as [unknown]: their code was freed, "
+			"or the process gone, before it could be read\n",
+			(unsigned long long)c->sym.unknown_frames);
 	if (c->o.mode != MODE_CPU)
 		fprintf(stderr, "pybpfprof: %llu ticks (%llu dropped, the loop fell behind); "
 			"%llu stacks taken as threads left the CPU (%llu lost)\n",
@@ -912,6 +1056,7 @@ static void print_summary(struct record *r)
 	for (int i = 0; i < r->ntargets; i++)
 		if (r->targets[i].p && !r->all)
 			target_print_threads(c, &r->targets[i], stderr);
+	print_execs(r);
 	if (r->all)
 		fprintf(stderr, "pybpfprof: %d Python processes profiled at the end, %d not profiled\n",
 			live_targets(r), r->nskipped);
@@ -1015,17 +1160,30 @@ static void install_signals(void)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);   /* a closed terminal or SSH session: still write the profile */
 	signal(SIGPIPE, SIG_IGN);
+}
+
+/* Wait for the launched command; stopped ourselves, stop it too (now or while waiting). */
+static void end_child(struct record *r)
+{
+	bool told = false;
+
+	while (r->child > 0) {
+		if (stop_signal && !told) {
+			kill(r->child, SIGTERM);
+			told = true;
+		}
+		if (!reap_child(r, 0) && errno != EINTR)
+			break;
+	}
 }
 
 static void cleanup(struct record *r, int go_fd)
 {
 	if (go_fd >= 0)
 		close(go_fd);   /* an unstarted child sees EOF and exits */
-	if (r->child > 0 && stop_signal)
-		kill(r->child, SIGTERM);
-	if (r->child > 0)
-		waitpid(r->child, NULL, 0);
+	end_child(r);
 	output_abort(&r->out);  /* a run that ended early: its temporary goes */
 	for (int i = 0; i < r->ntargets; i++)
 		if (r->targets[i].p)
@@ -1132,6 +1290,27 @@ static int run(struct record *r, int *go_fd)
 	return code;
 }
 
+/*
+ * Like time(1): once the profile is written, the launched command's own
+ * status, 128 + N for a command killed by signal N, as shells report it.
+ */
+static int command_status(const struct record *r)
+{
+	int st = r->child_status, code;
+
+	if (WIFSIGNALED(st)) {
+		code = 128 + WTERMSIG(st);
+		if (!r->quiet)
+			fprintf(stderr, "pybpfprof: '%s' was killed by signal %d (%s)\n", r->cmd[0],
+				WTERMSIG(st), strsignal(WTERMSIG(st)));
+		return code;
+	}
+	code = WIFEXITED(st) ? WEXITSTATUS(st) : EXIT_INTERNAL;
+	if (!r->quiet)
+		fprintf(stderr, "pybpfprof: '%s' exited with status %d\n", r->cmd[0], code);
+	return code;
+}
+
 int record_main(int argc, char **argv)
 {
 	struct argp argp = { opts, parse_opt, "[-- COMMAND [ARG...]]", doc, NULL, NULL, NULL };
@@ -1151,5 +1330,7 @@ int record_main(int argc, char **argv)
 	install_signals();
 	code = run(&r, &go_fd);
 	cleanup(&r, go_fd);
+	if (r.child_reaped && code == EXIT_OK)
+		code = command_status(&r);
 	return code;
 }

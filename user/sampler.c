@@ -241,17 +241,15 @@ static int track_threads(struct sampler *s)
 	return 0;
 }
 
-/* Process exits always (so a dead target is noticed at once); execs only for -a. */
-static int track_processes(struct sampler *s, bool execs)
+/* Exits and execs of targets always (a target that execs is a new program); every exec for -a. */
+static int track_processes(struct sampler *s)
 {
 	s->exit_link = bpf_program__attach(s->skel->progs.on_exit);
 	if (!s->exit_link)
 		return bpf_err(errno);
-	if (execs) {
-		s->exec_link = bpf_program__attach(s->skel->progs.on_exec);
-		if (!s->exec_link)
-			return bpf_err(errno);
-	}
+	s->exec_link = bpf_program__attach(s->skel->progs.on_exec);
+	if (!s->exec_link)
+		return bpf_err(errno);
 	if (ring_buffer__add(s->rb, bpf_map__fd(s->skel->maps.procevents), on_proc_event, s) != 0)
 		return bpf_err(errno);
 	return 0;
@@ -473,7 +471,7 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o)
 	/* Only the modes that look at off-CPU threads pay for the scheduler hook. */
 	bpf_program__set_autoload(s->skel->progs.on_switch, o->sched);
 	bpf_program__set_autoload(s->skel->progs.on_fork, o->sched);
-	bpf_program__set_autoload(s->skel->progs.on_exec, o->execs);
+	s->skel->rodata->all_execs = o->execs;
 	err = profile_bpf__load(s->skel);
 	if (err) {
 		err = bpf_err(-err);
@@ -494,7 +492,7 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o)
 	if (!err && o->sched)
 		err = track_threads(s);
 	if (!err)
-		err = track_processes(s, o->execs);
+		err = track_processes(s);
 	if (err)
 		goto fail;
 	*out = s;

@@ -29,6 +29,8 @@
 #define RESCAN_GAP 10
 #define NAMES_EVERY_NS (30 * 1000000000ull)   /* with -a, name reads were most of the CPU */
 #define MAX_LOCS PBP_MAX_LOCS
+#define EMPTY_RESCAN_NS 1000000ull         /* a new process's first thread state: looked for */
+#define EMPTY_FOR_NS (2 * 1000000000ull)   /* ... this often, for this long */
 #define LABEL_ROOM 2            /* process and thread root frames */
 
 struct tcache {
@@ -211,6 +213,8 @@ static void register_thread(struct collector *c, struct target *t, const struct 
 	e->gen = t->gen;
 }
 
+static int tell_kernel(struct collector *c, struct target *t);
+
 static uint64_t list_hash(const struct pythread *list, size_t n)
 {
 	uint64_t h = 1469598103934665603ull ^ n;
@@ -269,6 +273,8 @@ void target_rescan(struct collector *c, struct target *t, bool full)
 	char (*names)[PBP_NAME_LEN] = NULL;
 	size_t n = 0;
 	uint64_t h, now = mono_ns();
+	bool empty = false;
+	int err;
 
 	if (!full && now < t->rescan_ok) {
 		come_back(t, t->rescan_ok);
@@ -277,8 +283,17 @@ void target_rescan(struct collector *c, struct target *t, bool full)
 	t->last_rescan = now;
 	c->rescans++;
 	remote_invalidate_all(t->p->r);
-	if (pythreads_read(t->p, t->list, PBP_MAX_THREADS, &n) != 0)
+	err = pythreads_read(t->p, t->list, PBP_MAX_THREADS, &n);
+	/*
+	 * A process caught at its first instruction (launch mode, an exec) has
+	 * no thread yet: look again soon, for wall and gil ticks to count it.
+	 */
+	empty = (err || n == 0) && now - t->init_ns < EMPTY_FOR_NS;
+	if (err)
 		goto out;
+	/* 3.12+ keep the GIL in the interpreter, which a process at its first instruction lacks. */
+	if (!t->gil_addr && n > 0)
+		tell_kernel(c, t);
 	h = list_hash(t->list, n);
 	if (!full && h == t->list_hash && !t->names_due && now - t->names_ns < NAMES_EVERY_NS)
 		goto out;
@@ -293,7 +308,9 @@ void target_rescan(struct collector *c, struct target *t, bool full)
 out:
 	now = mono_ns();
 	c->rescan_ns += now - t->last_rescan;
-	t->rescan_ok = after_cost(t->last_rescan, now);
+	t->rescan_ok = empty ? t->last_rescan + EMPTY_RESCAN_NS : after_cost(t->last_rescan, now);
+	if (empty)
+		t->rescan_soon = t->rescan_ok;
 }
 
 /* The kernel watches the GIL's flag and holder, and futex waits inside its struct. */
@@ -312,16 +329,40 @@ static void gil_addrs(struct target *t, struct pbp_proc *kp)
 	}
 }
 
-int target_init(struct collector *c, struct target *t)
+/* What the kernel needs to find a thread's state itself (bpf/profile.bpf.c: find_tstate). */
+static void thread_list_addrs(struct target *t, struct pbp_proc *kp)
+{
+	const struct pyver *v = &t->p->v;
+	uint32_t offs[] = { v->is_threads_head, v->is_next, v->ts_next, v->ts_thread_id };
+
+	for (size_t i = 0; i < sizeof(offs) / sizeof(offs[0]); i++)
+		if (offs[i] == PYVER_NOOFF || offs[i] > UINT16_MAX - 8)
+			return;
+	kp->interp_head = t->p->runtime + v->rt_interpreters_head;
+	kp->is_threads_head = (uint16_t)v->is_threads_head;
+	kp->is_next = (uint16_t)v->is_next;
+	kp->ts_next = (uint16_t)v->ts_next;
+	kp->ts_thread_id = (uint16_t)v->ts_thread_id;
+}
+
+/* What the kernel knows of the process: its layout, GIL and thread lists. */
+static int tell_kernel(struct collector *c, struct target *t)
 {
 	struct pbp_proc kp = { .off = t->p->v.k };
 
+	gil_addrs(t, &kp);
+	thread_list_addrs(t, &kp);
+	return sampler_add_proc(c->smp, t->pid, &kp) != 0 ? -PBP_E_BPF : 0;
+}
+
+int target_init(struct collector *c, struct target *t)
+{
 	t->proc_loc = -1;
 	t->list = calloc(PBP_MAX_THREADS, sizeof(*t->list));
 	if (!t->list)
 		return -PBP_E_NOMEM;
-	gil_addrs(t, &kp);
-	if (sampler_add_proc(c->smp, t->pid, &kp) != 0)
+	t->init_ns = mono_ns();
+	if (tell_kernel(c, t) != 0)
 		return -PBP_E_BPF;
 	t->alive = true;
 	target_rescan(c, t, true);
@@ -330,12 +371,17 @@ int target_init(struct collector *c, struct target *t)
 
 void target_fini(struct collector *c, struct target *t)
 {
-	for (uint32_t i = 0; i < t->tc_cap; i++)
+	for (uint32_t i = 0; i < t->tc_cap; i++) {
+		/* A target dropped while the run goes on (it exec'd, or -a): its threads go too. */
+		if (t->tc[i].tid && c->smp) {
+			sampler_del_thread(c->smp, t->tc[i].tid);
+			sampler_slot_free(c->smp, t->tc[i].slot);
+		}
 		free(t->tc[i].locs);
+	}
 	free(t->tc);
 	free(t->list);
 	pyproc_close(t->p);
-	(void)c;
 	memset(t, 0, sizeof(*t));
 }
 
@@ -401,6 +447,19 @@ static uint32_t on_cpu_status(bool gil_known, bool holds)
 	return !gil_known || holds ? ST_RUNNING : ST_NATIVE;
 }
 
+/*
+ * A thread the thread list did not give (it ended since, or its tid could
+ * not be matched) whose state the kernel found at the sample: counted as it,
+ * until a rescan says otherwise.
+ */
+static struct tcache *adopt_thread(struct collector *c, struct target *t, pid_t tid, uint64_t tstate)
+{
+	struct pythread th = { .tid = tid, .tstate = tstate };
+
+	register_thread(c, t, &th, NULL, false);
+	return tc_find(t, tid);
+}
+
 void target_on_sample(struct collector *c, struct target *t, const struct pbp_sample *ks)
 {
 	struct tcache *e = tc_find(t, (pid_t)ks->tid);
@@ -411,6 +470,8 @@ void target_on_sample(struct collector *c, struct target *t, const struct pbp_sa
 		/* A thread born since the last scan: find its state, and tell the kernel. */
 		target_rescan(c, t, false);     /* or later, if one ran just now */
 		e = tc_find(t, (pid_t)ks->tid);
+		if (!e && (ks->flags & PBP_F_TSTATE_FOUND))
+			e = adopt_thread(c, t, (pid_t)ks->tid, ks->tstate);
 		if (!e) {
 			c->dropped++;
 			return;

@@ -1,0 +1,279 @@
+"""Profiles around process lifetimes (issue 14, items 4, 5, 6, 9, 10, 16):
+short runs profiled from the first instruction to the last, frames named
+although the target exited, a target that execs, SIGHUP, the launched
+command's exit status, and what becomes of the command when pybpfprof dies."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import PYBPFPROF, _discover
+from profile import WORKERS, func_of, no_bpf_leftovers, parse_collapsed, total
+
+
+def first_interp():
+    usable = [i for i in _discover() if not i.skip_reason]
+    assert usable, "no interpreter"
+    return usable[0]
+
+
+def launch(args, cmd, timeout=60):
+    return subprocess.run([PYBPFPROF] + [str(a) for a in args] + ["--"] + cmd,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def funcs(stacks):
+    """{function name: samples with it anywhere on the stack}"""
+    out = {}
+    for frames, count in stacks:
+        for f in set(map(func_of, frames)):
+            out[f] = out.get(f, 0) + count
+    return out
+
+
+def few_unknown(got, stacks, starts=1):
+    """Only an interpreter's start may leave a frame unnamed: a module's code
+    object is freed once it is imported, sometimes before pybpfprof could
+    read it (more often when pybpfprof runs slowly, under ASan)."""
+    return got.get("[unknown]", 0) <= starts * max(3, 0.02 * total(stacks))
+
+
+def children(pid):
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+def gone(pid, seconds):
+    """pid exited (or is a zombie) within seconds."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                if f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+                    return True
+        except OSError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+# --- item 9: SIGHUP is SIGTERM -------------------------------------------------
+
+def test_sighup_writes_the_profile(start_target, tmp_path):
+    proc, pid, ready = start_target(first_interp(), WORKERS, "spinner")
+    out = tmp_path / "out.txt"
+    p = subprocess.Popen([PYBPFPROF, "-p", str(pid), "-F", "199", "-o", str(out)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    assert p.poll() is None, p.stderr.read()
+    p.send_signal(signal.SIGHUP)
+    stdout, stderr = p.communicate(timeout=30)
+    assert p.returncode == 0, stderr
+    assert total(parse_collapsed(out.read_text())) > 30
+    assert no_bpf_leftovers()
+    assert proc.poll() is None, "the target must not be touched"
+
+
+# --- item 10: the launched command's exit status --------------------------------
+
+@pytest.mark.parametrize("code,want,said", [
+    ("import sys; sys.exit(3)", 3, "exited with status 3"),
+    ("pass", 0, "exited with status 0"),
+    ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", 128 + 9,
+     "was killed by signal 9"),
+], ids=["exit3", "exit0", "sigkill"])
+def test_command_exit_status(tmp_path, code, want, said):
+    interp = first_interp()
+    out = tmp_path / "out.txt"
+    r = launch(["-o", out], interp.argv + ["-c", code])
+    assert r.returncode == want, r.stderr
+    assert said in r.stderr, r.stderr
+    assert out.exists()
+
+
+def test_command_status_not_when_profiling_failed(tmp_path):
+    """pybpfprof's own error wins over the command's status."""
+    interp = first_interp()
+    r = launch(["-o", "/nonexistent/dir/out.txt"], interp.argv + ["-c", "import sys; sys.exit(3)"])
+    assert r.returncode == 10, r.stderr
+
+
+# --- item 16: the command dies with the profiler ----------------------------------
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_command_stops_with_the_profiler(tmp_path, sig):
+    interp = first_interp()
+    p = subprocess.Popen([PYBPFPROF, "-o", str(tmp_path / "out.txt"), "--"] + interp.argv +
+                         ["-c", "import time; time.sleep(60)"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child = None
+    deadline = time.monotonic() + 20
+    while child is None and time.monotonic() < deadline:
+        kids = children(p.pid)
+        child = kids[0] if kids else None
+        time.sleep(0.05)
+    assert child, "no command started"
+    time.sleep(1)
+    try:
+        p.send_signal(sig)
+        p.communicate(timeout=30)
+        assert gone(child, 10), "the command outlived pybpfprof"
+    finally:
+        try:
+            os.kill(child, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+# --- item 4: short runs, from the first instruction to the last -------------------
+
+# Busy loops count wall time, as a short script does: on a loaded machine a
+# target gets less CPU and fewer samples, so the checks are proportions.
+SHORT = """
+import time
+def busy(seconds):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        pass
+busy(0.7)
+"""
+
+
+def kernel_taken(stderr):
+    for line in stderr.splitlines():
+        if line.startswith("pybpfprof: kernel: "):
+            return int(line.split()[2])
+    raise AssertionError("no kernel line in:\n" + stderr)
+
+
+@pytest.mark.parametrize("mode", ["cpu", "gil"])
+def test_short_run_profiled_whole(interp, tmp_path, mode):
+    """A 0.7 s command: every sample the kernel took is in the profile, and
+    nearly all of them are in busy()."""
+    out = tmp_path / "out.txt"
+    # The default rate in cpu mode: user space takes samples in batches of
+    # about a second then, longer than the command runs.
+    rate = [] if mode == "cpu" else ["-F", 499]
+    r = launch(["-m", mode, "-o", out] + rate, interp.argv + ["-c", SHORT])
+    assert r.returncode == 0, r.stderr
+    stacks = parse_collapsed(out.read_text())
+    got = funcs(stacks)
+    busy = got.get("busy", 0)
+    if mode == "cpu":
+        taken = kernel_taken(r.stderr)
+        assert taken >= 5, r.stderr
+        # Only the interpreter's start, before its first frame, has no stack.
+        assert total(stacks) >= taken - max(5, 0.1 * taken), r.stderr
+        assert busy >= 0.6 * taken, (got, r.stderr)
+    else:
+        # Ticks at 499 Hz for 0.7 s; busy() holds the GIL whenever it runs.
+        assert busy >= 0.2 * 0.7 * 499, (got, r.stderr)
+    assert few_unknown(got, stacks), (got, r.stderr)
+
+
+WALL = """
+import sys, time
+def first():
+    time.sleep(1.0)
+def second():
+    time.sleep(0.6)
+first()
+second()
+"""
+
+
+def test_short_run_wall_counts_every_tick(interp, tmp_path):
+    """Wall mode at a rate too low for the kernel to sample the interpreter's
+    start: the main thread is found all the same, and each sleep counts its
+    ticks."""
+    out = tmp_path / "out.txt"
+    hz = 5
+    r = launch(["-m", "wall", "-F", hz, "-o", out], interp.argv + ["-c", WALL])
+    assert r.returncode == 0, r.stderr
+    got = funcs(parse_collapsed(out.read_text()))
+    assert got.get("first", 0) >= 1.0 * hz - 1, (got, r.stderr)
+    assert got.get("second", 0) >= 0.6 * hz - 1, (got, r.stderr)
+
+
+# --- item 5: frames named although the target exited ------------------------------
+
+def profile_last_gasp(interp, start_target, tmp_path, warm, last, hz):
+    host_dir, in_dir = interp.mkdtemp()
+    trigger = os.path.join(in_dir, "go")
+    proc, pid, ready = start_target(interp, "lastgasp.py", trigger, warm, last)
+    out = tmp_path / "out.txt"
+    p = subprocess.Popen([PYBPFPROF, "-p", str(pid), "-F", str(hz), "--stats", "-o", str(out)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)     # set up and sampling (the target sleeps: no sample yet)
+    assert p.poll() is None, p.stderr.read()
+    open(os.path.join(host_dir, "go"), "w").close()
+    stdout, stderr = p.communicate(timeout=60)
+    assert p.returncode == 0, stderr
+    return funcs(parse_collapsed(out.read_text())), stderr
+
+
+def test_target_exiting_soon_after_attach_is_named(interp, start_target, tmp_path):
+    got, err = profile_last_gasp(interp, start_target, tmp_path, 0.6, 0.0, 99)
+    assert got.get("warm", 0) >= 3, (got, err)
+    assert "[unknown]" not in got, (got, err)
+    assert " 0 frames unnamed" in err, err
+
+
+def test_code_first_run_just_before_exit_is_named(interp, start_target, tmp_path):
+    got, err = profile_last_gasp(interp, start_target, tmp_path, 1.0, 0.2, 99)
+    assert got.get("warm", 0) >= 5, (got, err)
+    assert got.get("last_words", 0) >= 1, (got, err)
+    assert "[unknown]" not in got, (got, err)
+
+
+# --- item 6: a target that execs ----------------------------------------------------
+
+EXECS = """
+import os, sys, time
+def before_exec():
+    end = time.monotonic() + 1.0
+    while time.monotonic() < end:
+        pass
+before_exec()
+if sys.argv[1] == "python":
+    os.execv(sys.executable, [sys.executable, "-c", '''
+import time
+def after_exec():
+    end = time.monotonic() + 1.0
+    while time.monotonic() < end:
+        pass
+after_exec()
+'''])
+os.execv("/bin/sh", ["sh", "-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done"])
+"""
+
+
+def test_exec_into_python_profiled_on(interp, tmp_path):
+    out = tmp_path / "out.txt"
+    r = launch(["-F", 499, "-o", out], interp.argv + ["-c", EXECS, "python"])
+    assert r.returncode == 0, r.stderr
+    stacks = parse_collapsed(out.read_text())
+    got = funcs(stacks)
+    assert got.get("before_exec", 0) >= 10, (got, r.stderr)
+    assert got.get("after_exec", 0) >= 0.5 * got["before_exec"], (got, r.stderr)
+    assert few_unknown(got, stacks, starts=2), (got, r.stderr)
+    assert "exec'd at" in r.stderr and "profiled again" in r.stderr, r.stderr
+
+
+def test_exec_into_other_program_said(tmp_path):
+    interp = first_interp()
+    out = tmp_path / "out.txt"
+    r = launch(["-F", 499, "-o", out], interp.argv + ["-c", EXECS, "sh"], timeout=120)
+    assert r.returncode == 0, r.stderr
+    stacks = parse_collapsed(out.read_text())
+    got = funcs(stacks)
+    assert got.get("before_exec", 0) >= 10, (got, r.stderr)
+    assert few_unknown(got, stacks), (got, r.stderr)
+    assert "not profiled after: not a Python process" in r.stderr, r.stderr
