@@ -37,7 +37,7 @@ const char *pbp_strerror(int err)
 
 bool pyver_supported(const struct pyver *v)
 {
-	return v->major == 3 && v->minor >= 8 && v->minor <= 14;
+	return v->major == 3 && v->minor >= 6 && v->minor <= 14;
 }
 
 /* A file is worth opening as an ELF if its name says python, or always on a second pass. */
@@ -109,6 +109,7 @@ static int try_file(struct pyproc *p, const struct map_entry *e, struct elf_info
 		return -1;
 	*bias = ei->is_shared ? e->start - (ei->first_load_vaddr & ~0xfffull) : 0;
 	p->runtime = *bias + ei->runtime_vaddr;
+	p->gil_static = ei->gil_statics[ELF_GIL_LOCKED] ? *bias + ei->gil_statics[ELF_GIL_LOCKED] : 0;
 	snprintf(p->binary, sizeof(p->binary), "%s", e->path);
 	snprintf(p->binary_open, sizeof(p->binary_open), "%s", path);
 	return 0;
@@ -144,14 +145,77 @@ static void set_version_string(struct pyproc *p)
 	snprintf(p->version, sizeof(p->version), "%u.%u.%u", p->v.major, p->v.minor, p->v.micro);
 }
 
+/*
+ * 3.6's GIL is statics, not a struct: its offsets are those of the other
+ * statics from gil_locked (in .data; the rest are in .bss, after it). A
+ * build where they are not all found, or not after it, has no GIL reading.
+ */
+#define GIL36_SPAN (16u << 20)
+#define MUTEX_SIZE 40u          /* sizeof(pthread_mutex_t), x86-64 glibc */
+#define COND_SIZE 48u           /* sizeof(pthread_cond_t) */
+
+static void gil_statics_36(struct pyproc *p, const struct elf_info *ei)
+{
+	const uint64_t *s = ei->gil_statics, base = s[ELF_GIL_LOCKED];
+	uint64_t lo = UINT64_MAX, hi = 0;
+	struct pyver *v = &p->v;
+
+	for (int i = 0; i < ELF_GIL_STATICS; i++)
+		if (s[i] < base || s[i] - base > GIL36_SPAN)
+			p->gil_static = 0;
+	if (!p->gil_static)
+		return;
+	/* GIL waits sleep on the futexes of the mutexes and condition variables. */
+	for (int i = ELF_GIL_MUTEX; i <= ELF_SWITCH_COND; i++) {
+		uint64_t size = i == ELF_GIL_COND || i == ELF_SWITCH_COND ? COND_SIZE : MUTEX_SIZE;
+
+		lo = s[i] < lo ? s[i] : lo;
+		hi = s[i] + size > hi ? s[i] + size : hi;
+	}
+	v->gil_locked = 0;
+	v->gil_last_holder = (uint32_t)(s[ELF_GIL_HOLDER] - base);
+	v->gil_mutex = (uint32_t)(s[ELF_GIL_MUTEX] - base);
+	v->gil_cond = (uint32_t)(s[ELF_GIL_COND] - base);
+	v->gil_wait_lo = (uint32_t)(lo - base);
+	v->gil_size = (uint32_t)(hi - base);
+}
+
+/*
+ * 3.6 (no _PyRuntime: its interp_head) from its version string; a file with
+ * an interp_head that is not a 3.6 (3.5, or no version at all) is not one we
+ * can read.
+ */
+static int find_version_36(struct pyproc *p, const struct elf_info *ei)
+{
+	unsigned maj = 0, min = 0, mic = 0;
+	char ver[32];
+	int err;
+
+	if (elf_find_version_string(p->binary_open, ver, sizeof(ver)) != 0 ||
+	    sscanf(ver, "%u.%u.%u", &maj, &min, &mic) != 3)
+		return -PBP_E_VERSION;
+	snprintf(p->version, sizeof(p->version), "%u.%u.%u", maj, min, mic);
+	if (maj != 3 || min != 6)
+		return -PBP_E_VERSION;
+	err = pyver_from_table(maj, min, mic, &p->v);
+	if (err)
+		return err;
+	set_version_string(p);
+	gil_statics_36(p, ei);
+	return 0;
+}
+
 /* Version and offsets: the target's own debug table (3.13+), else our tables. */
 static int find_version(struct pyproc *p, const struct elf_info *ei, uint64_t bias)
 {
 	size_t max = pyver_debug_offsets_max();
-	uint8_t *blob = malloc(max);
+	uint8_t *blob;
 	unsigned maj = 0, min = 0, mic = 0;
 	int err;
 
+	if (ei->runtime_is_interp_head)
+		return find_version_36(p, ei);
+	blob = malloc(max);
 	if (!blob)
 		return -PBP_E_NOMEM;
 	err = remote_read(p->r, p->runtime, blob, max);
@@ -180,7 +244,8 @@ static int find_version(struct pyproc *p, const struct elf_info *ei, uint64_t bi
 			return -PBP_E_VERSION;
 	}
 	snprintf(p->version, sizeof(p->version), "%u.%u.%u", maj, min, mic);
-	err = pyver_from_table(maj, min, mic, &p->v);
+	/* 3.6 is known by its interp_head: a _PyRuntime that says 3.6 is not one. */
+	err = min == 6 ? -PBP_E_VERSION : pyver_from_table(maj, min, mic, &p->v);
 	if (err == 0)
 		set_version_string(p);
 	return err;

@@ -7,7 +7,7 @@ Fixtures
   pybpfprof     pybpfprof(*args, timeout=60) -> CompletedProcess (text)
 
 Interpreters
-  pyenv         $(pyenv root)/versions/* for 3.8 and later ("3.8", "3.12", ...)
+  pyenv         $(pyenv root)/versions/* for 3.6 and later ("3.6", "3.12", ...)
   debian        /usr/bin/python3.11, libpython linked in statically, stripped
                 ("3.11-debian-static")
   sid chroot    /usr/bin/python3.14 in the chroot that scripts/sid-chroot.sh
@@ -54,8 +54,8 @@ SANITIZED = os.environ.get("PBP_SANITIZED", "") not in ("", "0")
 SANITIZER_LOGS = os.environ.get("PBP_SANITIZER_LOGS", "")
 SID_CHROOT_SH = os.path.join(REPO, "scripts", "sid-chroot.sh")
 
-MIN_VERSION = (3, 8)
-DEFAULT_EXPECTED = ["3.8", "3.9", "3.10", "3.11", "3.12", "3.13",
+MIN_VERSION = (3, 6)
+DEFAULT_EXPECTED = ["3.6", "3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13",
                     "3.11-debian-static", "3.14-sid-chroot"]
 REQUIRE_ALL = os.environ.get("PBP_REQUIRE_ALL", "") not in ("", "0")
 READY_TIMEOUT = float(os.environ.get("PBP_READY_TIMEOUT", "60"))
@@ -222,7 +222,7 @@ def _discover_pyenv():
             continue
         name = "%s.%s%s" % m.groups()
         if (int(m.group(1)), int(m.group(2))) < MIN_VERSION:
-            _ignored.append(("pyenv %s" % entry, "unsupported (< 3.8)", name))
+            _ignored.append(("pyenv %s" % entry, "unsupported (< 3.6)", name))
             continue
         if any(i.name == name for i in found):
             name = entry

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * pyver.c: the generated table for 3.8-3.12, and the _Py_DebugOffsets reader
+ * pyver.c: the generated table for 3.6-3.12, and the _Py_DebugOffsets reader
  * for 3.13+ checked against what offsetof() says on the same versions'
  * headers (the crosscheck block of offsets_gen.h) using real tables dumped
  * from those interpreters (data/debug_offsets_3.*.bin, by gen-offsets.sh).
@@ -236,7 +236,9 @@ static void check_version_facts(const struct pyver *v)
 	CHECK_EQ_INT(v->k.cframe_current != PBP_NOOFF, v->minor == 11 || v->minor == 12);
 	CHECK_EQ_INT(v->k.fr_is_entry != PBP_NOOFF, v->minor == 11);
 	CHECK_EQ_INT(v->k.fr_owner != PBP_NOOFF, has_iframe);
-	CHECK_EQ_INT(v->rt_gil != PYVER_NOOFF, v->minor <= 11);
+	/* 3.6's GIL is statics found by symbol (process.c), not part of a version's layout */
+	CHECK_EQ_INT(v->rt_gil != PYVER_NOOFF, v->minor >= 7 && v->minor <= 11);
+	CHECK_EQ_INT(v->is_id != PYVER_NOOFF, v->minor >= 7);
 	CHECK_EQ_INT(v->is_ceval_gil != PYVER_NOOFF, v->minor >= 12);
 	CHECK_EQ_INT(v->ts_native_thread_id != PYVER_NOOFF, has_iframe);
 	CHECK_EQ_INT(v->code_qualname != PYVER_NOOFF, has_iframe);
@@ -251,7 +253,8 @@ static void check_version_facts(const struct pyver *v)
 	CHECK(v->k.fr_previous + 8u <= v->fr_size && v->k.fr_code + 8u <= v->fr_size);
 	CHECK(v->k.fr_instr + 4u <= v->fr_size);
 	CHECK(v->k.code_name + 8u <= v->code_size && v->k.code_firstlineno + 4u <= v->code_size);
-	CHECK(v->gil_locked + 4 <= v->gil_size && v->gil_last_holder + 8 <= v->gil_size);
+	CHECK(v->minor == 6 ||
+	      (v->gil_locked + 4 <= v->gil_size && v->gil_last_holder + 8 <= v->gil_size));
 	/* Every supported version gets both spans: the kernel's one-copy frame reads. */
 	CHECK(spans_ok(v));
 	CHECK(v->k.fr_span_len > 0 && v->k.code_span_len > 0);
@@ -270,11 +273,11 @@ static void test_table(void)
 		check_against_gen(g, &v);
 		check_version_facts(&v);
 	}
-	CHECK_EQ_INT(ARRAY_LEN(pyver_gen_table), 5);
-	/* 3.13+ must come from the target; 3.7 and 2.x are not supported. */
+	CHECK_EQ_INT(ARRAY_LEN(pyver_gen_table), 7);
+	/* 3.13+ must come from the target; 3.5 and 2.x are not supported. */
 	CHECK_EQ_INT(pyver_from_table(3, 13, 0, &v), -PBP_E_VERSION);
 	CHECK_EQ_INT(pyver_from_table(3, 14, 0, &v), -PBP_E_VERSION);
-	CHECK_EQ_INT(pyver_from_table(3, 7, 16, &v), -PBP_E_VERSION);
+	CHECK_EQ_INT(pyver_from_table(3, 5, 10, &v), -PBP_E_VERSION);
 	CHECK_EQ_INT(pyver_from_table(2, 8, 0, &v), -PBP_E_VERSION);
 	CHECK_EQ_INT(pyver_from_table(4, 8, 0, &v), -PBP_E_VERSION);
 }
@@ -284,6 +287,14 @@ static void test_table_spot_values(void)
 {
 	struct pyver v;
 
+	CHECK_EQ_INT(pyver_from_table(3, 6, 15, &v), 0);
+	CHECK_EQ_INT(v.k.fr_instr, 120);        /* PyFrameObject.f_lasti */
+	CHECK_EQ_INT(v.rt_interpreters_head, 0);        /* the static interp_head itself */
+	CHECK_EQ_INT(v.lt_kind, LT_LNOTAB);
+	CHECK_EQ_INT(pyver_from_table(3, 7, 16, &v), 0);
+	CHECK_EQ_INT(v.k.fr_instr, 104);
+	CHECK_EQ_INT(v.rt_gil, 1264);           /* _PyRuntime.ceval.gil */
+	CHECK_EQ_INT(v.lt_kind, LT_LNOTAB);
 	CHECK_EQ_INT(pyver_from_table(3, 8, 18, &v), 0);
 	CHECK_EQ_INT(v.k.fr_instr, 104);        /* PyFrameObject.f_lasti */
 	CHECK_EQ_INT(v.k.ts_frame, 24);

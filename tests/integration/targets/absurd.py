@@ -1,6 +1,6 @@
 """Adversarial target: code objects no sane program has.
 
-Runs on CPython 3.8 to 3.14 (keep the syntax at 3.8's level).
+Runs on CPython 3.6 to 3.14 (keep the syntax at 3.6's level).
 
     absurd.py
 
@@ -32,6 +32,14 @@ import threading
 import time
 import types
 
+
+def native_id():
+    """The kernel's id of the calling thread (threading.get_native_id is 3.8+)."""
+    if hasattr(threading, "get_native_id"):
+        return threading.get_native_id()
+    return ctypes.CDLL(None).syscall(186)  # SYS_gettid on x86-64 (3.6, 3.7)
+
+
 READY = os.environ["PBP_READY"]
 PARK = threading.Lock()
 PARK.acquire()
@@ -45,7 +53,7 @@ started = []
 
 def started_as(role, function):
     with lock:
-        started.append({"role": role, "native_id": threading.get_native_id(),
+        started.append({"role": role, "native_id": native_id(),
                         "function": function})
 
 

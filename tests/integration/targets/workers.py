@@ -16,8 +16,9 @@ in nap_long, and so on: wakes 50 times a second, 1/4 of its time in the first).
 Writes $PBP_READY: {"pid", "version", "threads": [{"kind", "name", "native_id"}]}
 once every thread runs; for split, $PBP_READY.split gets {"light": s, "heavy": s}
 of CPU time, rewritten every 0.2 s. The main thread sleeps until killed.
-Works on Python 3.8+."""
+Works on Python 3.6+."""
 
+import ctypes
 import hashlib
 import json
 import os
@@ -26,6 +27,31 @@ import select
 import sys
 import threading
 import time
+
+
+def native_id():
+    """The kernel's id of the calling thread (threading.get_native_id is 3.8+)."""
+    if hasattr(threading, "get_native_id"):
+        return threading.get_native_id()
+    return ctypes.CDLL(None).syscall(186)  # SYS_gettid on x86-64 (3.6, 3.7)
+
+
+if not hasattr(threading.Thread, "native_id"):
+    # 3.6, 3.7: Thread.native_id is 3.8+; a thread sets its own as it sets its ident.
+    _set_ident = threading.Thread._set_ident
+
+    def _set_ident_and_native_id(self):
+        _set_ident(self)
+        self.native_id = native_id()
+
+    threading.Thread._set_ident = _set_ident_and_native_id
+    threading.main_thread().native_id = native_id()
+
+
+def thread_time():
+    """time.thread_time is 3.7+."""
+    return time.clock_gettime(time.CLOCK_THREAD_CPUTIME_ID)
+
 
 READY = os.environ["PBP_READY"]
 started = []
@@ -108,9 +134,9 @@ def split():
     last = time.monotonic()
     while True:
         for name, fn in (("light", light), ("heavy", heavy)):
-            t0 = time.thread_time()
+            t0 = thread_time()
             fn()
-            spent[name] += time.thread_time() - t0
+            spent[name] += thread_time() - t0
         if time.monotonic() - last > 0.2:
             last = time.monotonic()
             tmp = READY + ".split.tmp"
@@ -136,7 +162,7 @@ KINDS = {"deep": deep, "spinner": spinner, "sleeper": sleeper, "waiter": waiter,
 
 def run(kind, name):
     with lock:
-        started.append({"kind": kind, "name": name, "native_id": threading.get_native_id()})
+        started.append({"kind": kind, "name": name, "native_id": native_id()})
     KINDS[kind]()
 
 
@@ -155,7 +181,7 @@ def main():
         time.sleep(0.01)
     time.sleep(0.2)  # let every thread reach its steady state
     info = {"pid": os.getpid(), "version": list(sys.version_info[:3]),
-            "main_native_id": threading.get_native_id(), "threads": started}
+            "main_native_id": native_id(), "threads": started}
     with open(READY + ".tmp", "w") as f:
         json.dump(info, f)
     os.replace(READY + ".tmp", READY)
