@@ -5,7 +5,7 @@
 
 Kinds: spinner (pure Python loop, holds the GIL), sleeper (time.sleep(0.02) loop),
 waiter (select() on a silent pipe), hasher (sha256 of 64 MiB buffers: the GIL
-is released while hashing), idle (blocked on a lock), spawner (after
+is released while hashing; blake2b where sha256 is not OpenSSL's and keeps it), idle (blocked on a lock), spawner (after
 1 s starts one idle thread named "late", its native id going to
 $PBP_READY.late), deep (spins 300 frames
 deep in recurse()), split (alternates two
@@ -96,10 +96,17 @@ def waiter():
     select.select([r], [], [])
 
 
+try:
+    import _hashlib  # noqa: F401 (OpenSSL's sha256 releases the GIL while it hashes)
+    HASH = hashlib.sha256
+except ImportError:
+    HASH = hashlib.blake2b  # a 3.6 built without OpenSSL: its _sha256 holds the GIL
+
+
 def hasher():
     buf = b"x" * (64 << 20)
     while True:
-        hashlib.sha256(buf).digest()
+        HASH(buf).digest()
 
 
 PARK = threading.Lock()
