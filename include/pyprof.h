@@ -152,6 +152,7 @@ struct pyver {
 	unsigned major, minor, micro;
 	uint32_t hexversion;        /* PY_VERSION_HEX */
 	bool from_debug_offsets;    /* 3.13+: read from the target */
+	bool newer;                 /* newer than any known: read with the newest layout */
 
 	/* _PyRuntime */
 	uint32_t rt_interpreters_head;
@@ -227,6 +228,8 @@ int pyver_from_table(unsigned major, unsigned minor, unsigned micro, struct pyve
 int pyver_from_debug_offsets(const void *blob, size_t len, struct pyver *v);
 /* Bytes of _Py_DebugOffsets to read for validation (largest layout known). */
 size_t pyver_debug_offsets_max(void);
+/* The newest minor version whose layout is known (14 for 3.14). */
+unsigned pyver_newest_minor(void);
 /* Byte offset into the bytecode from a frame's raw instr value. */
 int64_t pyver_instr_offset(const struct pyver *v, uint64_t code_addr, uint64_t instr);
 

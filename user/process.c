@@ -37,7 +37,7 @@ const char *pbp_strerror(int err)
 
 bool pyver_supported(const struct pyver *v)
 {
-	return v->major == 3 && v->minor >= 6 && v->minor <= 14;
+	return v->major == 3 && v->minor >= 6 && (v->minor <= 14 || v->newer);
 }
 
 /* A file is worth opening as an ELF if its name says python, or always on a second pass. */
@@ -220,6 +220,13 @@ static int find_version(struct pyproc *p, const struct elf_info *ei, uint64_t bi
 		return -PBP_E_NOMEM;
 	err = remote_read(p->r, p->runtime, blob, max);
 	if (err == 0 && memcmp(blob, "xdebugpy", 8) == 0) {
+		uint64_t hex;
+
+		/* The version it claims, for the message if it is not one we can read. */
+		memcpy(&hex, blob + 8, sizeof(hex));
+		if (hex >> 24 == 3)
+			snprintf(p->version, sizeof(p->version), "3.%u.%u",
+				 (unsigned)(hex >> 16 & 0xff), (unsigned)(hex >> 8 & 0xff));
 		err = pyver_from_debug_offsets(blob, max, &p->v);
 		free(blob);
 		if (err == 0)
@@ -269,6 +276,69 @@ static int pyproc_pidns(struct pyproc *p)
 	return p->tids ? 0 : -PBP_E_NOMEM;
 }
 
+/*
+ * A version newer than any known is read with the newest known layout only
+ * if, with it, every frame of every thread decodes: a code object (of type
+ * PyCode_Type), its name and file, a line. At least one frame must; a walk
+ * that fails (the target moved under it) is tried again.
+ */
+#define VERIFY_THREADS 256
+#define VERIFY_TRIES 5
+
+static int decode_stack(struct pyproc *p, uint64_t frame, size_t *decoded)
+{
+	struct pbp_frame f[PBP_MAX_FRAMES];
+	size_t n = 0;
+	int err = stack_walk(p, frame, f, PBP_MAX_FRAMES, &n);
+
+	for (size_t i = 0; !err && i < n; i++) {
+		const struct codeinfo *ci = codecache_get(p->codes, p, f[i].code, NULL, &err);
+
+		if (!ci || !ci->name || !ci->file || frame_line(p, ci, f[i].instr) < 0)
+			err = err ? err : -PBP_E_CORRUPT;
+		else
+			(*decoded)++;
+	}
+	return err;
+}
+
+static int verify_once(struct pyproc *p, struct pythread *t, size_t *decoded)
+{
+	size_t n = 0;
+	int err = pythreads_read(p, t, VERIFY_THREADS, &n);
+
+	*decoded = 0;
+	for (size_t i = 0; !err && i < n; i++)
+		if (t[i].frame)
+			err = decode_stack(p, t[i].frame, decoded);
+	return err ? err : *decoded ? 0 : -PBP_E_CORRUPT;
+}
+
+static int verify_newer(struct pyproc *p)
+{
+	struct pythread *t = calloc(VERIFY_THREADS, sizeof(*t));
+	size_t decoded = 0;
+	int err = -PBP_E_NOMEM;
+
+	if (!p->pycode_type)
+		err = -PBP_E_VERSION;   /* nothing to tell a code object by */
+	for (int i = 0; t && p->pycode_type && i < VERIFY_TRIES; i++) {
+		err = verify_once(p, t, &decoded);
+		if (!err || err == -PBP_E_GONE)
+			break;
+		usleep(20000);
+	}
+	free(t);
+	if (err && err != -PBP_E_GONE && err != -PBP_E_NOMEM)
+		return -PBP_E_VERSION;
+	if (!err)
+		fprintf(stderr, "pybpfprof: warning: pid %d: Python %s is newer than any this "
+			"pybpfprof knows (3.6 to 3.%u): read with 3.%u's layout, which its "
+			"_Py_DebugOffsets and all %zu frames agree with (Python thread names not read)\n",
+			(int)p->pid, p->version, pyver_newest_minor(), pyver_newest_minor(), decoded);
+	return err;
+}
+
 int pyproc_open(pid_t pid, const struct pyproc_limits *lim, struct pyproc **out)
 {
 	struct pyproc *p = calloc(1, sizeof(*p));
@@ -298,13 +368,11 @@ int pyproc_open(pid_t pid, const struct pyproc_limits *lim, struct pyproc **out)
 		err = find_version(p, &ei, bias);
 	if (!err && !pyver_supported(&p->v))
 		err = -PBP_E_VERSION;
-	if (err) {
-		*out = p;   /* the caller may report p->version; it must close p */
-		return err;
-	}
 	p->pycode_type = ei.pycode_type_vaddr ? bias + ei.pycode_type_vaddr : 0;
-	*out = p;
-	return 0;
+	if (!err && p->v.newer)
+		err = verify_newer(p);
+	*out = p;   /* on error the caller may report p->version; it must close p */
+	return err;
 }
 
 void pyproc_close(struct pyproc *p)

@@ -413,6 +413,7 @@ static void test_header(const uint8_t *b, size_t len)
 	free(copy);
 	/* 3.12 never had the table; 3.15's layout is unknown; 3.13 alphas moved it. */
 	CHECK_EQ_INT(parse_with(b, len, D13_VERSION, 0x030c01f0), -PBP_E_VERSION);
+	/* 3.15 is tried with 3.14's 760-byte layout, which a 3.13 table cannot be */
 	CHECK_EQ_INT(parse_with(b, len, D13_VERSION, 0x030f00f0), -PBP_E_VERSION);
 	CHECK_EQ_INT(parse_with(b, len, D13_VERSION, 0x040d00f0), -PBP_E_VERSION);
 	CHECK_EQ_INT(parse_with(b, len, D13_VERSION, 0x030d00a1), -PBP_E_VERSION);
@@ -540,6 +541,44 @@ static void test_longer_read(const uint8_t *b, size_t len)
 	free(big);
 }
 
+/*
+ * A version bump on a real table: 3.14's own bytes saying 3.15 (or 3.99) are
+ * read with 3.14's layout, flagged newer, without thread names; the same
+ * bump on a table whose layout moved (a word inserted, as a new field of the
+ * runtime block would) is an unsupported version, not corrupt and not read.
+ */
+static void test_newer(const uint8_t *b, size_t len)
+{
+	uint8_t *copy = malloc(len);
+	struct pyver v14, v;
+
+	CHECK_EQ_INT(pyver_from_debug_offsets(b, len, &v14), 0);
+	CHECK(!v14.newer && v14.minor == 14 && v14.is_modules != PYVER_NOOFF);
+	CHECK_EQ_INT(pyver_newest_minor(), 14);
+	memcpy(copy, b, len);
+	put64(copy, D13_VERSION, 0x030f02f0);
+	CHECK_EQ_INT(pyver_from_debug_offsets(copy, len, &v), 0);
+	CHECK(v.newer && v.major == 3 && v.minor == 15 && v.micro == 2);
+	CHECK_EQ_INT(v.hexversion, 0x030f02f0);
+	CHECK(pyver_supported(&v));
+	CHECK(memcmp(&v.k, &v14.k, sizeof(v.k)) == 0);
+	CHECK_EQ_INT(v.rt_interpreters_head, v14.rt_interpreters_head);
+	CHECK_EQ_INT(v.ts_native_thread_id, v14.ts_native_thread_id);
+	CHECK_EQ_INT(v.code_linetable, v14.code_linetable);
+	CHECK_EQ_INT(v.is_modules, PYVER_NOOFF);
+	CHECK_EQ_INT(parse_with(b, len, D13_VERSION, 0x036300f0), 0);      /* 3.99 */
+	CHECK_EQ_INT(parse_with(b, len, D13_VERSION, 0x030f00b1), 0);      /* 3.15 beta */
+	CHECK_EQ_INT(parse_with(b, len, D13_VERSION, 0x030f00a3), -PBP_E_VERSION);
+	/* The same bump, with one more word at the start of the runtime block. */
+	memmove(copy + 32, copy + 24, len - 32);
+	put64(copy, 24, get64(b, 24) + 8);
+	CHECK_EQ_INT(pyver_from_debug_offsets(copy, len, &v), -PBP_E_VERSION);
+	/* A known version with the same damage is corrupt, as before. */
+	put64(copy, D13_VERSION, 0x030e0af0);
+	CHECK_EQ_INT(pyver_from_debug_offsets(copy, len, &v), -PBP_E_CORRUPT);
+	free(copy);
+}
+
 /* A parse that succeeded must only ever hand out offsets inside their structs. */
 static int sane(const struct pyver *v)
 {
@@ -658,6 +697,7 @@ int main(void)
 	CHECK(b14 != NULL && len14 == 760);
 	if (b14 && len14 == 760) {
 		test_truncated(b14, len14);
+		test_newer(b14, len14);
 		test_fuzz(b14, len14);
 	}
 	free(b13);
