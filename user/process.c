@@ -154,17 +154,24 @@ static void set_version_string(struct pyproc *p)
 #define MUTEX_SIZE 40u          /* sizeof(pthread_mutex_t), x86-64 glibc */
 #define COND_SIZE 48u           /* sizeof(pthread_cond_t) */
 
+static bool gil_statics_ok(const uint64_t *s)
+{
+	for (int i = 0; i < ELF_GIL_STATICS; i++)
+		if (!s[i] || s[i] < s[ELF_GIL_LOCKED] || s[i] - s[ELF_GIL_LOCKED] > GIL36_SPAN)
+			return false;
+	return true;
+}
+
 static void gil_statics_36(struct pyproc *p, const struct elf_info *ei)
 {
 	const uint64_t *s = ei->gil_statics, base = s[ELF_GIL_LOCKED];
 	uint64_t lo = UINT64_MAX, hi = 0;
 	struct pyver *v = &p->v;
 
-	for (int i = 0; i < ELF_GIL_STATICS; i++)
-		if (s[i] < base || s[i] - base > GIL36_SPAN)
-			p->gil_static = 0;
-	if (!p->gil_static)
+	if (!gil_statics_ok(s)) {
+		p->gil_static = 0;      /* no GIL reading, the rest works */
 		return;
+	}
 	/* GIL waits sleep on the futexes of the mutexes and condition variables. */
 	for (int i = ELF_GIL_MUTEX; i <= ELF_SWITCH_COND; i++) {
 		uint64_t size = i == ELF_GIL_COND || i == ELF_SWITCH_COND ? COND_SIZE : MUTEX_SIZE;
@@ -220,13 +227,15 @@ static int find_version(struct pyproc *p, const struct elf_info *ei, uint64_t bi
 		return -PBP_E_NOMEM;
 	err = remote_read(p->r, p->runtime, blob, max);
 	if (err == 0 && memcmp(blob, "xdebugpy", 8) == 0) {
-		uint64_t hex;
+		uint64_t hex, ft;
 
 		/* The version it claims, for the message if it is not one we can read. */
 		memcpy(&hex, blob + 8, sizeof(hex));
+		memcpy(&ft, blob + 16, sizeof(ft));
 		if (hex >> 24 == 3)
-			snprintf(p->version, sizeof(p->version), "3.%u.%u",
-				 (unsigned)(hex >> 16 & 0xff), (unsigned)(hex >> 8 & 0xff));
+			snprintf(p->version, sizeof(p->version), "3.%u.%u%s",
+				 (unsigned)(hex >> 16 & 0xff), (unsigned)(hex >> 8 & 0xff),
+				 ft == 1 ? " free-threaded" : "");
 		err = pyver_from_debug_offsets(blob, max, &p->v);
 		free(blob);
 		if (err == 0)

@@ -2,7 +2,7 @@
 /*
  * pyver.c: all this program knows about CPython memory layouts.
  *
- * 3.8-3.12 come from user/offsets_gen.h, which scripts/gen-offsets.sh makes
+ * 3.6-3.12 come from user/offsets_gen.h, which scripts/gen-offsets.sh makes
  * by running offsetof() against each version's own internal headers; this
  * file adds the few facts that are not offsets (how f_lasti counts, which
  * line table format is in use).
@@ -84,7 +84,7 @@ static void kernel_spans(struct pbp_offsets *k, uint32_t fr_size, uint32_t code_
 	span_of(co, sizeof(co) / sizeof(co[0]), code_size, &k->code_span_lo, &k->code_span_len);
 }
 
-/* ----------------------------------------------------- 3.8-3.12: table */
+/* ----------------------------------------------------- 3.6-3.12: table */
 
 static const struct pyver_gen *gen_find(unsigned minor)
 {

@@ -1,7 +1,8 @@
 """A CPython newer than any pybpfprof knows (issue 20): a live 3.13+ whose
 _Py_DebugOffsets is made to say 3.15 (targets/bumped.py). With 3.14's layout
 and every frame decoding it is read, with one warning line; otherwise it is
-an unsupported version (exit 5), never read wrongly."""
+an unsupported version (exit 5), never read wrongly. The same way, a table
+that says free-threaded is refused, and the message says so."""
 
 import json
 import os
@@ -56,3 +57,12 @@ def test_newer_version_that_does_not_decode_is_refused(debug_offsets, start_targ
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "unsupported Python version 3.15." in lines[0], r.stderr
     assert r.stdout == ""
+
+
+def test_free_threaded_refused_by_name(debug_offsets, start_target, pybpfprof):
+    proc, pid, ready = start_target(debug_offsets, BUMPED, "free_threaded")
+    r = pybpfprof("dump", "-p", pid)
+    assert r.returncode == EXIT_UNSUPPORTED, r.stderr
+    lines = r.stderr.strip().splitlines()
+    want = "unsupported Python version %s free-threaded" % ".".join(map(str, ready["version"]))
+    assert len(lines) == 1 and want in lines[0], r.stderr

@@ -4,12 +4,14 @@ Runs on CPython 3.13 and later (the table is at the start of _PyRuntime).
 
     bumped.py HOW
 
-Rewrites the version word of the table (an out-of-process tool's business
-only: the interpreter never reads it) to 3.15 with its own micro, then:
-  as_is       leaves the rest as it is: the table of a 3.13 or 3.14
-  swapped     also swaps the frame block's "previous" and "executable"
-              offsets: a table that still validates but that no frame
-              decodes with
+Rewrites words of the table (an out-of-process tool's business only: the
+interpreter never reads it):
+  as_is          the version to 3.15 (its own micro), the rest as it is: the
+                 table of a 3.13 or 3.14
+  swapped        the same, and the frame block's "previous" and "executable"
+                 offsets swapped: a table that still validates but that no
+                 frame decodes with
+  free_threaded  only the free_threaded flag, set: a 3.13t or 3.14t
 Parks a thread in parked() and writes $PBP_READY {"pid", "version",
 "parked": {"native_id", "file", "line"}}.
 """
@@ -36,6 +38,9 @@ def bump(how):
     rt = ctypes.addressof(ctypes.c_char.in_dll(ctypes.pythonapi, "_PyRuntime"))
     if ctypes.string_at(rt, 8) != b"xdebugpy":
         sys.exit("no _Py_DebugOffsets at _PyRuntime")
+    if how == "free_threaded":
+        ctypes.c_uint64.from_address(rt + 16).value = 1
+        return
     ver = ctypes.c_uint64.from_address(rt + 8)
     ver.value = (ver.value & ~0xff0000) | (15 << 16)
     if how == "swapped":
