@@ -330,6 +330,10 @@ static void load_segments(Elf *elf, struct elf_info *out)
 	}
 }
 
+_Static_assert(SYM_SWITCH_COND - SYM_GIL_LOCKED + 1 == ELF_GIL_STATICS &&
+	       SYM_GIL_COND - SYM_GIL_LOCKED == ELF_GIL_COND,
+	       "the GIL statics are listed in the order of struct elf_info's gil_statics");
+
 /* 3.6: the interpreter list's head and the GIL's statics stand for _PyRuntime. */
 static void statics_36(const struct found *f, struct elf_info *out)
 {

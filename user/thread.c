@@ -155,7 +155,7 @@ static int read_interp_threads(struct pyproc *p, uint64_t interp, struct pythrea
 	if (span > sizeof(ts))
 		return -PBP_E_CORRUPT;
 	err = remote_ptr(p->r, interp + v->is_threads_head, &tstate);
-	/* 3.6's interpreters have no id: the only one is the main one, 0. */
+	/* 3.6's interpreters have no id: all are reported as 0. */
 	if (!err && v->is_id != PYVER_NOOFF)
 		err = remote_read(p->r, interp + v->is_id, &id, sizeof(id));
 	for (; !err && tstate; walked++) {
