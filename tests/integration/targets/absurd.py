@@ -85,10 +85,22 @@ def odd_chars():
     src = "def f(report):\n    report()\n    n = 0\n    while True:\n        n += 1\n"
     f = compiled(src, "a;b\nc (1):2\udcff.py", "f")
     name = "semi;colon\nnew line\x00nul"
+    return types.FunctionType(renamed(f.__code__, name), f.__globals__, name)
+
+
+def renamed(code, name):
+    """The code object with another name (and qualified name, 3.11+)."""
+    if not hasattr(code, "replace"):
+        # 3.6, 3.7: no code.replace(); CodeType's arguments in their order.
+        return types.CodeType(code.co_argcount, code.co_kwonlyargcount, code.co_nlocals,
+                              code.co_stacksize, code.co_flags, code.co_code,
+                              code.co_consts, code.co_names, code.co_varnames,
+                              code.co_filename, name, code.co_firstlineno, code.co_lnotab,
+                              code.co_freevars, code.co_cellvars)
     kw = {"co_name": name}
     if sys.version_info >= (3, 11):
         kw["co_qualname"] = name
-    return types.FunctionType(f.__code__.replace(**kw), f.__globals__, name)
+    return code.replace(**kw)
 
 
 MARK_LINE = 0x5A5A5   # 370085: a first line to look for in memory
