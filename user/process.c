@@ -188,6 +188,20 @@ static void gil_statics_36(struct pyproc *p, const struct elf_info *ei)
 }
 
 /*
+ * The version string of the interpreter's file (<= 3.10). A file that can no
+ * longer be opened went with its process (/proc/PID/root of one that is
+ * exiting leads nowhere): that is no version problem.
+ */
+static int version_string(struct pyproc *p, unsigned *maj, unsigned *min, unsigned *mic)
+{
+	char ver[32];
+
+	if (elf_find_version_string(p->binary_open, ver, sizeof(ver)) == 0)
+		return sscanf(ver, "%u.%u.%u", maj, min, mic) == 3 ? 0 : -PBP_E_VERSION;
+	return access(p->binary_open, R_OK) == 0 ? -PBP_E_VERSION : -PBP_E_GONE;
+}
+
+/*
  * 3.6 (no _PyRuntime: its interp_head) from its version string; a file with
  * an interp_head that is not a 3.6 (3.5, or no version at all) is not one we
  * can read.
@@ -195,12 +209,10 @@ static void gil_statics_36(struct pyproc *p, const struct elf_info *ei)
 static int find_version_36(struct pyproc *p, const struct elf_info *ei)
 {
 	unsigned maj = 0, min = 0, mic = 0;
-	char ver[32];
-	int err;
+	int err = version_string(p, &maj, &min, &mic);
 
-	if (elf_find_version_string(p->binary_open, ver, sizeof(ver)) != 0 ||
-	    sscanf(ver, "%u.%u.%u", &maj, &min, &mic) != 3)
-		return -PBP_E_VERSION;
+	if (err)
+		return err;
 	snprintf(p->version, sizeof(p->version), "%u.%u.%u", maj, min, mic);
 	if (maj != 3 || min != 6)
 		return -PBP_E_VERSION;
@@ -252,12 +264,8 @@ static int find_version(struct pyproc *p, const struct elf_info *ei, uint64_t bi
 		if (err)
 			return err;
 		maj = hex >> 24, min = hex >> 16 & 0xff, mic = hex >> 8 & 0xff;
-	} else {
-		char ver[32];
-
-		if (elf_find_version_string(p->binary_open, ver, sizeof(ver)) != 0 ||
-		    sscanf(ver, "%u.%u.%u", &maj, &min, &mic) != 3)
-			return -PBP_E_VERSION;
+	} else if ((err = version_string(p, &maj, &min, &mic)) != 0) {
+		return err;
 	}
 	snprintf(p->version, sizeof(p->version), "%u.%u.%u", maj, min, mic);
 	/* 3.6 is known by its interp_head: a _PyRuntime that says 3.6 is not one. */
