@@ -18,7 +18,8 @@
  * pass validation but mislead a consumer show up too.
  *
  * Seeds (tests/fuzz/corpus/debug_offsets/): the real blobs of 3.13 and 3.14
- * (tests/unit/data/debug_offsets_3.1[34].bin), and each padded to 760 bytes
+ * (tests/unit/data/debug_offsets_3.1[34].bin), 3.14's saying it is 3.15
+ * (3.14+as_3.15), and each of the two padded to 760 bytes
  * and followed by a compact str, an int and a dict keys header laid out as
  * that version lays them out.
  */
