@@ -75,6 +75,9 @@ int maps_parse_line(const char *line, struct map_entry *e);
 
 /* ------------------------------------------------------------- elf.c */
 
+enum { ELF_GIL_LOCKED, ELF_GIL_HOLDER, ELF_GIL_MUTEX, ELF_GIL_COND, ELF_SWITCH_MUTEX,
+       ELF_SWITCH_COND, ELF_GIL_STATICS };
+
 struct elf_info {
 	uint64_t runtime_vaddr;     /* st_value of _PyRuntime or .PyRuntime sh_addr, 0 if none */
 	uint64_t runtime_size;      /* st_size of that symbol or sh_size of the section, 0 if unknown */
@@ -83,6 +86,9 @@ struct elf_info {
 	uint64_t pycode_type_vaddr; /* PyCode_Type, 0 if none */
 	bool is_shared;             /* ET_DYN */
 	bool runtime_from_section;  /* no _PyRuntime symbol: runtime_vaddr is .PyRuntime's address */
+	bool runtime_is_interp_head;/* 3.6: runtime_vaddr is the static interp_head of pystate.c */
+	/* 3.6: gil_locked, gil_last_holder, gil_mutex, gil_cond, switch_mutex, switch_cond; 0 if not found */
+	uint64_t gil_statics[ELF_GIL_STATICS];
 	/*
 	 * p_vaddr of the PT_LOAD with p_offset 0 (if no PT_LOAD maps offset 0:
 	 * p_vaddr - p_offset of the one with the lowest offset). Load bias of a
@@ -148,6 +154,7 @@ struct pyver {
 	unsigned major, minor, micro;
 	uint32_t hexversion;        /* PY_VERSION_HEX */
 	bool from_debug_offsets;    /* 3.13+: read from the target */
+	bool newer;                 /* newer than any known: read with the newest layout */
 
 	/* _PyRuntime */
 	uint32_t rt_interpreters_head;
@@ -159,8 +166,9 @@ struct pyver {
 	uint32_t is_ceval_gil;      /* 3.12+: offset of the gil pointer, else NOOFF */
 	uint32_t is_size;
 
-	/* struct _gil_runtime_state */
+	/* struct _gil_runtime_state (3.6: statics, relative to gil_locked's) */
 	uint32_t gil_locked, gil_last_holder, gil_mutex, gil_cond, gil_size;
+	uint32_t gil_wait_lo;       /* where the futexes of GIL waits start (3.6), else 0 */
 
 	/* PyThreadState */
 	uint32_t ts_next, ts_interp, ts_thread_id, ts_native_thread_id; /* native: NOOFF <= 3.10 */
@@ -213,7 +221,7 @@ struct pyver {
 
 #define PYVER_NOOFF 0xffffffffu
 
-/* Offsets from the generated table for 3.8-3.12; -PBP_E_VERSION if unknown. */
+/* Offsets from the generated table for 3.6-3.12; -PBP_E_VERSION if unknown. */
 int pyver_from_table(unsigned major, unsigned minor, unsigned micro, struct pyver *v);
 /*
  * Validate a raw _Py_DebugOffsets blob (3.13+) read from the target and fill v.
@@ -222,6 +230,8 @@ int pyver_from_table(unsigned major, unsigned minor, unsigned micro, struct pyve
 int pyver_from_debug_offsets(const void *blob, size_t len, struct pyver *v);
 /* Bytes of _Py_DebugOffsets to read for validation (largest layout known). */
 size_t pyver_debug_offsets_max(void);
+/* The newest minor version whose layout is known (14 for 3.14). */
+unsigned pyver_newest_minor(void);
 /* Byte offset into the bytecode from a frame's raw instr value. */
 int64_t pyver_instr_offset(const struct pyver *v, uint64_t code_addr, uint64_t instr);
 
@@ -317,7 +327,8 @@ struct pyproc {
 	struct pyver v;
 	struct remote *r;
 	struct codecache *codes;
-	uint64_t runtime;       /* address of _PyRuntime */
+	uint64_t runtime;       /* address of _PyRuntime (3.6: of interp_head) */
+	uint64_t gil_static;    /* 3.6: address of the static gil_locked, 0 if unknown */
 	uint64_t pycode_type;   /* address of PyCode_Type, 0 if unknown */
 	char binary[512];       /* file holding _PyRuntime, as named in maps */
 	char binary_open[700];  /* the path it was opened by */

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 #
 # Regenerate user/offsets_gen.h, the per-version layout table of CPython
-# 3.8-3.12, by compiling scripts/offsets-probe.c against each interpreter's
+# 3.6-3.12, by compiling scripts/offsets-probe.c against each interpreter's
 # own internal headers: offsetof() on the real structs, nothing typed by hand.
 #
 # 3.13 (and 3.14, when its headers are at hand) are probed too, but go into
@@ -29,7 +29,7 @@ if [ -z "${PY314:-}" ] && [ -x "$SID_CHROOT/usr/bin/python3.14" ]; then
 	PY314="chroot $SID_CHROOT python3.14"
 fi
 
-TABLE_MINORS="8 9 10 11 12"
+TABLE_MINORS="6 7 8 9 10 11 12"
 CHECK_MINORS="13"
 
 out="$top/user/offsets_gen.h"
@@ -60,14 +60,21 @@ include_for() {
 	fi
 	prefix=$(prefix_for "$1")
 	[ -n "$prefix" ] || die "no CPython 3.$1 under $PYENV_ROOT/versions"
-	echo "$prefix/include/python3.$1"
+	# 3.6 and 3.7 are built with pymalloc's ABI flag: python3.7m.
+	if [ -d "$prefix/include/python3.$1m" ]; then
+		echo "$prefix/include/python3.$1m"
+	else
+		echo "$prefix/include/python3.$1"
+	fi
 }
 
 # Compile the probe for one minor version; prints the binary's path.
 build_probe() {
 	minor=$1
 	inc=$(include_for "$minor")
-	[ -d "$inc/internal" ] || die "$inc/internal missing (headers not installed)"
+	# 3.6 has no internal headers: what it needs is public.
+	[ -d "$inc/internal" ] || [ "$minor" = 6 ] ||
+		die "$inc/internal missing (headers not installed)"
 	# Debian's pyconfig.h includes <x86_64-linux-gnu/python3.X/pyconfig.h>
 	# from the tree's /usr/include; -idirafter keeps our own libc first.
 	"$CC" -std=gnu11 -O0 -Wall -DPy_BUILD_CORE -I"$inc" -I"$inc/internal" \

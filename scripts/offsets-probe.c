@@ -15,8 +15,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#if PY_VERSION_HEX < 0x03080000 || PY_VERSION_HEX >= 0x030f0000
-#error "offsets-probe.c knows CPython 3.8 to 3.14"
+#if PY_VERSION_HEX < 0x03060000 || PY_VERSION_HEX >= 0x030f0000
+#error "offsets-probe.c knows CPython 3.6 to 3.14"
 #endif
 
 #ifdef Py_GIL_DISABLED
@@ -25,6 +25,13 @@
 
 /*
  * Which internal headers declare what moved between versions:
+ *  3.6:   no _PyRuntime: the public pystate.h declares PyInterpreterState and
+ *         PyThreadState; the list of interpreters starts at the static
+ *         interp_head of Python/pystate.c, and the GIL is a set of statics in
+ *         Python/ceval_gil.h (gil_locked, gil_last_holder, gil_mutex,
+ *         gil_cond), found by symbol at run time (user/process.c).
+ *  3.7:   _PyRuntimeState in internal/pystate.h, the GIL struct in
+ *         internal/gil.h; PyInterpreterState still public.
  *  3.8:   _PyRuntimeState, PyInterpreterState and the GIL in pycore_pystate.h;
  *         PyFrameObject in the public frameobject.h.
  *  3.9+:  pycore_runtime.h and pycore_interp.h.
@@ -32,13 +39,19 @@
  *         inline bytecode needs pycore_code.h.
  *  3.14:  the frame's f_executable is a tagged _PyStackRef (pycore_stackref.h).
  */
-#if PY_VERSION_HEX < 0x03090000
+#if PY_VERSION_HEX < 0x03070000
+/* 3.6: everything needed is public */
+#elif PY_VERSION_HEX < 0x03080000
+#include <internal/pystate.h>
+#elif PY_VERSION_HEX < 0x03090000
 #include <internal/pycore_pystate.h>
 #else
 #include <internal/pycore_runtime.h>
 #include <internal/pycore_interp.h>
 #endif
+#if PY_VERSION_HEX >= 0x03080000
 #include <internal/pycore_gil.h>
+#endif
 #if PY_VERSION_HEX < 0x030b0000
 #include <frameobject.h>
 #else
@@ -99,16 +112,27 @@ struct vals { FIELDS(DECL) };
 
 static void fill_runtime(struct vals *v)
 {
-	v->rt_size = sizeof(_PyRuntimeState);
-	v->rt_interpreters_head = offsetof(_PyRuntimeState, interpreters.head);
 	v->is_size = sizeof(PyInterpreterState);
 	v->is_next = offsetof(PyInterpreterState, next);
+#if PY_VERSION_HEX < 0x03070000
+	/*
+	 * 3.6: the "runtime" is the static PyInterpreterState *interp_head
+	 * itself, and interpreters have no id yet. The GIL's statics have no
+	 * struct: their places come from the symbol table (user/process.c).
+	 */
+	v->rt_size = sizeof(PyInterpreterState *);
+	v->rt_interpreters_head = 0;
+#else
+	v->rt_size = sizeof(_PyRuntimeState);
+	v->rt_interpreters_head = offsetof(_PyRuntimeState, interpreters.head);
 	v->is_id = offsetof(PyInterpreterState, id);
+#endif
 #if PY_VERSION_HEX < 0x030b0000
 	v->is_threads_head = offsetof(PyInterpreterState, tstate_head);
 #else
 	v->is_threads_head = offsetof(PyInterpreterState, threads.head);
 #endif
+#if PY_VERSION_HEX >= 0x03070000
 	/* 3.12 made the GIL per interpreter: interp->ceval.gil points at it. */
 #if PY_VERSION_HEX < 0x030c0000
 	v->rt_gil = offsetof(_PyRuntimeState, ceval.gil);
@@ -121,6 +145,7 @@ static void fill_runtime(struct vals *v)
 	v->gil_last_holder = offsetof(struct _gil_runtime_state, last_holder);
 	v->gil_mutex = offsetof(struct _gil_runtime_state, mutex);
 	v->gil_cond = offsetof(struct _gil_runtime_state, cond);
+#endif
 }
 
 static void fill_thread(struct vals *v)

@@ -10,6 +10,11 @@
 #   PBP_CHROOT      where the chroot lives (default /var/cache/pybpfprof/sid-chroot)
 #   PBP_SID_MIRROR  Debian mirror          (default http://deb.debian.org/debian)
 #   PBP_SID_DEV=0   do not add libpython3.14-dev (CPython's headers, internal/ too)
+#   PBP_SID_EXTRA   more interpreters to add, tested beside 3.14 (default:
+#                   "python3.13 python3.13-dbg python3.14-dbg": sid's 3.13.x, a
+#                   later patch release than pyenv's 3.13.0, and the Py_DEBUG
+#                   builds /usr/bin/python3.13d and python3.14d); "" for none.
+#                   A chroot built before they were added gets them with --force.
 #   PBP_SID_TIMEOUT seconds debootstrap may take (default 900)
 #
 # The chroot is built in DIR.tmp.XXXXXX beside DIR and renamed into place only
@@ -110,7 +115,7 @@ cp -L /etc/resolv.conf "$TMP/etc/resolv.conf" 2>/dev/null
 echo 'Acquire::Check-Valid-Until "false";' >"$TMP/etc/apt/apt.conf.d/99pybpfprof"
 mount -t proc proc "$TMP/proc" || fail "cannot mount /proc in $TMP"
 in_chroot() { chroot "$TMP" env DEBIAN_FRONTEND=noninteractive LC_ALL=C "$@"; }
-PKG_VER="?" DEFAULT_PY3="?" DEV="not installed"
+PKG_VER="?" DEFAULT_PY3="?" DEV="not installed" EXTRA=""
 if in_chroot apt-get update >>"$LOG" 2>&1; then
 	PKG_VER=$(in_chroot apt-cache policy python3.14 | awk '/Installed:/ {print $2}')
 	DEFAULT_PY3=$(in_chroot apt-cache show python3 2>/dev/null |
@@ -126,6 +131,14 @@ if in_chroot apt-get update >>"$LOG" 2>&1; then
 			DEV="no libpython3.14-dev in sid"
 		fi
 	fi
+	EXTRA=""
+	for pkg in ${PBP_SID_EXTRA-python3.13 python3.13-dbg python3.14-dbg}; do
+		if in_chroot apt-get install -y --no-install-recommends "$pkg" >>"$LOG" 2>&1; then
+			EXTRA="$EXTRA $pkg=$(in_chroot dpkg-query -W -f='${Version}' "$pkg")"
+		else
+			echo "sid-chroot: warning: $pkg did not install (see $LOG); its tests will be skipped" >&2
+		fi
+	done
 	in_chroot apt-get clean >>"$LOG" 2>&1
 	# The sid package lists are ~100 MB; `apt-get update` in the chroot brings them back.
 	find "$TMP/var/lib/apt/lists" -maxdepth 1 -type f -delete
@@ -146,6 +159,7 @@ ELAPSED=$(($(date +%s) - START))
 	echo "python3.14_sys_version: $(echo "$VERSION" | head -1)"
 	echo "sid_default_python3: $DEFAULT_PY3"
 	echo "dev_headers: $DEV"
+	echo "extra_packages:${EXTRA:-}"
 	echo "pycore_debug_offsets.h: ${OFFSETS:+/$OFFSETS}"
 } >"$TMP/$STAMP_NAME" || fail "cannot write the stamp"
 

@@ -11,6 +11,13 @@
  *  - Py_Version (3.11+): a const uint32_t holding PY_VERSION_HEX, read here
  *    straight from the file.
  *  - PyCode_Type: the type object, to recognise code objects.
+ *  - 3.6 has no _PyRuntime: its interpreters start at interp_head, a static
+ *    of Python/pystate.c, and its GIL is a set of statics of ceval_gil.h
+ *    (gil_locked, gil_last_holder, gil_mutex, gil_cond, switch_mutex,
+ *    switch_cond). Local symbols are only in .symtab, so a 3.6 is found only
+ *    in a file that has one (pyenv and source builds do). _PyThreadState_Current
+ *    (exported by 3.6 and older, gone in 3.7) must be there too, so a local
+ *    interp_head of some other library is not taken for an interpreter.
  *
  * Everything read from the file is untrusted: the same code runs on fuzzed
  * images (elf_find_python_mem). libelf bounds-checks section data against
@@ -217,8 +224,16 @@ static void soname_version(Elf *elf, const struct sections *s, const char *name_
 
 /* ---------------------------------------------------------------- symbols */
 
-enum { SYM_RUNTIME, SYM_VERSION, SYM_CODETYPE, NSYMS };
-static const char *const sym_names[NSYMS] = { "_PyRuntime", "Py_Version", "PyCode_Type" };
+enum {
+	SYM_RUNTIME, SYM_VERSION, SYM_CODETYPE, SYM_TSTATE_CURRENT, SYM_INTERP_HEAD,
+	SYM_GIL_LOCKED, SYM_GIL_HOLDER, SYM_GIL_MUTEX, SYM_GIL_COND, SYM_SWITCH_MUTEX,
+	SYM_SWITCH_COND, NSYMS
+};
+static const char *const sym_names[NSYMS] = {
+	"_PyRuntime", "Py_Version", "PyCode_Type", "_PyThreadState_Current", "interp_head",
+	"gil_locked", "gil_last_holder", "gil_mutex", "gil_cond", "switch_mutex",
+	"switch_cond",
+};
 
 struct found {
 	uint64_t addr[NSYMS], size[NSYMS];
@@ -251,7 +266,7 @@ static void scan_symtab(Elf *elf, const struct sections *s, Elf_Scn *scn,
 		    (type != STT_OBJECT && type != STT_NOTYPE))
 			continue;
 		name = elf_strptr(elf, str, sym.st_name);
-		if (!name || (name[0] != '_' && name[0] != 'P'))
+		if (!name || !strchr("_Pigs", name[0]))
 			continue;
 		for (k = 0; k < NSYMS; k++) {
 			if (!f->have[k] && strcmp(name, sym_names[k]) == 0) {
@@ -313,6 +328,22 @@ static void load_segments(Elf *elf, struct elf_info *out)
 			out->first_load_vaddr = ph.p_vaddr - ph.p_offset;
 		}
 	}
+}
+
+_Static_assert(SYM_SWITCH_COND - SYM_GIL_LOCKED + 1 == ELF_GIL_STATICS &&
+	       SYM_GIL_COND - SYM_GIL_LOCKED == ELF_GIL_COND,
+	       "the GIL statics are listed in the order of struct elf_info's gil_statics");
+
+/* 3.6: the interpreter list's head and the GIL's statics stand for _PyRuntime. */
+static void statics_36(const struct found *f, struct elf_info *out)
+{
+	if (!f->have[SYM_INTERP_HEAD] || !f->have[SYM_TSTATE_CURRENT])
+		return;
+	out->runtime_vaddr = f->addr[SYM_INTERP_HEAD];
+	out->runtime_size = f->size[SYM_INTERP_HEAD];
+	out->runtime_is_interp_head = true;
+	for (int k = SYM_GIL_LOCKED; k <= SYM_SWITCH_COND; k++)
+		out->gil_statics[k - SYM_GIL_LOCKED] = f->have[k] ? f->addr[k] : 0;
 }
 
 static int find_python(Elf *elf, const char *name_hint, struct elf_info *out)
@@ -378,6 +409,8 @@ static int find_python(Elf *elf, const char *name_hint, struct elf_info *out)
 	}
 	if (f.have[SYM_CODETYPE])
 		out->pycode_type_vaddr = f.addr[SYM_CODETYPE];
+	if (!out->runtime_vaddr)
+		statics_36(&f, out);
 	return out->runtime_vaddr ? 0 : -1;
 }
 

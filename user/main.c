@@ -140,7 +140,7 @@ int report_attach_error(pid_t pid, int err, const struct pyproc *p)
 
 	err = exited_error(pid, err);
 	if (-err == PBP_E_VERSION && p && p->version[0]) {
-		fprintf(stderr, "pybpfprof: pid %d: unsupported Python version %s (supported: 3.8 to 3.14)\n",
+		fprintf(stderr, "pybpfprof: pid %d: unsupported Python version %s (supported: 3.6 to 3.14)\n",
 			(int)pid, p->version);
 		return exit_code_for(err);
 	}

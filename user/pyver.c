@@ -2,7 +2,7 @@
 /*
  * pyver.c: all this program knows about CPython memory layouts.
  *
- * 3.8-3.12 come from user/offsets_gen.h, which scripts/gen-offsets.sh makes
+ * 3.6-3.12 come from user/offsets_gen.h, which scripts/gen-offsets.sh makes
  * by running offsetof() against each version's own internal headers; this
  * file adds the few facts that are not offsets (how f_lasti counts, which
  * line table format is in use).
@@ -12,6 +12,12 @@
  * from a process we do not control, so it is treated as hostile input: every
  * offset is checked against the size its own table claims, and every size
  * against what the kernel's 16-bit offsets can hold, before anything is used.
+ *
+ * A release newer than the newest layout known here (3.15 when 3.14 is the
+ * newest) is tried with that newest layout: it is used only if its table
+ * validates the same way, and process.c then also requires every frame of
+ * the target to decode with it (a code object, a name, a file, a line).
+ * Otherwise it is an unsupported version, never a guess.
  */
 #include <string.h>
 
@@ -78,7 +84,7 @@ static void kernel_spans(struct pbp_offsets *k, uint32_t fr_size, uint32_t code_
 	span_of(co, sizeof(co) / sizeof(co[0]), code_size, &k->code_span_lo, &k->code_span_len);
 }
 
-/* ----------------------------------------------------- 3.8-3.12: table */
+/* ----------------------------------------------------- 3.6-3.12: table */
 
 static const struct pyver_gen *gen_find(unsigned minor)
 {
@@ -551,32 +557,46 @@ static int check_fields(const uint8_t *blob, const struct dlayout *l)
 	return 0;
 }
 
-/* Decode PY_VERSION_HEX; 3.13 and 3.14 betas onward (alphas moved the layout). */
-static int check_version(uint64_t ver, const struct dlayout **lp)
+#define NLAYOUTS (sizeof(layouts) / sizeof(layouts[0]))
+
+/*
+ * Decode PY_VERSION_HEX; 3.13 and 3.14 betas onward (alphas moved the layout).
+ * A release newer than the newest known (*newer) is tried with the newest
+ * layout: only a table that then validates is used (and, in process.c,
+ * only if every frame of the target decodes with it).
+ */
+static int check_version(uint64_t ver, const struct dlayout **lp, bool *newer)
 {
 	unsigned major = ver >> 24 & 0xff, minor = ver >> 16 & 0xff, level = ver >> 4 & 0xf;
 
+	*newer = false;
 	if (ver >> 32)
 		return -PBP_E_CORRUPT;
 	if (level != 0xa && level != 0xb && level != 0xc && level != 0xf)
 		return -PBP_E_CORRUPT;
-	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++) {
-		if (major == 3 && minor == layouts[i]->minor && level != 0xa) {
+	if (major != 3 || level == 0xa)
+		return -PBP_E_VERSION;
+	for (size_t i = 0; i < NLAYOUTS; i++) {
+		if (minor == layouts[i]->minor) {
 			*lp = layouts[i];
 			return 0;
 		}
 	}
-	return -PBP_E_VERSION;
+	if (minor < layouts[NLAYOUTS - 1]->minor)
+		return -PBP_E_VERSION;
+	*lp = layouts[NLAYOUTS - 1];
+	*newer = true;
+	return 0;
 }
 
-static int check_header(const uint8_t *blob, size_t len, const struct dlayout **lp)
+static int check_header(const uint8_t *blob, size_t len, const struct dlayout **lp, bool *newer)
 {
 	uint64_t ft;
 	int err;
 
 	if (!blob || len < HDR_SIZE || memcmp(blob, DEBUG_COOKIE, 8) != 0)
 		return -PBP_E_CORRUPT;
-	err = check_version(word_at(blob, HDR_VERSION), lp);
+	err = check_version(word_at(blob, HDR_VERSION), lp, newer);
 	if (err)
 		return err;
 	/* Free-threaded builds lay out objects and frames differently. */
@@ -585,7 +605,9 @@ static int check_header(const uint8_t *blob, size_t len, const struct dlayout **
 		return -PBP_E_CORRUPT;
 	if (ft)
 		return -PBP_E_VERSION;
-	return len < (*lp)->size ? -PBP_E_CORRUPT : 0;
+	if (len < (*lp)->size)
+		return *newer ? -PBP_E_VERSION : -PBP_E_CORRUPT;
+	return 0;
 }
 
 /* Offsets relative to the struct _gil_runtime_state embedded in the interpreter. */
@@ -746,46 +768,72 @@ static void debug_names(const uint8_t *blob, const struct dlayout *l, struct pyv
 	v->is_modules = nword(blob, l, N_IS_MODULES);
 }
 
+static int debug_layout(const uint8_t *b, const struct dlayout *l, struct pyver *out)
+{
+	int err = check_sections(b, l);
+
+	if (!err)
+		err = check_fields(b, l);
+	if (err)
+		return err;
+	debug_states(b, l, out);
+	err = debug_gil(b, l, out);
+	if (!err)
+		err = debug_objects(b, l, out);
+	if (err)
+		return err;
+	debug_kernel(b, l, &out->k);
+	/*
+	 * Thread names rest on facts the table does not give (dict and module
+	 * layouts): for a newer version, or objects with a debug build's
+	 * Py_TRACE_REFS header (ob_type not at 8), they are left off.
+	 */
+	if (!out->newer && out->ob_type == 8)
+		debug_names(b, l, out);
+	else
+		out->is_modules = PYVER_NOOFF;
+	return 0;
+}
+
 int pyver_from_debug_offsets(const void *blob, size_t len, struct pyver *v)
 {
 	const uint8_t *b = blob;
 	const struct dlayout *l = NULL;
 	struct pyver out;
 	uint64_t ver;
+	bool newer = false;
 	int err;
 
-	err = check_header(b, len, &l);
-	if (!err)
-		err = check_sections(b, l);
-	if (!err)
-		err = check_fields(b, l);
+	err = check_header(b, len, &l, &newer);
 	if (err)
 		return err;
 	memset(&out, 0, sizeof(out));
 	ver = word_at(b, HDR_VERSION);
 	out.major = 3;
-	out.minor = l->minor;
+	out.minor = ver >> 16 & 0xff;
 	out.micro = ver >> 8 & 0xff;
 	out.hexversion = (uint32_t)ver;
 	out.from_debug_offsets = true;
-	debug_states(b, l, &out);
-	err = debug_gil(b, l, &out);
-	if (!err)
-		err = debug_objects(b, l, &out);
+	out.newer = newer;
+	err = debug_layout(b, l, &out);
+	/* A newer version whose table does not fit the newest layout: not one we can read. */
 	if (err)
-		return err;
-	debug_kernel(b, l, &out.k);
-	debug_names(b, l, &out);
+		return newer ? -PBP_E_VERSION : err;
 	out.lt_kind = LT_LOCATIONS;
 	*v = out;
 	return 0;
+}
+
+unsigned pyver_newest_minor(void)
+{
+	return layouts[NLAYOUTS - 1]->minor;
 }
 
 size_t pyver_debug_offsets_max(void)
 {
 	size_t max = 0;
 
-	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++)
+	for (size_t i = 0; i < NLAYOUTS; i++)
 		if (layouts[i]->size > max)
 			max = layouts[i]->size;
 	return max;

@@ -324,7 +324,7 @@ static void gil_addrs(struct target *t, struct pbp_proc *kp)
 		t->gil_addr = g.addr;
 		kp->gil_locked = g.addr + t->p->v.gil_locked;
 		kp->gil_holder = g.addr + t->p->v.gil_last_holder;
-		kp->gil_lo = g.addr;
+		kp->gil_lo = g.addr + t->p->v.gil_wait_lo;
 		kp->gil_hi = g.addr + (t->p->v.gil_size != PYVER_NOOFF ? t->p->v.gil_size : 0);
 	}
 }

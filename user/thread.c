@@ -155,7 +155,8 @@ static int read_interp_threads(struct pyproc *p, uint64_t interp, struct pythrea
 	if (span > sizeof(ts))
 		return -PBP_E_CORRUPT;
 	err = remote_ptr(p->r, interp + v->is_threads_head, &tstate);
-	if (!err)
+	/* 3.6's interpreters have no id: all are reported as 0. */
+	if (!err && v->is_id != PYVER_NOOFF)
 		err = remote_read(p->r, interp + v->is_id, &id, sizeof(id));
 	for (; !err && tstate; walked++) {
 		struct pythread *t;
@@ -303,6 +304,9 @@ int pygil_read(struct pyproc *p, uint64_t interp, struct gilstate *g)
 	memset(g, 0, sizeof(*g));
 	if (v->rt_gil != PYVER_NOOFF) {
 		g->addr = p->runtime + v->rt_gil;
+		err = 0;
+	} else if (p->gil_static) {
+		g->addr = p->gil_static;       /* 3.6: statics, offsets from gil_locked */
 		err = 0;
 	} else if (v->is_ceval_gil != PYVER_NOOFF && interp) {
 		err = remote_ptr(p->r, interp + v->is_ceval_gil, &g->addr);

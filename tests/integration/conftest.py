@@ -7,13 +7,16 @@ Fixtures
   pybpfprof     pybpfprof(*args, timeout=60) -> CompletedProcess (text)
 
 Interpreters
-  pyenv         $(pyenv root)/versions/* for 3.8 and later ("3.8", "3.12", ...)
+  pyenv         $(pyenv root)/versions/* for 3.6 and later ("3.6", "3.12", ...)
   debian        /usr/bin/python3.11, libpython linked in statically, stripped
                 ("3.11-debian-static")
   sid chroot    /usr/bin/python3.14 in the chroot that scripts/sid-chroot.sh
                 builds and caches ("3.14-sid-chroot"), run as
                 `chroot DIR /usr/bin/python3.14`; /proc is mounted inside it
-                for the session and unmounted at its end.
+                for the session and unmounted at its end. The same chroot's
+                sid 3.13.x ("3.13-sid-chroot", a later patch release than
+                pyenv's 3.13.0) and Py_DEBUG builds python3.13d and
+                python3.14d ("3.13-dbg-sid-chroot", "3.14-dbg-sid-chroot").
 
 Which were used and which skipped, and why, is printed in the terminal summary.
 PBP_EXPECTED (comma-separated names) replaces the default list of interpreters
@@ -54,9 +57,14 @@ SANITIZED = os.environ.get("PBP_SANITIZED", "") not in ("", "0")
 SANITIZER_LOGS = os.environ.get("PBP_SANITIZER_LOGS", "")
 SID_CHROOT_SH = os.path.join(REPO, "scripts", "sid-chroot.sh")
 
-MIN_VERSION = (3, 8)
-DEFAULT_EXPECTED = ["3.8", "3.9", "3.10", "3.11", "3.12", "3.13",
-                    "3.11-debian-static", "3.14-sid-chroot"]
+MIN_VERSION = (3, 6)
+DEFAULT_EXPECTED = ["3.6", "3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13",
+                    "3.11-debian-static", "3.14-sid-chroot", "3.13-sid-chroot",
+                    "3.13-dbg-sid-chroot", "3.14-dbg-sid-chroot"]
+# Interpreters of the sid chroot besides its python3.14: name -> path inside.
+SID_EXTRA = [("3.13-sid-chroot", "/usr/bin/python3.13"),
+             ("3.13-dbg-sid-chroot", "/usr/bin/python3.13d"),
+             ("3.14-dbg-sid-chroot", "/usr/bin/python3.14d")]
 REQUIRE_ALL = os.environ.get("PBP_REQUIRE_ALL", "") not in ("", "0")
 READY_TIMEOUT = float(os.environ.get("PBP_READY_TIMEOUT", "60"))
 
@@ -222,7 +230,7 @@ def _discover_pyenv():
             continue
         name = "%s.%s%s" % m.groups()
         if (int(m.group(1)), int(m.group(2))) < MIN_VERSION:
-            _ignored.append(("pyenv %s" % entry, "unsupported (< 3.8)", name))
+            _ignored.append(("pyenv %s" % entry, "unsupported (< 3.6)", name))
             continue
         if any(i.name == name for i in found):
             name = entry
@@ -286,6 +294,24 @@ def _discover_sid_chroot():
     return interp
 
 
+def _sid_extras(main):
+    """The sid chroot's other interpreters, from the same chroot as main."""
+    found = []
+    for name, exe in SID_EXTRA:
+        interp = Interp(name, "sid-chroot", [], executable=exe)
+        if main.skip_reason:
+            interp.skip_reason = main.skip_reason
+        elif not os.path.exists(main.host_path(exe)):
+            interp.skip_reason = ("%s not in the chroot (scripts/sid-chroot.sh --force "
+                                  "installs it)" % exe)
+        else:
+            interp.root = main.root
+            interp.argv = ["chroot", main.root, exe]
+            interp.notes = "chroot %s" % main.root
+        found.append(interp)
+    return found
+
+
 def _mount_proc(interp):
     """Mount /proc inside the chroot for this session. Mounts stack, so two
     sessions sharing the chroot each mount and unmount their own."""
@@ -329,7 +355,8 @@ def _discover():
     global _interps
     if _interps is not None:
         return _interps
-    found = _discover_pyenv() + [_discover_debian(), _discover_sid_chroot()]
+    sid = _discover_sid_chroot()
+    found = _discover_pyenv() + [_discover_debian(), sid] + _sid_extras(sid)
     for interp in found:
         if interp.skip_reason is None:
             _probe(interp)

@@ -514,8 +514,9 @@ def no_leftovers():
 
 
 def old_python():
+    """A CPython older than 3.6 (pyenv's 2.7 or 3.5): not supported."""
     root = os.environ.get("PYENV_ROOT", "/root/.pyenv")
-    for v in ("3.7", "3.6"):
+    for v in ("3.5", "2.7"):
         vers = os.path.join(root, "versions")
         if os.path.isdir(vers):
             for d in sorted(os.listdir(vers)):

@@ -279,7 +279,8 @@ static void check_real(const char *path, const char *ver, uint32_t hex)
 
 	CHECK(sscanf(ver, "%u.%u", &major, &minor) == 2);
 	snprintf(mm, sizeof(mm), "%u.%u", major, minor);
-	expect_found = major == 3 && minor >= 7;    /* 3.6 has no _PyRuntime */
+	/* 3.6 has no _PyRuntime: its interp_head (a local symbol) stands for it */
+	expect_found = major == 3 && minor >= 6;
 	CHECK_EQ_INT(elf_facts(path, &fa), 0);
 
 	r = elf_find_python(path, &ei);
@@ -290,6 +291,12 @@ static void check_real(const char *path, const char *ver, uint32_t hex)
 	       ei.version_hex, (unsigned long long)ei.pycode_type_vaddr, ei.is_shared,
 	       (unsigned long long)ei.first_load_vaddr, ei.soname_version);
 	CHECK_EQ_INT(r, expect_found ? 0 : -1);
+	CHECK_EQ_INT(ei.runtime_is_interp_head, major == 3 && minor == 6);
+	for (int i = 0; i < ELF_GIL_STATICS; i++) {
+		/* 3.6's GIL statics: gil_locked in .data, the rest after it in .bss */
+		CHECK_EQ_INT(ei.gil_statics[i] != 0, major == 3 && minor == 6);
+		CHECK(ei.gil_statics[i] >= ei.gil_statics[ELF_GIL_LOCKED]);
+	}
 	CHECK_EQ_STR(ei.soname_version, mm);
 	CHECK_EQ_INT(ei.is_shared, fa.e_type == ET_DYN);
 	CHECK(fa.have_load0);
@@ -336,8 +343,22 @@ static void check_real(const char *path, const char *ver, uint32_t hex)
 	if (!expect_found)
 		return;
 
-	/* _PyRuntime: what nm says, in a writable segment */
+	/* _PyRuntime (3.6: interp_head): what nm says, in a writable segment */
 	CHECK(!ei.runtime_from_section);
+	if (minor == 6) {
+		nmr = nm_lookup(path, false, "interp_head", &nmv);
+		if (nmr != -2) {
+			CHECK_EQ_INT(nmr, 0);
+			CHECK_EQ_INT(ei.runtime_vaddr, nmv);
+			CHECK_EQ_INT(nm_lookup(path, false, "gil_locked", &nmv), 0);
+			CHECK_EQ_INT(ei.gil_statics[ELF_GIL_LOCKED], nmv);
+			CHECK_EQ_INT(nm_lookup(path, false, "gil_cond", &nmv), 0);
+			CHECK_EQ_INT(ei.gil_statics[ELF_GIL_COND], nmv);
+		}
+		CHECK_EQ_INT(segment_of(path, ei.runtime_vaddr, &flags, &off), 0);
+		CHECK(flags & PF_W);
+		return;
+	}
 	nmr = nm_lookup(path, true, "_PyRuntime", &nmv);
 	if (nmr == -2)
 		printf("SKIP nm checks for %s: nm not usable\n", path);

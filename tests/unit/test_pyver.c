@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * pyver.c: the generated table for 3.8-3.12, and the _Py_DebugOffsets reader
+ * pyver.c: the generated table for 3.6-3.12, and the _Py_DebugOffsets reader
  * for 3.13+ checked against what offsetof() says on the same versions'
  * headers (the crosscheck block of offsets_gen.h) using real tables dumped
  * from those interpreters (data/debug_offsets_3.*.bin, by gen-offsets.sh).
@@ -236,7 +236,9 @@ static void check_version_facts(const struct pyver *v)
 	CHECK_EQ_INT(v->k.cframe_current != PBP_NOOFF, v->minor == 11 || v->minor == 12);
 	CHECK_EQ_INT(v->k.fr_is_entry != PBP_NOOFF, v->minor == 11);
 	CHECK_EQ_INT(v->k.fr_owner != PBP_NOOFF, has_iframe);
-	CHECK_EQ_INT(v->rt_gil != PYVER_NOOFF, v->minor <= 11);
+	/* 3.6's GIL is statics found by symbol (process.c), not part of a version's layout */
+	CHECK_EQ_INT(v->rt_gil != PYVER_NOOFF, v->minor >= 7 && v->minor <= 11);
+	CHECK_EQ_INT(v->is_id != PYVER_NOOFF, v->minor >= 7);
 	CHECK_EQ_INT(v->is_ceval_gil != PYVER_NOOFF, v->minor >= 12);
 	CHECK_EQ_INT(v->ts_native_thread_id != PYVER_NOOFF, has_iframe);
 	CHECK_EQ_INT(v->code_qualname != PYVER_NOOFF, has_iframe);
@@ -251,7 +253,8 @@ static void check_version_facts(const struct pyver *v)
 	CHECK(v->k.fr_previous + 8u <= v->fr_size && v->k.fr_code + 8u <= v->fr_size);
 	CHECK(v->k.fr_instr + 4u <= v->fr_size);
 	CHECK(v->k.code_name + 8u <= v->code_size && v->k.code_firstlineno + 4u <= v->code_size);
-	CHECK(v->gil_locked + 4 <= v->gil_size && v->gil_last_holder + 8 <= v->gil_size);
+	CHECK(v->minor == 6 ||
+	      (v->gil_locked + 4 <= v->gil_size && v->gil_last_holder + 8 <= v->gil_size));
 	/* Every supported version gets both spans: the kernel's one-copy frame reads. */
 	CHECK(spans_ok(v));
 	CHECK(v->k.fr_span_len > 0 && v->k.code_span_len > 0);
@@ -270,11 +273,11 @@ static void test_table(void)
 		check_against_gen(g, &v);
 		check_version_facts(&v);
 	}
-	CHECK_EQ_INT(ARRAY_LEN(pyver_gen_table), 5);
-	/* 3.13+ must come from the target; 3.7 and 2.x are not supported. */
+	CHECK_EQ_INT(ARRAY_LEN(pyver_gen_table), 7);
+	/* 3.13+ must come from the target; 3.5 and 2.x are not supported. */
 	CHECK_EQ_INT(pyver_from_table(3, 13, 0, &v), -PBP_E_VERSION);
 	CHECK_EQ_INT(pyver_from_table(3, 14, 0, &v), -PBP_E_VERSION);
-	CHECK_EQ_INT(pyver_from_table(3, 7, 16, &v), -PBP_E_VERSION);
+	CHECK_EQ_INT(pyver_from_table(3, 5, 10, &v), -PBP_E_VERSION);
 	CHECK_EQ_INT(pyver_from_table(2, 8, 0, &v), -PBP_E_VERSION);
 	CHECK_EQ_INT(pyver_from_table(4, 8, 0, &v), -PBP_E_VERSION);
 }
@@ -284,6 +287,14 @@ static void test_table_spot_values(void)
 {
 	struct pyver v;
 
+	CHECK_EQ_INT(pyver_from_table(3, 6, 15, &v), 0);
+	CHECK_EQ_INT(v.k.fr_instr, 120);        /* PyFrameObject.f_lasti */
+	CHECK_EQ_INT(v.rt_interpreters_head, 0);        /* the static interp_head itself */
+	CHECK_EQ_INT(v.lt_kind, LT_LNOTAB);
+	CHECK_EQ_INT(pyver_from_table(3, 7, 16, &v), 0);
+	CHECK_EQ_INT(v.k.fr_instr, 104);
+	CHECK_EQ_INT(v.rt_gil, 1264);           /* _PyRuntime.ceval.gil */
+	CHECK_EQ_INT(v.lt_kind, LT_LNOTAB);
 	CHECK_EQ_INT(pyver_from_table(3, 8, 18, &v), 0);
 	CHECK_EQ_INT(v.k.fr_instr, 104);        /* PyFrameObject.f_lasti */
 	CHECK_EQ_INT(v.k.ts_frame, 24);
@@ -402,6 +413,7 @@ static void test_header(const uint8_t *b, size_t len)
 	free(copy);
 	/* 3.12 never had the table; 3.15's layout is unknown; 3.13 alphas moved it. */
 	CHECK_EQ_INT(parse_with(b, len, D13_VERSION, 0x030c01f0), -PBP_E_VERSION);
+	/* 3.15 is tried with 3.14's 760-byte layout, which a 3.13 table cannot be */
 	CHECK_EQ_INT(parse_with(b, len, D13_VERSION, 0x030f00f0), -PBP_E_VERSION);
 	CHECK_EQ_INT(parse_with(b, len, D13_VERSION, 0x040d00f0), -PBP_E_VERSION);
 	CHECK_EQ_INT(parse_with(b, len, D13_VERSION, 0x030d00a1), -PBP_E_VERSION);
@@ -529,6 +541,44 @@ static void test_longer_read(const uint8_t *b, size_t len)
 	free(big);
 }
 
+/*
+ * A version bump on a real table: 3.14's own bytes saying 3.15 (or 3.99) are
+ * read with 3.14's layout, flagged newer, without thread names; the same
+ * bump on a table whose layout moved (a word inserted, as a new field of the
+ * runtime block would) is an unsupported version, not corrupt and not read.
+ */
+static void test_newer(const uint8_t *b, size_t len)
+{
+	uint8_t *copy = malloc(len);
+	struct pyver v14, v;
+
+	CHECK_EQ_INT(pyver_from_debug_offsets(b, len, &v14), 0);
+	CHECK(!v14.newer && v14.minor == 14 && v14.is_modules != PYVER_NOOFF);
+	CHECK_EQ_INT(pyver_newest_minor(), 14);
+	memcpy(copy, b, len);
+	put64(copy, D13_VERSION, 0x030f02f0);
+	CHECK_EQ_INT(pyver_from_debug_offsets(copy, len, &v), 0);
+	CHECK(v.newer && v.major == 3 && v.minor == 15 && v.micro == 2);
+	CHECK_EQ_INT(v.hexversion, 0x030f02f0);
+	CHECK(pyver_supported(&v));
+	CHECK(memcmp(&v.k, &v14.k, sizeof(v.k)) == 0);
+	CHECK_EQ_INT(v.rt_interpreters_head, v14.rt_interpreters_head);
+	CHECK_EQ_INT(v.ts_native_thread_id, v14.ts_native_thread_id);
+	CHECK_EQ_INT(v.code_linetable, v14.code_linetable);
+	CHECK_EQ_INT(v.is_modules, PYVER_NOOFF);
+	CHECK_EQ_INT(parse_with(b, len, D13_VERSION, 0x036300f0), 0);      /* 3.99 */
+	CHECK_EQ_INT(parse_with(b, len, D13_VERSION, 0x030f00b1), 0);      /* 3.15 beta */
+	CHECK_EQ_INT(parse_with(b, len, D13_VERSION, 0x030f00a3), -PBP_E_VERSION);
+	/* The same bump, with one more word at the start of the runtime block. */
+	memmove(copy + 32, copy + 24, len - 32);
+	put64(copy, 24, get64(b, 24) + 8);
+	CHECK_EQ_INT(pyver_from_debug_offsets(copy, len, &v), -PBP_E_VERSION);
+	/* A known version with the same damage is corrupt, as before. */
+	put64(copy, D13_VERSION, 0x030e0af0);
+	CHECK_EQ_INT(pyver_from_debug_offsets(copy, len, &v), -PBP_E_CORRUPT);
+	free(copy);
+}
+
 /* A parse that succeeded must only ever hand out offsets inside their structs. */
 static int sane(const struct pyver *v)
 {
@@ -647,6 +697,7 @@ int main(void)
 	CHECK(b14 != NULL && len14 == 760);
 	if (b14 && len14 == 760) {
 		test_truncated(b14, len14);
+		test_newer(b14, len14);
 		test_fuzz(b14, len14);
 	}
 	free(b13);

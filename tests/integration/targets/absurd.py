@@ -1,6 +1,6 @@
 """Adversarial target: code objects no sane program has.
 
-Runs on CPython 3.8 to 3.14 (keep the syntax at 3.8's level).
+Runs on CPython 3.6 to 3.14 (keep the syntax at 3.6's level).
 
     absurd.py
 
@@ -32,6 +32,14 @@ import threading
 import time
 import types
 
+
+def native_id():
+    """The kernel's id of the calling thread (threading.get_native_id is 3.8+)."""
+    if hasattr(threading, "get_native_id"):
+        return threading.get_native_id()
+    return ctypes.CDLL(None).syscall(186)  # SYS_gettid on x86-64 (3.6, 3.7)
+
+
 READY = os.environ["PBP_READY"]
 PARK = threading.Lock()
 PARK.acquire()
@@ -45,7 +53,7 @@ started = []
 
 def started_as(role, function):
     with lock:
-        started.append({"role": role, "native_id": threading.get_native_id(),
+        started.append({"role": role, "native_id": native_id(),
                         "function": function})
 
 
@@ -77,10 +85,22 @@ def odd_chars():
     src = "def f(report):\n    report()\n    n = 0\n    while True:\n        n += 1\n"
     f = compiled(src, "a;b\nc (1):2\udcff.py", "f")
     name = "semi;colon\nnew line\x00nul"
+    return types.FunctionType(renamed(f.__code__, name), f.__globals__, name)
+
+
+def renamed(code, name):
+    """The code object with another name (and qualified name, 3.11+)."""
+    if not hasattr(code, "replace"):
+        # 3.6, 3.7: no code.replace(); CodeType's arguments in their order.
+        return types.CodeType(code.co_argcount, code.co_kwonlyargcount, code.co_nlocals,
+                              code.co_stacksize, code.co_flags, code.co_code,
+                              code.co_consts, code.co_names, code.co_varnames,
+                              code.co_filename, name, code.co_firstlineno, code.co_lnotab,
+                              code.co_freevars, code.co_cellvars)
     kw = {"co_name": name}
     if sys.version_info >= (3, 11):
         kw["co_qualname"] = name
-    return types.FunctionType(f.__code__.replace(**kw), f.__globals__, name)
+    return code.replace(**kw)
 
 
 MARK_LINE = 0x5A5A5   # 370085: a first line to look for in memory

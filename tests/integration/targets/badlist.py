@@ -1,6 +1,6 @@
 """Adversarial target: a thread-state list that ends in nowhere, or loops.
 
-Runs on CPython 3.8 to 3.14 (keep the syntax at 3.8's level).
+Runs on CPython 3.6 to 3.14 (keep the syntax at 3.6's level).
 
     badlist.py fault|cycle
 
@@ -26,6 +26,14 @@ import sys
 import threading
 import time
 
+
+def native_id():
+    """The kernel's id of the calling thread (threading.get_native_id is 3.8+)."""
+    if hasattr(threading, "get_native_id"):
+        return threading.get_native_id()
+    return ctypes.CDLL(None).syscall(186)  # SYS_gettid on x86-64 (3.6, 3.7)
+
+
 READY = os.environ["PBP_READY"]
 WORD = ctypes.sizeof(ctypes.c_void_p)
 PARK = threading.Lock()
@@ -42,7 +50,7 @@ def word(addr):
 
 def parked():
     with lock:
-        seen.append((get_tstate(), threading.get_native_id()))
+        seen.append((get_tstate(), native_id()))
     PARK.acquire()
 
 
@@ -71,7 +79,7 @@ def main():
     off = offs[0]
     ctypes.c_void_p.from_address(me + off).value = 0x10 if how == "fault" else t2
     write({"pid": os.getpid(), "version": list(sys.version_info[:3]), "next_offset": off,
-           "tids": [threading.get_native_id(), tid1, tid2]})
+           "tids": [native_id(), tid1, tid2]})
     PARK.acquire()
 
 

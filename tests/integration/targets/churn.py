@@ -1,6 +1,6 @@
 """Adversarial target: threads and code objects born and gone all the time.
 
-Runs on CPython 3.8 to 3.14 (keep the syntax at 3.8's level).
+Runs on CPython 3.6 to 3.14 (keep the syntax at 3.6's level).
 
     churn.py [SPAWNERS]
 

@@ -1,6 +1,6 @@
 """Adversarial target: threads that turn their own frame chain into a cycle.
 
-Runs on CPython 3.8 to 3.14 (keep the syntax at 3.8's level).
+Runs on CPython 3.6 to 3.14 (keep the syntax at 3.6's level).
 
     cycle.py
 
@@ -34,6 +34,14 @@ import os
 import sys
 import threading
 import time
+
+
+def native_id():
+    """The kernel's id of the calling thread (threading.get_native_id is 3.8+)."""
+    if hasattr(threading, "get_native_id"):
+        return threading.get_native_id()
+    return ctypes.CDLL(None).syscall(186)  # SYS_gettid on x86-64 (3.6, 3.7)
+
 
 READY = os.environ["PBP_READY"]
 WORD = ctypes.sizeof(ctypes.c_void_p)
@@ -93,7 +101,7 @@ def names(frame):
 
 def report(role):
     with lock:
-        reports.append({"role": role, "native_id": threading.get_native_id(),
+        reports.append({"role": role, "native_id": native_id(),
                         "frames": names(sys._getframe(1))})
 
 

@@ -1,6 +1,6 @@
 """Adversarial target: a process that exits while it is being read.
 
-Runs on CPython 3.8 to 3.14 (keep the syntax at 3.8's level).
+Runs on CPython 3.6 to 3.14 (keep the syntax at 3.6's level).
 
     exiter.py HOW DELAY
 

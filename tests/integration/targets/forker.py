@@ -1,6 +1,6 @@
 """Adversarial target: a process that forks, execs, and finally execs itself.
 
-Runs on CPython 3.8 to 3.14 (keep the syntax at 3.8's level).
+Runs on CPython 3.6 to 3.14 (keep the syntax at 3.6's level).
 
     forker.py EXEC_AFTER
 

@@ -1,6 +1,6 @@
 """Profiling target: threads with known Python names, parked for good.
 
-Runs on CPython 3.8 to 3.14 (keep the syntax at 3.8's level).
+Runs on CPython 3.6 to 3.14 (keep the syntax at 3.6's level).
 
 Usage: named_threads.py [basic|tricky|many|churn] [READY_PATH]
 
@@ -28,6 +28,7 @@ written atomically. On failure: {"error": "..."} and exit status 1.
 """
 
 import _thread
+import ctypes
 import json
 import os
 import sys
@@ -40,7 +41,9 @@ LONG_CJK = "名" * 30            # 90 bytes of UTF-8
 
 
 def native_id():
-    return _thread.get_native_id()
+    if hasattr(_thread, "get_native_id"):
+        return _thread.get_native_id()
+    return ctypes.CDLL(None).syscall(186)  # SYS_gettid on x86-64 (3.6, 3.7)
 
 
 class Running(object):

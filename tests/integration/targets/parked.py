@@ -1,6 +1,6 @@
 """Profiling target: threads parked forever at known Python stacks.
 
-Runs on CPython 3.8 to 3.14 (keep the syntax at 3.8's level).
+Runs on CPython 3.6 to 3.14 (keep the syntax at 3.6's level).
 
 Every thread, the main one included, ends up blocked in the C call
 PARK.acquire() on a lock that is never released, so no Python code runs in
@@ -27,12 +27,33 @@ frames run innermost first. On failure it writes {"error": "..."} instead
 and exits with status 1.
 """
 
+import ctypes
 import json
 import os
 import re
 import sys
 import threading
 import time
+
+
+def native_id():
+    """The kernel's id of the calling thread (threading.get_native_id is 3.8+)."""
+    if hasattr(threading, "get_native_id"):
+        return threading.get_native_id()
+    return ctypes.CDLL(None).syscall(186)  # SYS_gettid on x86-64 (3.6, 3.7)
+
+
+if not hasattr(threading.Thread, "native_id"):
+    # 3.6, 3.7: Thread.native_id is 3.8+; a thread sets its own as it sets its ident.
+    _set_ident = threading.Thread._set_ident
+
+    def _set_ident_and_native_id(self):
+        _set_ident(self)
+        self.native_id = native_id()
+
+    threading.Thread._set_ident = _set_ident_and_native_id
+    threading.main_thread().native_id = native_id()
+
 
 RECURSION_DEPTH = 300
 PARK_TIMEOUT = 60.0

@@ -5,7 +5,7 @@
 
 Kinds: spinner (pure Python loop, holds the GIL), sleeper (time.sleep(0.02) loop),
 waiter (select() on a silent pipe), hasher (sha256 of 64 MiB buffers: the GIL
-is released while hashing), idle (blocked on a lock), spawner (after
+is released while hashing; blake2b where sha256 is not OpenSSL's and keeps it), idle (blocked on a lock), spawner (after
 1 s starts one idle thread named "late", its native id going to
 $PBP_READY.late), deep (spins 300 frames
 deep in recurse()), split (alternates two
@@ -16,8 +16,9 @@ in nap_long, and so on: wakes 50 times a second, 1/4 of its time in the first).
 Writes $PBP_READY: {"pid", "version", "threads": [{"kind", "name", "native_id"}]}
 once every thread runs; for split, $PBP_READY.split gets {"light": s, "heavy": s}
 of CPU time, rewritten every 0.2 s. The main thread sleeps until killed.
-Works on Python 3.8+."""
+Works on Python 3.6+."""
 
+import ctypes
 import hashlib
 import json
 import os
@@ -26,6 +27,31 @@ import select
 import sys
 import threading
 import time
+
+
+def native_id():
+    """The kernel's id of the calling thread (threading.get_native_id is 3.8+)."""
+    if hasattr(threading, "get_native_id"):
+        return threading.get_native_id()
+    return ctypes.CDLL(None).syscall(186)  # SYS_gettid on x86-64 (3.6, 3.7)
+
+
+if not hasattr(threading.Thread, "native_id"):
+    # 3.6, 3.7: Thread.native_id is 3.8+; a thread sets its own as it sets its ident.
+    _set_ident = threading.Thread._set_ident
+
+    def _set_ident_and_native_id(self):
+        _set_ident(self)
+        self.native_id = native_id()
+
+    threading.Thread._set_ident = _set_ident_and_native_id
+    threading.main_thread().native_id = native_id()
+
+
+def thread_time():
+    """time.thread_time is 3.7+."""
+    return time.clock_gettime(time.CLOCK_THREAD_CPUTIME_ID)
+
 
 READY = os.environ["PBP_READY"]
 started = []
@@ -70,10 +96,17 @@ def waiter():
     select.select([r], [], [])
 
 
+try:
+    import _hashlib  # noqa: F401 (OpenSSL's sha256 releases the GIL while it hashes)
+    HASH = hashlib.sha256
+except ImportError:
+    HASH = hashlib.blake2b  # a 3.6 built without OpenSSL: its _sha256 holds the GIL
+
+
 def hasher():
     buf = b"x" * (64 << 20)
     while True:
-        hashlib.sha256(buf).digest()
+        HASH(buf).digest()
 
 
 PARK = threading.Lock()
@@ -108,9 +141,9 @@ def split():
     last = time.monotonic()
     while True:
         for name, fn in (("light", light), ("heavy", heavy)):
-            t0 = time.thread_time()
+            t0 = thread_time()
             fn()
-            spent[name] += time.thread_time() - t0
+            spent[name] += thread_time() - t0
         if time.monotonic() - last > 0.2:
             last = time.monotonic()
             tmp = READY + ".split.tmp"
@@ -136,7 +169,7 @@ KINDS = {"deep": deep, "spinner": spinner, "sleeper": sleeper, "waiter": waiter,
 
 def run(kind, name):
     with lock:
-        started.append({"kind": kind, "name": name, "native_id": threading.get_native_id()})
+        started.append({"kind": kind, "name": name, "native_id": native_id()})
     KINDS[kind]()
 
 
@@ -155,7 +188,7 @@ def main():
         time.sleep(0.01)
     time.sleep(0.2)  # let every thread reach its steady state
     info = {"pid": os.getpid(), "version": list(sys.version_info[:3]),
-            "main_native_id": threading.get_native_id(), "threads": started}
+            "main_native_id": native_id(), "threads": started}
     with open(READY + ".tmp", "w") as f:
         json.dump(info, f)
     os.replace(READY + ".tmp", READY)

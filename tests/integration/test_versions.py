@@ -1,0 +1,68 @@
+"""A CPython newer than any pybpfprof knows (issue 20): a live 3.13+ whose
+_Py_DebugOffsets is made to say 3.15 (targets/bumped.py). With 3.14's layout
+and every frame decoding it is read, with one warning line; otherwise it is
+an unsupported version (exit 5), never read wrongly. The same way, a table
+that says free-threaded is refused, and the message says so."""
+
+import json
+import os
+
+import pytest
+
+from conftest import TARGETS
+
+BUMPED = os.path.join(TARGETS, "bumped.py")
+EXIT_UNSUPPORTED = 5
+NEWEST = (3, 14)
+
+
+@pytest.fixture
+def debug_offsets(interp):
+    if interp.version[:2] < (3, 13):
+        pytest.skip("%s has no _Py_DebugOffsets" % interp.name)
+    return interp
+
+
+def test_newer_version_read_with_one_warning(debug_offsets, start_target, pybpfprof, tmp_path):
+    proc, pid, ready = start_target(debug_offsets, BUMPED, "as_is")
+    r = pybpfprof("dump", "-p", pid, "--json")
+    if tuple(ready["version"][:2]) != NEWEST:
+        # 3.13's table is not laid out as 3.14's: refused, with the version it claims.
+        assert r.returncode == EXIT_UNSUPPORTED, r.stderr
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and "unsupported Python version 3.15." in lines[0], r.stderr
+        return
+    assert r.returncode == 0, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "warning:" in lines[0] and "newer than any" in lines[0], r.stderr
+    got = json.loads(r.stdout)
+    assert got["version"].startswith("3.15.")
+    park = ready["parked"]
+    (t,) = [t for t in got["threads"] if t["tid"] == park["native_id"]]
+    top = t["frames"][0]
+    assert (top["function"], top["line"]) == ("parked", park["line"]), t
+    assert top["file"].endswith("bumped.py")
+    # A recorded profile works the same way, with the same single warning.
+    out = tmp_path / "p.txt"
+    r = pybpfprof("-p", pid, "-m", "wall", "-d", "1", "-o", out)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("newer than any") == 1, r.stderr
+    assert "parked (%s:%d)" % (park["file"], park["line"]) in out.read_text()
+
+
+def test_newer_version_that_does_not_decode_is_refused(debug_offsets, start_target, pybpfprof):
+    proc, pid, ready = start_target(debug_offsets, BUMPED, "swapped")
+    r = pybpfprof("dump", "-p", pid)
+    assert r.returncode == EXIT_UNSUPPORTED, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "unsupported Python version 3.15." in lines[0], r.stderr
+    assert r.stdout == ""
+
+
+def test_free_threaded_refused_by_name(debug_offsets, start_target, pybpfprof):
+    proc, pid, ready = start_target(debug_offsets, BUMPED, "free_threaded")
+    r = pybpfprof("dump", "-p", pid)
+    assert r.returncode == EXIT_UNSUPPORTED, r.stderr
+    lines = r.stderr.strip().splitlines()
+    want = "unsupported Python version %s free-threaded" % ".".join(map(str, ready["version"]))
+    assert len(lines) == 1 and want in lines[0], r.stderr
