@@ -323,8 +323,8 @@ static int pyproc_pidns(struct pyproc *p)
 static int decode_stack(struct pyproc *p, uint64_t frame, size_t *decoded)
 {
 	struct pbp_frame f[PBP_MAX_FRAMES];
-	size_t n = 0;
-	int err = stack_walk(p, frame, f, PBP_MAX_FRAMES, &n);
+	size_t n = 0, elided = 0;
+	int err = stack_walk(p, frame, f, PBP_MAX_FRAMES, &n, &elided);
 
 	for (size_t i = 0; !err && i < n; i++) {
 		const struct codeinfo *ci = codecache_get(p->codes, p, f[i].code, NULL, &err);
