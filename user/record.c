@@ -478,6 +478,23 @@ static void exec_done(struct record *r, pid_t pid, int err, const struct pyproc 
 		snprintf(n->version, sizeof(n->version), "%s", p->version);
 }
 
+/* A free slot of the target table given to p as pid; NULL when --max-processes are all taken. */
+static struct target *place_target(struct record *r, pid_t pid, struct pyproc *p)
+{
+	struct target *t = NULL;
+
+	for (int i = 0; i < r->max_processes && !t; i++)
+		if (!r->targets[i].p)
+			t = &r->targets[i];
+	if (!t)
+		return NULL;
+	t->pid = pid;
+	t->p = p;
+	if (t - r->targets >= r->ntargets)
+		r->ntargets = (int)(t - r->targets) + 1;
+	return t;
+}
+
 /* -p or launch mode: a target that exec'd, profiled again once its new program is Python. */
 static bool reattach(struct record *r, pid_t pid)
 {
@@ -489,20 +506,13 @@ static bool reattach(struct record *r, pid_t pid)
 		pyproc_close(p);
 		return false;   /* not (yet) Python */
 	}
-	for (int i = 0; !err && i < r->max_processes && !t; i++)
-		if (!r->targets[i].p)
-			t = &r->targets[i];
-	if (!err && !t)
+	if (!err && !(t = place_target(r, pid, p)))
 		err = -PBP_E_LIMIT;
 	exec_done(r, pid, err, p);
 	if (err) {
 		pyproc_close(p);
 		return true;
 	}
-	t->pid = pid;
-	t->p = p;
-	if (t - r->targets >= r->ntargets)
-		r->ntargets = (int)(t - r->targets) + 1;
 	if (start_target(r, t) != 0) {
 		struct exec_note *n = exec_note_of(r, pid);
 
@@ -533,19 +543,12 @@ static bool consider(struct record *r, pid_t pid)
 	}
 	if (err && err != -PBP_E_NOENT && err != -PBP_E_GONE)
 		skip(r, pid, err, p);
-	for (int i = 0; !err && i < r->max_processes && !t; i++)
-		if (!r->targets[i].p)
-			t = &r->targets[i];
-	if (!err && !t)
+	if (!err && !(t = place_target(r, pid, p)))
 		skip(r, pid, -PBP_E_LIMIT, p);
 	if (err || !t) {
 		pyproc_close(p);
 		return true;
 	}
-	t->pid = pid;
-	t->p = p;
-	if (t - r->targets >= r->ntargets)
-		r->ntargets = (int)(t - r->targets) + 1;
 	if (start_target(r, t) != 0) {
 		skip(r, pid, -PBP_E_BPF, p);
 		drop_target(r, t);
