@@ -147,7 +147,7 @@ fuzz-regress: $(FUZZ_BINS)
 			|| { cat $(BUILD)/fuzz/$$n.log; exit 1; }; done
 
 integration: all
-	$(PYTEST) -ra -v tests/integration
+	$(PYTEST) -ra -v --durations=30 tests/integration
 
 # The whole program under ASan+UBSan (the BPF side is the same object), run
 # through the integration tests that together reach every subcommand, mode,
