@@ -1,6 +1,6 @@
 """Profiling target: threads parked very deep in Python recursion.
 
-Runs on CPython 3.8 to 3.14 (keep the syntax at 3.8's level).
+Runs on CPython 3.6 to 3.14 (keep the syntax at 3.6's level).
 
     deep.py DEPTH[s] [DEPTH[s]...]
 
@@ -15,6 +15,7 @@ Writes $PBP_READY: {"pid", "version", "threads": [{"role", "native_id",
 function's name}]} once all of them are parked, or {"error": ...}.
 """
 
+import ctypes
 import json
 import os
 import sys
@@ -28,12 +29,19 @@ lock = threading.Lock()
 parked = []
 
 
+def native_id():
+    """The kernel's id of the calling thread (threading.get_native_id is 3.8+)."""
+    if hasattr(threading, "get_native_id"):
+        return threading.get_native_id()
+    return ctypes.CDLL(None).syscall(186)  # SYS_gettid on x86-64 (3.6, 3.7)
+
+
 def park(role, spin):
     f, n, root = sys._getframe(), 0, None
     while f is not None:
         n, root, f = n + 1, f.f_code.co_name, f.f_back
     with lock:
-        parked.append({"role": role, "native_id": threading.get_native_id(), "frames": n,
+        parked.append({"role": role, "native_id": native_id(), "frames": n,
                        "root": root})
     while spin:
         pass

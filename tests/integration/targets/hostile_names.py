@@ -1,6 +1,6 @@
 """Profiling target: names a hostile program could choose, control characters and all.
 
-Runs on CPython 3.8 to 3.14 (keep the syntax at 3.8's level).
+Runs on CPython 3.6 to 3.14 (keep the syntax at 3.6's level).
 
     hostile_names.py
 
@@ -14,6 +14,7 @@ Writes $PBP_READY: {"pid", "version", "threads": [{"role", "native_id",
 "name"}], "function", "file"} once both are parked, or {"error": ...}.
 """
 
+import ctypes
 import json
 import os
 import sys
@@ -30,22 +31,41 @@ PARK.acquire()
 parked = threading.Event()
 
 
+def native_id():
+    """The kernel's id of the calling thread (threading.get_native_id is 3.8+)."""
+    if hasattr(threading, "get_native_id"):
+        return threading.get_native_id()
+    return ctypes.CDLL(None).syscall(186)  # SYS_gettid on x86-64 (3.6, 3.7)
+
+
 def hostile_function():
     src = "def f(report):\n    report()\n    PARK.acquire()\n"
     ns = {"PARK": PARK}
     exec(compile(src, FILE_NAME, "exec"), ns)
     f = ns["f"]
-    kw = {"co_name": FUNC_NAME}
+    return types.FunctionType(renamed(f.__code__, FUNC_NAME), ns, FUNC_NAME)
+
+
+def renamed(code, name):
+    """The code object with another name (and qualified name, 3.11+)."""
+    if not hasattr(code, "replace"):
+        # 3.6, 3.7: no code.replace(); CodeType's arguments in their order.
+        return types.CodeType(code.co_argcount, code.co_kwonlyargcount, code.co_nlocals,
+                              code.co_stacksize, code.co_flags, code.co_code,
+                              code.co_consts, code.co_names, code.co_varnames,
+                              code.co_filename, name, code.co_firstlineno, code.co_lnotab,
+                              code.co_freevars, code.co_cellvars)
+    kw = {"co_name": name}
     if sys.version_info >= (3, 11):
-        kw["co_qualname"] = FUNC_NAME
-    return types.FunctionType(f.__code__.replace(**kw), ns, FUNC_NAME)
+        kw["co_qualname"] = name
+    return code.replace(**kw)
 
 
 def main():
     info = {}
 
     def report():
-        info["native_id"] = threading.get_native_id()
+        info["native_id"] = native_id()
         parked.set()
 
     t = threading.Thread(target=hostile_function(), args=(report,), name=THREAD_NAME,
@@ -54,7 +74,7 @@ def main():
     if not parked.wait(30):
         raise RuntimeError("the thread did not start")
     time.sleep(0.2)     # into PARK.acquire()
-    threads = [{"role": "main", "native_id": threading.get_native_id(),
+    threads = [{"role": "main", "native_id": native_id(),
                 "name": threading.current_thread().name},
                {"role": "hostile", "native_id": info["native_id"], "name": THREAD_NAME}]
     result = {"pid": os.getpid(), "version": list(sys.version_info[:3]), "threads": threads,
