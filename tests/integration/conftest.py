@@ -17,6 +17,12 @@ Interpreters
                 sid 3.13.x ("3.13-sid-chroot", a later patch release than
                 pyenv's 3.13.0) and Py_DEBUG builds python3.13d and
                 python3.14d ("3.13-dbg-sid-chroot", "3.14-dbg-sid-chroot").
+                These three differ from 3.13/3.14 only in layout and patch
+                level, so they run the suites that read and check what a
+                layout gives (EXTRA_SUITES: dump, sampling, modes, formats,
+                names, versions, harness, -a), not the hostile, lifetime,
+                namespace, CLI and output-file suites, whose code paths do
+                not depend on the layout: minutes of `make test` each.
 
 Which were used and which skipped, and why, is printed in the terminal summary.
 PBP_EXPECTED (comma-separated names) replaces the default list of interpreters
@@ -62,6 +68,8 @@ DEFAULT_EXPECTED = ["3.6", "3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13",
                     "3.11-debian-static", "3.14-sid-chroot", "3.13-sid-chroot",
                     "3.13-dbg-sid-chroot", "3.14-dbg-sid-chroot"]
 # Interpreters of the sid chroot besides its python3.14: name -> path inside.
+EXTRA_SUITES = {"test_dump", "test_record", "test_modes", "test_formats", "test_threadnames",
+                "test_versions", "test_harness", "test_host"}
 SID_EXTRA = [("3.13-sid-chroot", "/usr/bin/python3.13"),
              ("3.13-dbg-sid-chroot", "/usr/bin/python3.13d"),
              ("3.14-dbg-sid-chroot", "/usr/bin/python3.14d")]
@@ -102,6 +110,7 @@ class Interp(object):
         self.executable = executable or (argv[-1] if argv else None)
         self.version = None
         self.skip_reason = None  # set when the interpreter cannot be used
+        self.extra = False       # a layout variant: runs EXTRA_SUITES only
         self.notes = ""
 
     def __repr__(self):
@@ -299,6 +308,7 @@ def _sid_extras(main):
     found = []
     for name, exe in SID_EXTRA:
         interp = Interp(name, "sid-chroot", [], executable=exe)
+        interp.extra = True
         if main.skip_reason:
             interp.skip_reason = main.skip_reason
         elif not os.path.exists(main.host_path(exe)):
@@ -312,24 +322,60 @@ def _sid_extras(main):
     return found
 
 
+def _sessions_dir(root):
+    """Where sessions that mounted /proc inside the chroot sign in, by pid."""
+    return os.path.realpath(root) + ".pbp-sessions"
+
+
+def _other_live_session(root):
+    """Whether another test session that mounted /proc in the chroot still
+    runs (the sign-ins of dead ones are removed on the way)."""
+    d = _sessions_dir(root)
+    try:
+        names = os.listdir(d)
+    except OSError:
+        return False
+    live = False
+    for name in names:
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        if os.path.exists("/proc/%s" % name):
+            live = True
+        else:
+            try:
+                os.unlink(os.path.join(d, name))
+            except OSError:
+                pass
+    return live
+
+
 def _mount_proc(interp):
     """Mount /proc inside the chroot for this session. Mounts stack, so two
-    sessions sharing the chroot each mount and unmount their own."""
+    sessions sharing the chroot each mount and unmount their own; each signs
+    in, so that one never takes another's mount for a dead session's."""
     target = os.path.join(interp.root, "proc")
     _umount_stale(interp.root)
     r = subprocess.run(["mount", "-t", "proc", "proc", target],
                        capture_output=True, universal_newlines=True)
     if r.returncode != 0:
         interp.notes += ", /proc NOT mounted inside: %s" % r.stderr.strip()
-    else:
-        _proc_mounts.append(target)
+        return
+    _proc_mounts.append(target)
+    try:
+        os.makedirs(_sessions_dir(interp.root), exist_ok=True)
+        open(os.path.join(_sessions_dir(interp.root), str(os.getpid())), "w").close()
+    except OSError:
+        pass
 
 
 def _umount_stale(root):
     """Unmount /proc mounts left inside the chroot by sessions that were
-    killed, provided no process runs in the chroot now."""
+    killed, provided no other session runs and no process runs in the
+    chroot now."""
     target = os.path.join(root, "proc")
     real = os.path.realpath(root)
+    if _other_live_session(root):
+        return
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
@@ -349,6 +395,10 @@ def _umount_procs():
         target = _proc_mounts.pop()
         if subprocess.run(["umount", target], capture_output=True).returncode != 0:
             subprocess.run(["umount", "-l", target], capture_output=True)
+        try:
+            os.unlink(os.path.join(_sessions_dir(os.path.dirname(target)), str(os.getpid())))
+        except OSError:
+            pass
 
 
 def _discover():
@@ -421,6 +471,8 @@ def pytest_generate_tests(metafunc):
         only = [n.strip() for n in os.environ.get("PBP_INTERPS", "").split(",") if n.strip()]
         if only:
             interps = [i for i in interps if i.name in only]
+        if metafunc.module.__name__ not in EXTRA_SUITES:
+            interps = [i for i in interps if not i.extra]
         metafunc.parametrize("interp", interps, ids=[i.name for i in interps],
                              indirect=True)
 
