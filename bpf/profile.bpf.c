@@ -460,7 +460,8 @@ static __always_inline void read_gil(struct pbp_sample *s, const struct pbp_proc
 	    read_ptr(&holder, p->gil_holder))
 		return;
 	s->flags |= PBP_F_GIL_KNOWN;
-	if (locked && holder == s->tstate && s->tstate)
+	/* locked -1: not created yet (3.6 until a second thread), its one Python thread runs freely. */
+	if (s->tstate && (locked < 0 || (locked && holder == s->tstate)))
 		s->flags |= PBP_F_HOLDS_GIL;
 }
 

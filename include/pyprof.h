@@ -383,11 +383,14 @@ int pythread_frame(struct pyproc *p, uint64_t tstate, uint64_t *frame);
 
 struct gilstate {
 	bool known, locked;
+	bool uncreated;         /* not made yet (3.6, one thread): its one Python thread runs freely */
 	uint64_t holder;        /* tstate that last took the GIL */
 	uint64_t addr;          /* address of the struct _gil_runtime_state */
 };
 /* The GIL of the interpreter at interp (ignored on <= 3.11: one GIL). */
 int pygil_read(struct pyproc *p, uint64_t interp, struct gilstate *g);
+/* Whether the thread of tstate holds the GIL g describes (or runs free of an uncreated one). */
+bool pygil_holds(const struct gilstate *g, uint64_t tstate);
 /* The same, knowing where the GIL struct is (it does not move). */
 int pygil_state(struct pyproc *p, uint64_t addr, struct gilstate *g);
 

@@ -606,7 +606,7 @@ static void tick_thread(struct collector *c, struct target *t, struct tcache *e,
 			const struct gilstate *g, uint64_t instant)
 {
 	struct pbp_tstate st;
-	bool holds = g->known && g->locked && g->holder == e->tstate;
+	bool holds = pygil_holds(g, e->tstate);
 	uint32_t status;
 	bool late;
 

@@ -332,5 +332,16 @@ int pygil_state(struct pyproc *p, uint64_t addr, struct gilstate *g)
 		return err;
 	g->known = true;
 	g->locked = locked != 0;
+	g->uncreated = locked < 0;
 	return 0;
+}
+
+/*
+ * A GIL not created yet (locked -1: 3.6 makes it when a second thread
+ * starts) has no holder, and needs none: the one thread running Python has
+ * the interpreter to itself, as if it held the GIL.
+ */
+bool pygil_holds(const struct gilstate *g, uint64_t tstate)
+{
+	return g->known && g->locked && tstate && (g->uncreated || g->holder == tstate);
 }
