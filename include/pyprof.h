@@ -433,6 +433,8 @@ int pylong_decode(const struct pyver *v, const uint8_t *obj, size_t len, uint64_
  * invalid byte takes 1 and decodes as U+DC00 | byte, a lone surrogate.
  */
 size_t utf8_decode(const unsigned char *s, uint32_t *cp);
+/* A code point (< 0x110000) as UTF-8 into b: its length, 1 to 4. */
+size_t utf8_encode(uint32_t cp, char b[4]);
 /* Bytes of the valid UTF-8 sequence at s (1-4), 0 if invalid. For writers whose format wants UTF-8. */
 size_t utf8_seq_len(const unsigned char *s);
 /* Make s valid UTF-8 in place: each invalid sequence (a lone surrogate, a cut character) becomes '?'. */

@@ -48,21 +48,11 @@ static size_t put_utf8(char *out, size_t room, uint32_t c)
 	char b[4];
 	size_t n;
 
-	if (c < 0x80) {
-		b[0] = (char)c, n = 1;
-	} else if (c < 0x800) {
-		b[0] = (char)(0xC0 | c >> 6), b[1] = (char)(0x80 | (c & 0x3F)), n = 2;
-	} else if (c >= 0xd800 && c < 0xe000) {
-		b[0] = '?', n = 1;  /* a lone surrogate (surrogateescape'd bytes): not UTF-8 */
-	} else if (c < 0x10000) {
-		b[0] = (char)(0xE0 | c >> 12), b[1] = (char)(0x80 | (c >> 6 & 0x3F));
-		b[2] = (char)(0x80 | (c & 0x3F)), n = 3;
-	} else if (c < 0x110000) {
-		b[0] = (char)(0xF0 | c >> 18), b[1] = (char)(0x80 | (c >> 12 & 0x3F));
-		b[2] = (char)(0x80 | (c >> 6 & 0x3F)), b[3] = (char)(0x80 | (c & 0x3F)), n = 4;
-	} else {
-		b[0] = '?', n = 1;  /* not a code point: corrupt, but keep the rest */
-	}
+	/* A lone surrogate (surrogateescape'd bytes) is not UTF-8; past 0x10FFFF no code point: '?'. */
+	if ((c >= 0xd800 && c < 0xe000) || c >= 0x110000)
+		b[0] = '?', n = 1;
+	else
+		n = utf8_encode(c, b);
 	if (n > room)
 		return 0;
 	memcpy(out, b, n);

@@ -106,23 +106,31 @@ static void put_fmt(struct sink *k, const char *fmt, unsigned v)
 	put_bytes(k, b, (size_t)n);
 }
 
+size_t utf8_encode(uint32_t cp, char b[4])
+{
+	if (cp < 0x80) {
+		b[0] = (char)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		b[0] = (char)(0xc0 | cp >> 6), b[1] = (char)(0x80 | (cp & 0x3f));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		b[0] = (char)(0xe0 | cp >> 12), b[1] = (char)(0x80 | (cp >> 6 & 0x3f));
+		b[2] = (char)(0x80 | (cp & 0x3f));
+		return 3;
+	}
+	b[0] = (char)(0xf0 | cp >> 18), b[1] = (char)(0x80 | (cp >> 12 & 0x3f));
+	b[2] = (char)(0x80 | (cp >> 6 & 0x3f)), b[3] = (char)(0x80 | (cp & 0x3f));
+	return 4;
+}
+
 static void put_utf8(struct sink *k, uint32_t cp)
 {
 	char b[4];
-	size_t n;
 
-	if (cp < 0x80) {
-		b[0] = (char)cp, n = 1;
-	} else if (cp < 0x800) {
-		b[0] = (char)(0xc0 | cp >> 6), b[1] = (char)(0x80 | (cp & 0x3f)), n = 2;
-	} else if (cp < 0x10000) {
-		b[0] = (char)(0xe0 | cp >> 12), b[1] = (char)(0x80 | (cp >> 6 & 0x3f));
-		b[2] = (char)(0x80 | (cp & 0x3f)), n = 3;
-	} else {
-		b[0] = (char)(0xf0 | cp >> 18), b[1] = (char)(0x80 | (cp >> 12 & 0x3f));
-		b[2] = (char)(0x80 | (cp >> 6 & 0x3f)), b[3] = (char)(0x80 | (cp & 0x3f)), n = 4;
-	}
-	put_bytes(k, b, n);
+	put_bytes(k, b, utf8_encode(cp, b));
 }
 
 /* C0, DEL and C1: what terminals act on rather than show. */
