@@ -93,7 +93,9 @@ def churn(role):
     while True:
         batch = []
         for _ in range(8):
-            t = threading.Thread(name="churn-%d" % n, target=time.sleep, args=(0.002,))
+            # 30 ms: long enough that a dump slowed down by ASan on a busy
+            # machine still finds some alive, short enough to churn.
+            t = threading.Thread(name="churn-%d" % n, target=time.sleep, args=(0.03,))
             t.daemon = True
             t.start()
             batch.append(t)
