@@ -581,16 +581,9 @@ int proc_cmdline(pid_t pid, char *out, size_t len);
 
 int dump_process(struct pyproc *p, FILE *o, bool json);
 
-/* ------------------------------------------------------------- aggregate.c */
+/* ------------------------------------------------------------- status.c */
 
-enum loc_kind {
-	LOC_PY = 0,             /* a Python frame: name (file:line) */
-	LOC_THREAD,             /* root label: thread TID name */
-	LOC_PROCESS,            /* root label: process PID cmdline */
-	LOC_STATUS,             /* leaf label: [running], [gil wait], ... */
-};
-
-/* What a thread was doing at the sample instant. */
+/* What a thread was doing at the sample instant: one row each in status.c. */
 enum pbp_status {
 	ST_RUNNING = 0,         /* on a CPU, holding the GIL (or the GIL is unknown) */
 	ST_NATIVE,              /* on a CPU without the GIL: native code */
@@ -602,8 +595,34 @@ enum pbp_status {
 	ST__COUNT,
 };
 
-/* "[running]", "[native, no GIL]", ... */
+/* Everything the writers show of a status. */
+struct status_info {
+	const char *label;      /* the leaf frame and the summary's word: "[gil wait]" */
+	const char *name;       /* the label without brackets: pprof's "status" label */
+	const char *colour;     /* "#rrggbb" in the svg and html flame graphs */
+};
+
+/* The row of a status; out of range is ST_UNKNOWN's. */
+const struct status_info *status_info(uint32_t status);
+/* "[running]", "[native, no GIL]", ...: status_info(status)->label. */
 const char *status_label(uint32_t status);
+/* The status whose label this is, or -PBP_E_NOENT. */
+int status_by_label(const char *label);
+/*
+ * A sample's status from the thread's scheduler state (on a CPU, or why it
+ * left: enum pbp_off_reason) and the GIL (whether its state is known, and
+ * whether this thread holds it).
+ */
+uint32_t status_classify(bool oncpu, uint8_t off_reason, bool gil_known, bool holds_gil);
+
+/* ------------------------------------------------------------- aggregate.c */
+
+enum loc_kind {
+	LOC_PY = 0,             /* a Python frame: name (file:line) */
+	LOC_THREAD,             /* root label: thread TID name */
+	LOC_PROCESS,            /* root label: process PID cmdline */
+	LOC_STATUS,             /* leaf label: [running], [gil wait], ... */
+};
 
 /* Per-sample facts kept beside each stack; identical stacks with equal tags share a count. */
 struct stack_tags {

@@ -703,18 +703,3 @@ const struct proc_meta *agg_process(const struct agg *a, uint32_t pid)
 			return &a->procs[i];
 	return NULL;
 }
-
-const char *status_label(uint32_t status)
-{
-	static const char *const labels[] = {
-		[ST_RUNNING] = "[running]",
-		[ST_NATIVE] = "[native, no GIL]",
-		[ST_RUNNABLE] = "[runnable]",
-		[ST_GIL_WAIT] = "[gil wait]",
-		[ST_SLEEPING] = "[sleeping]",
-		[ST_DISK] = "[disk]",
-		[ST_UNKNOWN] = "[unknown]",
-	};
-
-	return status < ST__COUNT ? labels[status] : "[unknown]";
-}

@@ -58,6 +58,7 @@ static int64_t frame_loc(struct agg *a, char *f, struct stack_tags *t)
 {
 	const char *rest;
 	uint32_t id, ns;
+	int st;
 
 	/* tid 0: the fold of threads past the aggregate's cap (AGG_OTHER_LABEL) */
 	if (root_label_parse(f, "thread", &id, &ns, &rest)) {
@@ -70,11 +71,10 @@ static int64_t frame_loc(struct agg *a, char *f, struct stack_tags *t)
 		t->pid = id;
 		return agg_loc(a, f, NULL, -1, LOC_PROCESS);
 	}
-	for (uint32_t s = 0; s < ST__COUNT; s++)
-		if (strcmp(f, status_label(s)) == 0) {
-			t->status = s;
-			return agg_loc(a, f, NULL, -1, LOC_STATUS);
-		}
+	if ((st = status_by_label(f)) >= 0) {
+		t->status = (uint32_t)st;
+		return agg_loc(a, f, NULL, -1, LOC_STATUS);
+	}
 	return py_frame(a, f);
 }
 

@@ -110,8 +110,7 @@ uint32_t flame_lcp(const struct agg *a, uint32_t s1, uint32_t s2)
 
 uint32_t flame_status_of(const char *label)
 {
-	for (uint32_t s = 0; s < ST__COUNT; s++)
-		if (strcmp(label, status_label(s)) == 0)
-			return s;
-	return ST_UNKNOWN;
+	int s = status_by_label(label);
+
+	return s >= 0 ? (uint32_t)s : ST_UNKNOWN;
 }

@@ -95,7 +95,6 @@ struct builder {
 	struct functab ft;
 	struct strtab st;
 	bool failed;            /* a string could not be added: ENOMEM */
-	char status[ST__COUNT][32];     /* status labels without their brackets */
 	/* what the Profile points into */
 	Function *funcs, **funcp;
 	Location *locs, **locp;
@@ -226,7 +225,7 @@ static void sample_labels(struct builder *b, Sample *s, const struct stack_tags 
 	if (thread)     /* tid 0 has one only for the threads past the aggregate's cap */
 		add_label(b, s, "thread_name")->str = sid(b, thread);
 	if (has_status)
-		add_label(b, s, "status")->str = sid(b, b->status[t->status < ST__COUNT ? t->status : ST_UNKNOWN]);
+		add_label(b, s, "status")->str = sid(b, status_info(t->status)->name);
 	if (process)
 		add_label(b, s, "pid")->num = t->pid;
 	if (process && after_id(process, "process"))   /* the command line, when the label has one */
@@ -341,11 +340,6 @@ static void build_profile(struct builder *b, const struct profile_meta *m, Profi
 
 	perftools__profiles__profile__init(p);
 	sid(b, "");
-	for (uint32_t s = 0; s < ST__COUNT; s++) {
-		const char *l = status_label(s);
-
-		snprintf(b->status[s], sizeof(b->status[s]), "%.*s", (int)strlen(l) - 2, l + 1);
-	}
 	value_type(b, &types[0], "samples", "count");
 	value_type(b, &types[1], time, "nanoseconds");
 	value_type(b, period_type, time, "nanoseconds");

@@ -156,11 +156,6 @@ static void py_colour(const char *name, const char *file, char out[8])
 	hsl_hex(base + h % span, (58 + n % 24) / 100.0, (62 + (n >> 8) % 12) / 100.0, out);
 }
 
-/* Indexed by enum pbp_status; the html page uses the same. */
-static const char *const status_colour[ST__COUNT] = {
-	"#3aa655", "#4b72d9", "#f0c419", "#e0393e", "#a9a9b6", "#f07f26", "#cdb8f0",
-};
-
 static void colour_of(const struct agg *a, uint32_t loc, char out[8])
 {
 	const char *name, *file;
@@ -175,7 +170,7 @@ static void colour_of(const struct agg *a, uint32_t loc, char out[8])
 	if (kind == LOC_PY)
 		py_colour(name, file, out);
 	else if (kind == LOC_STATUS)
-		strcpy(out, status_colour[flame_status_of(name)]);
+		strcpy(out, status_info(flame_status_of(name))->colour);
 	else
 		strcpy(out, kind == LOC_THREAD ? "#c8cbd6" : "#b5b9ca");
 }
@@ -291,7 +286,7 @@ static void write_legend(FILE *o, const struct agg *a, const struct tree *t, dou
 			continue;
 		fprintf(o, "<g class=\"legend\"><rect x=\"%.0f\" y=\"%.0f\" width=\"11\" height=\"11\" fill=\"%s\" "
 			"stroke=\"#555\" stroke-width=\"0.5\"/><text x=\"%.0f\" y=\"%.0f\">%s %.1f%%</text></g>\n",
-			x, y, status_colour[s], x + 15, y + 9.5, status_label(s),
+			x, y, status_info(s)->colour, x + 15, y + 9.5, status_label(s),
 			100.0 * (double)share[s] / (double)t->n[0].total);
 		x += 15 + CHAR_W * (double)(strlen(status_label(s)) + 8);
 	}

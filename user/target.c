@@ -442,11 +442,6 @@ static int keep_stack(struct tcache *e, const uint32_t *locs, uint32_t n)
 	return 0;
 }
 
-static uint32_t on_cpu_status(bool gil_known, bool holds)
-{
-	return !gil_known || holds ? ST_RUNNING : ST_NATIVE;
-}
-
 /*
  * A thread the thread list did not give (it ended since, or its tid could
  * not be matched) whose state the kernel found at the sample: counted as it,
@@ -488,7 +483,7 @@ void target_on_sample(struct collector *c, struct target *t, const struct pbp_sa
 	if (c->o.mode == MODE_CPU) {
 		bool known = ks->flags & PBP_F_GIL_KNOWN, holds = ks->flags & PBP_F_HOLDS_GIL;
 
-		count(c, t, e, c->locs + off, n, on_cpu_status(known, holds));
+		count(c, t, e, c->locs + off, n, status_classify(true, PBP_OFF_NONE, known, holds));
 		return;
 	}
 	if (ks->flags & PBP_F_SWITCH_OUT) {
@@ -510,16 +505,6 @@ void target_on_sample(struct collector *c, struct target *t, const struct pbp_sa
 }
 
 /* ------------------------------------------------------------ ticks */
-
-static uint32_t off_cpu_status(uint8_t reason)
-{
-	switch (reason) {
-	case PBP_OFF_RUNNABLE: return ST_RUNNABLE;
-	case PBP_OFF_DISK: return ST_DISK;
-	case PBP_OFF_GIL: return ST_GIL_WAIT;
-	default: return ST_SLEEPING;
-	}
-}
 
 /*
  * A stack kept while the thread was off CPU still holds at the tick if the
@@ -613,9 +598,7 @@ static void tick_thread(struct collector *c, struct target *t, struct tcache *e,
 	late = state_at(c, e, instant, &st);
 	if (c->o.mode == MODE_GIL && !holds)
 		return;
-	status = st.oncpu ? on_cpu_status(g->known, holds) : off_cpu_status(st.off_reason);
-	if (status == ST_GIL_WAIT && holds)     /* preempted in a futex call after taking it */
-		status = ST_RUNNABLE;
+	status = status_classify(st.oncpu, st.off_reason, g->known, holds);
 	if (tick_stack(c, t, e, &st, late, instant) != 0) {
 		e->status[status]++;
 		return;
