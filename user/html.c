@@ -7,6 +7,7 @@
  * The data is one JSON object in a <script type="application/json">, which
  * JSON.parse reads far faster than a script literal:
  *   meta    mode, hz, start_ms, duration_ms, total, stacks, version
+ *   status_colour  each status's colour, indexed by enum pbp_status (status.c)
  *   strs    every distinct name, file and label once
  *   locs    4 numbers a location, in text order (id = rank, see flame.h):
  *           kind, name (strs index), file (strs index), line; for LOC_STATUS
@@ -241,6 +242,15 @@ static void write_meta(FILE *o, const struct page_data *d)
 		PBP_VERSION);
 }
 
+/* The page's status palette, from the one table of statuses. */
+static void write_status_colours(FILE *o)
+{
+	fputs(",\n\"status_colour\":[", o);
+	for (uint32_t s = 0; s < ST__COUNT; s++)
+		fprintf(o, "%s\"%s\"", s ? "," : "", status_info(s)->colour);
+	fputc(']', o);
+}
+
 static void write_strs(FILE *o, const struct page_data *d)
 {
 	fputs(",\n\"strs\":[", o);
@@ -320,6 +330,7 @@ static void write_data(FILE *o, const struct page_data *d)
 {
 	fputs("{\"v\":1,", o);
 	write_meta(o, d);
+	write_status_colours(o);
 	write_strs(o, d);
 	write_locs(o, d);
 	write_groups(o, d);
