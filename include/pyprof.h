@@ -887,6 +887,22 @@ void sampler_stats(struct sampler *s, uint64_t out[PBP_STAT__COUNT]);
 /* Re-draw each CPU's sampling period around the mean (breaks aliasing). */
 void sampler_jitter(struct sampler *s);
 
+/*
+ * What the per-thread state (target.c) asks of the kernel side, as a table:
+ * bpf_sampler_ops below is the sampler's own, a unit test gives a fake one
+ * (tests/unit/test_target.c), so target.c links without the BPF skeleton.
+ */
+struct sampler_ops {
+	int (*add_proc)(struct sampler *s, pid_t pid, const struct pbp_proc *p);
+	int (*slot_alloc)(struct sampler *s);
+	void (*slot_free)(struct sampler *s, int slot);
+	const volatile struct pbp_tstate *(*tstate)(struct sampler *s, int slot);
+	int (*set_thread)(struct sampler *s, pid_t tid, pid_t tgid, uint64_t tstate, int slot);
+	void (*del_thread)(struct sampler *s, pid_t tid);
+};
+
+extern const struct sampler_ops bpf_sampler_ops;
+
 /* ------------------------------------------------------------- target.c */
 
 enum pbp_mode { MODE_CPU, MODE_WALL, MODE_GIL };
@@ -902,6 +918,7 @@ struct profile_opts {
 struct collector {
 	struct profile_opts o;
 	struct sampler *smp;
+	const struct sampler_ops *ops;  /* what target.c calls smp through */
 	struct agg *agg;
 	struct symstats sym;
 	uint32_t *locs;         /* scratch: one stack */

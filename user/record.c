@@ -1317,7 +1317,7 @@ static int command_status(const struct record *r)
 int record_main(int argc, char **argv)
 {
 	struct argp argp = { opts, parse_opt, "[-- COMMAND [ARG...]]", doc, NULL, NULL, NULL };
-	struct record r = { .format = -1, .c.o = { .mode = MODE_CPU, .hz = 99 } };
+	struct record r = { .format = -1, .c.o = { .mode = MODE_CPU, .hz = 99 }, .c.ops = &bpf_sampler_ops };
 	int go_fd = -1, code;
 
 	argp_parse(&argp, argc, argv, 0, NULL, &r);

@@ -652,3 +652,12 @@ void sampler_stats(struct sampler *s, uint64_t out[PBP_STAT__COUNT])
 	}
 	free(vals);
 }
+
+const struct sampler_ops bpf_sampler_ops = {
+	.add_proc = sampler_add_proc,
+	.slot_alloc = sampler_slot_alloc,
+	.slot_free = sampler_slot_free,
+	.tstate = sampler_tstate,
+	.set_thread = sampler_set_thread,
+	.del_thread = sampler_del_thread,
+};

@@ -143,8 +143,8 @@ static void tc_sweep(struct collector *c, struct target *t)
 		if (!e->tid)
 			continue;
 		if (e->gen != t->gen) {
-			sampler_del_thread(c->smp, e->tid);
-			sampler_slot_free(c->smp, e->slot);
+			c->ops->del_thread(c->smp, e->tid);
+			c->ops->slot_free(c->smp, e->slot);
 			free(e->locs);
 			continue;
 		}
@@ -159,7 +159,7 @@ static void tc_sweep(struct collector *c, struct target *t)
 /* Seed the kernel's state of a new thread from /proc: until it switches, that is all we know. */
 static void seed_state(struct collector *c, struct target *t, struct tcache *e)
 {
-	volatile struct pbp_tstate *st = (volatile struct pbp_tstate *)sampler_tstate(c->smp, e->slot);
+	volatile struct pbp_tstate *st = (volatile struct pbp_tstate *)c->ops->tstate(c->smp, e->slot);
 	char state;
 
 	if (!st)
@@ -197,7 +197,7 @@ static void register_thread(struct collector *c, struct target *t, const struct 
 		if (!e)
 			return;
 		if (c->o.mode != MODE_CPU) {
-			e->slot = sampler_slot_alloc(c->smp);
+			e->slot = c->ops->slot_alloc(c->smp);
 			seed_state(c, t, e);
 		}
 		names_read = true;      /* a new thread gets its comm at least */
@@ -208,7 +208,7 @@ static void register_thread(struct collector *c, struct target *t, const struct 
 	if (e->tstate != th->tstate) {
 		e->tstate = th->tstate;
 		e->have = false;
-		sampler_set_thread(c->smp, e->tid, t->pid, e->tstate, e->slot);
+		c->ops->set_thread(c->smp, e->tid, t->pid, e->tstate, e->slot);
 	}
 	e->gen = t->gen;
 }
@@ -352,7 +352,7 @@ static int tell_kernel(struct collector *c, struct target *t)
 
 	gil_addrs(t, &kp);
 	thread_list_addrs(t, &kp);
-	return sampler_add_proc(c->smp, t->pid, &kp) != 0 ? -PBP_E_BPF : 0;
+	return c->ops->add_proc(c->smp, t->pid, &kp) != 0 ? -PBP_E_BPF : 0;
 }
 
 int target_init(struct collector *c, struct target *t)
@@ -374,8 +374,8 @@ void target_fini(struct collector *c, struct target *t)
 	for (uint32_t i = 0; i < t->tc_cap; i++) {
 		/* A target dropped while the run goes on (it exec'd, or -a): its threads go too. */
 		if (t->tc[i].tid && c->smp) {
-			sampler_del_thread(c->smp, t->tc[i].tid);
-			sampler_slot_free(c->smp, t->tc[i].slot);
+			c->ops->del_thread(c->smp, t->tc[i].tid);
+			c->ops->slot_free(c->smp, t->tc[i].slot);
 		}
 		free(t->tc[i].locs);
 	}
@@ -570,7 +570,7 @@ static int tick_stack(struct collector *c, struct target *t, struct tcache *e,
 static bool state_at(struct collector *c, const struct tcache *e, uint64_t instant,
 		     struct pbp_tstate *st)
 {
-	const volatile struct pbp_tstate *v = sampler_tstate(c->smp, e->slot);
+	const volatile struct pbp_tstate *v = c->ops->tstate(c->smp, e->slot);
 
 	memset(st, 0, sizeof(*st));
 	if (!v)
@@ -623,7 +623,7 @@ void target_tick(struct collector *c, struct target *t, uint64_t instant)
 
 		if (!e->tid)
 			continue;
-		st = sampler_tstate(c->smp, e->slot);
+		st = c->ops->tstate(c->smp, e->slot);
 		if (st && !st->oncpu && st->off_reason == PBP_OFF_GIL)
 			contended = true;
 		tick_thread(c, t, e, &g, instant);
