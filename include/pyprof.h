@@ -967,6 +967,8 @@ void target_rescan(struct collector *c, struct target *t, bool full);
 void target_on_sample(struct collector *c, struct target *t, const struct pbp_sample *s);
 /* wall and gil modes: count every thread (or the GIL holder) once, as at instant (ns, monotonic). */
 void target_tick(struct collector *c, struct target *t, uint64_t instant);
+/* After agg_reset: forget what pointed into the old aggregate (kept stacks, ids); re-set names. */
+void target_new_window(struct collector *c, struct target *t);
 void target_print_threads(const struct collector *c, const struct target *t, FILE *o);
 
 /* ------------------------------------------------------------- privs.c */

@@ -10,6 +10,10 @@
  *       its stack was last read reuses it (the scheduler's switch count
  *       proves it unchanged); only the others are read from the target.
  * gil:  at each tick the thread holding the GIL is counted, the same way.
+ *
+ * The kernel side is reached through c->ops (struct sampler_ops), so this
+ * file links without the BPF skeleton: tests/unit/test_target.c drives it
+ * against a fake sampler and a fake process in its own memory.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -631,6 +635,29 @@ void target_tick(struct collector *c, struct target *t, uint64_t instant)
 	t->gil_ticks++;
 	t->gil_held += g.known && g.locked;
 	t->gil_contended += contended;
+}
+
+/*
+ * The aggregate was reset (a window closed and went to the sink): ids taken
+ * from it mean nothing now, kept stacks included (they are location ids).
+ * Each thread's stack is read again at its next tick or sample, and its
+ * name given to the new aggregate.
+ */
+void target_new_window(struct collector *c, struct target *t)
+{
+	for (uint32_t i = 0; i < t->tc_cap; i++) {
+		struct tcache *e = &t->tc[i];
+
+		if (!e->tid)
+			continue;
+		forget_counted(e);
+		e->have = false;
+		e->kernel_ns = 0;
+		e->read_off_cpu = e->switch_snap = false;
+		if (e->name[0])
+			agg_set_thread_name(c->agg, (uint32_t)t->pid, (uint32_t)e->tid, e->name);
+	}
+	t->proc_loc = -1;
 }
 
 /* ------------------------------------------------------------ summary */

@@ -1,0 +1,595 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The per-thread state and mode policy (target.c) against a fake sampler
+ * and a fake process laid out in this very process's memory (read back
+ * with process_vm_readv, as stack_walk's test does): which samples and
+ * ticks count in cpu, wall and gil modes, with which status, and where a
+ * tick's stack comes from (the kernel's last sample, the copy taken as the
+ * thread left the CPU, the kept one, or a read at the tick).
+ *
+ * Stacks are told apart by depth: code objects sit at unmapped addresses,
+ * so every frame is "[unknown]", and each source has its own depth.
+ */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "pyprof.h"
+#include "unit.h"
+
+#define KERNEL_DEPTH 2          /* a kernel sample taken on CPU */
+#define READ_DEPTH 3            /* the thread's frame chain, read at a tick */
+#define SNAP_DEPTH 4            /* the kernel's copy as the thread left the CPU */
+#define NTHREADS 4
+#define HZ 100
+#define PERIOD (1000000000ull / HZ)
+#define MS 1000000ull
+#define T0 (100 * 1000000000ull)        /* first tick instant */
+#define TID(i) (100001 + (i))           /* no task of ours: /proc knows none of them */
+
+/* ------------------------------------------------------------ fake sampler */
+
+#define SLOTS 16
+
+struct sampler {
+	struct pbp_tstate st[SLOTS];
+	bool used[SLOTS];
+	pid_t tid_of[SLOTS];
+	struct pbp_proc proc;
+	int procs, set, del;
+};
+
+static int fake_add_proc(struct sampler *s, pid_t pid, const struct pbp_proc *p)
+{
+	(void)pid;
+	s->proc = *p;
+	s->procs++;
+	return 0;
+}
+
+static int fake_slot_alloc(struct sampler *s)
+{
+	for (int i = 0; i < SLOTS; i++) {
+		if (!s->used[i]) {
+			s->used[i] = true;
+			memset(&s->st[i], 0, sizeof(s->st[i]));
+			return i;
+		}
+	}
+	return -1;
+}
+
+static void fake_slot_free(struct sampler *s, int slot)
+{
+	if (slot >= 0 && slot < SLOTS)
+		s->used[slot] = false;
+}
+
+static const volatile struct pbp_tstate *fake_tstate(struct sampler *s, int slot)
+{
+	return slot >= 0 && slot < SLOTS && s->used[slot] ? &s->st[slot] : NULL;
+}
+
+static int fake_set_thread(struct sampler *s, pid_t tid, pid_t tgid, uint64_t tstate, int slot)
+{
+	(void)tgid, (void)tstate;
+	if (slot >= 0 && slot < SLOTS)
+		s->tid_of[slot] = tid;
+	s->set++;
+	return 0;
+}
+
+static void fake_del_thread(struct sampler *s, pid_t tid)
+{
+	(void)tid;
+	s->del++;
+}
+
+static const struct sampler_ops fake_ops = {
+	fake_add_proc, fake_slot_alloc, fake_slot_free, fake_tstate, fake_set_thread, fake_del_thread,
+};
+
+/* ------------------------------------------------------------ fake process */
+
+/* Offsets match the pyver open_fake() makes. */
+struct fake_frame {
+	uint64_t previous, code, instr;
+};
+
+struct fake_tstate {
+	uint64_t next, interp, native_id, thread_id, frame;
+};
+
+struct fake_runtime {
+	uint64_t interp_head;   /* unreadable: the thread list cannot be read, threads are adopted */
+	int32_t gil_locked;     /* the GIL struct, at 8 */
+	uint32_t pad;
+	uint64_t gil_holder;
+};
+
+static struct fake_runtime runtime;
+static struct fake_tstate tstates[NTHREADS];
+static struct fake_frame chains[NTHREADS][READ_DEPTH];
+
+static uint64_t addr(const void *p)
+{
+	return (uint64_t)(uintptr_t)p;
+}
+
+/* Thread i's chain: READ_DEPTH frames of code at unmapped addresses. */
+static void build_process(void)
+{
+	memset(&runtime, 0, sizeof(runtime));
+	runtime.interp_head = 0x40;
+	for (int i = 0; i < NTHREADS; i++) {
+		for (int d = 0; d < READ_DEPTH; d++) {
+			chains[i][d].previous = d + 1 < READ_DEPTH ? addr(&chains[i][d + 1]) : 0;
+			chains[i][d].code = 0x100 + 0x10 * (uint64_t)d;
+			chains[i][d].instr = 0;
+		}
+		memset(&tstates[i], 0, sizeof(tstates[i]));
+		tstates[i].frame = addr(&chains[i][0]);
+	}
+}
+
+static struct pyproc *open_fake(void)
+{
+	struct pyproc *p = calloc(1, sizeof(*p));
+	struct pyver *v = &p->v;
+	struct pbp_offsets *k = &v->k;
+
+	p->pid = p->ns_pid = getpid();
+	p->runtime = addr(&runtime);
+	p->r = remote_open(p->pid, 16);
+	p->codes = codecache_new(64, 1 << 20);
+	snprintf(p->version, sizeof(p->version), "3.99.0");
+	v->rt_interpreters_head = 0;
+	v->rt_gil = 8;
+	v->gil_locked = 0, v->gil_last_holder = 8, v->gil_size = 16, v->gil_wait_lo = 0;
+	v->is_ceval_gil = v->is_id = PYVER_NOOFF;
+	v->is_next = 0, v->is_threads_head = 8;
+	v->ts_next = 0, v->ts_interp = 8, v->ts_native_thread_id = 16, v->ts_thread_id = 24;
+	k->ts_frame = 32, k->cframe_current = PBP_NOOFF;
+	k->fr_previous = 0, k->fr_code = 8, k->fr_instr = 16;
+	k->fr_owner = k->fr_is_entry = PBP_NOOFF;
+	k->owner_cstack = k->owner_interp = 0xff;
+	return p;
+}
+
+/* ------------------------------------------------------------ the world */
+
+struct world {
+	struct sampler s;
+	struct collector c;
+	struct target t;
+};
+
+static void setup(struct world *w, enum pbp_mode mode)
+{
+	memset(w, 0, sizeof(*w));
+	build_process();
+	w->c.o = (struct profile_opts){ .mode = mode, .hz = HZ };
+	w->c.smp = &w->s;
+	w->c.ops = &fake_ops;
+	w->c.agg = agg_new();
+	w->c.locs = malloc(sizeof(*w->c.locs) * PBP_MAX_LOCS);
+	w->t.pid = getpid();
+	w->t.p = open_fake();
+	CHECK_EQ_INT(target_init(&w->c, &w->t), 0);
+}
+
+static void teardown(struct world *w)
+{
+	target_fini(&w->c, &w->t);
+	agg_free(w->c.agg);
+	free(w->c.locs);
+}
+
+/* A kernel sample of thread i, depth frames deep (code at unmapped addresses). */
+static void sample(struct world *w, int i, uint16_t flags, uint64_t ts, int depth, uint64_t switches)
+{
+	static struct pbp_sample ks;
+
+	memset(&ks, 0, sizeof(ks));
+	ks.ts = ts;
+	ks.tstate = flags & PBP_F_NO_TSTATE ? 0 : addr(&tstates[i]);     /* not in the kernel's map */
+	ks.switches = switches;
+	ks.tgid = (uint32_t)w->t.pid;
+	ks.tid = (uint32_t)TID(i);
+	ks.nframes = (uint16_t)depth;
+	ks.flags = flags;
+	for (int d = 0; d < depth; d++) {
+		ks.frames[d].code = 0x100 + 0x10 * (uint64_t)d;
+		ks.frames[d].firstlineno = 1;
+	}
+	target_on_sample(&w->c, &w->t, &ks);
+}
+
+/*
+ * Thread i as the kernel finds it at its first sample (not in the list,
+ * its state found by the kernel): adopted. ts 0: not a stack from the
+ * kernel for ticks.
+ */
+static void adopt(struct world *w, int i)
+{
+	sample(w, i, PBP_F_TSTATE_FOUND, 0, KERNEL_DEPTH, 0);
+}
+
+static struct pbp_tstate *kstate(struct world *w, int i)
+{
+	for (int s = 0; s < SLOTS; s++)
+		if (w->s.used[s] && w->s.tid_of[s] == TID(i))
+			return &w->s.st[s];
+	return NULL;
+}
+
+static void set_state(struct world *w, int i, bool oncpu, uint8_t reason, uint64_t switches,
+		      uint64_t last_switch_ns)
+{
+	struct pbp_tstate *st = kstate(w, i);
+
+	CHECK(st != NULL);
+	if (!st)
+		return;
+	st->oncpu = oncpu;
+	st->off_reason = oncpu ? PBP_OFF_NONE : reason;
+	st->switches = switches;
+	st->last_switch_ns = last_switch_ns;
+}
+
+static void set_gil(int32_t locked, int holder)
+{
+	runtime.gil_locked = locked;
+	runtime.gil_holder = holder >= 0 ? addr(&tstates[holder]) : 0;
+}
+
+/* Samples counted for thread i with this status in stacks of this depth. */
+static uint64_t counted(const struct world *w, int i, uint32_t status, uint32_t depth)
+{
+	uint64_t total = 0;
+
+	for (uint32_t s = 0; s < agg_nstacks(w->c.agg); s++) {
+		const struct stack_tags *tags;
+		uint64_t count;
+		uint32_t n;
+
+		agg_stack(w->c.agg, s, &n, &count, &tags);
+		if (tags->tid == (uint32_t)TID(i) && tags->status == status && n == depth)
+			total += count;
+	}
+	return total;
+}
+
+/* Ticks (and samples) target.c counted for thread i, stack or not: from its summary line. */
+static unsigned long long thread_total(const struct world *w, int i)
+{
+	char *buf = NULL, want[32];
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	unsigned long long n = 0;
+	const char *at;
+
+	target_print_threads(&w->c, &w->t, f);
+	fclose(f);
+	snprintf(want, sizeof(want), "thread %-7d ", TID(i));
+	/* "thread TID  NAME  N samples: ...": the number just before " samples:". */
+	at = strstr(buf, want);
+	at = at ? strstr(at, " samples:") : NULL;
+	while (at && at > buf && at[-1] >= '0' && at[-1] <= '9')
+		at--;
+	if (at)
+		n = strtoull(at, NULL, 10);
+	free(buf);
+	return n;
+}
+
+/* ------------------------------------------------------------ cpu mode */
+
+static void test_cpu_mode(void)
+{
+	struct world w;
+
+	setup(&w, MODE_CPU);
+	sample(&w, 0, PBP_F_TSTATE_FOUND | PBP_F_GIL_KNOWN | PBP_F_HOLDS_GIL, 1, KERNEL_DEPTH, 0);
+	sample(&w, 1, PBP_F_TSTATE_FOUND | PBP_F_GIL_KNOWN, 1, KERNEL_DEPTH, 0);
+	sample(&w, 2, PBP_F_TSTATE_FOUND, 1, KERNEL_DEPTH, 0);
+	CHECK_EQ_INT(counted(&w, 0, ST_RUNNING, KERNEL_DEPTH), 1);
+	CHECK_EQ_INT(counted(&w, 1, ST_NATIVE, KERNEL_DEPTH), 1);      /* on CPU without the GIL */
+	CHECK_EQ_INT(counted(&w, 2, ST_RUNNING, KERNEL_DEPTH), 1);     /* GIL unknown: running */
+	CHECK_EQ_INT(agg_total(w.c.agg), 3);
+	/* cpu mode tracks no off-CPU state: no slot in the kernel's array. */
+	CHECK(kstate(&w, 0) == NULL);
+	CHECK_EQ_INT(w.s.set, 3);
+	/* Not in the list, no state found by the kernel: not a Python thread. */
+	sample(&w, 3, 0, 1, KERNEL_DEPTH, 0);
+	CHECK_EQ_INT(w.c.dropped, 1);
+	CHECK_EQ_INT(agg_total(w.c.agg), 3);
+	/* Not yet in the kernel's map: the stack is finished from the state registered. */
+	sample(&w, 0, PBP_F_NO_TSTATE | PBP_F_GIL_KNOWN | PBP_F_HOLDS_GIL, 2, 0, 0);
+	CHECK_EQ_INT(counted(&w, 0, ST_RUNNING, READ_DEPTH), 1);
+	/* Ticks are for wall and gil modes; in cpu mode one would count nothing more. */
+	CHECK_EQ_INT(agg_total(w.c.agg), 4);
+	teardown(&w);
+}
+
+/* ------------------------------------------------------------ wall mode, on CPU */
+
+static void test_wall_on_cpu(void)
+{
+	struct world w;
+
+	setup(&w, MODE_WALL);
+	CHECK_EQ_INT(w.s.procs, 1);
+	CHECK(w.s.proc.gil_locked == addr(&runtime.gil_locked));       /* the kernel watches the GIL */
+	CHECK(w.s.proc.gil_holder == addr(&runtime.gil_holder));
+	adopt(&w, 0);
+	adopt(&w, 1);
+	CHECK_EQ_INT(agg_total(w.c.agg), 0);    /* wall mode counts at ticks, not samples */
+	set_gil(1, 0);
+	set_state(&w, 0, true, 0, 5, T0 - 50 * MS);
+	set_state(&w, 1, true, 0, 7, T0 - 50 * MS);
+	/* Thread 0's last kernel sample is fresh (within two periods): it is the stack. */
+	sample(&w, 0, PBP_F_GIL_KNOWN | PBP_F_HOLDS_GIL, T0 - 2 * PERIOD, KERNEL_DEPTH, 0);
+	target_tick(&w.c, &w.t, T0);
+	CHECK_EQ_INT(counted(&w, 0, ST_RUNNING, KERNEL_DEPTH), 1);
+	CHECK_EQ_INT(w.c.from_kernel, 1);
+	/* Thread 1 runs without the GIL; its only sample was no kernel stack: read now. */
+	CHECK_EQ_INT(counted(&w, 1, ST_NATIVE, READ_DEPTH), 1);
+	CHECK_EQ_INT(w.c.read_now, 1);
+	/* One nanosecond older than two periods: not fresh, read now. */
+	target_tick(&w.c, &w.t, T0 + 1);
+	CHECK_EQ_INT(counted(&w, 0, ST_RUNNING, READ_DEPTH), 1);
+	CHECK_EQ_INT(w.c.from_kernel, 1);
+	CHECK_EQ_INT(w.c.read_now, 3);
+	/* An on-CPU stack read at a tick is never reused: the thread runs on. */
+	target_tick(&w.c, &w.t, T0 + PERIOD);
+	CHECK_EQ_INT(w.c.reused, 0);
+	CHECK_EQ_INT(w.c.read_now, 5);
+	CHECK_EQ_INT(w.t.gil_ticks, 3);
+	CHECK_EQ_INT(w.t.gil_held, 3);
+	CHECK_EQ_INT(w.t.gil_contended, 0);
+	teardown(&w);
+}
+
+/* ------------------------------------------------------------ wall mode, off CPU */
+
+static void test_wall_off_cpu(void)
+{
+	struct world w;
+	uint64_t at = T0;
+
+	setup(&w, MODE_WALL);
+	adopt(&w, 0);
+	set_gil(1, 3);
+	/* It slept at switch 8; the kernel copied its stack as it left. */
+	set_state(&w, 0, false, PBP_OFF_SLEEP, 8, at - 50 * MS);
+	sample(&w, 0, PBP_F_SWITCH_OUT, at - 50 * MS, SNAP_DEPTH, 8);
+	target_tick(&w.c, &w.t, at);
+	CHECK_EQ_INT(counted(&w, 0, ST_SLEEPING, SNAP_DEPTH), 1);
+	CHECK_EQ_INT(w.c.from_switch, 1);
+	/* Still asleep, no switch: the same stack, kept. */
+	target_tick(&w.c, &w.t, at += PERIOD);
+	CHECK_EQ_INT(counted(&w, 0, ST_SLEEPING, SNAP_DEPTH), 2);
+	CHECK_EQ_INT(w.c.reused, 1);
+	CHECK_EQ_INT(w.c.read_now, 0);
+	/* It ran and slept again (switch 10) with no copy: read now, then kept. */
+	set_state(&w, 0, false, PBP_OFF_SLEEP, 10, at + MS);
+	target_tick(&w.c, &w.t, at += PERIOD);
+	CHECK_EQ_INT(counted(&w, 0, ST_SLEEPING, READ_DEPTH), 1);
+	CHECK_EQ_INT(w.c.read_now, 1);
+	target_tick(&w.c, &w.t, at += PERIOD);
+	CHECK_EQ_INT(counted(&w, 0, ST_SLEEPING, READ_DEPTH), 2);
+	CHECK_EQ_INT(w.c.reused, 2);
+	/*
+	 * It woke just after the tick instant (one switch, in): it still slept
+	 * at the instant, with the kept stack.
+	 */
+	at += PERIOD;
+	set_state(&w, 0, true, 0, 11, at + MS);
+	target_tick(&w.c, &w.t, at);
+	CHECK_EQ_INT(counted(&w, 0, ST_SLEEPING, READ_DEPTH), 3);
+	CHECK_EQ_INT(w.c.reused, 3);
+	CHECK_EQ_INT(w.c.late_switches, 1);
+	/* Two switches since the stack was kept: it ran in between, read again. */
+	at += PERIOD;
+	set_state(&w, 0, true, 0, 12, at + MS);
+	target_tick(&w.c, &w.t, at);
+	CHECK_EQ_INT(counted(&w, 0, ST_SLEEPING, READ_DEPTH), 4);
+	CHECK_EQ_INT(w.c.reused, 3);
+	CHECK_EQ_INT(w.c.read_now, 2);
+	CHECK_EQ_INT(thread_total(&w, 0), 6);
+	teardown(&w);
+}
+
+/*
+ * A thread that ran at the tick instant and left the CPU before the tick
+ * looked: the copy taken as it left is its stack at the instant (off CPU
+ * since, nothing could change it), counted as on CPU. Reading it instead
+ * made late ticks later and locked the loop into reading every thread.
+ */
+static void test_late_switch_out(void)
+{
+	struct world w;
+
+	setup(&w, MODE_WALL);
+	adopt(&w, 0);
+	set_gil(1, 0);
+	sample(&w, 0, PBP_F_SWITCH_OUT, T0 + MS, SNAP_DEPTH, 21);
+	set_state(&w, 0, false, PBP_OFF_SLEEP, 21, T0 + MS);
+	target_tick(&w.c, &w.t, T0);
+	CHECK_EQ_INT(counted(&w, 0, ST_RUNNING, SNAP_DEPTH), 1);
+	CHECK_EQ_INT(w.c.from_switch, 1);
+	CHECK_EQ_INT(w.c.read_now, 0);
+	CHECK_EQ_INT(w.c.late_switches, 1);
+	/* The same, but it has run since (another switch in and out): read now. */
+	set_state(&w, 0, false, PBP_OFF_SLEEP, 23, T0 + PERIOD + MS);
+	target_tick(&w.c, &w.t, T0 + PERIOD);
+	CHECK_EQ_INT(counted(&w, 0, ST_RUNNING, READ_DEPTH), 1);
+	CHECK_EQ_INT(w.c.read_now, 1);
+	teardown(&w);
+}
+
+/* ------------------------------------------------------------ statuses */
+
+static void test_statuses(void)
+{
+	static const struct {
+		uint8_t reason;
+		int holder;             /* thread holding the GIL: 0 is the one looked at */
+		uint32_t status;
+	} cases[] = {
+		{ PBP_OFF_RUNNABLE, 3, ST_RUNNABLE },
+		{ PBP_OFF_DISK, 3, ST_DISK },
+		{ PBP_OFF_SLEEP, 3, ST_SLEEPING },
+		{ PBP_OFF_NONE, 3, ST_SLEEPING },       /* off CPU, reason never seen */
+		{ PBP_OFF_GIL, 3, ST_GIL_WAIT },
+		{ PBP_OFF_GIL, 0, ST_RUNNABLE },        /* preempted in the futex call after taking it */
+	};
+
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		struct world w;
+
+		setup(&w, MODE_WALL);
+		adopt(&w, 0);
+		set_gil(1, cases[k].holder);
+		set_state(&w, 0, false, cases[k].reason, 4, T0 - 50 * MS);
+		target_tick(&w.c, &w.t, T0);
+		CHECK_EQ_INT(counted(&w, 0, cases[k].status, READ_DEPTH), 1);
+		CHECK_EQ_INT(agg_total(w.c.agg), 1);
+		/* Contended: a thread off CPU waiting for the GIL. */
+		CHECK_EQ_INT(w.t.gil_contended, cases[k].reason == PBP_OFF_GIL);
+		teardown(&w);
+	}
+}
+
+/* ------------------------------------------------------------ gil mode */
+
+static void test_gil_mode(void)
+{
+	struct world w;
+
+	setup(&w, MODE_GIL);
+	for (int i = 0; i < 3; i++) {
+		adopt(&w, i);
+		set_state(&w, i, true, 0, 2, T0 - 50 * MS);
+	}
+	set_state(&w, 2, false, PBP_OFF_GIL, 3, T0 - 50 * MS);
+	set_gil(1, 1);
+	target_tick(&w.c, &w.t, T0);
+	/* Only the holder counts, and nothing at all of the others. */
+	CHECK_EQ_INT(counted(&w, 1, ST_RUNNING, READ_DEPTH), 1);
+	CHECK_EQ_INT(agg_total(w.c.agg), 1);
+	CHECK_EQ_INT(thread_total(&w, 0), 0);
+	CHECK_EQ_INT(thread_total(&w, 2), 0);
+	CHECK_EQ_INT(w.c.read_now, 1);
+	CHECK_EQ_INT(w.t.gil_held, 1);
+	CHECK_EQ_INT(w.t.gil_contended, 1);
+	/* Released: nobody holds it, nothing counts. */
+	set_gil(0, 1);
+	target_tick(&w.c, &w.t, T0 + PERIOD);
+	CHECK_EQ_INT(agg_total(w.c.agg), 1);
+	CHECK_EQ_INT(w.t.gil_ticks, 2);
+	CHECK_EQ_INT(w.t.gil_held, 1);
+	/* Not created yet (3.6, one thread): whoever runs Python holds it. */
+	set_gil(-1, -1);
+	target_tick(&w.c, &w.t, T0 + 2 * PERIOD);
+	CHECK_EQ_INT(counted(&w, 0, ST_RUNNING, READ_DEPTH), 1);
+	CHECK_EQ_INT(agg_total(w.c.agg), 4);
+	teardown(&w);
+}
+
+/* No GIL known (3.12+ before the first thread state): wall mode counts on-CPU threads as running. */
+static void test_gil_unknown(void)
+{
+	struct world w;
+
+	setup(&w, MODE_WALL);
+	w.t.gil_addr = 0;
+	adopt(&w, 0);
+	set_state(&w, 0, true, 0, 2, T0 - 50 * MS);
+	target_tick(&w.c, &w.t, T0);
+	CHECK_EQ_INT(counted(&w, 0, ST_RUNNING, READ_DEPTH), 1);
+	CHECK_EQ_INT(w.t.gil_held, 0);
+	teardown(&w);
+	setup(&w, MODE_GIL);
+	w.t.gil_addr = 0;
+	adopt(&w, 0);
+	set_state(&w, 0, true, 0, 2, T0 - 50 * MS);
+	target_tick(&w.c, &w.t, T0);
+	CHECK_EQ_INT(agg_total(w.c.agg), 0);
+	teardown(&w);
+}
+
+/* ------------------------------------------------------------ failures, windows, lifetimes */
+
+/* A stack that cannot be read: the tick still counts the thread's status, with no stack. */
+static void test_unreadable(void)
+{
+	struct world w;
+
+	setup(&w, MODE_WALL);
+	adopt(&w, 0);
+	tstates[0].frame = 0x40;        /* unmapped */
+	set_gil(1, 0);
+	set_state(&w, 0, true, 0, 2, T0 - 50 * MS);
+	target_tick(&w.c, &w.t, T0);
+	CHECK_EQ_INT(agg_total(w.c.agg), 0);
+	CHECK_EQ_INT(thread_total(&w, 0), 1);
+	teardown(&w);
+}
+
+/* After agg_reset and target_new_window, a kept stack (location ids of the old aggregate) is not reused. */
+static void test_new_window(void)
+{
+	struct world w;
+
+	setup(&w, MODE_WALL);
+	adopt(&w, 0);
+	set_gil(1, 3);
+	set_state(&w, 0, false, PBP_OFF_SLEEP, 8, T0 - 50 * MS);
+	sample(&w, 0, PBP_F_SWITCH_OUT, T0 - 50 * MS, SNAP_DEPTH, 8);
+	target_tick(&w.c, &w.t, T0);
+	target_tick(&w.c, &w.t, T0 + PERIOD);
+	CHECK_EQ_INT(counted(&w, 0, ST_SLEEPING, SNAP_DEPTH), 2);
+	agg_reset(w.c.agg);
+	target_new_window(&w.c, &w.t);
+	CHECK_EQ_INT(agg_total(w.c.agg), 0);
+	target_tick(&w.c, &w.t, T0 + 2 * PERIOD);
+	CHECK_EQ_INT(counted(&w, 0, ST_SLEEPING, READ_DEPTH), 1);
+	CHECK_EQ_INT(agg_total(w.c.agg), 1);
+	CHECK_EQ_INT(w.c.read_now, 1);
+	teardown(&w);
+}
+
+/* Every slot and kernel thread entry a target took is given back when it goes. */
+static void test_fini(void)
+{
+	struct world w;
+	int used = 0;
+
+	setup(&w, MODE_WALL);
+	for (int i = 0; i < NTHREADS; i++)
+		adopt(&w, i);
+	CHECK_EQ_INT(w.s.set, NTHREADS);
+	target_fini(&w.c, &w.t);
+	for (int s = 0; s < SLOTS; s++)
+		used += w.s.used[s];
+	CHECK_EQ_INT(used, 0);
+	CHECK_EQ_INT(w.s.del, NTHREADS);
+	agg_free(w.c.agg);
+	free(w.c.locs);
+}
+
+int main(void)
+{
+	test_cpu_mode();
+	test_wall_on_cpu();
+	test_wall_off_cpu();
+	test_late_switch_out();
+	test_statuses();
+	test_gil_mode();
+	test_gil_unknown();
+	test_unreadable();
+	test_new_window();
+	test_fini();
+	return unit_done("target");
+}
