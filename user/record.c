@@ -120,10 +120,12 @@ struct record {
 	int nskipped;
 	struct pending pending[MAX_PENDING];
 	int npending;
-	bool exited;            /* a target exited since the last any_alive() */
 	struct exec_note execs[MAX_EXEC_NOTES];
 	int nexecs;
-	uint64_t start_ns, end_ns, start_unix_ns;
+	uint64_t start_ns, end_ns;
+	struct loop loop;
+	struct timer *alive_timer;      /* due at once after a target's exit */
+	uint64_t next_rescan;           /* of every target's thread list */
 };
 
 static volatile sig_atomic_t stop_signal;
@@ -567,27 +569,6 @@ static void discover(struct record *r)
 	free(pids);
 }
 
-static void run_pending(struct record *r, uint64_t now)
-{
-	for (int i = 0; i < r->npending;) {
-		struct pending p = r->pending[i];
-
-		if (p.next_ns > now) {
-			i++;
-			continue;
-		}
-		r->pending[i] = r->pending[--r->npending];
-		if (r->all) {
-			if (alive(p.pid) && !consider(r, p.pid))
-				queue_pending(r, p.pid, p.tries + 1);
-		} else if (!alive(p.pid)) {
-			exec_done(r, p.pid, -PBP_E_NOTPY, NULL);    /* it ended as what it was */
-		} else if (!reattach(r, p.pid) && !queue_pending(r, p.pid, p.tries + 1)) {
-			exec_done(r, p.pid, -PBP_E_NOTPY, NULL);
-		}
-	}
-}
-
 static void on_sample(void *ctx, const struct pbp_sample *ks)
 {
 	struct record *r = ctx;
@@ -615,7 +596,8 @@ static void on_proc_event(void *ctx, uint32_t kind, pid_t pid)
 		}
 	} else if (kind == PBP_EV_EXIT && (t = target_of(r, pid)) != NULL) {
 		t->alive = false;
-		r->exited = true;
+		if (r->alive_timer)
+			r->alive_timer->next = TIMER_NOW;
 	} else if (kind == PBP_EV_THREAD && (t = target_of(r, pid)) != NULL) {
 		uint64_t now = now_ns();
 
@@ -802,43 +784,133 @@ static void live_line(struct record *r, uint64_t now)
 		fprintf(stderr, "\r%-*s", LIVE_WIDTH, line);
 }
 
-/* wall and gil modes: ticks at hz on the monotonic clock, caught up if the loop fell behind. */
-static void run_ticks(struct record *r, uint64_t now, uint64_t *next_tick)
+/* ------------------------------------------------------------- timers */
+
+/* The run's -d: over. */
+static bool duration_over(void *ctx, struct timer *t, uint64_t now)
 {
-	uint64_t period = 1000000000ull / r->c.o.hz;
+	(void)ctx, (void)t, (void)now;
+	return false;
+}
+
+/* wall and gil modes: ticks at hz on the monotonic clock, caught up if the loop fell behind. */
+static bool run_ticks(void *ctx, struct timer *t, uint64_t now)
+{
+	struct record *r = ctx;
 	int done = 0;
 
-	while (*next_tick <= now) {
+	while (t->next <= now) {
 		if (done++ < MAX_CATCH_UP) {
 			for (int i = 0; i < r->ntargets; i++)
-				target_tick(&r->c, &r->targets[i], *next_tick);
+				target_tick(&r->c, &r->targets[i], t->next);
 			r->c.ticks++;
 		} else {
 			r->c.late_ticks++;
 		}
-		*next_tick += period;
+		t->next += t->period;
 	}
+	return true;
 }
 
-static void rescan_due(struct record *r, uint64_t now, bool all)
+/* Every ALIVE_EVERY_NS, and at once after an exit event: the run ends with its targets. */
+static bool check_alive(void *ctx, struct timer *t, uint64_t now)
 {
+	struct record *r = ctx;
+
+	(void)t, (void)now;
+	return any_alive(r) || r->all;
+}
+
+static bool run_pending(void *ctx, struct timer *t, uint64_t now)
+{
+	struct record *r = ctx;
+
+	(void)t;
+	for (int i = 0; i < r->npending;) {
+		struct pending p = r->pending[i];
+
+		if (p.next_ns > now) {
+			i++;
+			continue;
+		}
+		r->pending[i] = r->pending[--r->npending];
+		if (r->all) {
+			if (alive(p.pid) && !consider(r, p.pid))
+				queue_pending(r, p.pid, p.tries + 1);
+		} else if (!alive(p.pid)) {
+			exec_done(r, p.pid, -PBP_E_NOTPY, NULL);    /* it ended as what it was */
+		} else if (!reattach(r, p.pid) && !queue_pending(r, p.pid, p.tries + 1)) {
+			exec_done(r, p.pid, -PBP_E_NOTPY, NULL);
+		}
+	}
+	return true;
+}
+
+static uint64_t earlier(uint64_t a, uint64_t b)
+{
+	return b && (!a || b < a) ? b : a;
+}
+
+static uint64_t pending_due(void *ctx)
+{
+	const struct record *r = ctx;
+	uint64_t due = 0;
+
+	for (int i = 0; i < r->npending; i++)
+		due = earlier(due, r->pending[i].next_ns);
+	return due;
+}
+
+/* A target's thread list is read when it started a thread, and every RESCAN_EVERY_NS for all. */
+static bool rescan_due(void *ctx, struct timer *t, uint64_t now)
+{
+	struct record *r = ctx;
+	bool all = now >= r->next_rescan;
+
+	(void)t;
 	for (int i = 0; i < r->ntargets; i++) {
-		struct target *t = &r->targets[i];
+		struct target *tg = &r->targets[i];
 		bool due = all;
 
-		if (!t->alive)
+		if (!tg->alive)
 			continue;
-		if (t->rescan_soon && now >= t->rescan_soon) {
-			t->rescan_soon = 0;
+		if (tg->rescan_soon && now >= tg->rescan_soon) {
+			tg->rescan_soon = 0;
 			due = true;
 		}
-		if (t->rescan_later && now >= t->rescan_later) {
-			t->rescan_later = 0;
+		if (tg->rescan_later && now >= tg->rescan_later) {
+			tg->rescan_later = 0;
 			due = true;
 		}
 		if (due)
-			target_rescan(&r->c, t, false);
+			target_rescan(&r->c, tg, false);
 	}
+	if (all)
+		r->next_rescan = now + RESCAN_EVERY_NS;
+	return true;
+}
+
+static uint64_t rescans_due(void *ctx)
+{
+	const struct record *r = ctx;
+	uint64_t due = r->next_rescan;
+
+	for (int i = 0; i < r->ntargets; i++) {
+		if (!r->targets[i].alive)
+			continue;       /* rescan_due skips it: its deadline would wake the loop at once, forever */
+		due = earlier(due, r->targets[i].rescan_soon);
+		due = earlier(due, r->targets[i].rescan_later);
+	}
+	return due;
+}
+
+static bool jitter(void *ctx, struct timer *t, uint64_t now)
+{
+	struct record *r = ctx;
+
+	(void)t, (void)now;
+	sampler_jitter(r->c.smp);
+	return true;
 }
 
 static uint64_t jitter_every(unsigned hz)
@@ -848,77 +920,68 @@ static uint64_t jitter_every(unsigned hz)
 	return n > JITTER_MIN_NS ? n : JITTER_MIN_NS;
 }
 
-static uint64_t earlier(uint64_t a, uint64_t b)
+/* Once a second on a terminal, on the second since the start. */
+static bool live_tick(void *ctx, struct timer *t, uint64_t now)
 {
-	return b && b < a ? b : a;
+	live_line(ctx, now);
+	t->next += t->period;
+	return true;
 }
 
-/* The next instant something other than samples needs the loop. */
-static uint64_t next_due(const struct record *r, uint64_t due)
+/* Samples wait in the ring buffer: a few per CPU, within [BATCH_NS, BATCH_MAX_NS]. */
+static uint64_t batch_ns(unsigned hz)
 {
-	for (int i = 0; i < r->npending; i++)
-		due = earlier(due, r->pending[i].next_ns);
-	for (int i = 0; i < r->ntargets; i++) {
-		due = earlier(due, r->targets[i].rescan_soon);
-		due = earlier(due, r->targets[i].rescan_later);
-	}
-	return due;
+	uint64_t batch = BATCH_SAMPLES * (1000000000ull / hz);
+
+	return batch < BATCH_NS ? BATCH_NS : batch > BATCH_MAX_NS ? BATCH_MAX_NS : batch;
+}
+
+static void wait_samples(void *ctx, uint64_t ns)
+{
+	struct record *r = ctx;
+
+	if (ns)
+		sampler_wait(r->c.smp, ns);
+	else
+		sampler_drain(r->c.smp);
+}
+
+/*
+ * The timers, in the order they run when due at once: the end of -d
+ * first, then ticks (their instants are past), then the rest.
+ */
+static void add_timers(struct record *r, bool tty)
+{
+	uint64_t start = r->start_ns, tick = 1000000000ull / r->c.o.hz;
+	struct loop *l = &r->loop;
+
+	if (r->duration > 0)
+		loop_add(l, &(struct timer){ .next = start + (uint64_t)(r->duration * 1e9),
+					     .fn = duration_over });
+	if (r->c.o.mode != MODE_CPU)
+		loop_add(l, &(struct timer){ .period = tick, .next = start + tick, .fn = run_ticks });
+	r->alive_timer = loop_add(l, &(struct timer){ .period = ALIVE_EVERY_NS, .next = TIMER_NOW,
+						      .fn = check_alive });
+	loop_add(l, &(struct timer){ .due = pending_due, .fn = run_pending });
+	loop_add(l, &(struct timer){ .due = rescans_due, .fn = rescan_due });
+	loop_add(l, &(struct timer){ .period = jitter_every(r->c.o.hz),
+				     .next = start + jitter_every(r->c.o.hz), .fn = jitter });
+	if (tty)
+		loop_add(l, &(struct timer){ .period = 1000000000ull, .next = start + 1000000000ull,
+					     .fn = live_tick });
 }
 
 static void loop(struct record *r)
 {
 	bool tty = !r->quiet && isatty(STDERR_FILENO);
-	bool ticking = r->c.o.mode != MODE_CPU;
-	uint64_t deadline = r->duration > 0 ? r->start_ns + (uint64_t)(r->duration * 1e9) : 0;
-	uint64_t next_live = r->start_ns + 1000000000ull;
-	uint64_t next_tick = r->start_ns + 1000000000ull / r->c.o.hz;
-	uint64_t next_jitter = r->start_ns + jitter_every(r->c.o.hz);
-	uint64_t next_rescan = r->start_ns + RESCAN_EVERY_NS;
-	uint64_t next_alive = 0;
 
-	/* Samples wait in the ring buffer: a few per CPU, within [BATCH_NS, BATCH_MAX_NS]. */
-	uint64_t batch = BATCH_SAMPLES * (1000000000ull / r->c.o.hz);
-
-	batch = batch < BATCH_NS ? BATCH_NS : batch > BATCH_MAX_NS ? BATCH_MAX_NS : batch;
-	while (!stop_signal) {
-		uint64_t now = now_ns();
-		uint64_t due = now + batch;
-
-		due = earlier(due, ticking ? next_tick : 0);
-		due = earlier(due, deadline);
-		due = earlier(due, next_jitter);
-		due = earlier(due, next_rescan);
-		due = earlier(due, next_alive);
-		due = earlier(due, tty ? next_live : 0);
-		due = next_due(r, due);
-		if (due > now)
-			sampler_wait(r->c.smp, due - now);
-		else
-			sampler_drain(r->c.smp);
-		now = now_ns();
-		if (deadline && now >= deadline)
-			break;
-		if (ticking)
-			run_ticks(r, now, &next_tick);
-		if (now >= next_alive || r->exited) {
-			r->exited = false;
-			if (!any_alive(r) && !r->all)
-				break;
-			next_alive = now + ALIVE_EVERY_NS;
-		}
-		run_pending(r, now);
-		rescan_due(r, now, now >= next_rescan);
-		if (now >= next_rescan)
-			next_rescan = now + RESCAN_EVERY_NS;
-		if (now >= next_jitter) {
-			sampler_jitter(r->c.smp);
-			next_jitter = now + jitter_every(r->c.o.hz);
-		}
-		if (tty && now >= next_live) {
-			live_line(r, now);
-			next_live += 1000000000ull;
-		}
-	}
+	r->next_rescan = r->start_ns + RESCAN_EVERY_NS;
+	r->loop.longest = batch_ns(r->c.o.hz);
+	r->loop.wait = wait_samples;
+	r->loop.ctx = r;
+	r->loop.stop = &stop_signal;
+	add_timers(r, tty);
+	loop_run(&r->loop);
 	/* Samples still in the ring buffer belong to the run. */
 	while (sampler_drain(r->c.smp) > 0)
 		;
@@ -1133,18 +1196,49 @@ static int open_output(struct record *r)
 	return 0;
 }
 
-static int write_output(struct record *r)
-{
-	struct profile_meta m = { .mode = mode_name(r->c.o.mode), .hz = r->c.o.hz,
-				  .start_unix_ns = r->start_unix_ns,
-				  .duration_ns = r->end_ns - r->start_ns };
-	int err = profile_write_to(&r->out, output_format(r), r->c.agg, &m);
+/* ------------------------------------------------------------- sinks */
 
-	if (err) {
+/* The profile file (-o, or stdout), opened before sampling started. */
+static int write_profile(void *ctx, const struct agg *a, const struct window *w)
+{
+	struct record *r = ctx;
+	struct profile_meta m = { .mode = mode_name(r->c.o.mode), .hz = r->c.o.hz,
+				  .start_unix_ns = w->start_unix_ns,
+				  .duration_ns = w->end_ns - w->start_ns };
+	int err = profile_write_to(&r->out, output_format(r), a, &m);
+
+	if (err)
 		output_error(&r->out, r->outpath, err);
-		return EXIT_IO;
+	return err;
+}
+
+/* The summary and top functions on stderr (none with -q), and --stats. */
+static int print_report(void *ctx, const struct agg *a, const struct window *w)
+{
+	struct record *r = ctx;
+	struct profile_meta m = { .mode = mode_name(r->c.o.mode), .hz = r->c.o.hz };
+
+	(void)w;
+	if (!r->quiet) {
+		print_summary(r);
+		top_print(a, &m, stderr, 10);
 	}
+	if (r->stats)
+		print_stats(r);
 	return 0;
+}
+
+/* A window closed and the aggregate was reset: what points into it is made again. */
+static void new_window(void *ctx)
+{
+	struct record *r = ctx;
+
+	for (int i = 0; i < r->ntargets; i++) {
+		if (!r->targets[i].p)
+			continue;
+		target_new_window(&r->c, &r->targets[i]);
+		label_target(r, &r->targets[i]);
+	}
 }
 
 static int report_sampler_error(int err)
@@ -1279,18 +1373,15 @@ static int run(struct record *r, int *go_fd)
 		privs_note_attach();
 	privs_drop_after_setup();
 	r->start_ns = now_ns();
-	r->start_unix_ns = (uint64_t)time(NULL) * 1000000000ull;
+	r->loop.agg = r->c.agg;
+	r->loop.win = (struct window){ .start_ns = r->start_ns,
+				       .start_unix_ns = (uint64_t)time(NULL) * 1000000000ull };
+	r->loop.reset = new_window;
+	loop_add_sink(&r->loop, &(struct window_sink){ write_profile, r });
+	loop_add_sink(&r->loop, &(struct window_sink){ print_report, r });
 	loop(r);
-	code = write_output(r);
-	if (!r->quiet) {
-		struct profile_meta m = { .mode = mode_name(r->c.o.mode), .hz = r->c.o.hz };
-
-		print_summary(r);
-		top_print(r->c.agg, &m, stderr, 10);
-	}
-	if (r->stats)
-		print_stats(r);
-	return code;
+	/* One window, the whole run: it closes here. */
+	return loop_close_window(&r->loop, r->end_ns, true) ? EXIT_IO : 0;
 }
 
 /*
