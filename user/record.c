@@ -569,6 +569,31 @@ static void discover(struct record *r)
 	free(pids);
 }
 
+static bool run_pending(void *ctx, struct timer *t, uint64_t now)
+{
+	struct record *r = ctx;
+
+	(void)t;
+	for (int i = 0; i < r->npending;) {
+		struct pending p = r->pending[i];
+
+		if (p.next_ns > now) {
+			i++;
+			continue;
+		}
+		r->pending[i] = r->pending[--r->npending];
+		if (r->all) {
+			if (alive(p.pid) && !consider(r, p.pid))
+				queue_pending(r, p.pid, p.tries + 1);
+		} else if (!alive(p.pid)) {
+			exec_done(r, p.pid, -PBP_E_NOTPY, NULL);    /* it ended as what it was */
+		} else if (!reattach(r, p.pid) && !queue_pending(r, p.pid, p.tries + 1)) {
+			exec_done(r, p.pid, -PBP_E_NOTPY, NULL);
+		}
+	}
+	return true;
+}
+
 static void on_sample(void *ctx, const struct pbp_sample *ks)
 {
 	struct record *r = ctx;
@@ -819,31 +844,6 @@ static bool check_alive(void *ctx, struct timer *t, uint64_t now)
 
 	(void)t, (void)now;
 	return any_alive(r) || r->all;
-}
-
-static bool run_pending(void *ctx, struct timer *t, uint64_t now)
-{
-	struct record *r = ctx;
-
-	(void)t;
-	for (int i = 0; i < r->npending;) {
-		struct pending p = r->pending[i];
-
-		if (p.next_ns > now) {
-			i++;
-			continue;
-		}
-		r->pending[i] = r->pending[--r->npending];
-		if (r->all) {
-			if (alive(p.pid) && !consider(r, p.pid))
-				queue_pending(r, p.pid, p.tries + 1);
-		} else if (!alive(p.pid)) {
-			exec_done(r, p.pid, -PBP_E_NOTPY, NULL);    /* it ended as what it was */
-		} else if (!reattach(r, p.pid) && !queue_pending(r, p.pid, p.tries + 1)) {
-			exec_done(r, p.pid, -PBP_E_NOTPY, NULL);
-		}
-	}
-	return true;
 }
 
 static uint64_t earlier(uint64_t a, uint64_t b)
