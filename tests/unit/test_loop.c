@@ -173,7 +173,9 @@ static void test_phase_and_elsewhere(void)
 	CHECK_EQ_INT(count(&w, 'd'), 1);        /* once: its deadline was cleared */
 	CHECK(count(&w, 'c') >= 1);
 	CHECK(count(&w, 'c') <= 3);             /* at 10, 20, 30 ms */
-	CHECK_EQ_INT(w.l.timers[1].next, start + (count(&w, 'c') + 1) * 10 * MS);
+	/* Still on its grid, however late it ran (a busy machine may skip a point). */
+	CHECK_EQ_INT((w.l.timers[1].next - start) % (10 * MS), 0);
+	CHECK(w.l.timers[1].next >= start + 20 * MS);
 }
 
 /* ------------------------------------------------------------ windows */
