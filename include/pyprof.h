@@ -147,8 +147,8 @@ int remote_ptr(struct remote *r, uint64_t addr, uint64_t *out);
 
 /*
  * Everything this program knows about one CPython version's memory layout.
- * All per-version knowledge lives in pyver.c and the generated table it
- * includes (user/offsets_gen.h).
+ * All per-version knowledge lives in pyver.c with the generated table it
+ * includes (user/offsets_gen.h), and for 3.13+ in debugoffsets.c.
  */
 struct pyver {
 	unsigned major, minor, micro;
@@ -223,6 +223,13 @@ struct pyver {
 
 /* Offsets from the generated table for 3.6-3.12; -PBP_E_VERSION if unknown. */
 int pyver_from_table(unsigned major, unsigned minor, unsigned micro, struct pyver *v);
+/* Byte offset into the bytecode from a frame's raw instr value. */
+int64_t pyver_instr_offset(const struct pyver *v, uint64_t code_addr, uint64_t instr);
+/* The kernel's copy spans in k, once its field offsets and the two sizes are final. */
+void pyver_kernel_spans(struct pbp_offsets *k, uint32_t fr_size, uint32_t code_size);
+
+/* ------------------------------------------------------------- debugoffsets.c */
+
 /*
  * Validate a raw _Py_DebugOffsets blob (3.13+) read from the target and fill v.
  * Untrusted input: every offset is checked against the sizes it claims.
@@ -232,8 +239,6 @@ int pyver_from_debug_offsets(const void *blob, size_t len, struct pyver *v);
 size_t pyver_debug_offsets_max(void);
 /* The newest minor version whose layout is known (14 for 3.14). */
 unsigned pyver_newest_minor(void);
-/* Byte offset into the bytecode from a frame's raw instr value. */
-int64_t pyver_instr_offset(const struct pyver *v, uint64_t code_addr, uint64_t instr);
 
 /* ------------------------------------------------------------- linetable.c */
 
