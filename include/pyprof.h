@@ -54,6 +54,12 @@ enum pbp_err {
 
 const char *pbp_strerror(int err);
 
+/* ------------------------------------------------------------- bytes.c */
+
+/* The u64 / u32 at byte offset off of b (unaligned is fine; off is not checked). */
+uint64_t load_u64(const uint8_t *b, uint32_t off);
+uint32_t load_u32(const uint8_t *b, uint32_t off);
+
 /* ------------------------------------------------------------- maps.c */
 
 struct map_entry {

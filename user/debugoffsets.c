@@ -253,17 +253,9 @@ static const struct dlayout *const layouts[] = { &layout_313, &layout_314 };
 /* Non-ASCII compact strings add utf8_length and utf8 (3.12+: no wstr). */
 #define COMPACT_EXTRA 16u
 
-static uint64_t word_at(const uint8_t *blob, size_t off)
-{
-	uint64_t w;
-
-	memcpy(&w, blob + off, sizeof(w));
-	return w;
-}
-
 static uint64_t dword(const uint8_t *blob, const struct dlayout *l, enum dsec s, unsigned i)
 {
-	return word_at(blob, l->sec[s].base + 8u * i);
+	return load_u64(blob, l->sec[s].base + 8u * i);
 }
 
 static uint64_t dfield(const uint8_t *blob, const struct dlayout *l, enum dfield f)
@@ -345,11 +337,11 @@ static int check_header(const uint8_t *blob, size_t len, const struct dlayout **
 
 	if (!blob || len < HDR_SIZE || memcmp(blob, DEBUG_COOKIE, 8) != 0)
 		return -PBP_E_CORRUPT;
-	err = check_version(word_at(blob, HDR_VERSION), lp, newer);
+	err = check_version(load_u64(blob, HDR_VERSION), lp, newer);
 	if (err)
 		return err;
 	/* Free-threaded builds lay out objects and frames differently. */
-	ft = word_at(blob, HDR_FREE_THREADED);
+	ft = load_u64(blob, HDR_FREE_THREADED);
 	if (ft > 1)
 		return -PBP_E_CORRUPT;
 	if (ft)
@@ -557,7 +549,7 @@ int pyver_from_debug_offsets(const void *blob, size_t len, struct pyver *v)
 	if (err)
 		return err;
 	memset(&out, 0, sizeof(out));
-	ver = word_at(b, HDR_VERSION);
+	ver = load_u64(b, HDR_VERSION);
 	out.major = 3;
 	out.minor = ver >> 16 & 0xff;
 	out.micro = ver >> 8 & 0xff;

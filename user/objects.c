@@ -26,14 +26,6 @@
 #define KEY_MAX 32              /* longest attribute or module name compared */
 #define DICTOFFSET_MAX (1 << 20)
 
-static uint64_t ld64(const uint8_t *b, uint32_t off)
-{
-	uint64_t x;
-
-	memcpy(&x, b + off, sizeof(x));
-	return x;
-}
-
 static bool has(uint32_t off)
 {
 	return off != PYVER_NOOFF;
@@ -122,7 +114,7 @@ static int long_ndigits(const struct pyver *v, const uint8_t *obj, size_t len, u
 		return -PBP_E_CORRUPT;
 	if (v->long_tagged) {
 		/* lv_tag: digit count << 3 | sign (0 positive, 1 zero, 2 negative). */
-		uint64_t tag = ld64(obj, v->long_size);
+		uint64_t tag = load_u64(obj, v->long_size);
 
 		if ((tag & 3) == 1 && tag >> 3 == 0) {
 			*nd = 0;
@@ -213,10 +205,10 @@ static int type_info(struct pyproc *p, uint64_t type, struct typeinfo *ti)
 	err = remote_read_cached(p->r, type, buf, span);
 	if (err)
 		return err;
-	ti->flags = ld64(buf, v->tp_flags);
+	ti->flags = load_u64(buf, v->tp_flags);
 	memcpy(&ti->basicsize, buf + v->tp_basicsize, 8);
 	memcpy(&ti->dictoffset, buf + v->tp_dictoffset, 8);
-	ti->cached_keys = ld64(buf, v->ht_cached_keys);
+	ti->cached_keys = load_u64(buf, v->ht_cached_keys);
 	return 0;
 }
 
@@ -269,8 +261,8 @@ static int table_scan(struct pyproc *p, const struct pydict_table *t, uint64_t v
 			return err;
 		for (size_t j = 0; j < c; j++) {
 			const uint8_t *e = buf + j * t->entry_size;
-			uint64_t key = ld64(e, t->key_off);
-			uint64_t val = values ? vbuf[j] : ld64(e, t->value_off);
+			uint64_t key = load_u64(e, t->key_off);
+			uint64_t val = values ? vbuf[j] : load_u64(e, t->value_off);
 			int r;
 
 			if (!key || !val)       /* deleted, or a split table's unset value */
