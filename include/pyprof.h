@@ -55,6 +55,12 @@ enum pbp_err {
 
 const char *pbp_strerror(int err);
 
+/* ------------------------------------------------------------- bytes.c */
+
+/* The u64 / u32 at byte offset off of b (unaligned is fine; off is not checked). */
+uint64_t load_u64(const uint8_t *b, uint32_t off);
+uint32_t load_u32(const uint8_t *b, uint32_t off);
+
 /* ------------------------------------------------------------- maps.c */
 
 struct map_entry {
@@ -148,8 +154,8 @@ int remote_ptr(struct remote *r, uint64_t addr, uint64_t *out);
 
 /*
  * Everything this program knows about one CPython version's memory layout.
- * All per-version knowledge lives in pyver.c and the generated table it
- * includes (user/offsets_gen.h).
+ * All per-version knowledge lives in pyver.c with the generated table it
+ * includes (user/offsets_gen.h), and for 3.13+ in debugoffsets.c.
  */
 struct pyver {
 	unsigned major, minor, micro;
@@ -224,6 +230,13 @@ struct pyver {
 
 /* Offsets from the generated table for 3.6-3.12; -PBP_E_VERSION if unknown. */
 int pyver_from_table(unsigned major, unsigned minor, unsigned micro, struct pyver *v);
+/* Byte offset into the bytecode from a frame's raw instr value. */
+int64_t pyver_instr_offset(const struct pyver *v, uint64_t code_addr, uint64_t instr);
+/* The kernel's copy spans in k, once its field offsets and the two sizes are final. */
+void pyver_kernel_spans(struct pbp_offsets *k, uint32_t fr_size, uint32_t code_size);
+
+/* ------------------------------------------------------------- debugoffsets.c */
+
 /*
  * Validate a raw _Py_DebugOffsets blob (3.13+) read from the target and fill v.
  * Untrusted input: every offset is checked against the sizes it claims.
@@ -233,8 +246,6 @@ int pyver_from_debug_offsets(const void *blob, size_t len, struct pyver *v);
 size_t pyver_debug_offsets_max(void);
 /* The newest minor version whose layout is known (14 for 3.14). */
 unsigned pyver_newest_minor(void);
-/* Byte offset into the bytecode from a frame's raw instr value. */
-int64_t pyver_instr_offset(const struct pyver *v, uint64_t code_addr, uint64_t instr);
 
 /* ------------------------------------------------------------- linetable.c */
 
@@ -395,6 +406,42 @@ bool pygil_holds(const struct gilstate *g, uint64_t tstate);
 /* The same, knowing where the GIL struct is (it does not move). */
 int pygil_state(struct pyproc *p, uint64_t addr, struct gilstate *g);
 
+/* ------------------------------------------------------------- objects.c */
+
+/*
+ * Python objects read from the target p while it runs, layouts from p->v.
+ * Each returns -PBP_E_CORRUPT for what makes no sense, -PBP_E_VERSION when
+ * this version's layout lacks what it needs.
+ */
+
+/* Where a dict keys object's entries are (pure, for tests: hdr holds its first len bytes). */
+struct pydict_table {
+	uint64_t entries;       /* address of entry 0 */
+	uint64_t nentries;      /* entries used so far (deleted ones have a NULL key) */
+	uint32_t entry_size, key_off, value_off;
+	bool unicode;           /* 3.11+ unicode-only or split keys: no hash field */
+	bool split;             /* 3.11+ dk_kind says split (<= 3.10: only ma_values tells) */
+};
+int pydict_keys_decode(const struct pyver *v, uint64_t keys_addr, const uint8_t *hdr, size_t len,
+		       struct pydict_table *t);
+/* Value of an int object (its first len bytes in obj) if it is >= 0 and fits 64 bits. */
+int pylong_decode(const struct pyver *v, const uint8_t *obj, size_t len, uint64_t *out);
+
+/* The type of the object at obj (never 0). */
+int pyobj_type(struct pyproc *p, uint64_t obj, uint64_t *type);
+/* The tp_flags of obj's type, for checks like "is it an int". */
+int pyobj_type_flags(struct pyproc *p, uint64_t obj, uint64_t *flags);
+/* The value of the int object at obj; -PBP_E_NOENT if obj is not an int. */
+int pylong_read(struct pyproc *p, uint64_t obj, uint64_t *value);
+/* Called for each live entry; > 0 stops the scan (found), < 0 aborts it. */
+typedef int (*pydict_entry_fn)(struct pyproc *p, uint64_t key, uint64_t value, void *arg);
+/* Each live entry of the dict at dict, up to a bound; fn's non-zero result. */
+int pydict_scan(struct pyproc *p, uint64_t dict, pydict_entry_fn fn, void *arg);
+/* d[name] for a dict d (any key types: only str keys can match); -PBP_E_NOENT if absent. */
+int pydict_get_str(struct pyproc *p, uint64_t dict, const char *name, uint64_t *value);
+/* Instance attribute name of obj, wherever this version keeps it; -PBP_E_NOENT if absent. */
+int pyobj_attr(struct pyproc *p, uint64_t obj, const char *name, uint64_t *value);
+
 /* ------------------------------------------------------------- threadname.c */
 
 /*
@@ -413,19 +460,6 @@ int pythread_names(struct pyproc *p, uint64_t interp, struct pythread_name *out,
 #define PBP_NAME_LEN 64
 void pythreads_name_all(struct pyproc *p, const struct pythread *ts, size_t n,
 			char (*names)[PBP_NAME_LEN]);
-
-/* Where a dict keys object's entries are (pure, for tests: hdr holds its first len bytes). */
-struct pydict_table {
-	uint64_t entries;       /* address of entry 0 */
-	uint64_t nentries;      /* entries used so far (deleted ones have a NULL key) */
-	uint32_t entry_size, key_off, value_off;
-	bool unicode;           /* 3.11+ unicode-only or split keys: no hash field */
-	bool split;             /* 3.11+ dk_kind says split (<= 3.10: only ma_values tells) */
-};
-int pydict_keys_decode(const struct pyver *v, uint64_t keys_addr, const uint8_t *hdr, size_t len,
-		       struct pydict_table *t);
-/* Value of an int object (its first len bytes in obj) if it is >= 0 and fits 64 bits. */
-int pylong_decode(const struct pyver *v, const uint8_t *obj, size_t len, uint64_t *out);
 
 /* ------------------------------------------------------------- text.c */
 

@@ -110,22 +110,6 @@ static struct codeinfo *set_of(struct codecache *c, uint64_t addr)
 	return &c->slots[(h >> 32 & (c->nsets - 1)) * WAYS];
 }
 
-static uint32_t rd32(const uint8_t *b, uint32_t off)
-{
-	uint32_t x;
-
-	memcpy(&x, b + off, 4);
-	return x;
-}
-
-static uint64_t rd64(const uint8_t *b, uint32_t off)
-{
-	uint64_t x;
-
-	memcpy(&x, b + off, 8);
-	return x;
-}
-
 /* The code object's header, read and checked to be a code object. */
 static int read_header(struct pyproc *p, uint64_t addr, uint8_t hdr[CODE_HDR_MAX])
 {
@@ -137,7 +121,7 @@ static int read_header(struct pyproc *p, uint64_t addr, uint8_t hdr[CODE_HDR_MAX
 	err = remote_read_cached(p->r, addr, hdr, v->code_size);
 	if (err)
 		return err;
-	if (p->pycode_type && rd64(hdr, v->ob_type) != p->pycode_type)
+	if (p->pycode_type && load_u64(hdr, v->ob_type) != p->pycode_type)
 		return -PBP_E_CORRUPT;
 	return 0;
 }
@@ -150,8 +134,8 @@ static int read_key(struct pyproc *p, uint64_t addr, uint32_t *firstlineno, uint
 
 	if (err)
 		return err;
-	*firstlineno = rd32(hdr, p->v.k.code_firstlineno);
-	*name_lo = (uint32_t)rd64(hdr, p->v.k.code_name);
+	*firstlineno = load_u32(hdr, p->v.k.code_firstlineno);
+	*name_lo = (uint32_t)load_u64(hdr, p->v.k.code_name);
 	return 0;
 }
 
@@ -173,13 +157,13 @@ static int load(struct pyproc *p, uint64_t addr, struct codeinfo *ci)
 	if (err)
 		return err;
 	ci->addr = addr;
-	ci->firstlineno = rd32(hdr, v->k.code_firstlineno);
-	ci->name_lo = (uint32_t)rd64(hdr, v->k.code_name);
-	ci->name = read_name(p, rd64(hdr, name_off), &err);
+	ci->firstlineno = load_u32(hdr, v->k.code_firstlineno);
+	ci->name_lo = (uint32_t)load_u64(hdr, v->k.code_name);
+	ci->name = read_name(p, load_u64(hdr, name_off), &err);
 	if (!err)
-		ci->file = read_name(p, rd64(hdr, v->code_filename), &err);
+		ci->file = read_name(p, load_u64(hdr, v->code_filename), &err);
 	if (!err)
-		err = pybytes_read(p->r, v, rd64(hdr, v->code_linetable), LINETABLE_MAX,
+		err = pybytes_read(p->r, v, load_u64(hdr, v->code_linetable), LINETABLE_MAX,
 				   &ci->linetable, &ci->lt_len);
 	if (err)
 		slot_clear(ci);

@@ -10,14 +10,6 @@
 
 #define FRAME_READ_MAX 512
 
-static uint64_t rd64(const uint8_t *b, uint32_t off)
-{
-	uint64_t x;
-
-	memcpy(&x, b + off, 8);
-	return x;
-}
-
 /* Frames that run no Python code: shims the interpreter pushes for C calls. */
 static bool is_shim(const struct pbp_offsets *k, const uint8_t *fr)
 {
@@ -82,14 +74,14 @@ static void frame_of(const struct pbp_offsets *k, const uint8_t *fr, struct pbp_
 	uint64_t tag = k->exec_tag_bits;
 
 	memset(f, 0, sizeof(*f));
-	f->code = rd64(fr, k->fr_code) & ~tag;
+	f->code = load_u64(fr, k->fr_code) & ~tag;
 	if (k->instr_is_int) {
 		int32_t lasti;
 
 		memcpy(&lasti, fr + k->fr_instr, 4);
 		f->instr = (uint64_t)(int64_t)lasti;
 	} else {
-		f->instr = rd64(fr, k->fr_instr);
+		f->instr = load_u64(fr, k->fr_instr);
 	}
 }
 
@@ -119,7 +111,7 @@ int stack_walk(struct pyproc *p, uint64_t frame, struct pbp_frame *out, size_t m
 					frame_of(k, fr, &out[leaf + (total - leaf) % ring]);
 				total++;
 			}
-			frame = rd64(fr, k->fr_previous);
+			frame = load_u64(fr, k->fr_previous);
 		}
 	}
 	*n = total < max ? total : max;

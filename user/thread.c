@@ -92,13 +92,10 @@ static pid_t our_tid(struct pyproc *p, pid_t tid)
 	return task_exists(p->pid, tid) ? tid : 0;
 }
 
-static uint64_t rd64(const uint8_t *b, uint32_t off)
+/* A word of the thread state copy ts; 0 for a field this version lacks or past the copy. */
+static uint64_t ts_u64(const uint8_t *ts, uint32_t off)
 {
-	uint64_t x = 0;
-
-	if (off != PYVER_NOOFF && off + 8 <= TS_READ_MAX)
-		memcpy(&x, b + off, 8);
-	return x;
+	return off != PYVER_NOOFF && off + 8 <= TS_READ_MAX ? load_u64(ts, off) : 0;
 }
 
 /* The thread's kernel id in our namespace, and in its own (ns_tid) when that differs. */
@@ -109,9 +106,9 @@ static pid_t thread_tid(struct pyproc *p, const uint8_t *ts, pid_t *ns_tid)
 	pid_t tid = 0;
 
 	if (v->ts_native_thread_id != PYVER_NOOFF) {
-		tid = (pid_t)rd64(ts, v->ts_native_thread_id);
+		tid = (pid_t)ts_u64(ts, v->ts_native_thread_id);
 	} else if ((off = pthread_tid_offset()) >= 0) {
-		uint64_t pth = rd64(ts, v->ts_thread_id);
+		uint64_t pth = ts_u64(ts, v->ts_thread_id);
 
 		if (pth && remote_read(p->r, pth + (uint64_t)off, &tid, sizeof(tid)) != 0)
 			tid = 0;
@@ -167,7 +164,7 @@ static int read_interp_threads(struct pyproc *p, uint64_t interp, struct pythrea
 		if (err)
 			break;
 		/* Freed and reused (or unmapped and garbage): no thread of this interpreter. */
-		if (rd64(ts, v->ts_interp) != interp) {
+		if (ts_u64(ts, v->ts_interp) != interp) {
 			err = -PBP_E_FAULT;
 			break;
 		}
@@ -177,13 +174,13 @@ static int read_interp_threads(struct pyproc *p, uint64_t interp, struct pythrea
 			t->interp = interp;
 			t->interp_id = id;
 			t->tid = thread_tid(p, ts, &t->ns_tid);
-			t->ident = rd64(ts, v->ts_thread_id);
+			t->ident = ts_u64(ts, v->ts_thread_id);
 			err = pythread_frame(p, tstate, &t->frame);
 			if (err)
 				break;  /* left out: a thread whose frame cannot be read is on its way out */
 			(*n)++;
 		}
-		tstate = rd64(ts, v->ts_next);
+		tstate = ts_u64(ts, v->ts_next);
 	}
 	return err;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * pyver.c: the generated table for 3.6-3.12, and the _Py_DebugOffsets reader
+ * pyver.c: the generated table for 3.6-3.12, and debugoffsets.c: the _Py_DebugOffsets reader
  * for 3.13+ checked against what offsetof() says on the same versions'
  * headers (the crosscheck block of offsets_gen.h) using real tables dumped
  * from those interpreters (data/debug_offsets_3.*.bin, by gen-offsets.sh).

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * threadname.c: the pure decoders (dict keys headers, ints) on byte buffers,
- * then pythread_names() end to end against a fake interpreter built, for
+ * objects.c's pure decoders (dict keys headers, ints) on byte buffers,
+ * then pythread_names() (threadname.c) end to end against a fake interpreter built, for
  * every supported version's layout, in this process's own memory (read
  * back with process_vm_readv like any target), and finally against 20k
  * randomly damaged copies of it: names found or not, never a crash, an
