@@ -55,6 +55,11 @@ enum pbp_err {
 
 const char *pbp_strerror(int err);
 
+/* ------------------------------------------------------------- clock.c */
+
+/* CLOCK_MONOTONIC in ns: every deadline and duration of a run. */
+uint64_t mono_ns(void);
+
 /* ------------------------------------------------------------- maps.c */
 
 struct map_entry {
