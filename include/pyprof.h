@@ -61,6 +61,11 @@ const char *pbp_strerror(int err);
 uint64_t load_u64(const uint8_t *b, uint32_t off);
 uint32_t load_u32(const uint8_t *b, uint32_t off);
 
+/* ------------------------------------------------------------- clock.c */
+
+/* CLOCK_MONOTONIC in ns: every deadline and duration of a run. */
+uint64_t mono_ns(void);
+
 /* ------------------------------------------------------------- maps.c */
 
 struct map_entry {

@@ -20,127 +20,13 @@
 
 #include "pyprof.h"
 
-#define MAX_PIDS 1024           /* -p lists and --exclude-pid lists */
-#define DEFAULT_MAX_PROCESSES 256
-#define HOST_HZ 19              /* -a default: a whole host, every process */
-#define MAX_SKIPPED 4096
-#define MAX_PENDING 1024
-#define MAX_DISCOVER 65536
-/* -p: a few processes, generous caches; -a: many, each kept small. */
-static const struct pyproc_limits target_limits = { 1024, 4096, 64 << 20 };
-static const struct pyproc_limits host_limits = { 64, 1024, 4 << 20 };
-#define LAUNCH_WAIT_NS (10 * 1000000000ull)
-#define LAUNCH_POLL_MAX_US 20000
-#define STOP_WAIT_MS 2000       /* a command we could not profile: SIGTERM, then SIGKILL */
-#define MAX_LOCS PBP_MAX_LOCS
-#define MAX_CATCH_UP 10         /* ticks run at once when the loop fell behind */
-/*
- * Changing a perf event's period restarts its timer and drops the part of a
- * period already run: re-draw seldom enough that this costs < 1% of samples.
- */
-#define JITTER_MIN_NS 1000000000ull
-/*
- * Threads are found as they start (a kernel event, wall and gil modes) or
- * when first sampled; the periodic rescan is a safety net, and refreshes
- * names set after a thread started. A new thread's Python state may be
- * bound a little after the kernel reports it: looked for twice.
- */
-#define RESCAN_EVERY_NS 5000000000ull
-#define NEW_THREAD_SOON_NS 20000000ull
-#define NEW_THREAD_LATER_NS 300000000ull
-/*
- * The loop sleeps, then takes every sample the ring buffer holds. Being
- * woken for each sample instead costs a context switch per sample, more
- * than naming it, and on a busy machine preempts the sampled thread in step
- * with the sampling clock (bench/RESULTS.md). A wakeup costs about as much
- * as naming 10 samples, so it waits for many; process and thread events
- * still wake it at once, and so does a sample ring a quarter full (on a
- * host with many CPUs, before BATCH_SAMPLES each; sampler.c).
- */
-#define BATCH_NS 10000000ull
-#define BATCH_MAX_NS 1000000000ull
-#define BATCH_SAMPLES 100          /* per CPU, and so per busy thread */
-/*
- * Exits arrive as kernel events (on_proc_event); /proc is read for every
- * target as a safety net only, seldom: with -a a host has many targets.
- */
-#define ALIVE_EVERY_NS 5000000000ull
-#define JITTER_PERIODS 64
-/* -d: what the clock can time (a deadline in ns) and the loop can honour. */
-#define MIN_DURATION 0.001
-#define MAX_DURATION 31536000.0    /* a year */
-/* An achieved rate below this share of the asked one is reported. */
-#define RATE_SHORT 0.8
-
-/* A process -a could not profile: reported once in the summary. */
-struct skipped {
-	pid_t pid;
-	int err;
-	char what[96];          /* comm, and the version when that was the reason */
-};
-
-/* A -p or launched target that exec'd: when, and whether it was profiled again. */
-#define MAX_EXEC_NOTES 64
-struct exec_note {
-	pid_t pid;
-	uint64_t at_ns, back_ns;        /* back_ns 0: not profiled again (yet) */
-	int err;                        /* why not, once given up */
-	char version[32];               /* the new interpreter's */
-};
-
-/* An exec'd process that is not (yet) Python: it may load libpython later. */
-struct pending {
-	pid_t pid;
-	int tries;
-	uint64_t next_ns;
-};
-
-struct record {
-	/* options */
-	pid_t pids[MAX_PIDS], excluded[MAX_PIDS];
-	int npids, nexcluded;
-	bool all, hz_given;
-	const char *comm_re, *cgroup, *container;
-	regex_t comm_regex;
-	int max_processes;
-	double duration;
-	const char *outpath;
-	struct output out;      /* opened before sampling starts */
-	int format;
-	bool stats, quiet, verbose;
-	char **cmd;
-	/* state */
-	struct collector c;
-	pid_t child;
-	int child_status;       /* as waitpid gives it, once child_reaped */
-	bool child_reaped;
-	struct target *targets; /* max_processes slots; t->p == NULL is free */
-	int ntargets;           /* slots in use or used, high-water mark */
-	struct skipped *skipped;
-	int nskipped;
-	struct pending pending[MAX_PENDING];
-	int npending;
-	struct exec_note execs[MAX_EXEC_NOTES];
-	int nexecs;
-	uint64_t start_ns, end_ns;
-	struct loop loop;
-	struct timer *alive_timer;      /* due at once after a target's exit */
-	uint64_t next_rescan;           /* of every target's thread list */
-};
+#include "run.h"
 
 static volatile sig_atomic_t stop_signal;
 
 static void on_signal(int sig)
 {
 	stop_signal = sig;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* ------------------------------------------------------------- options */
@@ -308,432 +194,12 @@ static const char doc[] =
 	"  sudo pybpfprof -a -d 60 -o host.pb.gz\n"
 	"  flamegraph.pl profile.txt > profile.svg";
 
-/* ------------------------------------------------------------- targets */
-
-static struct target *target_of(struct record *r, pid_t pid)
-{
-	for (int i = 0; i < r->ntargets; i++)
-		if (r->targets[i].p && r->targets[i].pid == pid)
-			return &r->targets[i];
-	return NULL;
-}
-
-static int live_targets(const struct record *r)
-{
-	int n = 0;
-
-	for (int i = 0; i < r->ntargets; i++)
-		n += r->targets[i].p && r->targets[i].alive;
-	return n;
-}
-
-/* A zombie has exited: its parent just has not reaped it yet. */
-static bool alive(pid_t pid)
-{
-	char st = proc_state(pid);
-
-	return st != '?' && st != 'Z' && st != 'X';
-}
-
-/* Whole-host runs (and several -p) name the process at the root of each stack. */
-static void label_target(struct record *r, struct target *t)
-{
-	struct cgroup_info cg;
-	char cmd[256], label[320];
-
-	memset(&cg, 0, sizeof(cg));
-	cgroup_read(t->pid, &cg);
-	agg_set_process(r->c.agg, (uint32_t)t->pid, t->p->tids ? (uint32_t)t->p->ns_pid : 0, t->p->version,
-			cg.container_id, cg.pod_uid);
-	if (!r->all && r->npids < 2)
-		return;
-	if (proc_cmdline(t->pid, cmd, sizeof(cmd)) != 0 || !cmd[0])
-		proc_thread_comm(t->pid, t->pid, cmd, sizeof(cmd));
-	root_label(label, sizeof(label), "process", (uint32_t)t->pid, t->p->tids ? (uint32_t)t->p->ns_pid : 0,
-		   cmd);
-	utf8_scrub(label);      /* a command line is any bytes; profiles are UTF-8 */
-	t->proc_loc = agg_loc(r->c.agg, label, NULL, -1, LOC_PROCESS);
-}
-
-static int start_target(struct record *r, struct target *t)
-{
-	int err = target_init(&r->c, t);
-
-	if (!err)
-		label_target(r, t);
-	return err;
-}
-
-/* Forget a target: its samples stay in the profile, its memory goes. */
-static void drop_target(struct record *r, struct target *t)
-{
-	if (!t->p)
-		return;
-	sampler_del_proc(r->c.smp, t->pid);
-	target_fini(&r->c, t);
-}
-
-static bool was_skipped(const struct record *r, pid_t pid)
-{
-	for (int i = 0; i < r->nskipped; i++)
-		if (r->skipped[i].pid == pid)
-			return true;
-	return false;
-}
-
-/* A Python process -a could not profile: said once, in the summary. */
-static void skip(struct record *r, pid_t pid, int err, const struct pyproc *p)
-{
-	struct skipped *k;
-	char comm[32];
-
-	if (r->nskipped >= MAX_SKIPPED || was_skipped(r, pid))
-		return;
-	k = &r->skipped[r->nskipped++];
-	k->pid = pid;
-	k->err = err;
-	proc_thread_comm(pid, pid, comm, sizeof(comm));
-	if (-err == PBP_E_VERSION && p && p->version[0])
-		snprintf(k->what, sizeof(k->what), "%s, Python %s", comm, p->version);
-	else
-		snprintf(k->what, sizeof(k->what), "%s", comm);
-}
-
-static bool wanted(struct record *r, pid_t pid)
-{
-	struct proc_filter f = {
-		.comm_re = r->comm_re ? &r->comm_regex : NULL,
-		.cgroup_prefix = r->cgroup,
-		.container_prefix = r->container,
-		.exclude = r->excluded,
-		.nexclude = (size_t)r->nexcluded,
-		.only = r->npids ? r->pids : NULL,
-		.nonly = (size_t)r->npids,
-	};
-	struct cgroup_info cg;
-	char comm[32];
-
-	if (pid == getpid())
-		return false;
-	memset(&cg, 0, sizeof(cg));
-	if ((r->cgroup || r->container) && cgroup_read(pid, &cg) != 0)
-		return false;
-	proc_thread_comm(pid, pid, comm, sizeof(comm));
-	return proc_filter_match(&f, pid, comm, &cg);
-}
-
-static const uint64_t recheck_ms[] = { 20, 200, 1000, 5000 };
-/*
- * A target that exec'd is not sampled until its new program is known: its
- * interpreter (mapped at once if static, by the loader if not) is looked
- * for at once and then often, as for a launched command.
- */
-static const uint64_t reexec_ms[] = { 1, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000 };
-
-/* Look at pid again after the next delay; false: that was the last one, it is not Python. */
-static bool queue_pending(struct record *r, pid_t pid, int tries)
-{
-	const uint64_t *ms = r->all ? recheck_ms : reexec_ms;
-	int n = r->all ? (int)(sizeof(recheck_ms) / sizeof(*ms)) : (int)(sizeof(reexec_ms) / sizeof(*ms));
-	struct pending *p;
-
-	if (r->npending >= MAX_PENDING || tries >= n)
-		return false;
-	p = &r->pending[r->npending++];
-	p->pid = pid;
-	p->tries = tries;
-	p->next_ns = now_ns() + ms[tries] * 1000000ull;
-	return true;
-}
-
-static struct exec_note *exec_note_of(struct record *r, pid_t pid)
-{
-	for (int i = r->nexecs; i-- > 0;)
-		if (r->execs[i].pid == pid)
-			return &r->execs[i];
-	return NULL;
-}
-
-static void note_exec(struct record *r, pid_t pid)
-{
-	struct exec_note *n;
-
-	if (r->nexecs >= MAX_EXEC_NOTES)
-		return;
-	n = &r->execs[r->nexecs++];
-	memset(n, 0, sizeof(*n));
-	n->pid = pid;
-	n->at_ns = now_ns();
-}
-
-/* The end of the search for a target's new program: profiled again (err 0), or why not. */
-static void exec_done(struct record *r, pid_t pid, int err, const struct pyproc *p)
-{
-	struct exec_note *n = exec_note_of(r, pid);
-
-	if (!n || n->back_ns || n->err)
-		return;
-	n->err = err;
-	if (!err)
-		n->back_ns = now_ns();
-	if (p && p->version[0])
-		snprintf(n->version, sizeof(n->version), "%s", p->version);
-}
-
-/* A free slot of the target table given to p as pid; NULL when --max-processes are all taken. */
-static struct target *place_target(struct record *r, pid_t pid, struct pyproc *p)
-{
-	struct target *t = NULL;
-
-	for (int i = 0; i < r->max_processes && !t; i++)
-		if (!r->targets[i].p)
-			t = &r->targets[i];
-	if (!t)
-		return NULL;
-	t->pid = pid;
-	t->p = p;
-	if (t - r->targets >= r->ntargets)
-		r->ntargets = (int)(t - r->targets) + 1;
-	return t;
-}
-
-/* -p or launch mode: a target that exec'd, profiled again once its new program is Python. */
-static bool reattach(struct record *r, pid_t pid)
-{
-	struct pyproc *p = NULL;
-	struct target *t = NULL;
-	int err = pyproc_open(pid, &target_limits, &p);
-
-	if (err == -PBP_E_NOTPY || err == -PBP_E_FAULT) {
-		pyproc_close(p);
-		return false;   /* not (yet) Python */
-	}
-	if (!err && !(t = place_target(r, pid, p)))
-		err = -PBP_E_LIMIT;
-	exec_done(r, pid, err, p);
-	if (err) {
-		pyproc_close(p);
-		return true;
-	}
-	if (start_target(r, t) != 0) {
-		struct exec_note *n = exec_note_of(r, pid);
-
-		if (n)
-			n->back_ns = 0, n->err = -PBP_E_BPF;
-		drop_target(r, t);
-	}
-	return true;
-}
-
-/*
- * -a: profile pid if it is a Python process the filters let through.
- * Returns false when it is not Python (yet): just exec'd, or an embedding
- * program that loads libpython later.
- */
-static bool consider(struct record *r, pid_t pid)
-{
-	struct pyproc *p = NULL;
-	struct target *t = NULL;
-	int err;
-
-	if (target_of(r, pid) || was_skipped(r, pid) || !wanted(r, pid))
-		return true;
-	err = pyproc_open(pid, &host_limits, &p);
-	if (err == -PBP_E_NOTPY || err == -PBP_E_FAULT) {
-		pyproc_close(p);
-		return false;
-	}
-	if (err && err != -PBP_E_NOENT && err != -PBP_E_GONE)
-		skip(r, pid, err, p);
-	if (!err && !(t = place_target(r, pid, p)))
-		skip(r, pid, -PBP_E_LIMIT, p);
-	if (err || !t) {
-		pyproc_close(p);
-		return true;
-	}
-	if (start_target(r, t) != 0) {
-		skip(r, pid, -PBP_E_BPF, p);
-		drop_target(r, t);
-	}
-	return true;
-}
-
-static void discover(struct record *r)
-{
-	pid_t *pids = malloc(sizeof(*pids) * MAX_DISCOVER);
-	size_t n = 0;
-
-	if (pids && discover_pythons(pids, MAX_DISCOVER, &n) >= 0)   /* 1: more than fit */
-		for (size_t i = 0; i < n; i++)
-			consider(r, pids[i]);
-	free(pids);
-}
-
-static bool run_pending(void *ctx, struct timer *t, uint64_t now)
-{
-	struct record *r = ctx;
-
-	(void)t;
-	for (int i = 0; i < r->npending;) {
-		struct pending p = r->pending[i];
-
-		if (p.next_ns > now) {
-			i++;
-			continue;
-		}
-		r->pending[i] = r->pending[--r->npending];
-		if (r->all) {
-			if (alive(p.pid) && !consider(r, p.pid))
-				queue_pending(r, p.pid, p.tries + 1);
-		} else if (!alive(p.pid)) {
-			exec_done(r, p.pid, -PBP_E_NOTPY, NULL);    /* it ended as what it was */
-		} else if (!reattach(r, p.pid) && !queue_pending(r, p.pid, p.tries + 1)) {
-			exec_done(r, p.pid, -PBP_E_NOTPY, NULL);
-		}
-	}
-	return true;
-}
-
-static void on_sample(void *ctx, const struct pbp_sample *ks)
-{
-	struct record *r = ctx;
-	struct target *t = target_of(r, (pid_t)ks->tgid);
-
-	if (t && t->alive)
-		target_on_sample(&r->c, t, ks);
-}
-
-static void on_proc_event(void *ctx, uint32_t kind, pid_t pid)
-{
-	struct record *r = ctx;
-	struct target *t;
-
-	if (kind == PBP_EV_EXEC) {
-		/* An exec replaces the program: a target that execs is a new process to us. */
-		if ((t = target_of(r, pid)) != NULL)
-			drop_target(r, t);
-		if (r->all) {
-			queue_pending(r, pid, 0);
-		} else if (t) {
-			note_exec(r, pid);
-			if (!reattach(r, pid))
-				queue_pending(r, pid, 0);
-		}
-	} else if (kind == PBP_EV_EXIT && (t = target_of(r, pid)) != NULL) {
-		t->alive = false;
-		if (r->alive_timer)
-			r->alive_timer->next = TIMER_NOW;
-	} else if (kind == PBP_EV_THREAD && (t = target_of(r, pid)) != NULL) {
-		uint64_t now = now_ns();
-
-		if (!t->rescan_soon)
-			t->rescan_soon = now + NEW_THREAD_SOON_NS;
-		t->rescan_later = now + NEW_THREAD_LATER_NS;
-	}
-}
-
-/* ------------------------------------------------------------- launch */
-
-/* Reap the launched command, keeping its status for our own exit code. */
-static bool reap_child(struct record *r, int flags)
-{
-	int status;
-
-	if (r->child <= 0 || waitpid(r->child, &status, flags) != r->child)
-		return false;
-	r->child = 0;
-	r->child_status = status;
-	r->child_reaped = true;
-	return true;
-}
-
-static void drop_to_invoking_user(void)
-{
-	uid_t uid;
-	gid_t gid;
-
-	sudo_ids(&uid, &gid);
-	if (uid == (uid_t)-1)
-		return;
-	if (setgroups(0, NULL) != 0 || setgid(gid) != 0 || setuid(uid) != 0) {
-		fprintf(stderr, "pybpfprof: cannot drop to uid %d: %s\n", (int)uid, strerror(errno));
-		_exit(126);
-	}
-}
-
-/* Fork the command stopped before exec; it runs once the sampler is ready. */
-static int launch(struct record *r, int *go_fd)
-{
-	pid_t parent = getpid();
-	int pipefd[2];
-	char c;
-
-	if (pipe2(pipefd, O_CLOEXEC) != 0)
-		return -errno;
-	r->child = fork();
-	if (r->child < 0)
-		return -errno;
-	if (r->child == 0) {
-		close(pipefd[1]);
-		signal(SIGPIPE, SIG_DFL);       /* ignored here (install_signals), not for the command */
-		if (read(pipefd[0], &c, 1) != 1)
-			_exit(125);     /* the profiler died before it was ready */
-		drop_to_invoking_user();
-		privs_for_command();
-		/*
-		 * However the profiler ends, SIGKILL included, the command gets
-		 * SIGTERM as on Ctrl-C or SIGTERM: it never runs on unprofiled.
-		 * Set after the uid change, which clears it.
-		 */
-		if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent)
-			_exit(125);
-		execvp(r->cmd[0], r->cmd);
-		fprintf(stderr, "pybpfprof: cannot run '%s': %s\n", r->cmd[0], strerror(errno));
-		_exit(127);
-	}
-	close(pipefd[0]);
-	*go_fd = pipefd[1];
-	return 0;
-}
-
-/* The launched command becomes a target once its interpreter is mapped. */
-static int attach_child(struct record *r)
-{
-	uint64_t deadline = now_ns() + LAUNCH_WAIT_NS;
-	struct target *t = &r->targets[0];
-	useconds_t wait_us = 200;
-	int err, status;
-
-	for (;;) {
-		err = pyproc_open(r->child, &target_limits, &t->p);
-		if (!err)
-			break;
-		pyproc_close(t->p);
-		t->p = NULL;
-		if (reap_child(r, WNOHANG)) {
-			status = r->child_status;
-			/* 125-127: the child already said why it could not run the command. */
-			if (WIFEXITED(status) && WEXITSTATUS(status) >= 125)
-				return -PBP_E_CHILD;
-			return -PBP_E_NOTPY;
-		}
-		if ((err != -PBP_E_NOTPY && err != -PBP_E_FAULT) || now_ns() > deadline)
-			return err;
-		/* An interpreter maps itself within milliseconds: look often first, then seldom. */
-		usleep(wait_us);
-		wait_us = wait_us < LAUNCH_POLL_MAX_US / 2 ? wait_us * 2 : LAUNCH_POLL_MAX_US;
-	}
-	t->pid = r->child;
-	r->ntargets = 1;
-	return start_target(r, t);
-}
-
 /* ------------------------------------------------------------- run */
 
 static int open_targets(struct record *r)
 {
 	if (r->all)
-		return 0;   /* -p is a filter then; discover() finds the processes */
+		return 0;   /* -p is a filter then; run_discover() finds the processes */
 	for (int i = 0; i < r->npids; i++) {
 		struct target *t = &r->targets[r->ntargets];
 		int err = pyproc_open(r->pids[i], &target_limits, &t->p);
@@ -754,20 +220,20 @@ static int open_targets(struct record *r)
 /* Notice targets that exited (the kernel says so too, but a zombie is not reaped at once). */
 static int any_alive(struct record *r)
 {
-	reap_child(r, WNOHANG);
+	launch_reap(r, WNOHANG);
 	for (int i = 0; i < r->ntargets; i++) {
 		struct target *t = &r->targets[i];
-		bool up = t->pid == r->child ? r->child != 0 : alive(t->pid);
+		bool up = t->pid == r->child ? r->child != 0 : pid_alive(t->pid);
 
 		if (t->p && (!t->alive || !up)) {
 			if (r->all)
-				drop_target(r, t);   /* a host has many: free them as they go */
+				run_drop_target(r, t);   /* a host has many: free them as they go */
 			else if (t->alive)
 				sampler_del_proc(r->c.smp, t->pid), t->alive = false;
 		}
 	}
 	/* A target that exec'd counts while its new program is looked at. */
-	return live_targets(r) + (r->all ? 0 : r->npending);
+	return run_live_targets(r) + (r->all ? 0 : r->npending);
 }
 
 /*
@@ -985,7 +451,7 @@ static void loop(struct record *r)
 	/* Samples still in the ring buffer belong to the run. */
 	while (sampler_drain(r->c.smp) > 0)
 		;
-	r->end_ns = now_ns();
+	r->end_ns = mono_ns();
 	if (tty)
 		live_clear();
 }
@@ -1125,7 +591,7 @@ static void print_summary(struct record *r)
 	print_execs(r);
 	if (r->all)
 		fprintf(stderr, "pybpfprof: %d Python processes profiled at the end, %d not profiled\n",
-			live_targets(r), r->nskipped);
+			run_live_targets(r), r->nskipped);
 	for (int i = 0; i < r->nskipped; i++) {
 		fprintf(stderr, "pybpfprof:   pid %d (", (int)r->skipped[i].pid);
 		text_put(stderr, r->skipped[i].what, TEXT_PLAIN);     /* comm: the process chose it */
@@ -1237,7 +703,7 @@ static void new_window(void *ctx)
 		if (!r->targets[i].p)
 			continue;
 		target_new_window(&r->c, &r->targets[i]);
-		label_target(r, &r->targets[i]);
+		run_label_target(r, &r->targets[i]);
 	}
 }
 
@@ -1261,26 +727,11 @@ static void install_signals(void)
 	signal(SIGPIPE, SIG_IGN);
 }
 
-/* Wait for the launched command; stopped ourselves, stop it too (now or while waiting). */
-static void end_child(struct record *r)
-{
-	bool told = false;
-
-	while (r->child > 0) {
-		if (stop_signal && !told) {
-			kill(r->child, SIGTERM);
-			told = true;
-		}
-		if (!reap_child(r, 0) && errno != EINTR)
-			break;
-	}
-}
-
 static void cleanup(struct record *r, int go_fd)
 {
 	if (go_fd >= 0)
 		close(go_fd);   /* an unstarted child sees EOF and exits */
-	end_child(r);
+	launch_end(r, stop_signal != 0);
 	output_abort(&r->out);  /* a run that ended early: its temporary goes */
 	for (int i = 0; i < r->ntargets; i++)
 		if (r->targets[i].p)
@@ -1292,49 +743,6 @@ static void cleanup(struct record *r, int go_fd)
 	free(r->skipped);
 	if (r->comm_re)
 		regfree(&r->comm_regex);
-}
-
-/*
- * A command that cannot be profiled (not Python within LAUNCH_WAIT_NS, an
- * unsupported version) was started only to be profiled: stop it and say so
- * now rather than wait for it to end.
- */
-static void stop_command(struct record *r)
-{
-	if (r->child <= 0)
-		return;
-	kill(r->child, SIGTERM);
-	for (int ms = 0; ms < STOP_WAIT_MS && waitpid(r->child, NULL, WNOHANG) == 0; ms += 10)
-		usleep(10000);
-	if (waitpid(r->child, NULL, WNOHANG) == 0) {
-		kill(r->child, SIGKILL);
-		waitpid(r->child, NULL, 0);
-	}
-	r->child = 0;
-}
-
-static int start_command(struct record *r, int *go_fd)
-{
-	int err = launch(r, go_fd);
-
-	if (err) {
-		fprintf(stderr, "pybpfprof: cannot start '%s': %s\n", r->cmd[0], strerror(-err));
-		return EXIT_INTERNAL;
-	}
-	if (write(*go_fd, "g", 1) != 1)
-		return EXIT_INTERNAL;
-	close(*go_fd);
-	*go_fd = -1;
-	err = attach_child(r);
-	if (err == -PBP_E_CHILD)
-		return EXIT_NOT_PYTHON;
-	if (err) {
-		fprintf(stderr, "pybpfprof: '%s': %s%s\n", r->cmd[0], pbp_strerror(err),
-			r->child ? "; stopping it" : "");
-		stop_command(r);
-		return exit_code_for(err);
-	}
-	return 0;
 }
 
 static int run(struct record *r, int *go_fd)
@@ -1349,17 +757,17 @@ static int run(struct record *r, int *go_fd)
 	if ((code = open_output(r)) != 0)
 		return code;
 	so = (struct sampler_opts){ .hz = r->c.o.hz, .sched = r->c.o.mode != MODE_CPU, .execs = r->all,
-				    .cb = on_sample, .pcb = on_proc_event, .ctx = r };
+				    .cb = run_on_sample, .pcb = run_on_proc_event, .ctx = r };
 	err = sampler_open(&r->c.smp, &so);
 	if (err)
 		return report_sampler_error(err);
 	r->c.o.hz = rate_limited(r);
 	for (int i = 0; i < r->ntargets; i++)
-		if ((err = start_target(r, &r->targets[i])) != 0)
+		if ((err = run_start_target(r, &r->targets[i])) != 0)
 			return report_sampler_error(err);
 	if (r->all)
-		discover(r);
-	if (r->cmd && (code = start_command(r, go_fd)) != 0)
+		run_discover(r);
+	if (r->cmd && (code = launch_start(r, go_fd)) != 0)
 		return code;
 	/*
 	 * Set up: from here on only reading targets needs a capability
@@ -1372,7 +780,7 @@ static int run(struct record *r, int *go_fd)
 	if (r->all)
 		privs_note_attach();
 	privs_drop_after_setup();
-	r->start_ns = now_ns();
+	r->start_ns = mono_ns();
 	r->loop.agg = r->c.agg;
 	r->loop.win = (struct window){ .start_ns = r->start_ns,
 				       .start_unix_ns = (uint64_t)time(NULL) * 1000000000ull };
@@ -1382,27 +790,6 @@ static int run(struct record *r, int *go_fd)
 	loop(r);
 	/* One window, the whole run: it closes here. */
 	return loop_close_window(&r->loop, r->end_ns, true) ? EXIT_IO : 0;
-}
-
-/*
- * Like time(1): once the profile is written, the launched command's own
- * status, 128 + N for a command killed by signal N, as shells report it.
- */
-static int command_status(const struct record *r)
-{
-	int st = r->child_status, code;
-
-	if (WIFSIGNALED(st)) {
-		code = 128 + WTERMSIG(st);
-		if (!r->quiet)
-			fprintf(stderr, "pybpfprof: '%s' was killed by signal %d (%s)\n", r->cmd[0],
-				WTERMSIG(st), strsignal(WTERMSIG(st)));
-		return code;
-	}
-	code = WIFEXITED(st) ? WEXITSTATUS(st) : EXIT_INTERNAL;
-	if (!r->quiet)
-		fprintf(stderr, "pybpfprof: '%s' exited with status %d\n", r->cmd[0], code);
-	return code;
 }
 
 int record_main(int argc, char **argv)
@@ -1425,6 +812,6 @@ int record_main(int argc, char **argv)
 	code = run(&r, &go_fd);
 	cleanup(&r, go_fd);
 	if (r.child_reaped && code == EXIT_OK)
-		code = command_status(&r);
+		code = launch_status(&r);
 	return code;
 }

@@ -67,14 +67,6 @@ void sampler_verbose(bool on)
 	verbose_bpf = on;
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static int on_proc_event(void *ctx, void *data, size_t size)
 {
 	struct sampler *s = ctx;

@@ -62,14 +62,6 @@ struct tcache {
 	char name[64];
 };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* ------------------------------------------------------------ thread table */
 
 static void forget_counted(struct tcache *e)

@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: MIT */
+/* The one clock deadlines and durations are measured on. */
+#include <time.h>
+
+#include "pyprof.h"
+
+uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
