@@ -459,6 +459,30 @@ size_t text_escape(char *out, size_t len, const char *s, enum text_esc how);
 /* Characters (code points) in s, counting each invalid byte as one. */
 size_t text_len(const char *s);
 
+/* ------------------------------------------------------------- jsonw.c */
+
+/*
+ * One JSON object written member by member to a stream; key is NULL for a
+ * member of an array. jw_finish ends the object and the line.
+ */
+struct jsonw {
+	FILE *o;
+	bool more;              /* the open object or array has a member: a comma first */
+};
+
+void jw_begin(struct jsonw *w, FILE *o);
+void jw_finish(struct jsonw *w);
+void jw_obj(struct jsonw *w, const char *key);
+void jw_end_obj(struct jsonw *w);
+void jw_arr(struct jsonw *w, const char *key);
+void jw_end_arr(struct jsonw *w);
+void jw_u64(struct jsonw *w, const char *key, uint64_t v);
+void jw_int(struct jsonw *w, const char *key, long long v);
+/* A number; null when not finite. */
+void jw_num(struct jsonw *w, const char *key, double v);
+/* A string escaped for JSON (text.c); null for NULL. */
+void jw_str(struct jsonw *w, const char *key, const char *s);
+
 /* ------------------------------------------------------------- stack.c */
 
 /*

@@ -8,11 +8,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <math.h>
 #include <regex.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -95,6 +97,12 @@ struct pending {
 	uint64_t next_ns;
 };
 
+/*
+ * The end-of-run figures: the human summary (default), with the cache and
+ * read statistics (text), as one JSON line instead (json), or none.
+ */
+enum stats_form { STATS_SUMMARY, STATS_TEXT, STATS_JSON, STATS_NONE };
+
 struct record {
 	/* options */
 	pid_t pids[MAX_PIDS], excluded[MAX_PIDS];
@@ -107,7 +115,8 @@ struct record {
 	const char *outpath;
 	struct output out;      /* opened before sampling starts */
 	int format;
-	bool stats, quiet, verbose;
+	enum stats_form stats;
+	bool quiet, verbose;
 	char **cmd;
 	/* state */
 	struct collector c;
@@ -178,7 +187,10 @@ static const struct argp_option opts[] = {
 	{ "status", OPT_STATUS, NULL, 0,
 	  "Add a leaf frame with the thread's status: [running], [native, no GIL], [runnable], "
 	  "[gil wait], [sleeping], [disk]", 3 },
-	{ "stats", OPT_STATS, NULL, 0, "Print cache and read statistics at the end", 3 },
+	{ "stats", OPT_STATS, "FORM", OPTION_ARG_OPTIONAL,
+	  "End-of-run figures on stderr: text (the summary and cache and read statistics; "
+	  "--stats alone), json (all of them as one JSON line, no summary or table), "
+	  "none (no summary or table; warnings stay)", 3 },
 	{ "quiet", 'q', NULL, 0, "No live line, summary or top-functions table on stderr", 3 },
 	{ "verbose", OPT_VERBOSE, NULL, 0, "Show libbpf's messages (when the BPF side fails to load)", 3 },
 	{ 0 },
@@ -208,11 +220,23 @@ static int add_pids(pid_t *list, int *n, const char *arg)
 	}
 }
 
+/* --stats[=FORM], in any case: alone, text; -1 for an unknown form. */
+static int stats_by_name(const char *s)
+{
+	if (!s || !strcasecmp(s, "text"))
+		return STATS_TEXT;
+	if (!strcasecmp(s, "json"))
+		return STATS_JSON;
+	if (!strcasecmp(s, "none"))
+		return STATS_NONE;
+	return -1;
+}
+
 static error_t parse_opt(int key, char *arg, struct argp_state *st)
 {
 	struct record *r = st->input;
 	unsigned long long n;
-	int mode;
+	int mode, form;
 
 	switch (key) {
 	case 'p':
@@ -266,7 +290,12 @@ static error_t parse_opt(int key, char *arg, struct argp_state *st)
 	case 't': r->c.o.per_thread = true; break;
 	case OPT_STATUS: r->c.o.status = true; break;
 	case 'q': r->quiet = true; break;
-	case OPT_STATS: r->stats = true; break;
+	case OPT_STATS:
+		form = stats_by_name(arg);
+		if (form < 0)
+			argp_error(st, "invalid --stats '%s' (text, json or none)", arg);
+		r->stats = (enum stats_form)form;
+		break;
 	case OPT_VERBOSE: r->verbose = true; break;
 	case ARGP_KEY_ARGS:
 		r->cmd = st->argv + st->next;
@@ -999,6 +1028,27 @@ static void warn_unattributed(const struct collector *c, uint64_t delivered)
 		(unsigned long long)c->dropped, (unsigned long long)delivered);
 }
 
+static void warn_late_ticks(const struct collector *c)
+{
+	if (c->late_ticks)
+		fprintf(stderr, "pybpfprof: warning: %llu of %llu ticks (%.1f%%) dropped: the profiler "
+			"fell behind, and the profile misses that share of the run\n",
+			(unsigned long long)c->late_ticks,
+			(unsigned long long)(c->ticks + c->late_ticks),
+			100.0 * (double)c->late_ticks / (double)(c->ticks + c->late_ticks));
+}
+
+/* The summary's warnings alone: with --stats=json or none they still say what went wrong. */
+static void print_warnings(struct record *r)
+{
+	uint64_t st[PBP_STAT__COUNT];
+
+	sampler_stats(r->c.smp, st);
+	warn_unattributed(&r->c, st[PBP_STAT_DELIVERED]);
+	print_rate(r, st);
+	warn_late_ticks(&r->c);
+}
+
 /* Targets that exec'd: what of them was profiled, and what was not. */
 static void print_execs(const struct record *r)
 {
@@ -1050,12 +1100,7 @@ static void print_summary(struct record *r)
 			(unsigned long long)c->ticks, (unsigned long long)c->late_ticks,
 			(unsigned long long)st[PBP_STAT_SNAPPED],
 			(unsigned long long)st[PBP_STAT_SNAP_LOST]);
-	if (c->late_ticks)
-		fprintf(stderr, "pybpfprof: warning: %llu of %llu ticks (%.1f%%) dropped: the profiler "
-			"fell behind, and the profile misses that share of the run\n",
-			(unsigned long long)c->late_ticks,
-			(unsigned long long)(c->ticks + c->late_ticks),
-			100.0 * (double)c->late_ticks / (double)(c->ticks + c->late_ticks));
+	warn_late_ticks(c);
 	for (int i = 0; i < r->ntargets; i++)
 		if (r->targets[i].p && !r->all)
 			target_print_threads(c, &r->targets[i], stderr);
@@ -1114,6 +1159,158 @@ static void print_stats(struct record *r)
 		"of each CPU, one interrupt %.1f us\n", hz, l.hz, share * 100, l.irq_ns / 1000.0);
 	fprintf(stderr, "  aggregate     %u distinct stacks, %u locations\n", agg_nstacks(c->agg),
 		agg_nlocs(c->agg));
+}
+
+/* ----------------------------------------------------- --stats=json */
+
+static const char *cap_name(enum sampler_cap why)
+{
+	return why == CAP_KERNEL ? "kernel" : why == CAP_COST ? "cost" : NULL;
+}
+
+/* The rate, the kernel's counters and the program's own clock. */
+static void json_sampler(struct jsonw *w, const struct collector *c, const uint64_t *st)
+{
+	struct sampler_limit l;
+	double hz, share;
+
+	sampler_limit(c->smp, &l);
+	sampler_achieved(c->smp, &hz, &share);
+	jw_u64(w, "hz", c->o.hz);
+	jw_u64(w, "hz_asked", l.asked);
+	jw_str(w, "rate_capped", cap_name(l.why));
+	jw_num(w, "interrupts_per_cpu_s", hz);
+	jw_num(w, "program_cpu_share", share);
+	jw_u64(w, "program_ns", st[PBP_STAT_RUN_NS]);
+	jw_num(w, "interrupt_us", l.irq_ns / 1000.0);
+	jw_u64(w, "fired", st[PBP_STAT_FIRED]);
+	jw_u64(w, "taken", st[PBP_STAT_TAKEN]);
+	jw_u64(w, "delivered", st[PBP_STAT_DELIVERED]);
+	jw_u64(w, "lost", st[PBP_STAT_LOST]);
+	jw_u64(w, "budget_skipped", st[PBP_STAT_BUDGET]);
+	jw_u64(w, "truncated", st[PBP_STAT_TRUNCATED]);
+	jw_u64(w, "faulted", st[PBP_STAT_FAULTED]);
+	jw_u64(w, "snapped", st[PBP_STAT_SNAPPED]);
+	jw_u64(w, "snap_lost", st[PBP_STAT_SNAP_LOST]);
+}
+
+/* What user space made of the samples. */
+static void json_collector(struct jsonw *w, const struct collector *c)
+{
+	jw_u64(w, "completed", c->sym.completed);
+	jw_u64(w, "failed", c->sym.failed);
+	jw_u64(w, "elided", c->sym.elided);
+	jw_u64(w, "unknown_frames", c->sym.unknown_frames);
+	jw_u64(w, "no_python", c->sym.no_python);
+	jw_u64(w, "unattributed", c->dropped);
+	jw_u64(w, "ticks", c->ticks);
+	jw_u64(w, "late_ticks", c->late_ticks);
+	jw_obj(w, "tick_stacks");
+	jw_u64(w, "reused", c->reused);
+	jw_u64(w, "from_kernel", c->from_kernel);
+	jw_u64(w, "from_switch", c->from_switch);
+	jw_u64(w, "read_now", c->read_now);
+	jw_u64(w, "late_switches", c->late_switches);
+	jw_end_obj(w);
+	jw_u64(w, "thread_lists", c->rescans);
+	jw_num(w, "thread_list_seconds", (double)c->rescan_ns / 1e9);
+	jw_u64(w, "stacks", agg_nstacks(c->agg));
+	jw_u64(w, "locations", agg_nlocs(c->agg));
+}
+
+/* One profiled process: its caches and reads, and its GIL in gil mode. */
+static void json_target(struct jsonw *w, const struct target *t)
+{
+	const struct remote_stats *rs = remote_stats(t->p->r);
+	const struct codecache_stats *cs = codecache_stats(t->p->codes);
+
+	jw_obj(w, NULL);
+	jw_int(w, "pid", t->pid);
+	jw_str(w, "python", t->p->version);
+	jw_u64(w, "page_hits", rs->hits);
+	jw_u64(w, "page_misses", rs->misses);
+	jw_u64(w, "page_evictions", rs->evictions);
+	jw_u64(w, "reads", rs->reads);
+	jw_u64(w, "read_bytes", rs->bytes);
+	jw_u64(w, "read_faults", rs->faults);
+	jw_u64(w, "code_hits", cs->hits);
+	jw_u64(w, "code_misses", cs->misses);
+	jw_u64(w, "code_reused", cs->stale);
+	jw_u64(w, "code_unreadable", cs->bad);
+	jw_u64(w, "gil_ticks", t->gil_ticks);
+	jw_u64(w, "gil_held", t->gil_held);
+	jw_u64(w, "gil_contended", t->gil_contended);
+	jw_end_obj(w);
+}
+
+/* Processes that exec'd, and those -a could not profile. */
+static void json_events(struct jsonw *w, const struct record *r)
+{
+	jw_arr(w, "execs");
+	for (int i = 0; i < r->nexecs; i++) {
+		const struct exec_note *n = &r->execs[i];
+
+		jw_obj(w, NULL);
+		jw_int(w, "pid", n->pid);
+		jw_num(w, "at_seconds", (double)(n->at_ns - r->start_ns) / 1e9);
+		jw_num(w, "back_ms", n->back_ns ? (double)(n->back_ns - n->at_ns) / 1e6 : NAN);
+		jw_str(w, "python", n->version[0] ? n->version : NULL);
+		jw_str(w, "error", n->err ? pbp_strerror(n->err) : NULL);
+		jw_end_obj(w);
+	}
+	jw_end_arr(w);
+	jw_arr(w, "not_profiled");
+	for (int i = 0; i < r->nskipped; i++) {
+		jw_obj(w, NULL);
+		jw_int(w, "pid", r->skipped[i].pid);
+		jw_str(w, "what", r->skipped[i].what);
+		jw_str(w, "error", pbp_strerror(r->skipped[i].err));
+		jw_end_obj(w);
+	}
+	jw_end_arr(w);
+}
+
+/* Every end-of-run figure as one JSON object on one line of stderr (README: --stats=json). */
+static void print_json(struct record *r)
+{
+	const struct collector *c = &r->c;
+	uint64_t st[PBP_STAT__COUNT];
+	struct jsonw w;
+
+	sampler_stats(c->smp, st);
+	jw_begin(&w, stderr);
+	jw_str(&w, "mode", mode_name(c->o.mode));
+	jw_num(&w, "seconds", (double)(r->end_ns - r->start_ns) / 1e9);
+	jw_u64(&w, "samples", agg_total(c->agg));
+	json_sampler(&w, c, st);
+	json_collector(&w, c);
+	jw_arr(&w, "processes");
+	for (int i = 0; i < r->ntargets; i++)
+		if (r->targets[i].p)
+			json_target(&w, &r->targets[i]);
+	jw_end_arr(&w);
+	json_events(&w, r);
+	jw_finish(&w);
+}
+
+/* What --stats and -q ask for at the end of the run. */
+static void print_end(struct record *r)
+{
+	struct profile_meta m = { .mode = mode_name(r->c.o.mode), .hz = r->c.o.hz };
+
+	if (r->stats == STATS_JSON || r->stats == STATS_NONE) {
+		if (!r->quiet)
+			print_warnings(r);
+		if (r->stats == STATS_JSON)
+			print_json(r);
+		return;
+	}
+	if (!r->quiet) {
+		print_summary(r);
+		top_print(r->c.agg, &m, stderr, 10);
+	}
+	if (r->stats == STATS_TEXT)
+		print_stats(r);
 }
 
 static int output_format(const struct record *r)
@@ -1282,14 +1479,7 @@ static int run(struct record *r, int *go_fd)
 	r->start_unix_ns = (uint64_t)time(NULL) * 1000000000ull;
 	loop(r);
 	code = write_output(r);
-	if (!r->quiet) {
-		struct profile_meta m = { .mode = mode_name(r->c.o.mode), .hz = r->c.o.hz };
-
-		print_summary(r);
-		top_print(r->c.agg, &m, stderr, 10);
-	}
-	if (r->stats)
-		print_stats(r);
+	print_end(r);
 	return code;
 }
 
