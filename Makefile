@@ -221,7 +221,7 @@ soak: all
 # What pybpfprof costs (root): writes bench/RESULTS.md and prints a table,
 # about 30 minutes; BENCH_QUICK=1 for a smoke run of under 3 minutes.
 bench: all
-	BENCH_QUICK=$(BENCH_QUICK) /usr/bin/python3 scripts/bench.py
+	BENCH_QUICK=$(BENCH_QUICK) /usr/bin/python3 scripts/bench
 
 # Profiles scripts/demo_app.py for 10 s into demo.html (needs root).
 demo: deps
