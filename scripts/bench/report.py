@@ -31,6 +31,7 @@ DETAIL_KEYS = [
     "marginal_us@99", "marginal_us@999", "marginal_us@9999",
     "rusage_us@99", "rusage_us@999", "rusage_us@9999",
     "total_us@99", "total_us@999", "total_us@9999", "kernel_us@99", "kernel_us@9999",
+    "prog_us@99", "prog_us@999", "prog_us@9999",
     "lost@99", "lost@999", "lost@9999",
     "bytes_steady", "reads_999", "deep_reads",
 ]
@@ -151,9 +152,13 @@ METHOD = """\
   delivered per second. The same beyond an idle target's 999 Hz run is in the
   details ("marginal"); the same from whole runs (wait4 rusage, start-up and
   its noise included) is in the details, with the idle run's CPU ("fixed
-  cost": BPF load, attach, the poll loop, shutdown). BPF time per sample comes from the program's
-  run_time_ns / run_cnt (kernel.bpf_stats_enabled=1 during these runs only),
-  the idle run giving the cost of the runs on other tasks; the target pays it.
+  cost": BPF load, attach, the poll loop, shutdown). BPF time per sample is the
+  program's run_time_ns (timed by the kernel through BPF_ENABLE_STATS during
+  these runs only) less its runs on other tasks, each at the idle run's
+  run_time_ns / run_cnt, over the runs on the target's thread (`taken`); a
+  run whose run_cnt is below the runs the program counted itself is left out
+  (the timing was off for part of it). The target pays it. The same by the
+  program's own clock (`program_ns` / `taken`) is in the details.
   "target CPU spent in the BPF program" = that time × the target's samples /
   the target's CPU time while sampled (the same window as achieved): what
   the profiler adds to the target beyond the timer interrupt, exactly, where
