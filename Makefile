@@ -16,7 +16,7 @@ LDLIBS   := -lbpf -lelf -lz
 
 # User space split in two: the library (everything testable without BPF)
 # and the parts that need the skeleton or are the program entry.
-PROG_SRCS := user/main.c user/sampler.c user/record.c user/target.c
+PROG_SRCS := user/main.c user/sampler.c user/record.c user/target.c user/statsjson.c
 LIB_SRCS  := $(filter-out $(PROG_SRCS),$(wildcard user/*.c))
 LIB_OBJS  := $(LIB_SRCS:user/%.c=$(BUILD)/obj/%.o)
 PROG_OBJS := $(PROG_SRCS:user/%.c=$(BUILD)/obj/%.o)

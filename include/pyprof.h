@@ -957,6 +957,13 @@ void target_on_sample(struct collector *c, struct target *t, const struct pbp_sa
 void target_tick(struct collector *c, struct target *t, uint64_t instant);
 void target_print_threads(const struct collector *c, const struct target *t, FILE *o);
 
+/* ------------------------------------------------------------- statsjson.c */
+
+/* Members of the --stats=json object: the sampler's counters (st: sampler_stats), the collector's, one process. */
+void stats_json_sampler(struct jsonw *w, const struct collector *c, const uint64_t *st);
+void stats_json_collector(struct jsonw *w, const struct collector *c);
+void stats_json_target(struct jsonw *w, const struct target *t);
+
 /* ------------------------------------------------------------- privs.c */
 
 /*
