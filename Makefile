@@ -16,7 +16,7 @@ LDLIBS   := -lbpf -lelf -lz
 
 # User space split in two: the library (everything testable without BPF)
 # and the parts that need the skeleton or are the program entry.
-PROG_SRCS := user/main.c user/sampler.c user/record.c user/attach.c user/launch.c
+PROG_SRCS := user/main.c user/sampler.c user/record.c user/attach.c user/launch.c user/statsjson.c user/summary.c
 LIB_SRCS  := $(filter-out $(PROG_SRCS),$(wildcard user/*.c))
 LIB_OBJS  := $(LIB_SRCS:user/%.c=$(BUILD)/obj/%.o)
 PROG_OBJS := $(PROG_SRCS:user/%.c=$(BUILD)/obj/%.o)
@@ -221,7 +221,7 @@ soak: all
 # What pybpfprof costs (root): writes bench/RESULTS.md and prints a table,
 # about 30 minutes; BENCH_QUICK=1 for a smoke run of under 3 minutes.
 bench: all
-	BENCH_QUICK=$(BENCH_QUICK) /usr/bin/python3 scripts/bench.py
+	BENCH_QUICK=$(BENCH_QUICK) /usr/bin/python3 scripts/bench
 
 # Profiles scripts/demo_app.py for 10 s into demo.html (needs root).
 demo: deps

@@ -499,6 +499,30 @@ size_t text_escape(char *out, size_t len, const char *s, enum text_esc how);
 /* Characters (code points) in s, counting each invalid byte as one. */
 size_t text_len(const char *s);
 
+/* ------------------------------------------------------------- jsonw.c */
+
+/*
+ * One JSON object written member by member to a stream; key is NULL for a
+ * member of an array. jw_finish ends the object and the line.
+ */
+struct jsonw {
+	FILE *o;
+	bool more;              /* the open object or array has a member: a comma first */
+};
+
+void jw_begin(struct jsonw *w, FILE *o);
+void jw_finish(struct jsonw *w);
+void jw_obj(struct jsonw *w, const char *key);
+void jw_end_obj(struct jsonw *w);
+void jw_arr(struct jsonw *w, const char *key);
+void jw_end_arr(struct jsonw *w);
+void jw_u64(struct jsonw *w, const char *key, uint64_t v);
+void jw_int(struct jsonw *w, const char *key, long long v);
+/* A number; null when not finite. */
+void jw_num(struct jsonw *w, const char *key, double v);
+/* A string escaped for JSON (text.c); null for NULL. */
+void jw_str(struct jsonw *w, const char *key, const char *s);
+
 /* ------------------------------------------------------------- stack.c */
 
 /*
@@ -1071,6 +1095,13 @@ void loop_run(struct loop *l);
  */
 int loop_close_window(struct loop *l, uint64_t end_ns, bool last);
 
+/* ------------------------------------------------------------- statsjson.c */
+
+/* Members of the --stats=json object: the sampler's counters (st: sampler_stats), the collector's, one process. */
+void stats_json_sampler(struct jsonw *w, const struct collector *c, const uint64_t *st);
+void stats_json_collector(struct jsonw *w, const struct collector *c);
+void stats_json_target(struct jsonw *w, const struct target *t);
+
 /* ------------------------------------------------------------- privs.c */
 
 /*
@@ -1107,6 +1138,8 @@ int parse_uint(const char *s, unsigned long long min, unsigned long long max, un
 int parse_seconds(const char *s, double min, double max, double *out);
 /* cpu, wall or gil, in any case; -1 if none of them. */
 int mode_by_name(const char *name);
+/* "cpu", "wall" or "gil" for a mode_by_name() result. */
+const char *mode_name(int mode);
 int report_attach_error(pid_t pid, int err, const struct pyproc *p);
 /* The sampling command (record.c). */
 int record_main(int argc, char **argv);

@@ -119,6 +119,11 @@ int mode_by_name(const char *name)
 	return -1;
 }
 
+const char *mode_name(int mode)
+{
+	return mode >= 0 && mode < (int)(sizeof(mode_names) / sizeof(mode_names[0])) ? mode_names[mode] : "?";
+}
+
 /* One line on stderr naming the target and what went wrong; returns the exit code. */
 /*
  * A target that exited while it was read fails in whatever way its teardown

@@ -8,11 +8,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <math.h>
 #include <regex.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -66,7 +68,10 @@ static const struct argp_option opts[] = {
 	{ "status", OPT_STATUS, NULL, 0,
 	  "Add a leaf frame with the thread's status: [running], [native, no GIL], [runnable], "
 	  "[gil wait], [sleeping], [disk]", 3 },
-	{ "stats", OPT_STATS, NULL, 0, "Print cache and read statistics at the end", 3 },
+	{ "stats", OPT_STATS, "FORM", OPTION_ARG_OPTIONAL,
+	  "End-of-run figures on stderr: text (the summary and cache and read statistics; "
+	  "--stats alone), json (all of them as one JSON line, no summary or table), "
+	  "none (no summary or table; warnings stay)", 3 },
 	{ "quiet", 'q', NULL, 0, "No live line, summary or top-functions table on stderr", 3 },
 	{ "verbose", OPT_VERBOSE, NULL, 0, "Show libbpf's messages (when the BPF side fails to load)", 3 },
 	{ 0 },
@@ -96,11 +101,23 @@ static int add_pids(pid_t *list, int *n, const char *arg)
 	}
 }
 
+/* --stats[=FORM], in any case: alone, text; -1 for an unknown form. */
+static int stats_by_name(const char *s)
+{
+	if (!s || !strcasecmp(s, "text"))
+		return STATS_TEXT;
+	if (!strcasecmp(s, "json"))
+		return STATS_JSON;
+	if (!strcasecmp(s, "none"))
+		return STATS_NONE;
+	return -1;
+}
+
 static error_t parse_opt(int key, char *arg, struct argp_state *st)
 {
 	struct record *r = st->input;
 	unsigned long long n;
-	int mode;
+	int mode, form;
 
 	switch (key) {
 	case 'p':
@@ -154,7 +171,12 @@ static error_t parse_opt(int key, char *arg, struct argp_state *st)
 	case 't': r->c.o.per_thread = true; break;
 	case OPT_STATUS: r->c.o.status = true; break;
 	case 'q': r->quiet = true; break;
-	case OPT_STATS: r->stats = true; break;
+	case OPT_STATS:
+		form = stats_by_name(arg);
+		if (form < 0)
+			argp_error(st, "invalid --stats '%s' (text, json or none)", arg);
+		r->stats = (enum stats_form)form;
+		break;
 	case OPT_VERBOSE: r->verbose = true; break;
 	case ARGP_KEY_ARGS:
 		r->cmd = st->argv + st->next;
@@ -456,195 +478,6 @@ static void loop(struct record *r)
 		live_clear();
 }
 
-/* Why the rate is lower than asked, or NULL. */
-static const char *cap_reason(const struct sampler_limit *l, char *buf, size_t n)
-{
-	if (l->why == CAP_KERNEL)
-		snprintf(buf, n, "kernel.perf_event_max_sample_rate is %u", l->max_rate);
-	else if (l->why == CAP_COST)
-		snprintf(buf, n, "one sample interrupt costs %.1f us on this host, and the "
-			 "interrupts may take %g%% of each CPU (half of perf_cpu_time_max_percent)",
-			 l->irq_ns / 1000.0, l->budget_pct / 2.0);
-	else
-		return NULL;
-	return buf;
-}
-
-/* The rate the sampler runs at; said at once when lower than asked. */
-static unsigned rate_limited(struct record *r)
-{
-	struct sampler_limit l;
-	char why[200];
-
-	sampler_limit(r->c.smp, &l);
-	if (!r->quiet && cap_reason(&l, why, sizeof(why)))
-		fprintf(stderr, "pybpfprof: warning: -F %u lowered to %u Hz: %s\n", l.asked, l.hz, why);
-	return l.hz;
-}
-
-/*
- * The summary's rate lines: a lowered rate, and a clock that fell short of
- * it (the host could not keep up; each missed interrupt is a lost sample),
- * or samples the program skipped to keep within its CPU budget.
- */
-static void print_rate(struct record *r, const uint64_t *st)
-{
-	struct sampler_limit l;
-	double hz, share;
-	char why[200];
-
-	sampler_limit(r->c.smp, &l);
-	sampler_achieved(r->c.smp, &hz, &share);
-	if (cap_reason(&l, why, sizeof(why)))
-		fprintf(stderr, "pybpfprof: warning: sampled at %u Hz, not the %u asked: %s\n",
-			l.hz, l.asked, why);
-	if (hz > 0 && hz < RATE_SHORT * l.hz)
-		fprintf(stderr, "pybpfprof: warning: the host achieved %.0f interrupts/s per CPU of "
-			"the %u asked: samples were lost\n", hz, l.hz);
-	if (st[PBP_STAT_BUDGET])
-		fprintf(stderr, "pybpfprof: warning: %llu samples or stack copies skipped: the "
-			"sampler used its %g%% share of each CPU\n",
-			(unsigned long long)st[PBP_STAT_BUDGET], l.budget_pct / 2.0);
-}
-
-static const char *mode_name(enum pbp_mode m)
-{
-	return m == MODE_WALL ? "wall" : m == MODE_GIL ? "gil" : "cpu";
-}
-
-/*
- * Samples the kernel delivered for a target that no Python thread state
- * claims are not in the profile. A few are normal (a thread of a C library,
- * one that has not run Python yet); most or all of them mean the thread ids
- * did not match, which must never pass as an empty or thin profile.
- */
-static void warn_unattributed(const struct collector *c, uint64_t delivered)
-{
-	if (!c->dropped || (c->dropped * 10 < delivered && agg_total(c->agg)))
-		return;
-	fprintf(stderr, "pybpfprof: warning: %llu of %llu samples delivered by the kernel matched no "
-		"Python thread of the target and are not in the profile (threads that never ran "
-		"Python, or thread ids that could not be matched to the target's thread states)\n",
-		(unsigned long long)c->dropped, (unsigned long long)delivered);
-}
-
-/* Targets that exec'd: what of them was profiled, and what was not. */
-static void print_execs(const struct record *r)
-{
-	for (int i = 0; i < r->nexecs; i++) {
-		const struct exec_note *n = &r->execs[i];
-		double at = (double)(n->at_ns - r->start_ns) / 1e9;
-
-		if (n->back_ns)
-			fprintf(stderr, "pybpfprof: pid %d exec'd at %.2f s; profiled again %.1f ms later "
-				"(Python %s)\n", (int)n->pid, at, (double)(n->back_ns - n->at_ns) / 1e6,
-				n->version);
-		else
-			fprintf(stderr, "pybpfprof: pid %d exec'd at %.2f s; not profiled after: %s%s%s\n",
-				(int)n->pid, at, n->err ? pbp_strerror(n->err) : "not Python by the end",
-				n->version[0] ? " " : "", n->version);
-	}
-}
-
-static void print_summary(struct record *r)
-{
-	const struct collector *c = &r->c;
-	uint64_t st[PBP_STAT__COUNT];
-	double secs = (double)(r->end_ns - r->start_ns) / 1e9;
-
-	sampler_stats(c->smp, st);
-	fprintf(stderr, "pybpfprof: %s mode, %llu samples in %.2f s (%.1f/s at %u Hz), %llu lost\n",
-		mode_name(c->o.mode), (unsigned long long)agg_total(c->agg), secs,
-		secs > 0 ? (double)agg_total(c->agg) / secs : 0.0, c->o.hz,
-		(unsigned long long)st[PBP_STAT_LOST]);
-	fprintf(stderr, "pybpfprof: kernel: %llu taken, %llu delivered; stacks: %llu deeper than %d, "
-		"%llu faulted, %llu completed in user space, %llu failed\n",
-		(unsigned long long)st[PBP_STAT_TAKEN], (unsigned long long)st[PBP_STAT_DELIVERED],
-		(unsigned long long)st[PBP_STAT_TRUNCATED], PBP_MAX_FRAMES,
-		(unsigned long long)st[PBP_STAT_FAULTED], (unsigned long long)c->sym.completed,
-		(unsigned long long)c->sym.failed);
-	warn_unattributed(c, st[PBP_STAT_DELIVERED]);
-	print_rate(r, st);
-	if (c->sym.elided)
-		fprintf(stderr, "pybpfprof: %llu stacks read were deeper than %d frames: frames in their "
-			"middle are one \"[... N frames elided]\" frame\n",
-			(unsigned long long)c->sym.elided, PBP_MAX_DEPTH);
-	if (c->sym.unknown_frames)
-		fprintf(stderr, "pybpfprof: %llu frames unnamed, shown as [unknown]: their code was freed, "
-			"or the process gone, before it could be read\n",
-			(unsigned long long)c->sym.unknown_frames);
-	if (c->o.mode != MODE_CPU)
-		fprintf(stderr, "pybpfprof: %llu ticks (%llu dropped, the loop fell behind); "
-			"%llu stacks taken as threads left the CPU (%llu lost)\n",
-			(unsigned long long)c->ticks, (unsigned long long)c->late_ticks,
-			(unsigned long long)st[PBP_STAT_SNAPPED],
-			(unsigned long long)st[PBP_STAT_SNAP_LOST]);
-	if (c->late_ticks)
-		fprintf(stderr, "pybpfprof: warning: %llu of %llu ticks (%.1f%%) dropped: the profiler "
-			"fell behind, and the profile misses that share of the run\n",
-			(unsigned long long)c->late_ticks,
-			(unsigned long long)(c->ticks + c->late_ticks),
-			100.0 * (double)c->late_ticks / (double)(c->ticks + c->late_ticks));
-	for (int i = 0; i < r->ntargets; i++)
-		if (r->targets[i].p && !r->all)
-			target_print_threads(c, &r->targets[i], stderr);
-	print_execs(r);
-	if (r->all)
-		fprintf(stderr, "pybpfprof: %d Python processes profiled at the end, %d not profiled\n",
-			run_live_targets(r), r->nskipped);
-	for (int i = 0; i < r->nskipped; i++) {
-		fprintf(stderr, "pybpfprof:   pid %d (", (int)r->skipped[i].pid);
-		text_put(stderr, r->skipped[i].what, TEXT_PLAIN);     /* comm: the process chose it */
-		fprintf(stderr, ") not profiled: %s\n", pbp_strerror(r->skipped[i].err));
-	}
-}
-
-static void print_stats(struct record *r)
-{
-	const struct collector *c = &r->c;
-	double ns = (double)(agg_total(c->agg) ? agg_total(c->agg) : 1);
-	struct sampler_limit l;
-	double hz, share;
-
-	for (int i = 0; i < r->ntargets; i++) {
-		if (!r->targets[i].p)
-			continue;
-		const struct remote_stats *rs = remote_stats(r->targets[i].p->r);
-		const struct codecache_stats *cs = codecache_stats(r->targets[i].p->codes);
-
-		fprintf(stderr, "pybpfprof: pid %d (Python %s):\n", (int)r->targets[i].pid,
-			r->targets[i].p->version);
-		fprintf(stderr, "  page cache    %llu hits, %llu misses, %llu evictions\n",
-			(unsigned long long)rs->hits, (unsigned long long)rs->misses,
-			(unsigned long long)rs->evictions);
-		fprintf(stderr, "  remote reads  %llu (%.3f per sample), %llu bytes (%.1f per sample), "
-			"%llu faults\n", (unsigned long long)rs->reads, (double)rs->reads / ns,
-			(unsigned long long)rs->bytes, (double)rs->bytes / ns,
-			(unsigned long long)rs->faults);
-		fprintf(stderr, "  code objects  %llu hits, %llu misses, %llu reused addresses, "
-			"%llu unreadable\n", (unsigned long long)cs->hits, (unsigned long long)cs->misses,
-			(unsigned long long)cs->stale, (unsigned long long)cs->bad);
-	}
-	if (c->o.mode != MODE_CPU)
-		fprintf(stderr, "  tick stacks   %llu reused (thread had not run), %llu from the kernel "
-			"(on CPU), %llu taken by the kernel as the thread left the CPU, %llu read at "
-			"the tick; %llu switches after the tick instant\n",
-			(unsigned long long)c->reused, (unsigned long long)c->from_kernel,
-			(unsigned long long)c->from_switch, (unsigned long long)c->read_now,
-			(unsigned long long)c->late_switches);
-	fprintf(stderr, "  thread lists  %llu read, %.3f s\n", (unsigned long long)c->rescans,
-		(double)c->rescan_ns / 1e9);
-	fprintf(stderr, "  samples       %llu outside Python code, %llu of non-Python threads, "
-		"%llu frames unnamed\n", (unsigned long long)c->sym.no_python,
-		(unsigned long long)c->dropped, (unsigned long long)c->sym.unknown_frames);
-	sampler_achieved(c->smp, &hz, &share);
-	sampler_limit(c->smp, &l);
-	fprintf(stderr, "  sampler       %.0f interrupts/s per busy CPU (at %u Hz), program %.2f%% "
-		"of each CPU, one interrupt %.1f us\n", hz, l.hz, share * 100, l.irq_ns / 1000.0);
-	fprintf(stderr, "  aggregate     %u distinct stacks, %u locations\n", agg_nstacks(c->agg),
-		agg_nlocs(c->agg));
-}
-
 static int output_format(const struct record *r)
 {
 	return r->format >= 0 ? r->format : format_by_path(r->outpath);
@@ -681,16 +514,8 @@ static int write_profile(void *ctx, const struct agg *a, const struct window *w)
 /* The summary and top functions on stderr (none with -q), and --stats. */
 static int print_report(void *ctx, const struct agg *a, const struct window *w)
 {
-	struct record *r = ctx;
-	struct profile_meta m = { .mode = mode_name(r->c.o.mode), .hz = r->c.o.hz };
-
 	(void)w;
-	if (!r->quiet) {
-		print_summary(r);
-		top_print(a, &m, stderr, 10);
-	}
-	if (r->stats)
-		print_stats(r);
+	summary_print(ctx, a);
 	return 0;
 }
 
@@ -761,7 +586,7 @@ static int run(struct record *r, int *go_fd)
 	err = sampler_open(&r->c.smp, &so);
 	if (err)
 		return report_sampler_error(err);
-	r->c.o.hz = rate_limited(r);
+	r->c.o.hz = run_rate_limited(r);
 	for (int i = 0; i < r->ntargets; i++)
 		if ((err = run_start_target(r, &r->targets[i])) != 0)
 			return report_sampler_error(err);

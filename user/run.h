@@ -91,6 +91,12 @@ struct pending {
 	uint64_t next_ns;
 };
 
+/*
+ * The end-of-run figures: the human summary (default), with the cache and
+ * read statistics (text), as one JSON line instead (json), or none.
+ */
+enum stats_form { STATS_SUMMARY, STATS_TEXT, STATS_JSON, STATS_NONE };
+
 struct record {
 	/* options */
 	pid_t pids[MAX_PIDS], excluded[MAX_PIDS];
@@ -103,7 +109,8 @@ struct record {
 	const char *outpath;
 	struct output out;      /* opened before sampling starts */
 	int format;
-	bool stats, quiet, verbose;
+	enum stats_form stats;
+	bool quiet, verbose;
 	char **cmd;
 	/* state */
 	struct collector c;
@@ -144,5 +151,11 @@ void launch_end(struct record *r, bool stopping);
 int launch_status(const struct record *r);
 /* Reap the launched command (waitpid flags), keeping its status for our exit code: true when reaped. */
 bool launch_reap(struct record *r, int flags);
+
+/* summary.c: the end of the run on stderr */
+/* The rate the sampler achieves (it may be capped below the asked one: said once). */
+unsigned run_rate_limited(struct record *r);
+/* What --stats and -q ask for at the end of the run, for the aggregate a. */
+void summary_print(struct record *r, const struct agg *a);
 
 #endif /* PBP_RUN_H */

@@ -1,4 +1,4 @@
-"""scripts/bench.py (`make bench`) runs and writes bench/RESULTS.md's structure.
+"""scripts/bench/ (`make bench`) runs and writes bench/RESULTS.md's structure.
 
 Numbers never go in tests: this checks that the bench runs (quick, two
 scenarios, one interpreter) and that its results file has every section, the
@@ -15,7 +15,7 @@ import pytest
 
 from conftest import REPO
 
-BENCH = os.path.join(REPO, "scripts", "bench.py")
+BENCH = os.path.join(REPO, "scripts", "bench")     # a directory: its __main__.py
 PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 PYENV = os.environ.get("PYENV_ROOT") or "/root/.pyenv"
 KEPT = "Hand-written analysis that a rerun must keep."

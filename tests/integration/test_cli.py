@@ -2,8 +2,10 @@
 numbers that cannot be honoured are refused, option values in any case, a
 mistyped subcommand named as such, resource limits named with their own exit
 code, no terminal escapes where the terminal cannot take them, and a launched
-command that is not Python given up on within the 10 s README promises."""
+command that is not Python given up on within the 10 s README promises; and
+the end-of-run figures as JSON (--stats=json, issue 16), which make bench reads."""
 
+import json
 import os
 import pty
 import select
@@ -13,7 +15,7 @@ import time
 import pytest
 
 from conftest import PYBPFPROF, SANITIZED, _discover
-from profile import WORKERS
+from profile import WORKERS, parse_collapsed, total
 
 EXIT_OK, EXIT_USAGE, EXIT_NO_PROCESS, EXIT_NOT_PYTHON, EXIT_RESOURCES = 0, 2, 3, 4, 12
 NO_PID = "4194301"      # above any pid_max in use here: parses, then "no such process"
@@ -265,3 +267,67 @@ def test_resource_limit_named_by_dump(start_target):
     assert r.returncode == EXIT_RESOURCES, r.stderr
     assert r.stderr.splitlines() == [
         "pybpfprof: pid %d: too many open files (the limit is 4 per process: ulimit -n)" % pid]
+
+
+# --- issue 16: the end-of-run figures as JSON -----------------------------------
+
+# README "End-of-run figures as JSON": every key, always present.
+STATS_KEYS = {
+    "mode", "hz", "hz_asked", "rate_capped", "seconds", "samples", "interrupts_per_cpu_s",
+    "program_cpu_share", "program_ns", "interrupt_us", "fired", "taken", "delivered", "lost",
+    "budget_skipped", "truncated", "faulted", "snapped", "snap_lost", "completed", "failed",
+    "elided", "unknown_frames", "no_python", "unattributed", "ticks", "late_ticks",
+    "tick_stacks", "thread_lists", "thread_list_seconds", "stacks", "locations", "processes",
+    "execs", "not_profiled",
+}
+PROCESS_KEYS = {
+    "pid", "python", "page_hits", "page_misses", "page_evictions", "reads", "read_bytes",
+    "read_faults", "code_hits", "code_misses", "code_reused", "code_unreadable", "gil_ticks",
+    "gil_held", "gil_contended",
+}
+
+
+def test_stats_json(start_target, tmp_path):
+    """One JSON line in place of the summary; its figures agree with the profile."""
+    interp = first_interp()
+    proc, pid, ready = start_target(interp, WORKERS, "spinner")
+    out = tmp_path / "out.txt"
+    r = run("-p", pid, "-F", 199, "-d", 1.5, "--stats=json", "-o", out)
+    assert r.returncode == EXIT_OK, r.stderr
+    objs = [l for l in r.stderr.splitlines() if l.startswith("{")]
+    assert len(objs) == 1, r.stderr
+    assert "samples in" not in r.stderr and "page cache" not in r.stderr, r.stderr
+    st = json.loads(objs[0])
+    assert set(st) == STATS_KEYS, sorted(set(st) ^ STATS_KEYS)
+    assert (st["mode"], st["hz"], st["hz_asked"], st["rate_capped"]) == ("cpu", 199, 199, None)
+    assert st["samples"] == total(parse_collapsed(out.read_text())) > 0
+    counts = [k for k in STATS_KEYS if k not in ("mode", "rate_capped", "tick_stacks", "processes",
+                                                  "execs", "not_profiled") and "seconds" not in k
+              and k not in ("interrupts_per_cpu_s", "program_cpu_share", "interrupt_us")]
+    assert all(type(st[k]) is int and st[k] >= 0 for k in counts), st
+    assert st["delivered"] <= st["taken"] <= st["fired"], st
+    assert st["samples"] <= st["delivered"] and st["program_ns"] > 0, st
+    assert 1.0 <= st["seconds"] <= 3.0 and 0 < st["program_cpu_share"] < 1, st
+    assert st["ticks"] == 0 and st["execs"] == [] and st["not_profiled"] == []
+    assert set(st["tick_stacks"]) == {"reused", "from_kernel", "from_switch", "read_now",
+                                      "late_switches"}
+    assert len(st["processes"]) == 1, st["processes"]
+    p = st["processes"][0]
+    assert set(p) == PROCESS_KEYS and p["pid"] == pid, p
+    assert p["python"].startswith("%d.%d." % tuple(ready["version"][:2])), (p, ready)
+
+    # With -q the line is all of stderr; --stats=none leaves no summary.
+    r = run("-p", pid, "-F", 99, "-d", 0.5, "-q", "--stats=JSON", "-o", out)
+    assert r.returncode == EXIT_OK, r.stderr
+    assert len(r.stderr.splitlines()) == 1 and json.loads(r.stderr)["mode"] == "cpu", r.stderr
+    r = run("-p", pid, "-F", 99, "-d", 0.5, "--stats=none", "-o", out)
+    assert r.returncode == EXIT_OK, r.stderr
+    assert all(l.startswith("pybpfprof: warning: ") for l in r.stderr.splitlines()), r.stderr
+
+
+def test_stats_form_refused():
+    r = run("--stats=xml", "-p", NO_PID)
+    usage_error(r, "invalid --stats 'xml' (text, json or none)")
+    assert r.stderr.splitlines()[1:] == ["Try `pybpfprof --help' or `pybpfprof --usage' for more "
+                                         "information."], r.stderr
+    assert run("--stats=None", "-p", NO_PID).returncode == EXIT_NO_PROCESS

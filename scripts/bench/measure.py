@@ -1,0 +1,55 @@
+"""The bench: its figures, and the scenarios run in turn on each interpreter."""
+
+import os
+import subprocess
+import tempfile
+import time
+
+import cost
+import host
+import slowdown
+import wall
+from common import PBP, SCENARIOS, log
+from targets import kill_all
+
+
+class Bench(object):
+    """What the scenarios share: the configuration, the figures per interpreter
+    (add), detail lines per scenario (det), and output file names (out)."""
+
+    def __init__(self, cfg, interps, only):
+        self.cfg, self.interps, self.only = cfg, interps, only
+        self.figs = {}          # interp name -> {key: Figure}
+        self.detail = {}        # scenario -> list of markdown lines
+        self.tmp = tempfile.mkdtemp(prefix="pbp-bench-out-")
+        self.has_all = "--all" in subprocess.run([PBP, "--help"], capture_output=True,
+                                                 text=True).stdout
+
+    def add(self, it, fig):
+        self.figs.setdefault(it.name, {})[fig.key] = fig
+
+    def out(self, stem):
+        return os.path.join(self.tmp, "%s-%d.txt" % (stem, len(os.listdir(self.tmp))))
+
+    def det(self, scen, line):
+        self.detail.setdefault(scen, []).append(line)
+
+    # -- driver
+
+    def run(self):
+        order = [s for s in SCENARIOS if s in self.only]
+        for it in self.interps:
+            it.setup(it.name)
+            try:
+                for scen in order:
+                    if scen == "reads" and "cost" in order:
+                        continue    # measured by the cost runs
+                    log("%s on %s" % (scen, it.name))
+                    t = time.monotonic()
+                    {"slowdown": slowdown.slowdown, "cost": cost.cost, "reads": cost.cost,
+                     "wall": wall.wall, "host": host.host, "deep": cost.deep,
+                     "rate": host.rate}[scen](self, it)
+                    log("  %.0f s" % (time.monotonic() - t))
+            finally:
+                kill_all()
+                it.cleanup()
