@@ -11,41 +11,36 @@ BUILD    := build
 ARCH     := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 WARN     := -Wall -Wextra -Werror
 CFLAGS   ?= -O2 -g
-CFLAGS   += -std=c11 -D_GNU_SOURCE $(WARN) -Iinclude -I$(BUILD)
-LDLIBS   := -lbpf -lelf -lz
+INCLUDES := -Iinclude -Iuser -I$(BUILD)
+LDLIBS   := -lbpf -lelf -lz -lprotobuf-c
 
-# User space split in two: the library (everything testable without BPF)
-# and the parts that need the skeleton or are the program entry.
-PROG_SRCS := user/main.c user/sampler.c user/record.c user/attach.c user/launch.c user/statsjson.c user/summary.c
-LIB_SRCS  := $(filter-out $(PROG_SRCS),$(wildcard user/*.c))
-LIB_OBJS  := $(LIB_SRCS:user/%.c=$(BUILD)/obj/%.o)
-PROG_OBJS := $(PROG_SRCS:user/%.c=$(BUILD)/obj/%.o)
-HDRS      := $(wildcard include/*.h user/*.h)
+# User space: one folder per stage (see README "How it works"); everything
+# but the entry point is a library that the program, the unit tests and the
+# fuzzers link against. Every object also writes its dependencies (-MMD -MP),
+# so a header edit rebuilds only what includes it.
+MAIN_SRC  := user/cli/main.c
+LIB_SRCS  := $(filter-out $(MAIN_SRC),$(wildcard user/*/*.c))
 
 # pprof's schema (proto/*.proto), compiled by protoc-c into build/proto/ and
-# linked into everything that links the library. The generated C is not ours
-# to fix, so it builds without -Werror.
-PROTOS     := $(wildcard proto/*.proto)
-PROTO_C    := $(PROTOS:proto/%.proto=$(BUILD)/proto/%.pb-c.c)
-PROTO_H    := $(PROTO_C:.c=.h)
-PROTO_OBJS := $(PROTO_C:$(BUILD)/proto/%.c=$(BUILD)/obj/%.o)
-HDRS       += $(PROTO_H)
-LIB_OBJS   += $(PROTO_OBJS)
-LDLIBS     += -lprotobuf-c
+# part of the library. The generated C is not ours to fix: no -Werror.
+PROTOS    := $(wildcard proto/*.proto)
+PROTO_C   := $(PROTOS:proto/%.proto=$(BUILD)/proto/%.pb-c.c)
+PROTO_H   := $(PROTO_C:.c=.h)
 
 BPF_SRCS  := $(wildcard bpf/*.bpf.c)
 BPF_OBJS  := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/%.bpf.o)
 SKELS     := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/%.skel.h)
+# Made before any object is compiled: the first build has no dependency files yet.
+GENERATED := $(SKELS) $(PROTO_H) $(BUILD)/flamegraph.html.inc
 
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
-UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit/%)
-ASAN_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/asan/%)
 SAN       := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
-# Keep the BPF object: bpftool reads it and the tests inspect it.
-.SECONDARY: $(BPF_OBJS) $(SKELS)
+# Keep what only pattern rules name: make would delete it as intermediate.
+.SECONDARY: $(BPF_OBJS) $(SKELS) $(PROTO_C) $(PROTO_H)
 
-.PHONY: all deps test unit unit-asan integration integration-asan fuzz fuzz-regress bench demo install clean chroot soak
+.PHONY: all deps test unit unit-asan integration integration-asan fuzz fuzz-regress bench demo \
+	install clean chroot soak layers
 
 all: $(BUILD)/pybpfprof
 
@@ -56,52 +51,74 @@ $(BUILD)/vmlinux.h:
 	@mkdir -p $(BUILD)
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
 
+# Program and callback signatures are the kernel's: unused parameters are allowed.
 $(BUILD)/%.bpf.o: bpf/%.bpf.c include/pybpfprof.h $(BUILD)/vmlinux.h
-	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -I$(BUILD) -c $< -o $@
+	$(CLANG) -g -O2 $(WARN) -Wno-unused-parameter -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -I$(BUILD) -c $< -o $@
 
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
-
-$(BUILD)/obj/%.o: user/%.c $(HDRS) $(SKELS)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/proto/%.pb-c.c $(BUILD)/proto/%.pb-c.h: proto/%.proto
 	@mkdir -p $(BUILD)/proto
 	protoc-c --proto_path=proto --c_out=$(BUILD)/proto $<
 
-# Generated sources are kept: make would otherwise delete them as intermediates.
-.SECONDARY: $(PROTO_C) $(PROTO_H)
-
-$(BUILD)/obj/%.pb-c.o: $(BUILD)/proto/%.pb-c.c $(PROTO_H)
-	@mkdir -p $(dir $@)
-	$(CC) $(filter-out -Werror,$(CFLAGS)) -c $< -o $@
-
 # The flame graph page is a template that html.c includes as bytes.
-$(BUILD)/flamegraph.html.inc: user/flamegraph.html.tmpl
+$(BUILD)/flamegraph.html.inc: user/output/flamegraph.html.tmpl
 	@mkdir -p $(BUILD)
 	xxd -i < $< > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/obj/html.o $(UNIT_BINS) $(ASAN_BINS): $(BUILD)/flamegraph.html.inc
+# One set of rules per build flavour: $(call flavour,DIR,COMPILER,FLAGS)
+# compiles the library into DIR/libpybpfprof.a and the unit tests into
+# DIR/unit/. Flavours: release (the program), asan (ASan+UBSan: the unit
+# tests again and the whole program for integration-asan; clang, because
+# gcc's UBSan ignores log_path), fuzz (libFuzzer's coverage on top).
+define flavour
+$(1)/obj/%.o: user/%.c | $(GENERATED)
+	@mkdir -p $$(dir $$@)
+	$(2) $(3) -MMD -MP -c $$< -o $$@
 
-$(BUILD)/pybpfprof: $(PROG_OBJS) $(LIB_OBJS)
+$(1)/obj/%.pb-c.o: $(BUILD)/proto/%.pb-c.c | $(GENERATED)
+	@mkdir -p $$(dir $$@)
+	$(2) $(filter-out -Werror,$(3)) -c $$< -o $$@
+
+$(1)/libpybpfprof.a: $(LIB_SRCS:user/%.c=$(1)/obj/%.o) $(PROTO_C:$(BUILD)/proto/%.c=$(1)/obj/%.o)
+	rm -f $$@ && ar rcs $$@ $$^
+
+$(1)/unit/%: tests/unit/%.c $(1)/libpybpfprof.a | $(GENERATED)
+	@mkdir -p $$(dir $$@)
+	$(2) $(3) -MMD -MP -Itests/unit $$< $(1)/libpybpfprof.a -o $$@ $(LDLIBS)
+
+-include $(LIB_SRCS:user/%.c=$(1)/obj/%.d) $(1)/obj/cli/main.d $(UNIT_SRCS:tests/unit/%.c=$(1)/unit/%.d)
+endef
+
+CFLAGS_ALL  := -std=c11 -D_GNU_SOURCE $(WARN) $(INCLUDES)
+ASAN_DIR    := $(BUILD)/asan-bin
+ASAN_CFLAGS := $(CFLAGS_ALL) -g -O1 $(SAN)
+FUZZ_DIR    := $(BUILD)/fuzz
+FUZZ_CFLAGS := $(CFLAGS_ALL) -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
+	-fno-sanitize-recover=all
+
+$(eval $(call flavour,$(BUILD),$(CC),$(CFLAGS_ALL) $(CFLAGS)))
+$(eval $(call flavour,$(ASAN_DIR),$(CLANG),$(ASAN_CFLAGS)))
+$(eval $(call flavour,$(FUZZ_DIR),$(CLANG),$(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link))
+
+$(BUILD)/pybpfprof: $(BUILD)/obj/cli/main.o $(BUILD)/libpybpfprof.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
+UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit/%)
+ASAN_BINS := $(UNIT_SRCS:tests/unit/%.c=$(ASAN_DIR)/unit/%)
+
 # Unit tests: once plain, once under ASan+UBSan (with leak checking).
-$(BUILD)/unit/%: tests/unit/%.c $(LIB_SRCS) $(HDRS) $(PROTO_OBJS)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/unit $< $(LIB_SRCS) $(PROTO_OBJS) -o $@ $(LDLIBS)
-
-$(BUILD)/asan/%: tests/unit/%.c $(LIB_SRCS) $(HDRS) $(PROTO_OBJS)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -O1 $(SAN) -Itests/unit $< $(LIB_SRCS) $(PROTO_OBJS) -o $@ $(LDLIBS)
-
 unit: $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do (cd tests/unit && ../../$$t); done
 
 unit-asan: $(ASAN_BINS)
 	@set -e; for t in $(ASAN_BINS); do \
 		(cd tests/unit && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 ../../$$t); done
+
+# A lower stage never includes a higher one, and headers include no cycle.
+layers:
+	@scripts/check-layers.py
 
 # Fuzzing (libFuzzer): each tests/fuzz/fuzz_NAME.c is linked with the whole
 # library, built again by clang with coverage and sanitizers (the HTML writer
@@ -112,25 +129,12 @@ unit-asan: $(ASAN_BINS)
 # runs each harness once over every committed input (part of `make test`).
 FUZZ_SECONDS ?= 60
 FUZZ_SRCS   := $(wildcard tests/fuzz/fuzz_*.c)
-FUZZ_BINS   := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/fuzz/%)
-FUZZ_SAN    := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
-FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -Iinclude -I$(BUILD) $(FUZZ_SAN)
-FUZZ_LIB    := $(LIB_SRCS:user/%.c=$(BUILD)/fuzz/obj/%.o) $(PROTO_C:$(BUILD)/proto/%.c=$(BUILD)/fuzz/obj/%.o)
+FUZZ_BINS   := $(FUZZ_SRCS:tests/fuzz/%.c=$(FUZZ_DIR)/%)
 
-# Kept between builds: only pattern rules name them.
-.SECONDARY: $(FUZZ_LIB)
+$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_DIR)/libpybpfprof.a | $(GENERATED)
+	$(CLANG) $(FUZZ_CFLAGS) -MMD -MP -fsanitize=fuzzer $< $(FUZZ_DIR)/libpybpfprof.a -o $@ $(LDLIBS)
 
-$(BUILD)/fuzz/obj/%.o: user/%.c $(HDRS) $(BUILD)/flamegraph.html.inc
-	@mkdir -p $(dir $@)
-	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
-
-$(BUILD)/fuzz/obj/%.pb-c.o: $(BUILD)/proto/%.pb-c.c $(PROTO_H)
-	@mkdir -p $(dir $@)
-	$(CLANG) $(filter-out -Werror,$(FUZZ_CFLAGS)) -fsanitize=fuzzer-no-link -c $< -o $@
-
-$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB) $(HDRS)
-	@mkdir -p $(dir $@)
-	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_LIB) -o $@ $(LDLIBS)
+-include $(FUZZ_BINS:%=%.d)
 
 fuzz: $(FUZZ_BINS)
 	@set -e; for f in $(FUZZ_BINS); do n=$${f##*/fuzz_}; \
@@ -158,10 +162,7 @@ integration: all
 # appears during a test fails it (tests/integration/conftest.py), leaks
 # found at exit included. Built by clang: gcc's UBSan ignores log_path and
 # writes to stderr, where a test that accepts the exit code would miss it.
-ASAN_DIR  := $(BUILD)/asan-bin
 ASAN_PROG := $(ASAN_DIR)/pybpfprof
-ASAN_OBJS := $(PROG_SRCS:user/%.c=$(ASAN_DIR)/obj/%.o) $(LIB_SRCS:user/%.c=$(ASAN_DIR)/obj/%.o) \
-	     $(PROTO_C:$(BUILD)/proto/%.c=$(ASAN_DIR)/obj/%.o)
 ASAN_LOGS := $(ASAN_DIR)/reports
 ASAN_INTERPS ?= 3.11-debian-static,3.13
 # Left out, and why:
@@ -182,19 +183,8 @@ ASAN_ENV := PBP_BIN=$(abspath $(ASAN_PROG)) PBP_SANITIZED=1 PBP_SANITIZER_LOGS=$
 	PBP_INTERPS=$(ASAN_INTERPS) \
 	ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:detect_stack_use_after_return=1:log_path=$(abspath $(ASAN_LOGS))/asan \
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:log_path=$(abspath $(ASAN_LOGS))/ubsan
-ASAN_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -Iinclude -I$(BUILD) -g -O1 $(SAN)
 
-$(ASAN_DIR)/obj/%.o: user/%.c $(HDRS) $(SKELS)
-	@mkdir -p $(dir $@)
-	$(CLANG) $(ASAN_CFLAGS) -c $< -o $@
-
-$(ASAN_DIR)/obj/%.pb-c.o: $(BUILD)/proto/%.pb-c.c $(PROTO_H)
-	@mkdir -p $(dir $@)
-	$(CLANG) $(filter-out -Werror,$(ASAN_CFLAGS)) -c $< -o $@
-
-$(ASAN_DIR)/obj/html.o: $(BUILD)/flamegraph.html.inc
-
-$(ASAN_PROG): $(ASAN_OBJS)
+$(ASAN_PROG): $(ASAN_DIR)/obj/cli/main.o $(ASAN_DIR)/libpybpfprof.a
 	$(CLANG) $(ASAN_CFLAGS) $^ -o $@ $(LDLIBS)
 
 # The report directory is open to all: some tests run the binary as nobody.
@@ -204,6 +194,7 @@ integration-asan: $(ASAN_PROG)
 
 test: deps
 	$(MAKE) all
+	$(MAKE) layers
 	$(MAKE) unit
 	$(MAKE) unit-asan
 	$(MAKE) fuzz-regress

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Write line-table test vectors for user/linetable.c.
+"""Write line-table test vectors for user/cpython/linetable.c.
 
 Run it once with every CPython version to cover (3.8 and later):
 

@@ -8,7 +8,7 @@
  *
  * Only facts the compiler can compute go here; what a value means for the
  * profiler (which field the kernel starts from, how f_lasti counts) is
- * decided in user/pyver.c.
+ * decided in user/cpython/pyver.c.
  */
 #include <Python.h>
 #include <stddef.h>
@@ -29,7 +29,7 @@
  *         PyThreadState; the list of interpreters starts at the static
  *         interp_head of Python/pystate.c, and the GIL is a set of statics in
  *         Python/ceval_gil.h (gil_locked, gil_last_holder, gil_mutex,
- *         gil_cond), found by symbol at run time (user/process.c).
+ *         gil_cond), found by symbol at run time (user/cpython/process.c).
  *  3.7:   _PyRuntimeState in internal/pystate.h, the GIL struct in
  *         internal/gil.h; PyInterpreterState still public.
  *  3.8:   _PyRuntimeState, PyInterpreterState and the GIL in pycore_pystate.h;
@@ -65,7 +65,7 @@
  * Thread names (threading._active and the objects on the way to it):
  *  3.10+: PyModuleObject in pycore_moduleobject.h (3.8/3.9: moduleobject.c).
  *  3.11+: dict keys and values in pycore_dict.h (3.8-3.10: Objects/dict-common.h,
- *         not installed: user/pyver.c knows those), managed dicts in
+ *         not installed: user/cpython/pyver.c knows those), managed dicts in
  *         pycore_object.h; 3.12: sys.modules moved to pycore_import.h.
  */
 #if PY_VERSION_HEX >= 0x030a0000
@@ -118,7 +118,7 @@ static void fill_runtime(struct vals *v)
 	/*
 	 * 3.6: the "runtime" is the static PyInterpreterState *interp_head
 	 * itself, and interpreters have no id yet. The GIL's statics have no
-	 * struct: their places come from the symbol table (user/process.c).
+	 * struct: their places come from the symbol table (user/cpython/process.c).
 	 */
 	v->rt_size = sizeof(PyInterpreterState *);
 	v->rt_interpreters_head = 0;

@@ -3,7 +3,7 @@
  * libFuzzer harness for cgroup_parse: arbitrary bytes as /proc/PID/cgroup.
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude \
- *       tests/fuzz/fuzz_cgroup.c user/cgroup.c -o /tmp/fc
+ *       tests/fuzz/fuzz_cgroup.c user/proc/cgroup.c -o /tmp/fc
  *   /tmp/fc -max_total_time=60 /tmp/fc-corpus tests/fuzz/corpus/cgroup
  *
  * The input is handed over in an exact-size heap copy, not NUL-terminated,
@@ -17,8 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdbool.h>
 
-#include "pyprof.h"
+#include "proc/cgroup.h"
 
 #define MUST(c) do { if (!(c)) { fprintf(stderr, "invariant failed: %s\n", #c); __builtin_trap(); } } while (0)
 

@@ -29,7 +29,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pyprof.h"
+#include "pybpfprof.h"
+#include "core/errors.h"
+#include "cpython/debugoffsets.h"
+#include "cpython/objects.h"
+#include "cpython/pystr.h"
+#include "cpython/pyver.h"
 
 #define MUST(c) do { if (!(c)) { fprintf(stderr, "invariant failed: %s\n", #c); __builtin_trap(); } } while (0)
 

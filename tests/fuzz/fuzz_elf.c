@@ -3,7 +3,7 @@
  * libFuzzer harness for elf.c: arbitrary bytes as an ELF image.
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude \
- *       tests/fuzz/fuzz_elf.c user/elf.c -lelf -o /tmp/fe
+ *       tests/fuzz/fuzz_elf.c user/proc/elf.c -lelf -o /tmp/fe
  *   /tmp/fe -max_total_time=60 -max_len=65536 /tmp/fe-corpus tests/fuzz/corpus/elf
  *
  * Each input goes through both the in-memory API (elf_memory) and the file
@@ -51,8 +51,10 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include <stdbool.h>
+#include <sys/types.h>
 
-#include "pyprof.h"
+#include "proc/elf.h"
 
 #define MUST(c) do { if (!(c)) { fprintf(stderr, "invariant failed: %s\n", #c); __builtin_trap(); } } while (0)
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * libFuzzer harness for user/linetable.c, whose tables come straight from
+ * libFuzzer harness for user/cpython/linetable.c, whose tables come straight from
  * the target's memory.
  *
  * Input layout:
@@ -15,15 +15,17 @@
  *
  * Build and run (from the repository root):
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude \
- *       tests/fuzz/fuzz_linetable.c user/linetable.c -o /tmp/fz
+ *       tests/fuzz/fuzz_linetable.c user/cpython/linetable.c -o /tmp/fz
  *   /tmp/fz -max_total_time=60 tests/fuzz/corpus/linetable
  */
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
 
-#include "pyprof.h"
+#include "cpython/linetable.h"
+#include "cpython/pyver.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -3,7 +3,7 @@
  * libFuzzer harness for maps_parse_line: arbitrary bytes as one line.
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude \
- *       tests/fuzz/fuzz_maps.c user/maps.c -o /tmp/fm
+ *       tests/fuzz/fuzz_maps.c user/proc/maps.c -o /tmp/fm
  *   /tmp/fm -max_total_time=60 /tmp/fm-corpus tests/fuzz/corpus/maps
  *
  * An accepted line must give a well-formed entry, and printing that entry
@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pyprof.h"
+#include "proc/maps.h"
 
 #define MUST(c) do { if (!(c)) { fprintf(stderr, "invariant failed: %s\n", #c); __builtin_trap(); } } while (0)
 

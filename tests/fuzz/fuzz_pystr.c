@@ -27,7 +27,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pyprof.h"
+#include "core/errors.h"
+#include "cpython/pystr.h"
+#include "cpython/pyver.h"
 
 #define MUST(c) do { if (!(c)) { fprintf(stderr, "invariant failed: %s\n", #c); __builtin_trap(); } } while (0)
 

@@ -15,8 +15,8 @@ from conftest import PYBPFPROF, REPO
 README = os.path.join(REPO, "README.md")
 MANPAGE = os.path.join(REPO, "pybpfprof.1")
 COMPLETION = os.path.join(REPO, "scripts", "pybpfprof.bash-completion")
-HEADER = os.path.join(REPO, "include", "pyprof.h")
-PROCESS_C = os.path.join(REPO, "user", "process.c")
+HEADER = os.path.join(REPO, "user", "core", "errors.h")
+ERRORS_C = os.path.join(REPO, "user", "core", "errors.c")
 
 SUBCOMMANDS = ["record", "dump", "convert"]     # "record": no subcommand word
 ARGP_STANDARD = {"help", "usage", "version"}    # argp adds these to every subcommand
@@ -139,7 +139,7 @@ def test_completion_options_match_help(sub, options):
 
 def enum_exit_codes():
     m = re.search(r"enum pbp_exit\s*\{(.*?)\};", read(HEADER), re.S)
-    assert m, "no enum pbp_exit in include/pyprof.h"
+    assert m, "no enum pbp_exit in user/core/errors.h"
     codes, nxt = {}, 0
     for name, value in re.findall(r"\b(EXIT_\w+)\s*(?:=\s*(\d+))?\s*,", re.sub(r"/\*.*?\*/", "", m.group(1), flags=re.S)):
         nxt = int(value) if value else nxt
@@ -171,8 +171,8 @@ def test_man_page_exit_codes_match_enum():
 
 def test_readme_explains_every_error_string():
     """Every message pbp_strerror() can return is in README's troubleshooting."""
-    body = re.search(r"const char \*pbp_strerror\(int err\)\s*\{(.*?)\n\}", read(PROCESS_C), re.S)
-    assert body, "no pbp_strerror in user/process.c"
+    body = re.search(r"const char \*pbp_strerror\(int err\)\s*\{(.*?)\n\}", read(ERRORS_C), re.S)
+    assert body, "no pbp_strerror in user/core/errors.c"
     messages = [s for s in re.findall(r'return "([^"]*)";', body.group(1)) if s != "ok"]
     assert len(messages) >= 5
     trouble = md_section(read(README), "Troubleshooting")

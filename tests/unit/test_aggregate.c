@@ -6,8 +6,13 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
+#include <stddef.h>
 
-#include "pyprof.h"
+#include "aggregate/aggregate.h"
+#include "aggregate/convert.h"
+#include "aggregate/status.h"
+#include "output/writers.h"
 #include "unit.h"
 
 /* One sample of thread tid: its "thread TID name" root label, then one Python frame. */

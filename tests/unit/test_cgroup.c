@@ -7,8 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <stddef.h>
 
-#include "pyprof.h"
+#include "core/errors.h"
+#include "proc/cgroup.h"
 #include "unit.h"
 
 /* Ids as runtimes make them: 64 lower-case hex digits. */

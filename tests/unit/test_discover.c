@@ -11,8 +11,13 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
 
-#include "pyprof.h"
+#include "core/errors.h"
+#include "proc/cgroup.h"
+#include "proc/discover.h"
 #include "unit.h"
 
 #define PYTHON "/usr/bin/python3.11"

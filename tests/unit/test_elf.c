@@ -21,8 +21,12 @@
 #include <unistd.h>
 
 #include <gelf.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+#include <sys/types.h>
 
-#include "pyprof.h"
+#include "proc/elf.h"
 #include "unit.h"
 
 #define SEEDS "../fuzz/corpus/elf/"

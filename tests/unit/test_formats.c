@@ -3,8 +3,13 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include <zlib.h>
+#include <stdio.h>
+#include <stdint.h>
 
-#include "pyprof.h"
+#include "aggregate/aggregate.h"
+#include "aggregate/status.h"
+#include "output/formats.h"
+#include "output/writers.h"
 #include "unit.h"
 
 static void test_by_path(void)

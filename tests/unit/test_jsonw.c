@@ -2,8 +2,10 @@
 /* jsonw.c: commas at every nesting, strings escaped, numbers JSON can hold. */
 #include <math.h>
 #include <stdlib.h>
+#include <stdio.h>
+#include <stddef.h>
 
-#include "pyprof.h"
+#include "core/jsonw.h"
 #include "unit.h"
 
 static char *text;

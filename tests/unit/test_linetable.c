@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * user/linetable.c against the interpreters themselves: every
+ * user/cpython/linetable.c against the interpreters themselves: every
  * data/linevectors-*.txt (written by scripts/gen-linevectors.py, one per
  * CPython version) gives real line tables and the line CPython reports for
  * every byte offset. Hand-made tables then cover what compilers never emit:
@@ -15,8 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
 
-#include "pyprof.h"
+#include "cpython/linetable.h"
+#include "cpython/pyver.h"
 #include "unit.h"
 
 /* Mismatches reported in full; past this only counted, to keep logs short. */

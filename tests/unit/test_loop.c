@@ -7,8 +7,13 @@
  */
 #include <stdlib.h>
 #include <time.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
 
-#include "pyprof.h"
+#include "aggregate/aggregate.h"
+#include "core/errors.h"
+#include "sample/loop.h"
 #include "unit.h"
 
 #define MS 1000000ull

@@ -3,8 +3,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
 
-#include "pyprof.h"
+#include "proc/maps.h"
 #include "unit.h"
 
 static int parse(const char *line, struct map_entry *e)

@@ -8,8 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+#include <sys/types.h>
 
-#include "pyprof.h"
+#include "aggregate/aggregate.h"
+#include "core/errors.h"
+#include "proc/pidns.h"
 #include "unit.h"
 
 static pid_t ids[40];

@@ -8,11 +8,17 @@
  */
 #include <stdint.h>
 #include <stdlib.h>
+#include <stdio.h>
+#include <stdbool.h>
+#include <stddef.h>
 
 #include "unit.h"
-#include "pyprof.h"
+#include "pybpfprof.h"
+#include "core/errors.h"
+#include "cpython/debugoffsets.h"
+#include "cpython/pyver.h"
 #define PYVER_GEN_CROSSCHECK
-#include "../../user/offsets_gen.h"
+#include "cpython/offsets_gen.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 

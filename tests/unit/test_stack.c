@@ -7,8 +7,15 @@
  */
 #include <stdlib.h>
 #include <unistd.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
 
-#include "pyprof.h"
+#include "pybpfprof.h"
+#include "core/errors.h"
+#include "cpython/process.h"
+#include "cpython/stack.h"
+#include "proc/remote.h"
 #include "unit.h"
 
 struct fake_frame {

@@ -6,8 +6,16 @@
  */
 #include <ctype.h>
 #include <stdlib.h>
+#include <stdio.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
 
-#include "pyprof.h"
+#include "pybpfprof.h"
+#include "aggregate/aggregate.h"
+#include "aggregate/status.h"
+#include "core/errors.h"
+#include "output/writers.h"
 #include "unit.h"
 
 static bool is_colour(const char *c)

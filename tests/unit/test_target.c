@@ -12,8 +12,22 @@
  */
 #include <stdlib.h>
 #include <unistd.h>
+#include <stdio.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+#include <sys/types.h>
 
-#include "pyprof.h"
+#include "pybpfprof.h"
+#include "aggregate/aggregate.h"
+#include "aggregate/status.h"
+#include "core/limits.h"
+#include "cpython/codeobj.h"
+#include "cpython/process.h"
+#include "cpython/pyver.h"
+#include "proc/remote.h"
+#include "sample/sampler.h"
+#include "sample/target.h"
 #include "unit.h"
 
 #define KERNEL_DEPTH 2          /* a kernel sample taken on CPU */

@@ -1,8 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* text.c: the one escaper of text from the target, and collapsed lines built on it. */
 #include <stdlib.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <stddef.h>
 
-#include "pyprof.h"
+#include "aggregate/aggregate.h"
+#include "aggregate/status.h"
+#include "core/text.h"
+#include "output/writers.h"
 #include "unit.h"
 
 static char *esc(const char *s, enum text_esc how)

@@ -11,8 +11,19 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
+#include <stdio.h>
+#include <stdbool.h>
+#include <stddef.h>
 
-#include "pyprof.h"
+#include "core/errors.h"
+#include "core/text.h"
+#include "cpython/debugoffsets.h"
+#include "cpython/objects.h"
+#include "cpython/process.h"
+#include "cpython/pyver.h"
+#include "cpython/thread.h"
+#include "cpython/threadname.h"
+#include "proc/remote.h"
 #include "unit.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))

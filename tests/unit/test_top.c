@@ -1,8 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* Per-function figures (functab) and the end-of-run table (top_print). */
 #include <stdlib.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <stddef.h>
 
-#include "pyprof.h"
+#include "aggregate/aggregate.h"
+#include "aggregate/status.h"
+#include "output/top.h"
+#include "output/writers.h"
 #include "unit.h"
 
 /* main -> a -> b -> b -> b, main -> c, and a stack of labels only. */

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef PBP_AGGREGATE_AGGREGATE_H
+#define PBP_AGGREGATE_AGGREGATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum loc_kind {
+	LOC_PY = 0,             /* a Python frame: name (file:line) */
+	LOC_THREAD,             /* root label: thread TID name */
+	LOC_PROCESS,            /* root label: process PID cmdline */
+	LOC_STATUS,             /* leaf label: [running], [gil wait], ... */
+};
+
+/* Per-sample facts kept beside each stack; identical stacks with equal tags share a count. */
+struct stack_tags {
+	uint32_t pid, tid;
+	uint32_t status;        /* enum pbp_status */
+	uint32_t pad;
+};
+
+struct agg;
+struct agg *agg_new(void);
+void agg_free(struct agg *a);
+void agg_reset(struct agg *a);
+/* Location id (>= 0) for a frame or label; -PBP_E_NOMEM on failure. */
+int64_t agg_loc(struct agg *a, const char *name, const char *file, int line, uint32_t kind);
+/* Count a stack of location ids, root first. */
+int agg_add(struct agg *a, const struct stack_tags *tags, const uint32_t *locs, uint32_t n,
+	    uint64_t count);
+/* Python thread names, by (pid, tid); NULL when never set. */
+/*
+ * The stack the last agg_add counted into (-1 if it failed or was folded):
+ * a caller that will count the very same stack again can agg_bump it, with
+ * no hashing. Ids stay valid until agg_reset.
+ */
+int64_t agg_last(const struct agg *a);
+void agg_bump(struct agg *a, uint32_t id, uint64_t count);
+int agg_set_thread_name(struct agg *a, uint32_t pid, uint32_t tid, const char *name);
+const char *agg_thread_name(const struct agg *a, uint32_t pid, uint32_t tid);
+
+/*
+ * A process that keeps starting threads must not grow the profile for ever:
+ * each process keeps at most AGG_MAX_THREADS threads of its own (in order of
+ * their first sample); samples of later threads are counted as one thread,
+ * tid AGG_OTHER_TID named AGG_OTHER_NAME (its root label AGG_OTHER_LABEL),
+ * and agg_folded() says how many. Names of threads not sampled (yet) are
+ * kept for the AGG_MAX_NAMED most recently named of each process.
+ */
+#define AGG_MAX_THREADS 4096
+#define AGG_MAX_NAMED 4096
+#define AGG_OTHER_TID 0
+#define AGG_OTHER_NAME "[other threads]"
+#define AGG_OTHER_LABEL "thread 0 " AGG_OTHER_NAME
+/*
+ * The root label "thread TID name" of a thread's stacks ("?" for no name),
+ * or AGG_OTHER_LABEL for a thread past the cap: so that label locations stay
+ * bounded too. (agg_add also turns the labels of folded stacks into it.)
+ */
+int64_t agg_thread_loc(struct agg *a, uint32_t pid, uint32_t tid, uint32_t ns_tid, const char *name);
+
+/*
+ * Root labels name a process or thread by our id, then, when it lives in
+ * another PID namespace, by its own: "thread 5031 (3 in its namespace) worker".
+ * root_label() writes "WORD ID[ (NS in its namespace)][ REST]" (ns 0: none);
+ * root_label_parse() reads one back: false when label is not WORD and an id.
+ * *rest points into label, NULL when nothing follows.
+ */
+void root_label(char *out, size_t len, const char *word, uint32_t id, uint32_t ns, const char *rest);
+bool root_label_parse(const char *label, const char *word, uint32_t *id, uint32_t *ns, const char **rest);
+/* Samples of pid counted as AGG_OTHER_NAME because it had too many threads. */
+uint64_t agg_folded(const struct agg *a, uint32_t pid);
+/* Threads the aggregate holds a name or an identity for, every process together. */
+uint32_t agg_nthreads(const struct agg *a);
+/* One line per process that had threads folded; nothing when none did. */
+void agg_print_folds(const struct agg *a, FILE *o);
+
+/* What is known of a profiled process, for labels ("" when unknown). */
+struct proc_meta {
+	uint32_t pid;
+	uint32_t ns_pid;        /* its id in its own PID namespace, 0 when that is ours */
+	const char *version, *container, *pod;
+};
+int agg_set_process(struct agg *a, uint32_t pid, uint32_t ns_pid, const char *version,
+		    const char *container, const char *pod);
+const struct proc_meta *agg_process(const struct agg *a, uint32_t pid);
+uint64_t agg_total(const struct agg *a);
+uint32_t agg_nstacks(const struct agg *a);
+uint32_t agg_nlocs(const struct agg *a);
+const uint32_t *agg_stack(const struct agg *a, uint32_t i, uint32_t *n, uint64_t *count,
+			  const struct stack_tags **tags);
+void agg_loc_info(const struct agg *a, uint32_t id, const char **name, const char **file, int *line,
+		  uint32_t *kind);
+
+#endif /* PBP_AGGREGATE_AGGREGATE_H */

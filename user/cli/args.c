@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Command-line values, checked strictly: what strtoull and strtod would
+ * quietly accept (signs, spaces, hex, inf) is refused.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/types.h>
+
+#include "cli/args.h"
+#include "sample/target.h"
+
+int parse_uint(const char *s, unsigned long long min, unsigned long long max, unsigned long long *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!s[0] || strspn(s, "0123456789") != strlen(s))
+		return -1;      /* strtoull would take " 1", "+1" and "-1" (as 2^64 - 1) */
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int parse_seconds(const char *s, double min, double max, double *out)
+{
+	char *end;
+	double v;
+
+	/* strtod would take " 1", "-1", "0x10", "inf" and "nan". */
+	if (!(s[0] == '.' || (s[0] >= '0' && s[0] <= '9')) ||
+	    strspn(s, "0123456789.eE+-") != strlen(s))
+		return -1;
+	errno = 0;
+	v = strtod(s, &end);
+	if (*end || errno || !isfinite(v) || v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int parse_pid(const char *s, pid_t *pid)
+{
+	unsigned long long v;
+
+	if (parse_uint(s, 1, INT_MAX, &v))
+		return -1;
+	*pid = (pid_t)v;
+	return 0;
+}
+
+static const char *const mode_names[] = { [MODE_CPU] = "cpu", [MODE_WALL] = "wall", [MODE_GIL] = "gil" };
+
+int mode_by_name(const char *name)
+{
+	for (int i = 0; i < (int)(sizeof(mode_names) / sizeof(mode_names[0])); i++)
+		if (strcasecmp(name, mode_names[i]) == 0)
+			return i;
+	return -1;
+}
+
+const char *mode_name(int mode)
+{
+	return mode >= 0 && mode < (int)(sizeof(mode_names) / sizeof(mode_names[0])) ? mode_names[mode] : "?";
+}

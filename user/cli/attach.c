@@ -1,0 +1,350 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Which processes a run profiles: the -p list and the launched command in
+ * a table of targets, -a's discovery with its filters, processes looked at
+ * again later (just exec'd, or not Python yet), and what the kernel says
+ * of them (samples, execs, exits, new threads).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "pybpfprof.h"
+#include "aggregate/aggregate.h"
+#include "cli/run.h"
+#include "core/clock.h"
+#include "core/errors.h"
+#include "core/text.h"
+#include "cpython/process.h"
+#include "proc/cgroup.h"
+#include "proc/discover.h"
+#include "proc/procfs.h"
+#include "sample/loop.h"
+#include "sample/sampler.h"
+#include "sample/target.h"
+
+struct target *run_target_of(struct record *r, pid_t pid)
+{
+	for (int i = 0; i < r->ntargets; i++)
+		if (r->targets[i].p && r->targets[i].pid == pid)
+			return &r->targets[i];
+	return NULL;
+}
+
+int run_live_targets(const struct record *r)
+{
+	int n = 0;
+
+	for (int i = 0; i < r->ntargets; i++)
+		n += r->targets[i].p && r->targets[i].alive;
+	return n;
+}
+
+bool pid_alive(pid_t pid)
+{
+	char st = proc_state(pid);
+
+	return st != '?' && st != 'Z' && st != 'X';
+}
+
+/* Whole-host runs (and several -p) name the process at the root of each stack. */
+void run_label_target(struct record *r, struct target *t)
+{
+	struct cgroup_info cg;
+	char cmd[256], label[320];
+
+	memset(&cg, 0, sizeof(cg));
+	cgroup_read(t->pid, &cg);
+	agg_set_process(r->c.agg, (uint32_t)t->pid, t->p->tids ? (uint32_t)t->p->ns_pid : 0, t->p->version,
+			cg.container_id, cg.pod_uid);
+	if (!r->all && r->npids < 2)
+		return;
+	if (proc_cmdline(t->pid, cmd, sizeof(cmd)) != 0 || !cmd[0])
+		proc_thread_comm(t->pid, t->pid, cmd, sizeof(cmd));
+	root_label(label, sizeof(label), "process", (uint32_t)t->pid, t->p->tids ? (uint32_t)t->p->ns_pid : 0,
+		   cmd);
+	utf8_scrub(label);      /* a command line is any bytes; profiles are UTF-8 */
+	t->proc_loc = agg_loc(r->c.agg, label, NULL, -1, LOC_PROCESS);
+}
+
+int run_start_target(struct record *r, struct target *t)
+{
+	int err = target_init(&r->c, t);
+
+	if (!err)
+		run_label_target(r, t);
+	return err;
+}
+
+/* Forget a target: its samples stay in the profile, its memory goes. */
+void run_drop_target(struct record *r, struct target *t)
+{
+	if (!t->p)
+		return;
+	sampler_del_proc(r->c.smp, t->pid);
+	target_fini(&r->c, t);
+}
+
+static bool was_skipped(const struct record *r, pid_t pid)
+{
+	for (int i = 0; i < r->nskipped; i++)
+		if (r->skipped[i].pid == pid)
+			return true;
+	return false;
+}
+
+/* A Python process -a could not profile: said once, in the summary. */
+static void skip(struct record *r, pid_t pid, int err, const struct pyproc *p)
+{
+	struct skipped *k;
+	char comm[32];
+
+	if (r->nskipped >= MAX_SKIPPED || was_skipped(r, pid))
+		return;
+	k = &r->skipped[r->nskipped++];
+	k->pid = pid;
+	k->err = err;
+	proc_thread_comm(pid, pid, comm, sizeof(comm));
+	if (-err == PBP_E_VERSION && p && p->version[0])
+		snprintf(k->what, sizeof(k->what), "%s, Python %s", comm, p->version);
+	else
+		snprintf(k->what, sizeof(k->what), "%s", comm);
+}
+
+static bool wanted(struct record *r, pid_t pid)
+{
+	struct proc_filter f = {
+		.comm_re = r->comm_re ? &r->comm_regex : NULL,
+		.cgroup_prefix = r->cgroup,
+		.container_prefix = r->container,
+		.exclude = r->excluded,
+		.nexclude = (size_t)r->nexcluded,
+		.only = r->npids ? r->pids : NULL,
+		.nonly = (size_t)r->npids,
+	};
+	struct cgroup_info cg;
+	char comm[32];
+
+	if (pid == getpid())
+		return false;
+	memset(&cg, 0, sizeof(cg));
+	if ((r->cgroup || r->container) && cgroup_read(pid, &cg) != 0)
+		return false;
+	proc_thread_comm(pid, pid, comm, sizeof(comm));
+	return proc_filter_match(&f, pid, comm, &cg);
+}
+
+static const uint64_t recheck_ms[] = { 20, 200, 1000, 5000 };
+/*
+ * A target that exec'd is not sampled until its new program is known: its
+ * interpreter (mapped at once if static, by the loader if not) is looked
+ * for at once and then often, as for a launched command.
+ */
+static const uint64_t reexec_ms[] = { 1, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000 };
+
+/* Look at pid again after the next delay; false: that was the last one, it is not Python. */
+static bool queue_pending(struct record *r, pid_t pid, int tries)
+{
+	const uint64_t *ms = r->all ? recheck_ms : reexec_ms;
+	int n = r->all ? (int)(sizeof(recheck_ms) / sizeof(*ms)) : (int)(sizeof(reexec_ms) / sizeof(*ms));
+	struct pending *p;
+
+	if (r->npending >= MAX_PENDING || tries >= n)
+		return false;
+	p = &r->pending[r->npending++];
+	p->pid = pid;
+	p->tries = tries;
+	p->next_ns = mono_ns() + ms[tries] * 1000000ull;
+	return true;
+}
+
+static struct exec_note *exec_note_of(struct record *r, pid_t pid)
+{
+	for (int i = r->nexecs; i-- > 0;)
+		if (r->execs[i].pid == pid)
+			return &r->execs[i];
+	return NULL;
+}
+
+static void note_exec(struct record *r, pid_t pid)
+{
+	struct exec_note *n;
+
+	if (r->nexecs >= MAX_EXEC_NOTES)
+		return;
+	n = &r->execs[r->nexecs++];
+	memset(n, 0, sizeof(*n));
+	n->pid = pid;
+	n->at_ns = mono_ns();
+}
+
+/* The end of the search for a target's new program: profiled again (err 0), or why not. */
+static void exec_done(struct record *r, pid_t pid, int err, const struct pyproc *p)
+{
+	struct exec_note *n = exec_note_of(r, pid);
+
+	if (!n || n->back_ns || n->err)
+		return;
+	n->err = err;
+	if (!err)
+		n->back_ns = mono_ns();
+	if (p && p->version[0])
+		snprintf(n->version, sizeof(n->version), "%s", p->version);
+}
+
+/* A free slot of the target table given to p as pid; NULL when --max-processes are all taken. */
+static struct target *place_target(struct record *r, pid_t pid, struct pyproc *p)
+{
+	struct target *t = NULL;
+
+	for (int i = 0; i < r->max_processes && !t; i++)
+		if (!r->targets[i].p)
+			t = &r->targets[i];
+	if (!t)
+		return NULL;
+	t->pid = pid;
+	t->p = p;
+	if (t - r->targets >= r->ntargets)
+		r->ntargets = (int)(t - r->targets) + 1;
+	return t;
+}
+
+/* -p or launch mode: a target that exec'd, profiled again once its new program is Python. */
+static bool reattach(struct record *r, pid_t pid)
+{
+	struct pyproc *p = NULL;
+	struct target *t = NULL;
+	int err = pyproc_open(pid, &target_limits, &p);
+
+	if (err == -PBP_E_NOTPY || err == -PBP_E_FAULT) {
+		pyproc_close(p);
+		return false;   /* not (yet) Python */
+	}
+	if (!err && !(t = place_target(r, pid, p)))
+		err = -PBP_E_LIMIT;
+	exec_done(r, pid, err, p);
+	if (err) {
+		pyproc_close(p);
+		return true;
+	}
+	if (run_start_target(r, t) != 0) {
+		struct exec_note *n = exec_note_of(r, pid);
+
+		if (n)
+			n->back_ns = 0, n->err = -PBP_E_BPF;
+		run_drop_target(r, t);
+	}
+	return true;
+}
+
+/*
+ * -a: profile pid if it is a Python process the filters let through.
+ * Returns false when it is not Python (yet): just exec'd, or an embedding
+ * program that loads libpython later.
+ */
+static bool consider(struct record *r, pid_t pid)
+{
+	struct pyproc *p = NULL;
+	struct target *t = NULL;
+	int err;
+
+	if (run_target_of(r, pid) || was_skipped(r, pid) || !wanted(r, pid))
+		return true;
+	err = pyproc_open(pid, &host_limits, &p);
+	if (err == -PBP_E_NOTPY || err == -PBP_E_FAULT) {
+		pyproc_close(p);
+		return false;
+	}
+	if (err && err != -PBP_E_NOENT && err != -PBP_E_GONE)
+		skip(r, pid, err, p);
+	if (!err && !(t = place_target(r, pid, p)))
+		skip(r, pid, -PBP_E_LIMIT, p);
+	if (err || !t) {
+		pyproc_close(p);
+		return true;
+	}
+	if (run_start_target(r, t) != 0) {
+		skip(r, pid, -PBP_E_BPF, p);
+		run_drop_target(r, t);
+	}
+	return true;
+}
+
+void run_discover(struct record *r)
+{
+	pid_t *pids = malloc(sizeof(*pids) * MAX_DISCOVER);
+	size_t n = 0;
+
+	if (pids && discover_pythons(pids, MAX_DISCOVER, &n) >= 0)   /* 1: more than fit */
+		for (size_t i = 0; i < n; i++)
+			consider(r, pids[i]);
+	free(pids);
+}
+
+bool run_pending(void *ctx, struct timer *t, uint64_t now)
+{
+	struct record *r = ctx;
+
+	(void)t;
+	for (int i = 0; i < r->npending;) {
+		struct pending p = r->pending[i];
+
+		if (p.next_ns > now) {
+			i++;
+			continue;
+		}
+		r->pending[i] = r->pending[--r->npending];
+		if (r->all) {
+			if (pid_alive(p.pid) && !consider(r, p.pid))
+				queue_pending(r, p.pid, p.tries + 1);
+		} else if (!pid_alive(p.pid)) {
+			exec_done(r, p.pid, -PBP_E_NOTPY, NULL);    /* it ended as what it was */
+		} else if (!reattach(r, p.pid) && !queue_pending(r, p.pid, p.tries + 1)) {
+			exec_done(r, p.pid, -PBP_E_NOTPY, NULL);
+		}
+	}
+	return true;
+}
+
+void run_on_sample(void *ctx, const struct pbp_sample *ks)
+{
+	struct record *r = ctx;
+	struct target *t = run_target_of(r, (pid_t)ks->tgid);
+
+	if (t && t->alive)
+		target_on_sample(&r->c, t, ks);
+}
+
+void run_on_proc_event(void *ctx, uint32_t kind, pid_t pid)
+{
+	struct record *r = ctx;
+	struct target *t;
+
+	if (kind == PBP_EV_EXEC) {
+		/* An exec replaces the program: a target that execs is a new process to us. */
+		if ((t = run_target_of(r, pid)) != NULL)
+			run_drop_target(r, t);
+		if (r->all) {
+			queue_pending(r, pid, 0);
+		} else if (t) {
+			note_exec(r, pid);
+			if (!reattach(r, pid))
+				queue_pending(r, pid, 0);
+		}
+	} else if (kind == PBP_EV_EXIT && (t = run_target_of(r, pid)) != NULL) {
+		t->alive = false;
+		if (r->alive_timer)
+			r->alive_timer->next = TIMER_NOW;
+	} else if (kind == PBP_EV_THREAD && (t = run_target_of(r, pid)) != NULL) {
+		uint64_t now = mono_ns();
+
+		if (!t->rescan_soon)
+			t->rescan_soon = now + NEW_THREAD_SOON_NS;
+		t->rescan_later = now + NEW_THREAD_LATER_NS;
+	}
+}

@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `pybpfprof dump`: every thread's stack, read once from outside without
+ * stopping the target.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "pybpfprof.h"
+#include "cli/dump.h"
+#include "core/errors.h"
+#include "core/limits.h"
+#include "core/text.h"
+#include "cpython/codeobj.h"
+#include "cpython/process.h"
+#include "cpython/stack.h"
+#include "cpython/thread.h"
+#include "cpython/threadname.h"
+#include "proc/procfs.h"
+#include "proc/remote.h"
+
+
+struct dump_thread {
+	struct pythread t;
+	char name[64];
+	char state;             /* from /proc: R, S, D, ... */
+	bool holds_gil;
+	struct pbp_frame *frames;
+	size_t nframes;
+	size_t elided;          /* frames left out after the first nframes - nframes / 2 */
+	int err;                /* the walk failed part way: frames are what was read */
+};
+
+static void json_str(FILE *o, const char *s)
+{
+	fputc('"', o);
+	text_put(o, s, TEXT_JSON);
+	fputc('"', o);
+}
+
+static void print_frame_text(FILE *o, const char *name, const char *file, int line)
+{
+	fputs("    ", o);
+	text_put(o, name, TEXT_PLAIN);
+	fputs(" (", o);
+	text_put(o, file, TEXT_PLAIN);
+	if (line >= 0)
+		fprintf(o, ":%d", line);
+	fputs(")\n", o);
+}
+
+static void print_frame_json(FILE *o, const char *name, const char *file, int line, bool first)
+{
+	fputs(first ? "\n        {" : ",\n        {", o);
+	fputs("\"function\": ", o);
+	json_str(o, name);
+	fputs(", \"file\": ", o);
+	json_str(o, file);
+	fprintf(o, ", \"line\": %d}", line);
+}
+
+/* A stack deeper than PBP_MAX_DEPTH: where its frames were left out, and how many. */
+static size_t elided_after(const struct dump_thread *d)
+{
+	return d->elided ? d->nframes - d->nframes / 2 : d->nframes;
+}
+
+static void print_frames(FILE *o, struct pyproc *p, const struct dump_thread *d, bool json)
+{
+	for (size_t i = 0; i < d->nframes; i++) {
+		int err;
+		const struct codeinfo *ci = codecache_get(p->codes, p, d->frames[i].code, NULL, &err);
+		const char *name = ci ? ci->name : "<unreadable>";
+		const char *file = ci ? ci->file : "<unreadable>";
+		int line = ci ? frame_line(p, ci, d->frames[i].instr) : -1;
+
+		if (!json && d->elided && i == elided_after(d)) {
+			char buf[64];
+
+			fprintf(o, "    %s\n", elided_name(buf, sizeof(buf), d->elided));
+		}
+		if (json)
+			print_frame_json(o, name, file, line, i == 0);
+		else
+			print_frame_text(o, name, file, line);
+	}
+}
+
+static void print_thread(FILE *o, struct pyproc *p, const struct dump_thread *d, bool json, bool first)
+{
+	bool oncpu = d->state == 'R';
+
+	if (json) {
+		fprintf(o, "%s\n    {\"tid\": %d, ", first ? "" : ",", (int)d->t.tid);
+		if (d->t.ns_tid)
+			fprintf(o, "\"ns_tid\": %d, ", (int)d->t.ns_tid);
+		fprintf(o, "\"interpreter\": %lld, \"name\": ", (long long)d->t.interp_id);
+		json_str(o, d->name);
+		fprintf(o, ", \"on_cpu\": %s, \"holds_gil\": %s, \"state\": \"%c\", \"error\": ",
+			oncpu ? "true" : "false", d->holds_gil ? "true" : "false", d->state);
+		if (d->err)
+			json_str(o, pbp_strerror(d->err));
+		else
+			fputs("null", o);
+		if (d->elided)
+			fprintf(o, ", \"elided\": {\"count\": %zu, \"after\": %zu}", d->elided,
+				elided_after(d));
+		else
+			fputs(", \"elided\": null", o);
+		fputs(", \"frames\": [", o);
+		print_frames(o, p, d, true);
+		fputs("]}", o);
+		return;
+	}
+	fprintf(o, "Thread %d ", (int)d->t.tid);
+	if (d->t.ns_tid)
+		fprintf(o, "(%d in its namespace) ", (int)d->t.ns_tid);
+	fputc('"', o);
+	text_put(o, d->name, TEXT_PLAIN);
+	fprintf(o, "\" (interpreter %lld, %s, %s)%s%s\n", (long long)d->t.interp_id, oncpu ? "on CPU" : "off CPU",
+		d->holds_gil ? "holds the GIL" : "no GIL", d->err ? ": stack incomplete: " : "",
+		d->err ? pbp_strerror(d->err) : "");
+	print_frames(o, p, d, false);
+	if (d->nframes == 0 && !d->err)
+		fputs("    (no Python frames)\n", o);
+}
+
+
+/* The thread's frames, into a copy of their own: most stacks are short, a few very deep. */
+static void walk(struct pyproc *p, struct dump_thread *d, struct pbp_frame *scratch)
+{
+	d->err = stack_walk(p, d->t.frame, scratch, PBP_MAX_DEPTH, &d->nframes, &d->elided);
+	d->frames = malloc((d->nframes ? d->nframes : 1) * sizeof(*d->frames));
+	if (!d->frames) {
+		d->nframes = d->elided = 0;
+		d->err = -PBP_E_NOMEM;
+		return;
+	}
+	memcpy(d->frames, scratch, d->nframes * sizeof(*d->frames));
+}
+
+static void collect(struct pyproc *p, struct dump_thread *d, const char *pyname,
+		    struct pbp_frame *scratch)
+{
+	struct gilstate g;
+
+	if (d->t.tid) {
+		d->state = proc_thread_state(p->pid, d->t.tid);
+		proc_thread_comm(p->pid, d->t.tid, d->name, sizeof(d->name));
+	} else {
+		d->state = '?';
+	}
+	if (pyname)     /* threading's name when known, else the kernel's comm */
+		snprintf(d->name, sizeof(d->name), "%s", pyname);
+	utf8_scrub(d->name);    /* comm is cut at 15 bytes, maybe inside a character */
+	if (pygil_read(p, d->t.interp, &g) == 0 && g.known)
+		d->holds_gil = pygil_holds(&g, d->t.tstate);
+	if (d->t.frame)
+		walk(p, d, scratch);
+}
+
+int dump_process(struct pyproc *p, FILE *o, bool json)
+{
+	struct pythread *ts = calloc(PBP_MAX_THREADS, sizeof(*ts));
+	struct pbp_frame *scratch = malloc(PBP_MAX_DEPTH * sizeof(*scratch));
+	struct dump_thread *d;
+	char (*names)[PBP_NAME_LEN] = NULL;
+	size_t n = 0;
+	int err;
+
+	if (!ts || !scratch) {
+		free(ts);
+		free(scratch);
+		return -PBP_E_NOMEM;
+	}
+	remote_invalidate_all(p->r);
+	err = pythreads_read(p, ts, PBP_MAX_THREADS, &n);
+	d = calloc(n ? n : 1, sizeof(*d));
+	if (!err && !d)
+		err = -PBP_E_NOMEM;
+	if (!err)
+		names = calloc(n ? n : 1, sizeof(*names));
+	if (names)
+		pythreads_name_all(p, ts, n, names);
+	for (size_t i = 0; !err && i < n; i++) {
+		d[i].t = ts[i];
+		collect(p, &d[i], names && names[i][0] ? names[i] : NULL, scratch);
+	}
+	if (!err && json) {
+		fprintf(o, "{\"pid\": %d, ", (int)p->pid);
+		if (p->tids)
+			fprintf(o, "\"ns_pid\": %d, ", (int)p->ns_pid);
+		fprintf(o, "\"version\": \"%s\", \"binary\": ", p->version);
+		json_str(o, p->binary);
+		fputs(", \"threads\": [", o);
+	} else if (!err) {
+		fprintf(o, "Process %d", (int)p->pid);
+		if (p->tids)
+			fprintf(o, " (%d in its namespace)", (int)p->ns_pid);
+		fputs(": ", o);
+		text_put(o, p->binary, TEXT_PLAIN);
+		fprintf(o, " (Python %s)\n", p->version);
+	}
+	for (size_t i = 0; !err && i < n; i++)
+		print_thread(o, p, &d[i], json, i == 0);
+	if (!err && json)
+		fputs("\n]}\n", o);
+	for (size_t i = 0; d && i < n; i++)
+		free(d[i].frames);
+	free(d);
+	free(names);
+	free(ts);
+	free(scratch);
+	return err;
+}

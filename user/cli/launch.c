@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `pybpfprof [options] -- command`: the command is forked stopped before
+ * exec, runs as the invoking user once the sampler is ready, becomes the
+ * target once its interpreter is mapped, and its exit status is ours.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "cli/privs.h"
+#include "cli/report.h"
+#include "cli/run.h"
+#include "core/clock.h"
+#include "core/errors.h"
+#include "cpython/process.h"
+#include "output/output.h"
+#include "sample/target.h"
+
+/* Reap the launched command, keeping its status for our own exit code. */
+bool launch_reap(struct record *r, int flags)
+{
+	int status;
+
+	if (r->child <= 0 || waitpid(r->child, &status, flags) != r->child)
+		return false;
+	r->child = 0;
+	r->child_status = status;
+	r->child_reaped = true;
+	return true;
+}
+
+static void drop_to_invoking_user(void)
+{
+	uid_t uid;
+	gid_t gid;
+
+	sudo_ids(&uid, &gid);
+	if (uid == (uid_t)-1)
+		return;
+	if (setgroups(0, NULL) != 0 || setgid(gid) != 0 || setuid(uid) != 0) {
+		fprintf(stderr, "pybpfprof: cannot drop to uid %d: %s\n", (int)uid, strerror(errno));
+		_exit(126);
+	}
+}
+
+/* Fork the command stopped before exec; it runs once the sampler is ready. */
+static int fork_command(struct record *r, int *go_fd)
+{
+	pid_t parent = getpid();
+	int pipefd[2];
+	char c;
+
+	if (pipe2(pipefd, O_CLOEXEC) != 0)
+		return -errno;
+	r->child = fork();
+	if (r->child < 0)
+		return -errno;
+	if (r->child == 0) {
+		close(pipefd[1]);
+		signal(SIGPIPE, SIG_DFL);       /* ignored here (install_signals), not for the command */
+		if (read(pipefd[0], &c, 1) != 1)
+			_exit(125);     /* the profiler died before it was ready */
+		drop_to_invoking_user();
+		privs_for_command();
+		/*
+		 * However the profiler ends, SIGKILL included, the command gets
+		 * SIGTERM as on Ctrl-C or SIGTERM: it never runs on unprofiled.
+		 * Set after the uid change, which clears it.
+		 */
+		if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent)
+			_exit(125);
+		execvp(r->cmd[0], r->cmd);
+		fprintf(stderr, "pybpfprof: cannot run '%s': %s\n", r->cmd[0], strerror(errno));
+		_exit(127);
+	}
+	close(pipefd[0]);
+	*go_fd = pipefd[1];
+	return 0;
+}
+
+/* The launched command becomes a target once its interpreter is mapped. */
+static int attach_child(struct record *r)
+{
+	uint64_t deadline = mono_ns() + LAUNCH_WAIT_NS;
+	struct target *t = &r->targets[0];
+	useconds_t wait_us = 200;
+	int err, status;
+
+	for (;;) {
+		err = pyproc_open(r->child, &target_limits, &t->p);
+		if (!err)
+			break;
+		pyproc_close(t->p);
+		t->p = NULL;
+		if (launch_reap(r, WNOHANG)) {
+			status = r->child_status;
+			/* 125-127: the child already said why it could not run the command. */
+			if (WIFEXITED(status) && WEXITSTATUS(status) >= 125)
+				return -PBP_E_CHILD;
+			return -PBP_E_NOTPY;
+		}
+		if ((err != -PBP_E_NOTPY && err != -PBP_E_FAULT) || mono_ns() > deadline)
+			return err;
+		/* An interpreter maps itself within milliseconds: look often first, then seldom. */
+		usleep(wait_us);
+		wait_us = wait_us < LAUNCH_POLL_MAX_US / 2 ? wait_us * 2 : LAUNCH_POLL_MAX_US;
+	}
+	t->pid = r->child;
+	r->ntargets = 1;
+	return run_start_target(r, t);
+}
+
+
+void launch_end(struct record *r, bool stopping)
+{
+	bool told = false;
+
+	while (r->child > 0) {
+		if (stopping && !told) {
+			kill(r->child, SIGTERM);
+			told = true;
+		}
+		if (!launch_reap(r, 0) && errno != EINTR)
+			break;
+	}
+}
+
+/*
+ * A command that cannot be profiled (not Python within LAUNCH_WAIT_NS, an
+ * unsupported version) was started only to be profiled: stop it and say so
+ * now rather than wait for it to end.
+ */
+static void stop_command(struct record *r)
+{
+	if (r->child <= 0)
+		return;
+	kill(r->child, SIGTERM);
+	for (int ms = 0; ms < STOP_WAIT_MS && waitpid(r->child, NULL, WNOHANG) == 0; ms += 10)
+		usleep(10000);
+	if (waitpid(r->child, NULL, WNOHANG) == 0) {
+		kill(r->child, SIGKILL);
+		waitpid(r->child, NULL, 0);
+	}
+	r->child = 0;
+}
+
+int launch_start(struct record *r, int *go_fd)
+{
+	int err = fork_command(r, go_fd);
+
+	if (err) {
+		fprintf(stderr, "pybpfprof: cannot start '%s': %s\n", r->cmd[0], strerror(-err));
+		return EXIT_INTERNAL;
+	}
+	if (write(*go_fd, "g", 1) != 1)
+		return EXIT_INTERNAL;
+	close(*go_fd);
+	*go_fd = -1;
+	err = attach_child(r);
+	if (err == -PBP_E_CHILD)
+		return EXIT_NOT_PYTHON;
+	if (err) {
+		fprintf(stderr, "pybpfprof: '%s': %s%s\n", r->cmd[0], pbp_strerror(err),
+			r->child ? "; stopping it" : "");
+		stop_command(r);
+		return exit_code_for(err);
+	}
+	return 0;
+}
+
+/*
+ * Like time(1): once the profile is written, the launched command's own
+ * status, 128 + N for a command killed by signal N, as shells report it.
+ */
+int launch_status(const struct record *r)
+{
+	int st = r->child_status, code;
+
+	if (WIFSIGNALED(st)) {
+		code = 128 + WTERMSIG(st);
+		if (!r->quiet)
+			fprintf(stderr, "pybpfprof: '%s' was killed by signal %d (%s)\n", r->cmd[0],
+				WTERMSIG(st), strsignal(WTERMSIG(st)));
+		return code;
+	}
+	code = WIFEXITED(st) ? WEXITSTATUS(st) : EXIT_INTERNAL;
+	if (!r->quiet)
+		fprintf(stderr, "pybpfprof: '%s' exited with status %d\n", r->cmd[0], code);
+	return code;
+}

@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pybpfprof: command line. `pybpfprof [record options] [-- cmd ...]` samples;
+ * `pybpfprof dump -p PID` prints every thread's stack once.
+ */
+#include <argp.h>
+#include <errno.h>
+#include <signal.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
+#include <unistd.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "aggregate/aggregate.h"
+#include "aggregate/convert.h"
+#include "cli/args.h"
+#include "cli/dump.h"
+#include "cli/record.h"
+#include "cli/report.h"
+#include "core/errors.h"
+#include "cpython/process.h"
+#include "output/formats.h"
+#include "output/writers.h"
+#include "proc/pidns.h"
+
+const char *argp_program_version = "pybpfprof " PBP_VERSION;
+const char *argp_program_bug_address = "the project's issue tracker";
+
+/* ------------------------------------------------------------------ dump */
+
+struct dump_args {
+	pid_t pid;
+	bool json;
+};
+
+static const struct argp_option dump_opts[] = {
+	{ "pid", 'p', "PID", 0, "Process to read (required)", 0 },
+	{ "json", 'j', NULL, 0, "Print JSON instead of text", 0 },
+	{ 0 },
+};
+
+static error_t dump_parse(int key, char *arg, struct argp_state *st)
+{
+	struct dump_args *a = st->input;
+
+	switch (key) {
+	case 'p':
+		if (parse_pid(arg, &a->pid))
+			argp_error(st, "invalid pid '%s'", arg);
+		break;
+	case 'j':
+		a->json = true;
+		break;
+	case ARGP_KEY_ARG:
+		argp_error(st, "unexpected argument '%s'", arg);
+		break;
+	case ARGP_KEY_END:
+		if (!a->pid)
+			argp_error(st, "-p PID is required");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static const char dump_doc[] =
+	"Print the Python stack of every thread of a running process, once, without stopping it: "
+	"thread id and name, on or off CPU, whether it holds the GIL, and its frames, innermost "
+	"first. Needs no BPF (root or CAP_SYS_PTRACE suffices)."
+	"\vExamples:\n"
+	"  pybpfprof dump -p 1234\n"
+	"  pybpfprof dump -p 1234 --json | jq .";
+
+static int dump_main(int argc, char **argv)
+{
+	struct argp argp = { dump_opts, dump_parse, NULL, dump_doc, NULL, NULL, NULL };
+	struct dump_args a = { 0 };
+	struct pyproc *p = NULL;
+	char what[32];
+	int err, code;
+
+	argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, &a);
+	if ((err = pidns_check_proc()) != 0)
+		return err;
+	err = pyproc_open(a.pid, &(struct pyproc_limits){ 256, 4096, 64 << 20 }, &p);
+	if (err) {
+		int code = report_attach_error(a.pid, err, p);
+
+		pyproc_close(p);
+		return code;
+	}
+	err = exited_error(a.pid, dump_process(p, stdout, a.json));
+	snprintf(what, sizeof(what), "pid %d", (int)a.pid);
+	code = err ? report_error(what, err) : EXIT_OK;
+	pyproc_close(p);
+	if (fflush(stdout) != 0)
+		return EXIT_IO;
+	return code;
+}
+
+/* --------------------------------------------------------------- convert */
+
+struct convert_args {
+	const char *in, *out, *format, *mode;
+	unsigned hz;
+};
+
+static const struct argp_option convert_opts[] = {
+	{ "input", 'i', "FILE", 0, "Collapsed stacks to read (default: stdin)", 0 },
+	{ "output", 'o', "FILE", 0, "Where to write (default: stdout)", 0 },
+	{ "format", 'f', "FORMAT", 0,
+	  "collapsed, html, svg, speedscope, pprof or pstats (default: from the -o extension, "
+	  "else collapsed)", 0 },
+	{ "frequency", 'F', "HZ", 0, "Rate the profile was taken at, for time units (default 99)", 0 },
+	{ "mode", 'm', "MODE", 0, "cpu, wall or gil: what the samples counted (default cpu)", 0 },
+	{ 0 },
+};
+
+static error_t convert_parse(int key, char *arg, struct argp_state *st)
+{
+	struct convert_args *a = st->input;
+	unsigned long long hz;
+	int mode;
+
+	switch (key) {
+	case 'i': a->in = arg; break;
+	case 'o': a->out = arg; break;
+	case 'f':
+		if (format_by_name(arg) < 0)
+			argp_error(st, "unknown format '%s'", arg);
+		a->format = arg;
+		break;
+	case 'F':
+		if (parse_uint(arg, 1, 100000, &hz))
+			argp_error(st, "invalid frequency '%s' (1 to 100000 Hz)", arg);
+		a->hz = (unsigned)hz;
+		break;
+	case 'm':
+		mode = mode_by_name(arg);
+		if (mode < 0)
+			argp_error(st, "invalid mode '%s' (cpu, wall or gil)", arg);
+		a->mode = mode_name(mode);
+		break;
+	case ARGP_KEY_ARG:
+		argp_error(st, "unexpected argument '%s'", arg);
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static const char convert_doc[] =
+	"Render a collapsed-stack profile (what 'pybpfprof -o FILE.txt' writes) in another format. "
+	"-F and -m describe the run the stacks came from: they set time units and labels."
+	"\vExamples:\n"
+	"  pybpfprof convert -i profile.txt -o profile.html\n"
+	"  pybpfprof convert -i profile.txt -o profile.pb.gz -m wall";
+
+static int convert_main(int argc, char **argv)
+{
+	struct argp argp = { convert_opts, convert_parse, NULL, convert_doc, NULL, NULL, NULL };
+	struct convert_args a = { .hz = 99, .mode = "cpu" };
+	struct profile_meta m;
+	struct agg *agg;
+	FILE *in;
+	const char *why = NULL;
+	size_t lineno;
+	int fmt, err;
+
+	argp_parse(&argp, argc, argv, 0, NULL, &a);
+	fmt = a.format ? format_by_name(a.format) : format_by_path(a.out);
+	in = a.in ? fopen(a.in, "re") : stdin;
+	if (!in) {
+		fprintf(stderr, "pybpfprof: cannot read %s: %s\n", a.in, strerror(errno));
+		return EXIT_IO;
+	}
+	agg = agg_new();
+	err = !agg ? -PBP_E_NOMEM : collapsed_read(agg, in, &lineno, &why);
+	if (err == COLLAPSED_READ_ERROR)    /* a directory, an I/O error */
+		fprintf(stderr, "pybpfprof: cannot read %s: %s\n", a.in ? a.in : "stdin", strerror(errno));
+	if (in != stdin)
+		fclose(in);
+	if (!agg)       /* no line was read, and there is none to name */
+		return report_error(NULL, -PBP_E_NOMEM);
+	if (err) {
+		if (err == -1)
+			fprintf(stderr, "pybpfprof: %s:%zu: not a collapsed-stack line: %s\n",
+				a.in ? a.in : "stdin", lineno, why);
+		else if (err != COLLAPSED_READ_ERROR)
+			fprintf(stderr, "pybpfprof: out of memory\n");
+		agg_free(agg);
+		return err == -1 ? EXIT_USAGE : err == COLLAPSED_READ_ERROR ? EXIT_IO : EXIT_INTERNAL;
+	}
+	m = (struct profile_meta){ .mode = a.mode, .hz = a.hz };
+	/* A reader that closed the pipe early is said (EPIPE), as when recording. */
+	signal(SIGPIPE, SIG_IGN);
+	err = profile_write(fmt, agg, &m, a.out);
+	agg_free(agg);
+	return err ? EXIT_IO : EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+	argp_err_exit_status = EXIT_USAGE;
+	if (argc > 1 && strcmp(argv[1], "convert") == 0) {
+		argv[1] = "pybpfprof convert";
+		return convert_main(argc - 1, argv + 1);
+	}
+	if (argc > 1 && strcmp(argv[1], "dump") == 0) {
+		argv[1] = "pybpfprof dump";
+		return dump_main(argc - 1, argv + 1);
+	}
+	/*
+	 * A bare first word is a subcommand or a typo of one ("dumpp"): a
+	 * command to profile comes after "--", which starts with '-'.
+	 */
+	if (argc > 1 && argv[1][0] != '-') {
+		fprintf(stderr, "pybpfprof: unknown subcommand '%s' (dump or convert; a command to "
+			"profile goes after --)\n", argv[1]);
+		return EXIT_USAGE;
+	}
+	return record_main(argc, argv);
+}

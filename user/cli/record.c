@@ -1,0 +1,661 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `pybpfprof [options] [-p PID | -- command]`: sample Python processes from
+ * the kernel and write the profile. Flow: kernel samples -> symbolize ->
+ * aggregate -> output, one direction only.
+ */
+#include <argp.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <math.h>
+#include <regex.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "pybpfprof.h"
+#include "cli/record.h"
+#include "aggregate/aggregate.h"
+#include "cli/args.h"
+#include "cli/privs.h"
+#include "cli/report.h"
+#include "cli/run.h"
+#include "core/clock.h"
+#include "core/errors.h"
+#include "cpython/process.h"
+#include "output/formats.h"
+#include "output/output.h"
+#include "output/writers.h"
+#include "proc/pidns.h"
+#include "sample/loop.h"
+#include "sample/sampler.h"
+#include "sample/target.h"
+
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+/* ------------------------------------------------------------- options */
+
+enum { OPT_STATS = 1000, OPT_VERBOSE, OPT_STATUS, OPT_COMM, OPT_CGROUP, OPT_CONTAINER,
+       OPT_EXCLUDE, OPT_MAXPROC };
+
+static const struct argp_option opts[] = {
+	{ NULL, 0, NULL, 0, "Targets:", 1 },
+	{ "pid", 'p', "PID[,PID...]", 0,
+	  "Profile these processes (repeatable); with -a, only these", 1 },
+	{ "all", 'a', NULL, 0,
+	  "Profile every Python process on the host, also those started later "
+	  "(default frequency 19 Hz)", 1 },
+	{ "comm", OPT_COMM, "REGEX", 0, "With -a: only processes whose comm matches", 1 },
+	{ "cgroup", OPT_CGROUP, "PATH", 0, "With -a: only processes in this cgroup or below", 1 },
+	{ "container", OPT_CONTAINER, "ID", 0,
+	  "With -a: only this container (id or a prefix of at least 4 characters)", 1 },
+	{ "exclude-pid", OPT_EXCLUDE, "PID[,PID...]", 0, "With -a: never these processes", 1 },
+	{ "max-processes", OPT_MAXPROC, "N", 0,
+	  "With -a: profile at most N processes at once (default 256)", 1 },
+	{ NULL, 0, NULL, 0, "Sampling:", 2 },
+	{ "mode", 'm', "MODE", 0,
+	  "What a sample counts: cpu (threads on a CPU; default), wall (every thread at every "
+	  "tick), gil (the thread holding the GIL)", 2 },
+	{ "frequency", 'F', "HZ", 0,
+	  "Samples per second: of CPU time per thread in cpu mode, ticks in wall and gil modes "
+	  "(default 99; 19 with -a)", 2 },
+	{ "duration", 'd', "SECONDS", 0,
+	  "Stop after this long (default: Ctrl-C, SIGTERM, SIGHUP, or every target exited)", 2 },
+	{ NULL, 0, NULL, 0, "Output:", 3 },
+	{ "output", 'o', "FILE", 0, "Write the profile here (default: stdout)", 3 },
+	{ "format", 'f', "FORMAT", 0,
+	  "collapsed, html, svg, speedscope, pprof or pstats (default: from the -o extension, "
+	  "else collapsed)", 3 },
+	{ "threads", 't', NULL, 0, "Add a root frame per thread: 'thread TID name'", 3 },
+	{ "status", OPT_STATUS, NULL, 0,
+	  "Add a leaf frame with the thread's status: [running], [native, no GIL], [runnable], "
+	  "[gil wait], [sleeping], [disk]", 3 },
+	{ "stats", OPT_STATS, "FORM", OPTION_ARG_OPTIONAL,
+	  "End-of-run figures on stderr: text (the summary and cache and read statistics; "
+	  "--stats alone), json (all of them as one JSON line, no summary or table), "
+	  "none (no summary or table; warnings stay)", 3 },
+	{ "quiet", 'q', NULL, 0, "No live line, summary or top-functions table on stderr", 3 },
+	{ "verbose", OPT_VERBOSE, NULL, 0, "Show libbpf's messages (when the BPF side fails to load)", 3 },
+	{ 0 },
+};
+
+/*
+ * "PID[,PID...]": an empty item ("", "1,,2", "1,") is a mistake too, not
+ * nothing. arg is left whole, for the error message.
+ */
+static int add_pids(pid_t *list, int *n, const char *arg)
+{
+	for (;;) {
+		size_t len = strcspn(arg, ",");
+		char tok[16];
+		pid_t pid;
+
+		if (len >= sizeof(tok) || *n >= MAX_PIDS)
+			return -1;
+		memcpy(tok, arg, len);
+		tok[len] = '\0';
+		if (parse_pid(tok, &pid))
+			return -1;
+		list[(*n)++] = pid;
+		if (!arg[len])
+			return 0;
+		arg += len + 1;
+	}
+}
+
+/* --stats[=FORM], in any case: alone, text; -1 for an unknown form. */
+static int stats_by_name(const char *s)
+{
+	if (!s || !strcasecmp(s, "text"))
+		return STATS_TEXT;
+	if (!strcasecmp(s, "json"))
+		return STATS_JSON;
+	if (!strcasecmp(s, "none"))
+		return STATS_NONE;
+	return -1;
+}
+
+static error_t parse_opt(int key, char *arg, struct argp_state *st)
+{
+	struct record *r = st->input;
+	unsigned long long n;
+	int mode, form;
+
+	switch (key) {
+	case 'p':
+		if (add_pids(r->pids, &r->npids, arg))
+			argp_error(st, "invalid pid list '%s' (comma-separated pids, at most %d)", arg, MAX_PIDS);
+		break;
+	case 'a': r->all = true; break;
+	case OPT_COMM:
+		if (regcomp(&r->comm_regex, arg, REG_EXTENDED | REG_NOSUB) != 0)
+			argp_error(st, "invalid regular expression '%s'", arg);
+		r->comm_re = arg;
+		break;
+	case OPT_CGROUP: r->cgroup = arg; break;
+	case OPT_CONTAINER:
+		if (strlen(arg) < 4)
+			argp_error(st, "--container needs at least 4 characters of the id");
+		r->container = arg;
+		break;
+	case OPT_EXCLUDE:
+		if (add_pids(r->excluded, &r->nexcluded, arg))
+			argp_error(st, "invalid pid list '%s' (comma-separated pids, at most %d)", arg, MAX_PIDS);
+		break;
+	case OPT_MAXPROC:
+		if (parse_uint(arg, 1, 4096, &n))
+			argp_error(st, "invalid --max-processes '%s' (1 to 4096)", arg);
+		r->max_processes = (int)n;
+		break;
+	case 'm':
+		mode = mode_by_name(arg);
+		if (mode < 0)
+			argp_error(st, "invalid mode '%s' (cpu, wall or gil)", arg);
+		r->c.o.mode = (enum pbp_mode)mode;
+		break;
+	case 'f':
+		r->format = format_by_name(arg);
+		if (r->format < 0)
+			argp_error(st, "unknown format '%s'", arg);
+		break;
+	case 'F':
+		r->hz_given = true;
+		if (parse_uint(arg, 1, 100000, &n))
+			argp_error(st, "invalid frequency '%s' (1 to 100000 Hz)", arg);
+		r->c.o.hz = (unsigned)n;
+		break;
+	case 'd':
+		if (parse_seconds(arg, MIN_DURATION, MAX_DURATION, &r->duration))
+			argp_error(st, "invalid duration '%s' (%g to %.0f seconds)", arg, MIN_DURATION,
+				   MAX_DURATION);
+		break;
+	case 'o': r->outpath = arg; break;
+	case 't': r->c.o.per_thread = true; break;
+	case OPT_STATUS: r->c.o.status = true; break;
+	case 'q': r->quiet = true; break;
+	case OPT_STATS:
+		form = stats_by_name(arg);
+		if (form < 0)
+			argp_error(st, "invalid --stats '%s' (text, json or none)", arg);
+		r->stats = (enum stats_form)form;
+		break;
+	case OPT_VERBOSE: r->verbose = true; break;
+	case ARGP_KEY_ARGS:
+		r->cmd = st->argv + st->next;
+		break;
+	case ARGP_KEY_ARG:
+		return ARGP_ERR_UNKNOWN;
+	case ARGP_KEY_END:
+		if (!r->npids && !r->cmd && !r->all)
+			argp_error(st, "give -p PID, -a, or a command after --");
+		if ((r->npids || r->all) && r->cmd)
+			argp_error(st, "-p and -a cannot be used with a command");
+		if (!r->all && (r->comm_re || r->cgroup || r->container || r->nexcluded))
+			argp_error(st, "--comm, --cgroup, --container and --exclude-pid go with -a");
+		if (r->all && !r->hz_given)
+			r->c.o.hz = HOST_HZ;
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static const char doc[] =
+	"Sample the Python stacks of running processes from the kernel, at a fixed frequency, "
+	"without stopping them.\n\n"
+	"The format follows the -o extension: .txt/.collapsed (collapsed stacks), .html "
+	"(interactive flame graph), .svg, .json (speedscope), .pb.gz/.pprof (pprof), .pstats; "
+	"any of them + .gz: gzipped (.gz alone: collapsed).\n\n"
+	"Subcommands: 'pybpfprof dump -p PID' prints every thread's stack once; "
+	"'pybpfprof convert' turns collapsed stacks into another format. "
+	"See 'pybpfprof dump --help', 'pybpfprof convert --help' and man pybpfprof."
+	"\vExamples:\n"
+	"  sudo pybpfprof -p 1234 -d 10 -o profile.html\n"
+	"  sudo pybpfprof -p 1234 -F 99 -d 10 -o profile.txt\n"
+	"  sudo pybpfprof -o app.txt -- python3 app.py\n"
+	"  sudo pybpfprof -p 1234 -m wall --status -t -o wall.txt\n"
+	"  sudo pybpfprof -a -d 60 -o host.pb.gz\n"
+	"  flamegraph.pl profile.txt > profile.svg";
+
+/* ------------------------------------------------------------- run */
+
+static int open_targets(struct record *r)
+{
+	if (r->all)
+		return 0;   /* -p is a filter then; run_discover() finds the processes */
+	for (int i = 0; i < r->npids; i++) {
+		struct target *t = &r->targets[r->ntargets];
+		int err = pyproc_open(r->pids[i], &target_limits, &t->p);
+
+		if (err) {
+			int code = report_attach_error(r->pids[i], err, t->p);
+
+			pyproc_close(t->p);
+			t->p = NULL;
+			return code;
+		}
+		t->pid = r->pids[i];
+		r->ntargets++;
+	}
+	return 0;
+}
+
+/* Notice targets that exited (the kernel says so too, but a zombie is not reaped at once). */
+static int any_alive(struct record *r)
+{
+	launch_reap(r, WNOHANG);
+	for (int i = 0; i < r->ntargets; i++) {
+		struct target *t = &r->targets[i];
+		bool up = t->pid == r->child ? r->child != 0 : pid_alive(t->pid);
+
+		if (t->p && (!t->alive || !up)) {
+			if (r->all)
+				run_drop_target(r, t);   /* a host has many: free them as they go */
+			else if (t->alive)
+				sampler_del_proc(r->c.smp, t->pid), t->alive = false;
+		}
+	}
+	/* A target that exec'd counts while its new program is looked at. */
+	return run_live_targets(r) + (r->all ? 0 : r->npending);
+}
+
+/*
+ * The live line is rewritten in place: erased with ESC [ K where the
+ * terminal knows it, else (TERM unset, empty or "dumb": Emacs shells, some
+ * CI logs) overwritten with spaces, no escape sequence at all.
+ */
+#define LIVE_WIDTH 72
+
+static bool term_erases(void)
+{
+	const char *t = getenv("TERM");
+
+	return t && t[0] && strcmp(t, "dumb") != 0;
+}
+
+static void live_clear(void)
+{
+	if (term_erases())
+		fputs("\r\033[K", stderr);
+	else
+		fprintf(stderr, "\r%*s\r", LIVE_WIDTH, "");
+}
+
+static void live_line(struct record *r, uint64_t now)
+{
+	uint64_t st[PBP_STAT__COUNT];
+	double secs = (double)(now - r->start_ns) / 1e9;
+	uint64_t n = agg_total(r->c.agg);
+	char line[160];
+
+	sampler_stats(r->c.smp, st);
+	snprintf(line, sizeof(line), "pybpfprof: %.0f s, %llu samples, %.0f/s, %llu lost", secs,
+		 (unsigned long long)n, secs > 0 ? (double)n / secs : 0.0,
+		 (unsigned long long)st[PBP_STAT_LOST]);
+	if (term_erases())
+		fprintf(stderr, "\r\033[K%s", line);
+	else
+		fprintf(stderr, "\r%-*s", LIVE_WIDTH, line);
+}
+
+/* ------------------------------------------------------------- timers */
+
+/* The run's -d: over. */
+static bool duration_over(void *ctx, struct timer *t, uint64_t now)
+{
+	(void)ctx, (void)t, (void)now;
+	return false;
+}
+
+/* wall and gil modes: ticks at hz on the monotonic clock, caught up if the loop fell behind. */
+static bool run_ticks(void *ctx, struct timer *t, uint64_t now)
+{
+	struct record *r = ctx;
+	int done = 0;
+
+	while (t->next <= now) {
+		if (done++ < MAX_CATCH_UP) {
+			for (int i = 0; i < r->ntargets; i++)
+				target_tick(&r->c, &r->targets[i], t->next);
+			r->c.ticks++;
+		} else {
+			r->c.late_ticks++;
+		}
+		t->next += t->period;
+	}
+	return true;
+}
+
+/* Every ALIVE_EVERY_NS, and at once after an exit event: the run ends with its targets. */
+static bool check_alive(void *ctx, struct timer *t, uint64_t now)
+{
+	struct record *r = ctx;
+
+	(void)t, (void)now;
+	return any_alive(r) || r->all;
+}
+
+static uint64_t earlier(uint64_t a, uint64_t b)
+{
+	return b && (!a || b < a) ? b : a;
+}
+
+static uint64_t pending_due(void *ctx)
+{
+	const struct record *r = ctx;
+	uint64_t due = 0;
+
+	for (int i = 0; i < r->npending; i++)
+		due = earlier(due, r->pending[i].next_ns);
+	return due;
+}
+
+/* A target's thread list is read when it started a thread, and every RESCAN_EVERY_NS for all. */
+static bool rescan_due(void *ctx, struct timer *t, uint64_t now)
+{
+	struct record *r = ctx;
+	bool all = now >= r->next_rescan;
+
+	(void)t;
+	for (int i = 0; i < r->ntargets; i++) {
+		struct target *tg = &r->targets[i];
+		bool due = all;
+
+		if (!tg->alive)
+			continue;
+		if (tg->rescan_soon && now >= tg->rescan_soon) {
+			tg->rescan_soon = 0;
+			due = true;
+		}
+		if (tg->rescan_later && now >= tg->rescan_later) {
+			tg->rescan_later = 0;
+			due = true;
+		}
+		if (due)
+			target_rescan(&r->c, tg, false);
+	}
+	if (all)
+		r->next_rescan = now + RESCAN_EVERY_NS;
+	return true;
+}
+
+static uint64_t rescans_due(void *ctx)
+{
+	const struct record *r = ctx;
+	uint64_t due = r->next_rescan;
+
+	for (int i = 0; i < r->ntargets; i++) {
+		if (!r->targets[i].alive)
+			continue;       /* rescan_due skips it: its deadline would wake the loop at once, forever */
+		due = earlier(due, r->targets[i].rescan_soon);
+		due = earlier(due, r->targets[i].rescan_later);
+	}
+	return due;
+}
+
+static bool jitter(void *ctx, struct timer *t, uint64_t now)
+{
+	struct record *r = ctx;
+
+	(void)t, (void)now;
+	sampler_jitter(r->c.smp);
+	return true;
+}
+
+static uint64_t jitter_every(unsigned hz)
+{
+	uint64_t n = JITTER_PERIODS * (1000000000ull / hz);
+
+	return n > JITTER_MIN_NS ? n : JITTER_MIN_NS;
+}
+
+/* Once a second on a terminal, on the second since the start. */
+static bool live_tick(void *ctx, struct timer *t, uint64_t now)
+{
+	live_line(ctx, now);
+	t->next += t->period;
+	return true;
+}
+
+/* Samples wait in the ring buffer: a few per CPU, within [BATCH_NS, BATCH_MAX_NS]. */
+static uint64_t batch_ns(unsigned hz)
+{
+	uint64_t batch = BATCH_SAMPLES * (1000000000ull / hz);
+
+	return batch < BATCH_NS ? BATCH_NS : batch > BATCH_MAX_NS ? BATCH_MAX_NS : batch;
+}
+
+static void wait_samples(void *ctx, uint64_t ns)
+{
+	struct record *r = ctx;
+
+	if (ns)
+		sampler_wait(r->c.smp, ns);
+	else
+		sampler_drain(r->c.smp);
+}
+
+/*
+ * The timers, in the order they run when due at once: the end of -d
+ * first, then ticks (their instants are past), then the rest.
+ */
+static void add_timers(struct record *r, bool tty)
+{
+	uint64_t start = r->start_ns, tick = 1000000000ull / r->c.o.hz;
+	struct loop *l = &r->loop;
+
+	if (r->duration > 0)
+		loop_add(l, &(struct timer){ .next = start + (uint64_t)(r->duration * 1e9),
+					     .fn = duration_over });
+	if (r->c.o.mode != MODE_CPU)
+		loop_add(l, &(struct timer){ .period = tick, .next = start + tick, .fn = run_ticks });
+	r->alive_timer = loop_add(l, &(struct timer){ .period = ALIVE_EVERY_NS, .next = TIMER_NOW,
+						      .fn = check_alive });
+	loop_add(l, &(struct timer){ .due = pending_due, .fn = run_pending });
+	loop_add(l, &(struct timer){ .due = rescans_due, .fn = rescan_due });
+	loop_add(l, &(struct timer){ .period = jitter_every(r->c.o.hz),
+				     .next = start + jitter_every(r->c.o.hz), .fn = jitter });
+	if (tty)
+		loop_add(l, &(struct timer){ .period = 1000000000ull, .next = start + 1000000000ull,
+					     .fn = live_tick });
+}
+
+static void loop(struct record *r)
+{
+	bool tty = !r->quiet && isatty(STDERR_FILENO);
+
+	r->next_rescan = r->start_ns + RESCAN_EVERY_NS;
+	r->loop.longest = batch_ns(r->c.o.hz);
+	r->loop.wait = wait_samples;
+	r->loop.ctx = r;
+	r->loop.stop = &stop_signal;
+	add_timers(r, tty);
+	loop_run(&r->loop);
+	/* Samples still in the ring buffer belong to the run. */
+	while (sampler_drain(r->c.smp) > 0)
+		;
+	r->end_ns = mono_ns();
+	if (tty)
+		live_clear();
+}
+
+static int output_format(const struct record *r)
+{
+	return r->format >= 0 ? r->format : format_by_path(r->outpath);
+}
+
+/* Before sampling: a path that cannot be written is said now, not after the whole run. */
+static int open_output(struct record *r)
+{
+	int err = profile_open(&r->out, output_format(r), r->outpath);
+
+	if (err) {
+		output_error(&r->out, r->outpath, err);
+		return EXIT_IO;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------- sinks */
+
+/* The profile file (-o, or stdout), opened before sampling started. */
+static int write_profile(void *ctx, const struct agg *a, const struct window *w)
+{
+	struct record *r = ctx;
+	struct profile_meta m = { .mode = mode_name(r->c.o.mode), .hz = r->c.o.hz,
+				  .start_unix_ns = w->start_unix_ns,
+				  .duration_ns = w->end_ns - w->start_ns };
+	int err = profile_write_to(&r->out, output_format(r), a, &m);
+
+	if (err)
+		output_error(&r->out, r->outpath, err);
+	return err;
+}
+
+/* The summary and top functions on stderr (none with -q), and --stats. */
+static int print_report(void *ctx, const struct agg *a, const struct window *w)
+{
+	(void)w;
+	summary_print(ctx, a);
+	return 0;
+}
+
+/* A window closed and the aggregate was reset: what points into it is made again. */
+static void new_window(void *ctx)
+{
+	struct record *r = ctx;
+
+	for (int i = 0; i < r->ntargets; i++) {
+		if (!r->targets[i].p)
+			continue;
+		target_new_window(&r->c, &r->targets[i]);
+		run_label_target(r, &r->targets[i]);
+	}
+}
+
+static int report_sampler_error(int err)
+{
+	if (-err != PBP_E_PERM)
+		return report_error(NULL, err);
+	fprintf(stderr, "pybpfprof: not allowed to load BPF programs or open perf events "
+		"(run as root, or grant CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE)\n");
+	return exit_code_for(err);
+}
+
+static void install_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);   /* a closed terminal or SSH session: still write the profile */
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static void cleanup(struct record *r, int go_fd)
+{
+	if (go_fd >= 0)
+		close(go_fd);   /* an unstarted child sees EOF and exits */
+	launch_end(r, stop_signal != 0);
+	output_abort(&r->out);  /* a run that ended early: its temporary goes */
+	for (int i = 0; i < r->ntargets; i++)
+		if (r->targets[i].p)
+			target_fini(&r->c, &r->targets[i]);
+	sampler_close(r->c.smp);
+	agg_free(r->c.agg);
+	free(r->c.locs);
+	free(r->targets);
+	free(r->skipped);
+	if (r->comm_re)
+		regfree(&r->comm_regex);
+}
+
+static int run(struct record *r, int *go_fd)
+{
+	struct sampler_opts so;
+	int code, err;
+
+	if ((code = privs_check()) != 0 || (code = pidns_check_proc()) != 0)
+		return code;
+	if (!r->cmd && (code = open_targets(r)) != 0)
+		return code;
+	if ((code = open_output(r)) != 0)
+		return code;
+	so = (struct sampler_opts){ .hz = r->c.o.hz, .sched = r->c.o.mode != MODE_CPU, .execs = r->all,
+				    .cb = run_on_sample, .pcb = run_on_proc_event, .ctx = r };
+	err = sampler_open(&r->c.smp, &so);
+	if (err)
+		return report_sampler_error(err);
+	r->c.o.hz = run_rate_limited(r);
+	for (int i = 0; i < r->ntargets; i++)
+		if ((err = run_start_target(r, &r->targets[i])) != 0)
+			return report_sampler_error(err);
+	if (r->all)
+		run_discover(r);
+	if (r->cmd && (code = launch_start(r, go_fd)) != 0)
+		return code;
+	/*
+	 * Set up: from here on only reading targets needs a capability
+	 * (CAP_SYS_PTRACE; -a also attaches new processes with it). In launch
+	 * mode this comes after the command started, with what it inherits.
+	 */
+	privs_note_output(output_rename_target(&r->out));
+	if (r->cmd)
+		privs_note_child();
+	if (r->all)
+		privs_note_attach();
+	privs_drop_after_setup();
+	r->start_ns = mono_ns();
+	r->loop.agg = r->c.agg;
+	r->loop.win = (struct window){ .start_ns = r->start_ns,
+				       .start_unix_ns = (uint64_t)time(NULL) * 1000000000ull };
+	r->loop.reset = new_window;
+	loop_add_sink(&r->loop, &(struct window_sink){ write_profile, r });
+	loop_add_sink(&r->loop, &(struct window_sink){ print_report, r });
+	loop(r);
+	/* One window, the whole run: it closes here. */
+	return loop_close_window(&r->loop, r->end_ns, true) ? EXIT_IO : 0;
+}
+
+int record_main(int argc, char **argv)
+{
+	struct argp argp = { opts, parse_opt, "[-- COMMAND [ARG...]]", doc, NULL, NULL, NULL };
+	struct record r = { .format = -1, .c.o = { .mode = MODE_CPU, .hz = 99 }, .c.ops = &bpf_sampler_ops };
+	int go_fd = -1, code;
+
+	argp_parse(&argp, argc, argv, 0, NULL, &r);
+	sampler_verbose(r.verbose);
+	if (!r.max_processes)
+		r.max_processes = r.all ? DEFAULT_MAX_PROCESSES : (r.npids ? r.npids : 1);
+	r.c.agg = agg_new();
+	r.c.locs = malloc(sizeof(*r.c.locs) * MAX_LOCS);
+	r.targets = calloc((size_t)r.max_processes, sizeof(*r.targets));
+	r.skipped = calloc(MAX_SKIPPED, sizeof(*r.skipped));
+	if (!r.c.agg || !r.c.locs || !r.targets || !r.skipped)
+		return report_error(NULL, -PBP_E_NOMEM);
+	install_signals();
+	code = run(&r, &go_fd);
+	cleanup(&r, go_fd);
+	if (r.child_reaped && code == EXIT_OK)
+		code = launch_status(&r);
+	return code;
+}

@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One run of the sampling command: its options and state, shared by the
+ * files that make it up (record.c: options, the loop and its sinks;
+ * attach.c: which processes it profiles; launch.c: the launched command;
+ * summary.c: what it says at the end).
+ */
+#ifndef PBP_RUN_H
+#define PBP_RUN_H
+
+#include <regex.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "core/limits.h"
+#include "cpython/process.h"
+#include "output/output.h"
+#include "sample/loop.h"
+#include "sample/target.h"
+
+struct agg;
+
+#define MAX_PIDS 1024           /* -p lists and --exclude-pid lists */
+#define DEFAULT_MAX_PROCESSES 256
+#define HOST_HZ 19              /* -a default: a whole host, every process */
+#define MAX_SKIPPED 4096
+#define MAX_PENDING 1024
+#define MAX_DISCOVER 65536
+/* -p: a few processes, generous caches; -a: many, each kept small. */
+static const struct pyproc_limits target_limits = { 1024, 4096, 64 << 20 };
+static const struct pyproc_limits host_limits = { 64, 1024, 4 << 20 };
+#define LAUNCH_WAIT_NS (10 * 1000000000ull)
+#define LAUNCH_POLL_MAX_US 20000
+#define STOP_WAIT_MS 2000       /* a command we could not profile: SIGTERM, then SIGKILL */
+#define MAX_LOCS PBP_MAX_LOCS
+#define MAX_CATCH_UP 10         /* ticks run at once when the loop fell behind */
+/*
+ * Changing a perf event's period restarts its timer and drops the part of a
+ * period already run: re-draw seldom enough that this costs < 1% of samples.
+ */
+#define JITTER_MIN_NS 1000000000ull
+/*
+ * Threads are found as they start (a kernel event, wall and gil modes) or
+ * when first sampled; the periodic rescan is a safety net, and refreshes
+ * names set after a thread started. A new thread's Python state may be
+ * bound a little after the kernel reports it: looked for twice.
+ */
+#define RESCAN_EVERY_NS 5000000000ull
+#define NEW_THREAD_SOON_NS 20000000ull
+#define NEW_THREAD_LATER_NS 300000000ull
+/*
+ * The loop sleeps, then takes every sample the ring buffer holds. Being
+ * woken for each sample instead costs a context switch per sample, more
+ * than naming it, and on a busy machine preempts the sampled thread in step
+ * with the sampling clock (bench/RESULTS.md). A wakeup costs about as much
+ * as naming 10 samples, so it waits for many; process and thread events
+ * still wake it at once, and so does a sample ring a quarter full (on a
+ * host with many CPUs, before BATCH_SAMPLES each; sampler.c).
+ */
+#define BATCH_NS 10000000ull
+#define BATCH_MAX_NS 1000000000ull
+#define BATCH_SAMPLES 100          /* per CPU, and so per busy thread */
+/*
+ * Exits arrive as kernel events (on_proc_event); /proc is read for every
+ * target as a safety net only, seldom: with -a a host has many targets.
+ */
+#define ALIVE_EVERY_NS 5000000000ull
+#define JITTER_PERIODS 64
+/* -d: what the clock can time (a deadline in ns) and the loop can honour. */
+#define MIN_DURATION 0.001
+#define MAX_DURATION 31536000.0    /* a year */
+/* An achieved rate below this share of the asked one is reported. */
+#define RATE_SHORT 0.8
+
+/* A process -a could not profile: reported once in the summary. */
+struct skipped {
+	pid_t pid;
+	int err;
+	char what[96];          /* comm, and the version when that was the reason */
+};
+
+/* A -p or launched target that exec'd: when, and whether it was profiled again. */
+#define MAX_EXEC_NOTES 64
+struct exec_note {
+	pid_t pid;
+	uint64_t at_ns, back_ns;        /* back_ns 0: not profiled again (yet) */
+	int err;                        /* why not, once given up */
+	char version[32];               /* the new interpreter's */
+};
+
+/* An exec'd process that is not (yet) Python: it may load libpython later. */
+struct pending {
+	pid_t pid;
+	int tries;
+	uint64_t next_ns;
+};
+
+/*
+ * The end-of-run figures: the human summary (default), with the cache and
+ * read statistics (text), as one JSON line instead (json), or none.
+ */
+enum stats_form { STATS_SUMMARY, STATS_TEXT, STATS_JSON, STATS_NONE };
+
+struct record {
+	/* options */
+	pid_t pids[MAX_PIDS], excluded[MAX_PIDS];
+	int npids, nexcluded;
+	bool all, hz_given;
+	const char *comm_re, *cgroup, *container;
+	regex_t comm_regex;
+	int max_processes;
+	double duration;
+	const char *outpath;
+	struct output out;      /* opened before sampling starts */
+	int format;
+	enum stats_form stats;
+	bool quiet, verbose;
+	char **cmd;
+	/* state */
+	struct collector c;
+	pid_t child;
+	int child_status;       /* as waitpid gives it, once child_reaped */
+	bool child_reaped;
+	struct target *targets; /* max_processes slots; t->p == NULL is free */
+	int ntargets;           /* slots in use or used, high-water mark */
+	struct skipped *skipped;
+	int nskipped;
+	struct pending pending[MAX_PENDING];
+	int npending;
+	struct exec_note execs[MAX_EXEC_NOTES];
+	int nexecs;
+	uint64_t start_ns, end_ns;
+	struct loop loop;
+	struct timer *alive_timer;      /* due at once after a target's exit */
+	uint64_t next_rescan;           /* of every target's thread list */
+};
+
+/* attach.c: the target table, -a discovery, processes that exec'd */
+struct target *run_target_of(struct record *r, pid_t pid);
+int run_live_targets(const struct record *r);
+/* A zombie has exited: its parent just has not reaped it yet. */
+bool pid_alive(pid_t pid);
+void run_label_target(struct record *r, struct target *t);
+int run_start_target(struct record *r, struct target *t);
+void run_drop_target(struct record *r, struct target *t);
+void run_discover(struct record *r);
+bool run_pending(void *ctx, struct timer *t, uint64_t now);
+void run_on_sample(void *ctx, const struct pbp_sample *ks);
+void run_on_proc_event(void *ctx, uint32_t kind, pid_t pid);
+
+/* launch.c: the command run under the profiler */
+int launch_start(struct record *r, int *go_fd);
+/* Wait for the launched command; stopping (a signal stopped us): stop it too. */
+void launch_end(struct record *r, bool stopping);
+int launch_status(const struct record *r);
+/* Reap the launched command (waitpid flags), keeping its status for our exit code: true when reaped. */
+bool launch_reap(struct record *r, int flags);
+
+/* summary.c: the end of the run on stderr */
+/* The rate the sampler achieves (it may be capped below the asked one: said once). */
+unsigned run_rate_limited(struct record *r);
+/* What --stats and -q ask for at the end of the run, for the aggregate a. */
+void summary_print(struct record *r, const struct agg *a);
+
+#endif /* PBP_RUN_H */

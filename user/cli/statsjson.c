@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The end-of-run figures of the sampler, the collector and each profiled
+ * process as JSON members (`record --stats=json`; README lists the keys):
+ * what the human summary and --stats print, under stable names.
+ */
+#include <stdint.h>
+#include <stddef.h>
+
+#include "pybpfprof.h"
+#include "cli/statsjson.h"
+#include "aggregate/aggregate.h"
+#include "core/jsonw.h"
+#include "cpython/codeobj.h"
+#include "cpython/process.h"
+#include "proc/remote.h"
+#include "sample/sampler.h"
+#include "sample/target.h"
+
+static const char *cap_name(enum sampler_cap why)
+{
+	return why == CAP_KERNEL ? "kernel" : why == CAP_COST ? "cost" : NULL;
+}
+
+/* The rate, the kernel's counters and the program's own clock. */
+void stats_json_sampler(struct jsonw *w, const struct collector *c, const uint64_t *st)
+{
+	struct sampler_limit l;
+	double hz, share;
+
+	sampler_limit(c->smp, &l);
+	sampler_achieved(c->smp, &hz, &share);
+	jw_u64(w, "hz", c->o.hz);
+	jw_u64(w, "hz_asked", l.asked);
+	jw_str(w, "rate_capped", cap_name(l.why));
+	jw_num(w, "interrupts_per_cpu_s", hz);
+	jw_num(w, "program_cpu_share", share);
+	jw_u64(w, "program_ns", st[PBP_STAT_RUN_NS]);
+	jw_num(w, "interrupt_us", l.irq_ns / 1000.0);
+	jw_u64(w, "fired", st[PBP_STAT_FIRED]);
+	jw_u64(w, "taken", st[PBP_STAT_TAKEN]);
+	jw_u64(w, "delivered", st[PBP_STAT_DELIVERED]);
+	jw_u64(w, "lost", st[PBP_STAT_LOST]);
+	jw_u64(w, "budget_skipped", st[PBP_STAT_BUDGET]);
+	jw_u64(w, "truncated", st[PBP_STAT_TRUNCATED]);
+	jw_u64(w, "faulted", st[PBP_STAT_FAULTED]);
+	jw_u64(w, "snapped", st[PBP_STAT_SNAPPED]);
+	jw_u64(w, "snap_lost", st[PBP_STAT_SNAP_LOST]);
+}
+
+/* What user space made of the samples. */
+void stats_json_collector(struct jsonw *w, const struct collector *c)
+{
+	jw_u64(w, "completed", c->sym.completed);
+	jw_u64(w, "failed", c->sym.failed);
+	jw_u64(w, "elided", c->sym.elided);
+	jw_u64(w, "unknown_frames", c->sym.unknown_frames);
+	jw_u64(w, "no_python", c->sym.no_python);
+	jw_u64(w, "unattributed", c->dropped);
+	jw_u64(w, "ticks", c->ticks);
+	jw_u64(w, "late_ticks", c->late_ticks);
+	jw_obj(w, "tick_stacks");
+	jw_u64(w, "reused", c->reused);
+	jw_u64(w, "from_kernel", c->from_kernel);
+	jw_u64(w, "from_switch", c->from_switch);
+	jw_u64(w, "read_now", c->read_now);
+	jw_u64(w, "late_switches", c->late_switches);
+	jw_end_obj(w);
+	jw_u64(w, "thread_lists", c->rescans);
+	jw_num(w, "thread_list_seconds", (double)c->rescan_ns / 1e9);
+	jw_u64(w, "stacks", agg_nstacks(c->agg));
+	jw_u64(w, "locations", agg_nlocs(c->agg));
+}
+
+/* One profiled process: its caches and reads, and its GIL in gil mode. */
+void stats_json_target(struct jsonw *w, const struct target *t)
+{
+	const struct remote_stats *rs = remote_stats(t->p->r);
+	const struct codecache_stats *cs = codecache_stats(t->p->codes);
+
+	jw_obj(w, NULL);
+	jw_int(w, "pid", t->pid);
+	jw_str(w, "python", t->p->version);
+	jw_u64(w, "page_hits", rs->hits);
+	jw_u64(w, "page_misses", rs->misses);
+	jw_u64(w, "page_evictions", rs->evictions);
+	jw_u64(w, "reads", rs->reads);
+	jw_u64(w, "read_bytes", rs->bytes);
+	jw_u64(w, "read_faults", rs->faults);
+	jw_u64(w, "code_hits", cs->hits);
+	jw_u64(w, "code_misses", cs->misses);
+	jw_u64(w, "code_reused", cs->stale);
+	jw_u64(w, "code_unreadable", cs->bad);
+	jw_u64(w, "gil_ticks", t->gil_ticks);
+	jw_u64(w, "gil_held", t->gil_held);
+	jw_u64(w, "gil_contended", t->gil_contended);
+	jw_end_obj(w);
+}

@@ -1,0 +1,12 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef PBP_CORE_CLOCK_H
+#define PBP_CORE_CLOCK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* CLOCK_MONOTONIC in ns: every deadline and duration of a run. */
+uint64_t mono_ns(void);
+
+#endif /* PBP_CORE_CLOCK_H */

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+/* Internal errors in words: what failed is said by the caller, this says why. */
+#include "core/errors.h"
+
+const char *pbp_strerror(int err)
+{
+	switch (err < 0 ? -err : err) {
+	case PBP_OK: return "ok";
+	case PBP_E_GONE: return "process exited";
+	case PBP_E_FAULT: return "address not mapped in the target";
+	case PBP_E_PERM: return "permission denied (needs root or CAP_SYS_PTRACE)";
+	case PBP_E_CORRUPT: return "target memory is inconsistent";
+	case PBP_E_NOMEM: return "out of memory";
+	case PBP_E_NOTPY: return "not a Python process (no _PyRuntime found)";
+	case PBP_E_VERSION: return "unsupported Python version";
+	case PBP_E_NOENT: return "no such process";
+	case PBP_E_BPF: return "the kernel refused to load or attach the BPF sampler";
+	case PBP_E_NOBTF: return "the kernel has no BTF (/sys/kernel/btf/vmlinux is missing)";
+	case PBP_E_CHILD: return "the command could not be started";
+	case PBP_E_LIMIT: return "--max-processes reached";
+	case PBP_E_OLDKERNEL: return "this kernel is older than 5.17 (the sampler needs bpf_loop)";
+	case PBP_E_MFILE: return "too many open files";
+	default: return "unknown error";
+	}
+}

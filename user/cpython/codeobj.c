@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Code-object cache: name, file and line table of each code object, read
+ * once. A freed code object's address can be reused by a new one, so every
+ * hit is checked against a key (co_firstlineno and the low bits of co_name)
+ * that the kernel copied at the sample instant, or that is re-read here
+ * when there is no kernel snapshot.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+
+#include "pybpfprof.h"
+#include "cpython/codeobj.h"
+#include "core/bytes.h"
+#include "core/errors.h"
+#include "cpython/process.h"
+#include "cpython/pystr.h"
+#include "cpython/pyver.h"
+#include "proc/remote.h"
+
+#define WAYS 8
+#define CODE_HDR_MAX 512
+#define LINETABLE_MAX (1u << 20)
+#define NAME_MAX_UTF8 1024
+
+struct codecache {
+	unsigned nsets;
+	uint64_t clock;
+	struct codeinfo *slots;     /* nsets * WAYS; addr 0 = empty */
+	size_t bytes, budget;       /* names and line tables held, and the most allowed */
+	unsigned hand;              /* clock sweep over slots, for the byte budget */
+	struct codecache_stats st;
+};
+
+struct codecache *codecache_new(unsigned capacity, size_t budget)
+{
+	struct codecache *c = calloc(1, sizeof(*c));
+	unsigned sets = 1;
+
+	if (!c)
+		return NULL;
+	c->budget = budget;
+	while (sets * 2 * WAYS <= capacity)
+		sets *= 2;
+	c->slots = calloc((size_t)sets * WAYS, sizeof(*c->slots));
+	if (!c->slots) {
+		free(c);
+		return NULL;
+	}
+	c->nsets = sets;
+	return c;
+}
+
+static size_t slot_bytes(const struct codeinfo *ci)
+{
+	return (ci->name ? strlen(ci->name) + 1 : 0) + (ci->file ? strlen(ci->file) + 1 : 0) + ci->lt_len;
+}
+
+static void slot_clear(struct codeinfo *ci)
+{
+	free(ci->name);
+	free(ci->file);
+	free(ci->linetable);
+	memset(ci, 0, sizeof(*ci));
+}
+
+void codecache_free(struct codecache *c)
+{
+	if (!c)
+		return;
+	for (unsigned i = 0; i < c->nsets * WAYS; i++)
+		slot_clear(&c->slots[i]);
+	free(c->slots);
+	free(c);
+}
+
+const struct codecache_stats *codecache_stats(const struct codecache *c)
+{
+	return &c->st;
+}
+
+static void drop(struct codecache *c, struct codeinfo *ci)
+{
+	c->bytes -= slot_bytes(ci);
+	slot_clear(ci);
+}
+
+/*
+ * Past the byte budget, evict the least recently used of a few entries the
+ * clock hand passes, until under it again: memory per process stays bounded
+ * however large the target's code objects are.
+ */
+static void enforce_budget(struct codecache *c, const struct codeinfo *keep)
+{
+	unsigned n = c->nsets * WAYS;
+
+	for (unsigned tries = 0; c->bytes > c->budget && tries < 2 * n; tries++) {
+		struct codeinfo *victim = NULL;
+
+		for (int k = 0; k < 4; k++, c->hand = (c->hand + 1) % n) {
+			struct codeinfo *ci = &c->slots[c->hand];
+
+			if (ci->addr && ci != keep && (!victim || ci->used < victim->used))
+				victim = ci;
+		}
+		if (victim) {
+			drop(c, victim);
+			c->st.evictions++;
+		}
+	}
+}
+
+static struct codeinfo *set_of(struct codecache *c, uint64_t addr)
+{
+	uint64_t h = (addr >> 4) * 0x9E3779B97F4A7C15ull;
+
+	return &c->slots[(h >> 32 & (c->nsets - 1)) * WAYS];
+}
+
+/* The code object's header, read and checked to be a code object. */
+static int read_header(struct pyproc *p, uint64_t addr, uint8_t hdr[CODE_HDR_MAX])
+{
+	const struct pyver *v = &p->v;
+	int err;
+
+	if (v->code_size > CODE_HDR_MAX)
+		return -PBP_E_CORRUPT;
+	err = remote_read_cached(p->r, addr, hdr, v->code_size);
+	if (err)
+		return err;
+	if (p->pycode_type && load_u64(hdr, v->ob_type) != p->pycode_type)
+		return -PBP_E_CORRUPT;
+	return 0;
+}
+
+/* The key as the kernel would have copied it, read from the target now. */
+static int read_key(struct pyproc *p, uint64_t addr, uint32_t *firstlineno, uint32_t *name_lo)
+{
+	uint8_t hdr[CODE_HDR_MAX];
+	int err = read_header(p, addr, hdr);
+
+	if (err)
+		return err;
+	*firstlineno = load_u32(hdr, p->v.k.code_firstlineno);
+	*name_lo = (uint32_t)load_u64(hdr, p->v.k.code_name);
+	return 0;
+}
+
+static char *read_name(struct pyproc *p, uint64_t addr, int *err)
+{
+	char buf[NAME_MAX_UTF8];
+
+	*err = pystr_read(p->r, &p->v, addr, buf, sizeof(buf));
+	return *err ? NULL : strdup(buf);
+}
+
+static int load(struct pyproc *p, uint64_t addr, struct codeinfo *ci)
+{
+	const struct pyver *v = &p->v;
+	uint8_t hdr[CODE_HDR_MAX];
+	uint32_t name_off = v->code_qualname != PYVER_NOOFF ? v->code_qualname : v->code_name;
+	int err = read_header(p, addr, hdr);
+
+	if (err)
+		return err;
+	ci->addr = addr;
+	ci->firstlineno = load_u32(hdr, v->k.code_firstlineno);
+	ci->name_lo = (uint32_t)load_u64(hdr, v->k.code_name);
+	ci->name = read_name(p, load_u64(hdr, name_off), &err);
+	if (!err)
+		ci->file = read_name(p, load_u64(hdr, v->code_filename), &err);
+	if (!err)
+		err = pybytes_read(p->r, v, load_u64(hdr, v->code_linetable), LINETABLE_MAX,
+				   &ci->linetable, &ci->lt_len);
+	if (err)
+		slot_clear(ci);
+	return err;
+}
+
+static bool key_matches(const struct codeinfo *ci, uint32_t firstlineno, uint32_t name_lo)
+{
+	return ci->firstlineno == firstlineno && ci->name_lo == name_lo;
+}
+
+static struct codeinfo *victim_in(struct codeinfo *set)
+{
+	struct codeinfo *v = &set[0];
+
+	for (int i = 0; i < WAYS; i++) {
+		if (!set[i].addr)
+			return &set[i];
+		if (set[i].used < v->used)
+			v = &set[i];
+	}
+	return v;
+}
+
+const struct codeinfo *codecache_get(struct codecache *c, struct pyproc *p, uint64_t addr,
+				     const struct pbp_frame *key, int *err)
+{
+	struct codeinfo *set = set_of(c, addr), *ci = NULL;
+	uint32_t fl, nl;
+
+	*err = 0;
+	if (key) {
+		fl = key->firstlineno, nl = key->name_lo;
+	} else {
+		*err = read_key(p, addr, &fl, &nl);
+		if (*err) {
+			c->st.bad++;
+			return NULL;
+		}
+	}
+	for (int i = 0; i < WAYS; i++)
+		if (set[i].addr == addr)
+			ci = &set[i];
+	if (ci && key_matches(ci, fl, nl)) {
+		c->st.hits++;
+		ci->used = ++c->clock;
+		return ci;
+	}
+	if (ci) {
+		c->st.stale++;      /* same address, different code object */
+		drop(c, ci);
+	} else {
+		ci = victim_in(set);
+		if (ci->addr)
+			c->st.evictions++;
+		drop(c, ci);
+	}
+	c->st.misses++;
+	*err = load(p, addr, ci);
+	if (*err) {
+		c->st.bad++;
+		return NULL;
+	}
+	if (!key_matches(ci, fl, nl)) {
+		/* Freed and reused since the sample: do not name it after the new object. */
+		c->st.stale++;
+		slot_clear(ci);
+		*err = -PBP_E_CORRUPT;
+		return NULL;
+	}
+	ci->used = ++c->clock;
+	c->bytes += slot_bytes(ci);
+	enforce_budget(c, ci);
+	return ci;
+}

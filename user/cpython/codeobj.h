@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef PBP_CPYTHON_CODEOBJ_H
+#define PBP_CPYTHON_CODEOBJ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pybpfprof.h"
+
+struct pyproc;
+
+struct codeinfo {
+	uint64_t addr;
+	uint32_t firstlineno, name_lo;  /* the key that tells a reused address apart */
+	char *name;                     /* co_qualname on 3.11+, co_name before */
+	char *file;
+	uint8_t *linetable;
+	size_t lt_len;
+	uint64_t used;
+};
+
+struct codecache_stats {
+	uint64_t hits, misses, stale, bad, evictions;
+};
+
+struct codecache;
+
+/* At most capacity entries holding at most budget bytes of names and line tables. */
+struct codecache *codecache_new(unsigned capacity, size_t budget);
+void codecache_free(struct codecache *c);
+/*
+ * The code object at addr. key (firstlineno, name_lo) comes from the kernel's
+ * snapshot; with key == NULL the header is re-read to validate the entry.
+ * Returns NULL with *err set when addr is not a readable code object.
+ */
+const struct codeinfo *codecache_get(struct codecache *c, struct pyproc *p, uint64_t addr,
+				     const struct pbp_frame *key, int *err);
+const struct codecache_stats *codecache_stats(const struct codecache *c);
+
+#endif /* PBP_CPYTHON_CODEOBJ_H */

@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Frame chains read from user space: for `dump`, and to finish stacks the
+ * kernel could not (deeper than its bound, or a page it could not touch).
+ */
+#include <stdio.h>
+#include <string.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+
+#include "pybpfprof.h"
+#include "cpython/stack.h"
+#include "core/bytes.h"
+#include "core/errors.h"
+#include "core/limits.h"
+#include "cpython/codeobj.h"
+#include "cpython/linetable.h"
+#include "cpython/process.h"
+#include "cpython/pyver.h"
+#include "proc/remote.h"
+
+#define FRAME_READ_MAX 512
+
+/* Frames that run no Python code: shims the interpreter pushes for C calls. */
+static bool is_shim(const struct pbp_offsets *k, const uint8_t *fr)
+{
+	uint8_t owner;
+
+	if (k->fr_owner == PBP_NOOFF)
+		return false;
+	owner = fr[k->fr_owner];
+	return owner == k->owner_cstack || owner == k->owner_interp;
+}
+
+static size_t frame_span(const struct pbp_offsets *k)
+{
+	uint16_t offs[] = { k->fr_previous, k->fr_code, k->fr_instr, k->fr_owner };
+	size_t end = 0;
+
+	for (size_t i = 0; i < sizeof(offs) / sizeof(offs[0]); i++)
+		if (offs[i] != PBP_NOOFF && (size_t)offs[i] + 8 > end)
+			end = offs[i] + 8;
+	return end;
+}
+
+/* Brent's cycle detection: O(1) memory, finds any loop in the chain. */
+struct cycle {
+	uint64_t tortoise;
+	size_t power, lam;
+};
+
+static bool cycle_step(struct cycle *c, uint64_t hare)
+{
+	if (hare == c->tortoise)
+		return true;
+	if (c->power == c->lam) {
+		c->tortoise = hare;
+		c->power *= 2;
+		c->lam = 0;
+	}
+	c->lam++;
+	return false;
+}
+
+static void reverse(struct pbp_frame *f, size_t n)
+{
+	for (size_t i = 0; i < n / 2; i++) {
+		struct pbp_frame t = f[i];
+
+		f[i] = f[n - 1 - i];
+		f[n - 1 - i] = t;
+	}
+}
+
+/* Rotate f[0..n) left by k: f[k] comes first. */
+static void rotate(struct pbp_frame *f, size_t n, size_t k)
+{
+	reverse(f, k);
+	reverse(f + k, n - k);
+	reverse(f, n);
+}
+
+static void frame_of(const struct pbp_offsets *k, const uint8_t *fr, struct pbp_frame *f)
+{
+	uint64_t tag = k->exec_tag_bits;
+
+	memset(f, 0, sizeof(*f));
+	f->code = load_u64(fr, k->fr_code) & ~tag;
+	if (k->instr_is_int) {
+		int32_t lasti;
+
+		memcpy(&lasti, fr + k->fr_instr, 4);
+		f->instr = (uint64_t)(int64_t)lasti;
+	} else {
+		f->instr = load_u64(fr, k->fr_instr);
+	}
+}
+
+/*
+ * The innermost `leaf` frames go to out[0..leaf); the others round a ring
+ * out[leaf..max), which holds the root-most ones when the walk ends.
+ */
+int stack_walk(struct pyproc *p, uint64_t frame, struct pbp_frame *out, size_t max, size_t *n,
+	       size_t *elided)
+{
+	const struct pbp_offsets *k = &p->v.k;
+	uint8_t fr[FRAME_READ_MAX];
+	size_t span = frame_span(k), leaf = max - max / 2, ring = max / 2, total = 0;
+	struct cycle cyc = { 0, 1, 1 };
+	int err = 0;
+
+	if (span > sizeof(fr))
+		return *n = 0, *elided = 0, -PBP_E_CORRUPT;
+	for (size_t depth = 0; frame && !err; depth++) {
+		if (depth >= PBP_MAX_WALK || cycle_step(&cyc, frame)) {
+			err = -PBP_E_CORRUPT;
+		} else if (!(err = remote_read_cached(p->r, frame, fr, span))) {
+			if (!is_shim(k, fr)) {
+				if (total < leaf)
+					frame_of(k, fr, &out[total]);
+				else if (ring)
+					frame_of(k, fr, &out[leaf + (total - leaf) % ring]);
+				total++;
+			}
+			frame = load_u64(fr, k->fr_previous);
+		}
+	}
+	*n = total < max ? total : max;
+	*elided = total - *n;
+	if (*elided && ring)    /* the ring's oldest entry, the outermost frame kept, goes first */
+		rotate(out + leaf, ring, (total - leaf) % ring);
+	return err;
+}
+
+const char *elided_name(char *buf, size_t len, size_t n)
+{
+	snprintf(buf, len, "[... %zu frames elided]", n);
+	return buf;
+}
+
+int frame_line(const struct pyproc *p, const struct codeinfo *ci, uint64_t instr)
+{
+	int64_t off = pyver_instr_offset(&p->v, ci->addr, instr);
+
+	if (off < 0)
+		return (int)ci->firstlineno;
+	return lt_addr2line(p->v.lt_kind, ci->linetable, ci->lt_len, (int)ci->firstlineno, off);
+}

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef PBP_OUTPUT_FORMATS_H
+#define PBP_OUTPUT_FORMATS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct agg;
+struct output;
+struct profile_meta;
+
+/* Index of a format by name ("html") or by a path's extension (collapsed if none matches). */
+int format_by_name(const char *name);
+int format_by_path(const char *path);
+const char *format_name(int fmt);
+void format_list(FILE *o);
+int format_write(int fmt, const struct agg *a, const struct profile_meta *m, FILE *o);
+/* Open path for a profile in format fmt (a .gz path: gzipped, unless fmt is already). -errno. */
+int profile_open(struct output *out, int fmt, const char *path);
+/* Write the profile to an opened output and commit it, or abort it. Returns -errno. */
+int profile_write_to(struct output *out, int fmt, const struct agg *a, const struct profile_meta *m);
+/* Both; on failure "cannot write PATH: REASON" has been said. Returns -errno. */
+int profile_write(int fmt, const struct agg *a, const struct profile_meta *m, const char *path);
+
+#endif /* PBP_OUTPUT_FORMATS_H */

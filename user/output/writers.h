@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef PBP_OUTPUT_WRITERS_H
+#define PBP_OUTPUT_WRITERS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct agg;
+
+/*
+ * What every writer gets besides the aggregate. Label locations (LOC_THREAD,
+ * LOC_PROCESS, LOC_STATUS) are already in the stacks where the options asked
+ * for them; formats with a better place for them (pprof labels) skip them and
+ * use the stack's tags instead.
+ */
+struct profile_meta {
+	const char *mode;       /* "cpu", "wall" or "gil" */
+	unsigned hz;
+	uint64_t start_unix_ns; /* wall-clock start of the run */
+	uint64_t duration_ns;
+};
+
+/* collapsed.c: one line per distinct stack text, root first, `;`-separated, a space, the count. */
+int collapsed_write(const struct agg *a, const struct profile_meta *m, FILE *o);
+/*
+ * A location as text: "name (file:line)" or "name (file)" for Python frames,
+ * the bare name of one with neither, the label otherwise. Like snprintf: the
+ * length it needs.
+ */
+int loc_format(const struct agg *a, uint32_t id, char *out, size_t len);
+/* speedscope.c: speedscope's JSON file format, one sampled profile per thread. */
+int speedscope_write(const struct agg *a, const struct profile_meta *m, FILE *o);
+/* pprof.c: gzipped profile.proto; label frames become sample labels. */
+int pprof_write(const struct agg *a, const struct profile_meta *m, FILE *o);
+/* pstats.c: the marshal'ed dict Python's pstats reads; see pstats.c for the figures. */
+int pstats_write(const struct agg *a, const struct profile_meta *m, FILE *o);
+/* html.c: a self-contained interactive flame graph page (user/flamegraph.html.tmpl). */
+int html_write(const struct agg *a, const struct profile_meta *m, FILE *o);
+/* svg.c: a static flame graph, 1200 px wide, a <title> tooltip per frame. */
+int svg_write(const struct agg *a, const struct profile_meta *m, FILE *o);
+
+#endif /* PBP_OUTPUT_WRITERS_H */

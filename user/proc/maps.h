@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef PBP_PROC_MAPS_H
+#define PBP_PROC_MAPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct map_entry {
+	uint64_t start, end, offset;
+	char perms[5];
+	uint64_t inode;
+	char path[512];         /* as written in maps; may be empty */
+	bool deleted;           /* path ends in " (deleted)" (kept in path as written) */
+};
+
+/*
+ * Parse one line of /proc/PID/maps ("start-end perms offset dev inode  path"),
+ * with or without its trailing newline. The path is everything after the
+ * padding that follows the inode (it may contain spaces; it may be absent).
+ * 0 on success; -1 on a malformed line (missing field, bad or overflowing
+ * number, start > end, junk after a newline) or a path that does not fit.
+ */
+int maps_parse_line(const char *line, struct map_entry *e);
+
+#endif /* PBP_PROC_MAPS_H */

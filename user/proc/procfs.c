@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/* What the kernel says of a process and its threads, from /proc. */
+#include <stdio.h>
+#include <string.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "proc/procfs.h"
+
+#define PF_EXITING 0x00000004u     /* include/linux/sched.h: set first thing in do_exit() */
+
+/*
+ * The fields of /proc/PID/task/TID/stat after the command name, from the
+ * state letter on; NULL if the thread is gone.
+ */
+static const char *thread_stat(pid_t pid, pid_t tid, char *buf, size_t len)
+{
+	char path[64], *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	f = fopen(path, "re");
+	if (!f)
+		return NULL;
+	n = fread(buf, 1, len - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');     /* comm may hold spaces and parentheses */
+	return p && p[1] == ' ' && p[2] ? p + 2 : NULL;
+}
+
+/* Kernel scheduler state of a thread, '?' if it is gone. */
+char proc_thread_state(pid_t pid, pid_t tid)
+{
+	char buf[512];
+	const char *st = thread_stat(pid, tid, buf, sizeof(buf));
+
+	return st ? st[0] : '?';
+}
+
+/*
+ * A process that is exiting drops its memory map (exit_mm) before it turns
+ * into a zombie: in between it still looks alive by its state letter, yet
+ * has no maps and no memory to read. The kernel flags it exiting first.
+ */
+bool proc_exited(pid_t pid)
+{
+	char buf[512];
+	const char *st = thread_stat(pid, pid, buf, sizeof(buf));
+	unsigned flags;
+
+	if (!st || st[0] == 'Z' || st[0] == 'X' || st[0] == 'x')
+		return true;
+	/* state ppid pgrp session tty_nr tpgid flags */
+	if (sscanf(st, "%*c %*d %*d %*d %*d %*d %u", &flags) != 1)
+		return false;
+	return (flags & PF_EXITING) != 0;
+}
+
+char proc_state(pid_t pid)
+{
+	return proc_thread_state(pid, pid);
+}
+
+void proc_thread_comm(pid_t pid, pid_t tid, char *out, size_t len)
+{
+	char path[64];
+	FILE *f;
+
+	out[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	if (fgets(out, (int)len, f))
+		out[strcspn(out, "\n")] = '\0';
+	fclose(f);
+}

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef PBP_PROC_PROCFS_H
+#define PBP_PROC_PROCFS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Kernel scheduler state letter of a thread (R, S, D, Z, ...), '?' if gone. */
+char proc_thread_state(pid_t pid, pid_t tid);
+char proc_state(pid_t pid);
+/* Gone, a zombie, or exiting (its memory may already be unmapped). */
+bool proc_exited(pid_t pid);
+void proc_thread_comm(pid_t pid, pid_t tid, char *out, size_t len);
+
+#endif /* PBP_PROC_PROCFS_H */

@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Reads of another process's memory with process_vm_readv, which never
+ * stops the target. remote_read_cached goes through a bounded
+ * set-associative page cache whose pages are valid for one epoch: a page
+ * holds objects of different lifetimes, so a page cached long ago may not
+ * hold an object allocated since. Callers start an epoch per sampling pass
+ * (remote_invalidate_all): within it, frames that share a page (3.11+ keeps
+ * them contiguous per thread) and code objects cost one read.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <stdint.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "proc/remote.h"
+#include "core/errors.h"
+
+#define PAGE_SHIFT 12
+#define PAGE_SZ (1u << PAGE_SHIFT)
+#define WAYS 4
+
+struct page {
+	uint64_t addr;          /* page-aligned target address; 0 = empty */
+	uint64_t used;          /* last use, for LRU within a set */
+	uint64_t epoch;
+	uint8_t *data;
+};
+
+struct remote {
+	pid_t pid;
+	unsigned nsets;         /* power of two, 0 = no cache */
+	uint64_t clock;
+	uint64_t epoch;
+	struct page *pages;     /* nsets * WAYS */
+	uint8_t *arena;
+	struct remote_stats st;
+};
+
+static int errno_to_err(int e)
+{
+	switch (e) {
+	case ESRCH: return -PBP_E_GONE;
+	case EPERM: return -PBP_E_PERM;
+	case ENOMEM: return -PBP_E_NOMEM;
+	default: return -PBP_E_FAULT;
+	}
+}
+
+struct remote *remote_open(pid_t pid, unsigned pages)
+{
+	struct remote *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->pid = pid;
+	if (pages >= WAYS) {
+		unsigned sets = 1;
+
+		while (sets * 2 * WAYS <= pages)
+			sets *= 2;
+		r->pages = calloc((size_t)sets * WAYS, sizeof(*r->pages));
+		r->arena = malloc((size_t)sets * WAYS * PAGE_SZ);
+		if (!r->pages || !r->arena) {
+			remote_close(r);
+			return NULL;
+		}
+		for (unsigned i = 0; i < sets * WAYS; i++)
+			r->pages[i].data = r->arena + (size_t)i * PAGE_SZ;
+		r->nsets = sets;
+	}
+	return r;
+}
+
+void remote_close(struct remote *r)
+{
+	if (!r)
+		return;
+	free(r->pages);
+	free(r->arena);
+	free(r);
+}
+
+pid_t remote_pid(const struct remote *r)
+{
+	return r->pid;
+}
+
+const struct remote_stats *remote_stats(const struct remote *r)
+{
+	return &r->st;
+}
+
+int remote_read(struct remote *r, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { buf, len };
+	struct iovec rem = { (void *)(uintptr_t)addr, len };
+	ssize_t n;
+
+	if (len == 0)
+		return 0;
+	if (addr == 0 || addr + len < addr) {
+		r->st.faults++;
+		return -PBP_E_FAULT;
+	}
+	r->st.reads++;
+	n = process_vm_readv(r->pid, &local, 1, &rem, 1, 0);
+	if (n < 0) {
+		if (errno == EFAULT)
+			r->st.faults++;
+		return errno_to_err(errno);
+	}
+	r->st.bytes += (uint64_t)n;
+	if ((size_t)n != len) {
+		r->st.faults++;
+		return -PBP_E_FAULT;
+	}
+	return 0;
+}
+
+int remote_ptr(struct remote *r, uint64_t addr, uint64_t *out)
+{
+	return remote_read(r, addr, out, sizeof(*out));
+}
+
+static struct page *set_of(struct remote *r, uint64_t page)
+{
+	/* Mix the bits: code objects cluster, and plain modulo would thrash one set. */
+	uint64_t h = (page >> PAGE_SHIFT) * 0x9E3779B97F4A7C15ull;
+
+	return &r->pages[(h >> 32 & (r->nsets - 1)) * WAYS];
+}
+
+static struct page *cache_page(struct remote *r, uint64_t page, int *err)
+{
+	struct page *set = set_of(r, page), *victim = &set[0];
+
+	*err = 0;
+	for (int i = 0; i < WAYS; i++) {
+		if (set[i].addr == page && set[i].epoch == r->epoch) {
+			set[i].used = ++r->clock;
+			r->st.hits++;
+			return &set[i];
+		}
+		if (set[i].epoch != r->epoch)
+			set[i].used = 0;
+		if (set[i].used < victim->used)
+			victim = &set[i];
+	}
+	r->st.misses++;
+	if (victim->addr && victim->epoch == r->epoch)
+		r->st.evictions++;
+	victim->addr = 0;
+	*err = remote_read(r, page, victim->data, PAGE_SZ);
+	if (*err)
+		return NULL;
+	victim->addr = page;
+	victim->epoch = r->epoch;
+	victim->used = ++r->clock;
+	return victim;
+}
+
+int remote_read_cached(struct remote *r, uint64_t addr, void *buf, size_t len)
+{
+	uint8_t *out = buf;
+
+	if (!r->nsets)
+		return remote_read(r, addr, buf, len);
+	if (addr == 0 || addr + len < addr)
+		return -PBP_E_FAULT;
+	while (len) {
+		uint64_t page = addr & ~(uint64_t)(PAGE_SZ - 1);
+		size_t in = addr - page, n = PAGE_SZ - in;
+		struct page *p;
+		int err;
+
+		if (n > len)
+			n = len;
+		p = cache_page(r, page, &err);
+		if (!p) {
+			if (err != -PBP_E_FAULT)
+				return err;
+			/* A page at the edge of a mapping: read only what was asked. */
+			return remote_read(r, addr, out, len);
+		}
+		memcpy(out, p->data + in, n);
+		out += n;
+		addr += n;
+		len -= n;
+	}
+	return 0;
+}
+
+void remote_invalidate(struct remote *r, uint64_t addr, size_t len)
+{
+	uint64_t first = addr & ~(uint64_t)(PAGE_SZ - 1);
+
+	if (!r->nsets || len == 0)
+		return;
+	for (uint64_t page = first; page < addr + len && page >= first; page += PAGE_SZ) {
+		struct page *set = set_of(r, page);
+
+		for (int i = 0; i < WAYS; i++)
+			if (set[i].addr == page)
+				set[i].addr = 0, set[i].used = 0;
+	}
+}
+
+void remote_invalidate_all(struct remote *r)
+{
+	r->epoch++;
+}

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef PBP_PROC_REMOTE_H
+#define PBP_PROC_REMOTE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct remote_stats {
+	uint64_t hits, misses;      /* page cache */
+	uint64_t reads;             /* process_vm_readv calls */
+	uint64_t bytes;             /* bytes those calls returned */
+	uint64_t faults;            /* reads of unmapped memory */
+	uint64_t evictions;
+};
+
+struct remote;
+
+/* pages: page-cache capacity in 4 KiB pages (0 disables the cache). */
+struct remote *remote_open(pid_t pid, unsigned pages);
+void remote_close(struct remote *r);
+/* Read len bytes now, bypassing the cache (mutable data: frames, threads). */
+int remote_read(struct remote *r, uint64_t addr, void *buf, size_t len);
+/* Read through the page cache (immutable data: code objects, strings). */
+int remote_read_cached(struct remote *r, uint64_t addr, void *buf, size_t len);
+/* Forget cached pages that overlap [addr, addr+len). */
+void remote_invalidate(struct remote *r, uint64_t addr, size_t len);
+void remote_invalidate_all(struct remote *r);
+const struct remote_stats *remote_stats(const struct remote *r);
+pid_t remote_pid(const struct remote *r);
+/* Read a pointer / u32 / int helpers, uncached. */
+int remote_ptr(struct remote *r, uint64_t addr, uint64_t *out);
+
+#endif /* PBP_PROC_REMOTE_H */

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef PBP_SAMPLE_SAMPLER_H
+#define PBP_SAMPLE_SAMPLER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "pybpfprof.h"
+
+struct sampler;
+typedef void (*sample_fn)(void *ctx, const struct pbp_sample *s);
+typedef void (*proc_event_fn)(void *ctx, uint32_t kind, pid_t pid);
+
+struct sampler_opts {
+	unsigned hz;            /* asked; sampler_open lowers it to what the host sustains */
+	bool sched;             /* track off-CPU state (wall and gil modes) */
+	bool execs;             /* report every exec (whole-host mode) */
+	sample_fn cb;
+	proc_event_fn pcb;      /* exec and target-exit events */
+	void *ctx;
+};
+
+/*
+ * Why and how far sampler_open lowered the rate (sampler_limit), and what
+ * one sample interrupt costs on this host, measured before sampling starts.
+ */
+enum sampler_cap { CAP_NONE, CAP_KERNEL, CAP_COST };
+struct sampler_limit {
+	unsigned asked, hz;     /* per CPU: as given, and as run */
+	enum sampler_cap why;
+	unsigned irq_ns;        /* measured cost of one interrupt; 0: not measured */
+	unsigned max_rate;      /* kernel.perf_event_max_sample_rate */
+	unsigned budget_pct;    /* the sampler's share of each CPU: perf_cpu_time_max_percent */
+};
+
+/* Load the BPF side and sample every online CPU, at a rate the host sustains. */
+int sampler_open(struct sampler **out, const struct sampler_opts *o);
+void sampler_limit(struct sampler *s, struct sampler_limit *out);
+/* Interrupts per second per CPU since sampling started; the program's share of each CPU. */
+void sampler_achieved(struct sampler *s, double *per_cpu_hz, double *prog_share);
+void sampler_close(struct sampler *s);
+void sampler_verbose(bool on);
+int sampler_add_proc(struct sampler *s, pid_t pid, const struct pbp_proc *p);
+void sampler_del_proc(struct sampler *s, pid_t pid);
+/* A slot in the kernel's per-thread state array (-1 when not tracking). */
+int sampler_slot_alloc(struct sampler *s);
+void sampler_slot_free(struct sampler *s, int slot);
+/* The kernel's live view of a slot, NULL when not tracking. */
+const volatile struct pbp_tstate *sampler_tstate(struct sampler *s, int slot);
+int sampler_set_thread(struct sampler *s, pid_t tid, pid_t tgid, uint64_t tstate, int slot);
+void sampler_del_thread(struct sampler *s, pid_t tid);
+/* Deliver every sample and event in the ring buffers to the callbacks; never waits. */
+int sampler_drain(struct sampler *s);
+/* Wait up to ns (less if a process or thread event comes), then drain. */
+int sampler_wait(struct sampler *s, uint64_t ns);
+void sampler_stats(struct sampler *s, uint64_t out[PBP_STAT__COUNT]);
+/* Re-draw each CPU's sampling period around the mean (breaks aliasing). */
+void sampler_jitter(struct sampler *s);
+
+/*
+ * What the per-thread state (target.c) asks of the kernel side, as a table:
+ * bpf_sampler_ops below is the sampler's own, a unit test gives a fake one
+ * (tests/unit/test_target.c), so target.c links without the BPF skeleton.
+ */
+struct sampler_ops {
+	int (*add_proc)(struct sampler *s, pid_t pid, const struct pbp_proc *p);
+	int (*slot_alloc)(struct sampler *s);
+	void (*slot_free)(struct sampler *s, int slot);
+	const volatile struct pbp_tstate *(*tstate)(struct sampler *s, int slot);
+	int (*set_thread)(struct sampler *s, pid_t tid, pid_t tgid, uint64_t tstate, int slot);
+	void (*del_thread)(struct sampler *s, pid_t tid);
+};
+
+extern const struct sampler_ops bpf_sampler_ops;
+
+#endif /* PBP_SAMPLE_SAMPLER_H */

@@ -1,0 +1,712 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A profiled process and its threads: which thread state each kernel tid
+ * has, the last stack seen of each thread, and how samples and ticks turn
+ * into counted stacks for the mode asked.
+ *
+ * cpu:  a kernel sample is counted as it arrives.
+ * wall: at each tick every thread is counted once. A thread on a CPU uses
+ *       the stack of its latest kernel sample; one that has not run since
+ *       its stack was last read reuses it (the scheduler's switch count
+ *       proves it unchanged); only the others are read from the target.
+ * gil:  at each tick the thread holding the GIL is counted, the same way.
+ *
+ * The kernel side is reached through c->ops (struct sampler_ops), so this
+ * file links without the BPF skeleton: tests/unit/test_target.c drives it
+ * against a fake sampler and a fake process in its own memory.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <stdio.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "pybpfprof.h"
+#include "sample/target.h"
+#include "aggregate/aggregate.h"
+#include "aggregate/status.h"
+#include "core/clock.h"
+#include "core/errors.h"
+#include "core/limits.h"
+#include "core/text.h"
+#include "cpython/process.h"
+#include "cpython/pyver.h"
+#include "cpython/thread.h"
+#include "cpython/threadname.h"
+#include "proc/procfs.h"
+#include "proc/remote.h"
+#include "sample/sampler.h"
+#include "symbol/symbolize.h"
+
+#define RESCAN_NS (20 * 1000000ull)     /* least time between two thread-list reads */
+/*
+ * A list read costs in proportion to the threads (2,000: 50 to 200 ms,
+ * names and /proc included). Run back to back, as samples of threads not
+ * in the list asked for them while a process started threads, they took
+ * the whole loop: no tick ran, and the run overstayed -d. After each one
+ * the next waits RESCAN_GAP times as long as it took: at most ~1/(1+GAP)
+ * of the time goes to them.
+ */
+#define RESCAN_GAP 10
+#define NAMES_EVERY_NS (30 * 1000000000ull)   /* with -a, name reads were most of the CPU */
+#define MAX_LOCS PBP_MAX_LOCS
+#define EMPTY_RESCAN_NS 1000000ull         /* a new process's first thread state: looked for */
+#define EMPTY_FOR_NS (2 * 1000000000ull)   /* ... this often, for this long */
+#define LABEL_ROOM 2            /* process and thread root frames */
+
+struct tcache {
+	pid_t tid;              /* 0: empty slot */
+	pid_t ns_tid;           /* in the target's own PID namespace, 0 when that is ours */
+	uint64_t tstate;
+	int slot;               /* in the kernel's tstates array, -1 if none */
+	uint64_t gen;           /* rescan that last saw the thread */
+	uint32_t *locs;         /* last stack, Python frames root first */
+	uint32_t n, cap;
+	bool have;
+	bool read_off_cpu;      /* locs read while off CPU, at switch count `switches` */
+	bool switch_snap;       /* ... by the kernel as it left the CPU, not used at a tick yet */
+	uint64_t switches;
+	uint64_t kernel_ns;     /* when locs came from a kernel sample, 0 otherwise */
+	bool kernel_holds_gil, kernel_gil_known;
+	uint64_t status[ST__COUNT];
+	/*
+	 * Wall mode counts an idle thread's same stack tick after tick: the
+	 * aggregate's id for (locs, name, status) spares hashing it each time.
+	 * -1: not known; reset when locs or the name change.
+	 */
+	int64_t agg_id[ST__COUNT];
+	int64_t label;          /* the thread's root label location, -1: not made yet */
+	char name[64];
+};
+
+/* ------------------------------------------------------------ thread table */
+
+static void forget_counted(struct tcache *e)
+{
+	for (int s = 0; s < ST__COUNT; s++)
+		e->agg_id[s] = -1;
+	e->label = -1;
+}
+
+static struct tcache *tc_find(struct target *t, pid_t tid)
+{
+	uint32_t mask = t->tc_cap - 1, i;
+
+	if (!t->tc_cap)
+		return NULL;
+	for (i = (uint32_t)tid * 2654435761u & mask; t->tc[i].tid; i = (i + 1) & mask)
+		if (t->tc[i].tid == tid)
+			return &t->tc[i];
+	return NULL;
+}
+
+static int tc_grow(struct target *t)
+{
+	uint32_t ncap = t->tc_cap ? t->tc_cap * 2 : 64;
+	struct tcache *old = t->tc, *nt = calloc(ncap, sizeof(*nt));
+
+	if (!nt)
+		return -PBP_E_NOMEM;
+	t->tc = nt;
+	for (uint32_t i = 0, oldcap = t->tc_cap; i < oldcap; i++) {
+		uint32_t j;
+
+		if (!old[i].tid)
+			continue;
+		for (j = (uint32_t)old[i].tid * 2654435761u & (ncap - 1); nt[j].tid; j = (j + 1) & (ncap - 1))
+			;
+		nt[j] = old[i];
+	}
+	t->tc_cap = ncap;
+	free(old);
+	return 0;
+}
+
+static struct tcache *tc_add(struct target *t, pid_t tid)
+{
+	uint32_t i;
+
+	if ((t->tc_n + 1) * 2 > t->tc_cap && tc_grow(t))
+		return NULL;
+	for (i = (uint32_t)tid * 2654435761u & (t->tc_cap - 1); t->tc[i].tid; i = (i + 1) & (t->tc_cap - 1))
+		;
+	memset(&t->tc[i], 0, sizeof(t->tc[i]));
+	t->tc[i].tid = tid;
+	t->tc[i].slot = -1;
+	forget_counted(&t->tc[i]);
+	t->tc_n++;
+	return &t->tc[i];
+}
+
+/* Drop threads the last rescan did not see; rebuilding keeps probing simple. */
+static void tc_sweep(struct collector *c, struct target *t)
+{
+	struct tcache *old = t->tc;
+	uint32_t oldcap = t->tc_cap;
+
+	t->tc = calloc(oldcap, sizeof(*t->tc));
+	if (!t->tc) {
+		t->tc = old;
+		return;
+	}
+	t->tc_n = 0;
+	for (uint32_t i = 0; i < oldcap; i++) {
+		struct tcache *e = &old[i], *n;
+
+		if (!e->tid)
+			continue;
+		if (e->gen != t->gen) {
+			c->ops->del_thread(c->smp, e->tid);
+			c->ops->slot_free(c->smp, e->slot);
+			free(e->locs);
+			continue;
+		}
+		n = tc_add(t, e->tid);
+		*n = *e;
+	}
+	free(old);
+}
+
+/* ------------------------------------------------------------ registration */
+
+/* Seed the kernel's state of a new thread from /proc: until it switches, that is all we know. */
+static void seed_state(struct collector *c, struct target *t, struct tcache *e)
+{
+	volatile struct pbp_tstate *st = (volatile struct pbp_tstate *)c->ops->tstate(c->smp, e->slot);
+	char state;
+
+	if (!st)
+		return;
+	state = proc_thread_state(t->pid, e->tid);
+	st->oncpu = state == 'R';
+	st->off_reason = state == 'D' ? PBP_OFF_DISK : state == 'R' ? PBP_OFF_NONE : PBP_OFF_SLEEP;
+}
+
+/* The Python name (threading.Thread.name) when it could be read, else the kernel's comm. */
+static void set_name(struct collector *c, struct target *t, struct tcache *e, const char *pyname)
+{
+	char name[sizeof(e->name)];
+
+	if (pyname && pyname[0])
+		snprintf(name, sizeof(name), "%s", pyname);
+	else
+		proc_thread_comm(t->pid, e->tid, name, sizeof(name));
+	utf8_scrub(name);       /* comm is cut at 15 bytes, maybe inside a character */
+	if (strcmp(name, e->name) == 0)
+		return;
+	memcpy(e->name, name, sizeof(name));
+	forget_counted(e);
+	agg_set_thread_name(c->agg, (uint32_t)t->pid, (uint32_t)e->tid, e->name);
+}
+
+/* names_read: pyname is what the names read found; else a known thread keeps its name. */
+static void register_thread(struct collector *c, struct target *t, const struct pythread *th,
+			    const char *pyname, bool names_read)
+{
+	struct tcache *e = tc_find(t, th->tid);
+
+	if (!e) {
+		e = tc_add(t, th->tid);
+		if (!e)
+			return;
+		if (c->o.mode != MODE_CPU) {
+			e->slot = c->ops->slot_alloc(c->smp);
+			seed_state(c, t, e);
+		}
+		names_read = true;      /* a new thread gets its comm at least */
+	}
+	e->ns_tid = th->ns_tid;
+	if (names_read)
+		set_name(c, t, e, pyname);
+	if (e->tstate != th->tstate) {
+		e->tstate = th->tstate;
+		e->have = false;
+		c->ops->set_thread(c->smp, e->tid, t->pid, e->tstate, e->slot);
+	}
+	e->gen = t->gen;
+}
+
+static int tell_kernel(struct collector *c, struct target *t);
+
+static uint64_t list_hash(const struct pythread *list, size_t n)
+{
+	uint64_t h = 1469598103934665603ull ^ n;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ list[i].tstate ^ (uint64_t)list[i].tid << 48) * 1099511628211ull;
+	return h;
+}
+
+/* When the next read may start, after one from start to end: see RESCAN_GAP. */
+static uint64_t after_cost(uint64_t start, uint64_t end)
+{
+	uint64_t gap = (end - start) * RESCAN_GAP;
+
+	return end + (gap > RESCAN_NS ? gap : RESCAN_NS);
+}
+
+/* Once due, the rescan will happen: the loop comes back for it (rescan_soon). */
+static void come_back(struct target *t, uint64_t when)
+{
+	if (t->rescan_soon < when)
+		t->rescan_soon = when;
+}
+
+/* Python names of the list's threads, NULL when not due yet or not read. */
+static char (*read_names(struct target *t, size_t n, bool full))[PBP_NAME_LEN]
+{
+	char (*names)[PBP_NAME_LEN];
+	uint64_t start = mono_ns();
+
+	if (!full && start < t->names_ok) {
+		t->names_due = true;
+		come_back(t, t->names_ok);
+		return NULL;
+	}
+	names = calloc(n ? n : 1, sizeof(*names));
+	if (names)
+		pythreads_name_all(t->p, t->list, n, names);
+	t->names_ns = start;
+	t->names_due = false;
+	t->names_ok = after_cost(start, mono_ns());
+	return names;
+}
+
+/*
+ * Reading the names walks the threading module's dict: most of a rescan's
+ * reads. A list with the same threads at the same states is taken as
+ * unchanged; a name set after start shows within NAMES_EVERY_NS. The list
+ * and the names each wait after a read in proportion to what it cost, so
+ * a process starting thousands of threads never has them read back to
+ * back; a thread is registered at once, named (by its comm until then)
+ * when the names are read next.
+ */
+void target_rescan(struct collector *c, struct target *t, bool full)
+{
+	char (*names)[PBP_NAME_LEN] = NULL;
+	size_t n = 0;
+	uint64_t h, now = mono_ns();
+	bool empty = false;
+	int err;
+
+	if (!full && now < t->rescan_ok) {
+		come_back(t, t->rescan_ok);
+		return;
+	}
+	t->last_rescan = now;
+	c->rescans++;
+	remote_invalidate_all(t->p->r);
+	err = pythreads_read(t->p, t->list, PBP_MAX_THREADS, &n);
+	/*
+	 * A process caught at its first instruction (launch mode, an exec) has
+	 * no thread yet: look again soon, for wall and gil ticks to count it.
+	 */
+	empty = (err || n == 0) && now - t->init_ns < EMPTY_FOR_NS;
+	if (err)
+		goto out;
+	/* 3.12+ keep the GIL in the interpreter, which a process at its first instruction lacks. */
+	if (!t->gil_addr && n > 0)
+		tell_kernel(c, t);
+	h = list_hash(t->list, n);
+	if (!full && h == t->list_hash && !t->names_due && now - t->names_ns < NAMES_EVERY_NS)
+		goto out;
+	t->list_hash = h;
+	names = read_names(t, n, full || now - t->names_ns >= NAMES_EVERY_NS);
+	t->gen++;
+	for (size_t i = 0; i < n; i++)
+		if (t->list[i].tid)
+			register_thread(c, t, &t->list[i], names ? names[i] : NULL, names != NULL);
+	free(names);
+	tc_sweep(c, t);
+out:
+	now = mono_ns();
+	c->rescan_ns += now - t->last_rescan;
+	t->rescan_ok = empty ? t->last_rescan + EMPTY_RESCAN_NS : after_cost(t->last_rescan, now);
+	if (empty)
+		t->rescan_soon = t->rescan_ok;
+}
+
+/* The kernel watches the GIL's flag and holder, and futex waits inside its struct. */
+static void gil_addrs(struct target *t, struct pbp_proc *kp)
+{
+	struct gilstate g;
+	uint64_t interp = 0;
+
+	remote_ptr(t->p->r, t->p->runtime + t->p->v.rt_interpreters_head, &interp);
+	if (pygil_read(t->p, interp, &g) == 0 && g.addr) {
+		t->gil_addr = g.addr;
+		kp->gil_locked = g.addr + t->p->v.gil_locked;
+		kp->gil_holder = g.addr + t->p->v.gil_last_holder;
+		kp->gil_lo = g.addr + t->p->v.gil_wait_lo;
+		kp->gil_hi = g.addr + (t->p->v.gil_size != PYVER_NOOFF ? t->p->v.gil_size : 0);
+	}
+}
+
+/* What the kernel needs to find a thread's state itself (bpf/profile.bpf.c: find_tstate). */
+static void thread_list_addrs(struct target *t, struct pbp_proc *kp)
+{
+	const struct pyver *v = &t->p->v;
+	uint32_t offs[] = { v->is_threads_head, v->is_next, v->ts_next, v->ts_thread_id };
+
+	for (size_t i = 0; i < sizeof(offs) / sizeof(offs[0]); i++)
+		if (offs[i] == PYVER_NOOFF || offs[i] > UINT16_MAX - 8)
+			return;
+	kp->interp_head = t->p->runtime + v->rt_interpreters_head;
+	kp->is_threads_head = (uint16_t)v->is_threads_head;
+	kp->is_next = (uint16_t)v->is_next;
+	kp->ts_next = (uint16_t)v->ts_next;
+	kp->ts_thread_id = (uint16_t)v->ts_thread_id;
+}
+
+/* What the kernel knows of the process: its layout, GIL and thread lists. */
+static int tell_kernel(struct collector *c, struct target *t)
+{
+	struct pbp_proc kp = { .off = t->p->v.k };
+
+	gil_addrs(t, &kp);
+	thread_list_addrs(t, &kp);
+	return c->ops->add_proc(c->smp, t->pid, &kp) != 0 ? -PBP_E_BPF : 0;
+}
+
+int target_init(struct collector *c, struct target *t)
+{
+	t->proc_loc = -1;
+	t->list = calloc(PBP_MAX_THREADS, sizeof(*t->list));
+	if (!t->list)
+		return -PBP_E_NOMEM;
+	t->init_ns = mono_ns();
+	if (tell_kernel(c, t) != 0)
+		return -PBP_E_BPF;
+	t->alive = true;
+	target_rescan(c, t, true);
+	return 0;
+}
+
+void target_fini(struct collector *c, struct target *t)
+{
+	for (uint32_t i = 0; i < t->tc_cap; i++) {
+		/* A target dropped while the run goes on (it exec'd, or -a): its threads go too. */
+		if (t->tc[i].tid && c->smp) {
+			c->ops->del_thread(c->smp, t->tc[i].tid);
+			c->ops->slot_free(c->smp, t->tc[i].slot);
+		}
+		free(t->tc[i].locs);
+	}
+	free(t->tc);
+	free(t->list);
+	pyproc_close(t->p);
+	memset(t, 0, sizeof(*t));
+}
+
+/* ------------------------------------------------------------ counting */
+
+static void count(struct collector *c, struct target *t, struct tcache *e, const uint32_t *py,
+		  uint32_t n, uint32_t status)
+{
+	struct stack_tags tags = { .pid = (uint32_t)t->pid, .tid = (uint32_t)e->tid, .status = status };
+	bool kept = py == e->locs && status < ST__COUNT;    /* the thread's kept stack */
+	uint32_t k = 0;
+	int64_t id;
+
+	e->status[status < ST__COUNT ? status : ST_UNKNOWN]++;
+	if (n == 0)
+		return;     /* no Python frame: nothing to attribute */
+	if (kept && e->agg_id[status] >= 0) {
+		agg_bump(c->agg, (uint32_t)e->agg_id[status], 1);
+		return;
+	}
+	if (t->proc_loc >= 0)
+		c->locs[k++] = (uint32_t)t->proc_loc;
+	if (c->o.per_thread) {
+		if (e->label < 0)
+			e->label = agg_thread_loc(c->agg, (uint32_t)t->pid, (uint32_t)e->tid, (uint32_t)e->ns_tid,
+						  e->name);
+		if (e->label < 0)
+			return;
+		c->locs[k++] = (uint32_t)e->label;
+	}
+	if (py != c->locs + k)
+		memmove(c->locs + k, py, n * sizeof(*py));
+	k += n;
+	if (c->o.status) {
+		if ((id = agg_loc(c->agg, status_label(status), NULL, -1, LOC_STATUS)) < 0)
+			return;
+		c->locs[k++] = (uint32_t)id;
+	}
+	if (agg_add(c->agg, &tags, c->locs, k, 1) == 0 && kept)
+		e->agg_id[status] = agg_last(c->agg);
+}
+
+static int keep_stack(struct tcache *e, const uint32_t *locs, uint32_t n)
+{
+	if (n > e->cap) {
+		uint32_t *p = realloc(e->locs, n * sizeof(*p));
+
+		if (!p)
+			return -PBP_E_NOMEM;
+		e->locs = p;
+		e->cap = n;
+	}
+	if (n)  /* e->locs is NULL until a stack has had a frame */
+		memcpy(e->locs, locs, n * sizeof(*locs));
+	e->n = n;
+	forget_counted(e);
+	e->have = true;
+	return 0;
+}
+
+/*
+ * A thread the thread list did not give (it ended since, or its tid could
+ * not be matched) whose state the kernel found at the sample: counted as it,
+ * until a rescan says otherwise.
+ */
+static struct tcache *adopt_thread(struct collector *c, struct target *t, pid_t tid, uint64_t tstate)
+{
+	struct pythread th = { .tid = tid, .tstate = tstate };
+
+	register_thread(c, t, &th, NULL, false);
+	return tc_find(t, tid);
+}
+
+void target_on_sample(struct collector *c, struct target *t, const struct pbp_sample *ks)
+{
+	struct tcache *e = tc_find(t, (pid_t)ks->tid);
+	struct pbp_sample s;
+	uint32_t n = 0, off = LABEL_ROOM;
+
+	if (!e || (ks->flags & PBP_F_NO_TSTATE)) {
+		/* A thread born since the last scan: find its state, and tell the kernel. */
+		target_rescan(c, t, false);     /* or later, if one ran just now */
+		e = tc_find(t, (pid_t)ks->tid);
+		if (!e && (ks->flags & PBP_F_TSTATE_FOUND))
+			e = adopt_thread(c, t, (pid_t)ks->tid, ks->tstate);
+		if (!e) {
+			c->dropped++;
+			return;
+		}
+	}
+	if (ks->flags & PBP_F_NO_TSTATE) {
+		memcpy(&s, ks, offsetof(struct pbp_sample, frames));
+		s.tstate = e->tstate;
+		ks = &s;
+	}
+	remote_invalidate_all(t->p->r);
+	/* Python frames go after room for the root labels, which count() puts before them. */
+	symbolize(t->p, ks, c->agg, c->locs + off, MAX_LOCS - off - 1, &n, &c->sym);
+	if (c->o.mode == MODE_CPU) {
+		bool known = ks->flags & PBP_F_GIL_KNOWN, holds = ks->flags & PBP_F_HOLDS_GIL;
+
+		count(c, t, e, c->locs + off, n, status_classify(true, PBP_OFF_NONE, known, holds));
+		return;
+	}
+	if (ks->flags & PBP_F_SWITCH_OUT) {
+		/* Its stack until the switch count moves on: a tick reads nothing. */
+		if (keep_stack(e, c->locs + off, n) == 0) {
+			e->kernel_ns = 0;
+			e->read_off_cpu = true;
+			e->switch_snap = true;
+			e->switches = ks->switches;
+		}
+		return;
+	}
+	if (keep_stack(e, c->locs + off, n) == 0) {
+		e->kernel_ns = ks->ts;
+		e->read_off_cpu = false;
+		e->kernel_gil_known = ks->flags & PBP_F_GIL_KNOWN;
+		e->kernel_holds_gil = ks->flags & PBP_F_HOLDS_GIL;
+	}
+}
+
+/* ------------------------------------------------------------ ticks */
+
+/*
+ * A stack kept while the thread was off CPU still holds at the tick if the
+ * thread has not switched since, or if its one switch since is the switch
+ * in that came after the tick instant (it was still off CPU then). And if
+ * the thread is off CPU now and has not switched since, reading it now
+ * would give the kept stack again, even when the switch out came after
+ * the instant (it was running then): a late tick used to read every such
+ * thread, each read made the next tick later and so more threads such,
+ * and with 2,000 threads the loop locked into reading them all (1.4 GB in
+ * 5 s, 85% of ticks dropped) where another run read nothing.
+ */
+static bool off_cpu_stack_holds(const struct tcache *e, const struct pbp_tstate *st, bool late)
+{
+	bool oncpu_now = late ? !st->oncpu : st->oncpu;     /* state_at flipped it */
+
+	if (!e->have || !e->read_off_cpu)
+		return false;
+	if (!oncpu_now && e->switches == st->switches)
+		return true;
+	return !st->oncpu && late && st->switches == e->switches + 1;
+}
+
+/* The thread's stack at this tick, by the cheapest exact means. */
+static int tick_stack(struct collector *c, struct target *t, struct tcache *e,
+		      const struct pbp_tstate *st, bool late, uint64_t now_kns)
+{
+	uint64_t fresh = 2 * 1000000000ull / c->o.hz;
+	uint32_t n = 0;
+	int err;
+
+	if (st->oncpu && e->have && e->kernel_ns && now_kns - e->kernel_ns <= fresh) {
+		c->from_kernel++;
+		return 0;
+	}
+	if (off_cpu_stack_holds(e, st, late)) {
+		if (e->switch_snap)
+			c->from_switch++;
+		else
+			c->reused++;
+		e->switch_snap = false;
+		return 0;
+	}
+	c->read_now++;
+	remote_invalidate_all(t->p->r);
+	err = symbolize_thread(t->p, e->tstate, c->agg, c->locs, MAX_LOCS - 2, &n, &c->sym);
+	if (err && n == 0)
+		return err;
+	err = keep_stack(e, c->locs, n);
+	e->kernel_ns = 0;
+	e->switch_snap = false;
+	e->read_off_cpu = !st->oncpu;
+	e->switches = st->switches;
+	return err;
+}
+
+/*
+ * The thread's state at the tick instant, not at the (later) moment we look:
+ * waking up to look can itself preempt the thread. A switch after the
+ * instant means it was in the other state then; off_reason still tells
+ * why it was off CPU before a switch in.
+ */
+static bool state_at(struct collector *c, const struct tcache *e, uint64_t instant,
+		     struct pbp_tstate *st)
+{
+	const volatile struct pbp_tstate *v = c->ops->tstate(c->smp, e->slot);
+
+	memset(st, 0, sizeof(*st));
+	if (!v)
+		return false;
+	st->switches = v->switches;
+	st->oncpu = v->oncpu;
+	st->off_reason = v->off_reason;
+	st->last_switch_ns = v->last_switch_ns;
+	if (st->last_switch_ns > instant && st->switches) {
+		st->oncpu = !st->oncpu;
+		c->late_switches++;
+		return true;
+	}
+	return false;
+}
+
+static void tick_thread(struct collector *c, struct target *t, struct tcache *e,
+			const struct gilstate *g, uint64_t instant)
+{
+	struct pbp_tstate st;
+	bool holds = pygil_holds(g, e->tstate);
+	uint32_t status;
+	bool late;
+
+	late = state_at(c, e, instant, &st);
+	if (c->o.mode == MODE_GIL && !holds)
+		return;
+	status = status_classify(st.oncpu, st.off_reason, g->known, holds);
+	if (tick_stack(c, t, e, &st, late, instant) != 0) {
+		e->status[status]++;
+		return;
+	}
+	count(c, t, e, e->locs, e->n, status);
+}
+
+void target_tick(struct collector *c, struct target *t, uint64_t instant)
+{
+	struct gilstate g = { 0 };
+	bool contended = false;
+
+	if (!t->alive)
+		return;
+	/* One read a tick: the GIL struct of the main interpreter stays where it is. */
+	remote_invalidate_all(t->p->r);
+	if (t->gil_addr)
+		pygil_state(t->p, t->gil_addr, &g);
+	for (uint32_t i = 0; i < t->tc_cap; i++) {
+		struct tcache *e = &t->tc[i];
+		const volatile struct pbp_tstate *st;
+
+		if (!e->tid)
+			continue;
+		st = c->ops->tstate(c->smp, e->slot);
+		if (st && !st->oncpu && st->off_reason == PBP_OFF_GIL)
+			contended = true;
+		tick_thread(c, t, e, &g, instant);
+	}
+	t->gil_ticks++;
+	t->gil_held += g.known && g.locked;
+	t->gil_contended += contended;
+}
+
+/*
+ * The aggregate was reset (a window closed and went to the sink): ids taken
+ * from it mean nothing now, kept stacks included (they are location ids).
+ * Each thread's stack is read again at its next tick or sample, and its
+ * name given to the new aggregate.
+ */
+void target_new_window(struct collector *c, struct target *t)
+{
+	for (uint32_t i = 0; i < t->tc_cap; i++) {
+		struct tcache *e = &t->tc[i];
+
+		if (!e->tid)
+			continue;
+		forget_counted(e);
+		e->have = false;
+		e->kernel_ns = 0;
+		e->read_off_cpu = e->switch_snap = false;
+		if (e->name[0])
+			agg_set_thread_name(c->agg, (uint32_t)t->pid, (uint32_t)e->tid, e->name);
+	}
+	t->proc_loc = -1;
+}
+
+/* ------------------------------------------------------------ summary */
+
+void target_print_threads(const struct collector *c, const struct target *t, FILE *o)
+{
+	(void)c;
+	fprintf(o, "pybpfprof: pid %d", (int)t->pid);
+	if (t->p && t->p->tids)
+		fprintf(o, " (%d in its namespace)", (int)t->p->ns_pid);
+	fprintf(o, " (Python %s)", t->p ? t->p->version : "?");
+	if (t->gil_ticks)
+		fprintf(o, ": GIL held %.1f%%, contended %.1f%% of %llu ticks",
+			100.0 * (double)t->gil_held / (double)t->gil_ticks,
+			100.0 * (double)t->gil_contended / (double)t->gil_ticks,
+			(unsigned long long)t->gil_ticks);
+	fputc('\n', o);
+	for (uint32_t i = 0; i < t->tc_cap; i++) {
+		const struct tcache *e = &t->tc[i];
+		char name[4 * sizeof(e->name)];     /* every byte an escape at worst */
+		uint64_t total = 0;
+
+		if (!e->tid)
+			continue;
+		for (int s = 0; s < ST__COUNT; s++)
+			total += e->status[s];
+		if (!total)
+			continue;
+		text_escape(name, sizeof(name), e->name, TEXT_PLAIN);
+		fprintf(o, "  thread %-7d ", (int)e->tid);
+		if (e->ns_tid)
+			fprintf(o, "(%d in its namespace) ", (int)e->ns_tid);
+		fprintf(o, "%-16s %7llu samples:", name, (unsigned long long)total);
+		for (int s = 0; s < ST__COUNT; s++)
+			if (e->status[s])
+				fprintf(o, " %s %.1f%%", status_label((uint32_t)s),
+					100.0 * (double)e->status[s] / (double)total);
+		fputc('\n', o);
+	}
+}

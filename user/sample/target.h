@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef PBP_SAMPLE_TARGET_H
+#define PBP_SAMPLE_TARGET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "pybpfprof.h"
+
+#include "symbol/symbolize.h"
+
+struct agg;
+struct pyproc;
+struct pythread;
+struct sampler;
+struct sampler_ops;
+
+enum pbp_mode { MODE_CPU, MODE_WALL, MODE_GIL };
+
+struct profile_opts {
+	enum pbp_mode mode;
+	unsigned hz;
+	bool per_thread;        /* root frame "thread TID name" */
+	bool status;            /* leaf frame "[running]", ... */
+};
+
+/* Where samples and ticks of every target end up. */
+struct collector {
+	struct profile_opts o;
+	struct sampler *smp;
+	const struct sampler_ops *ops;  /* what target.c calls smp through */
+	struct agg *agg;
+	struct symstats sym;
+	uint32_t *locs;         /* scratch: one stack */
+	uint64_t dropped;       /* samples of threads that are not Python threads */
+	uint64_t ticks, late_ticks;
+	uint64_t reused;        /* wall/gil: stack reused, the thread had not run: no read */
+	uint64_t from_switch;   /* wall/gil: stack the kernel took as the thread left the CPU */
+	uint64_t from_kernel;   /* wall/gil: on-CPU thread, stack from its last kernel sample */
+	uint64_t read_now;      /* wall/gil: stack read from the target at the tick */
+	uint64_t late_switches; /* wall/gil: a switch between the tick instant and the look */
+	uint64_t rescans, rescan_ns;    /* thread-list reads, and the time they took */
+};
+
+struct tcache;
+
+/* One profiled process and what is known of its threads. */
+struct target {
+	pid_t pid;
+	struct pyproc *p;
+	bool alive;
+	uint64_t last_rescan, gen;
+	uint64_t rescan_ok;     /* no list read before this (its cost bounds their rate) */
+	uint64_t names_ok;      /* no names read before this, for the same reason */
+	bool names_due;         /* the list changed since the names were read */
+	uint64_t init_ns;       /* when target_init registered it */
+	uint64_t list_hash;     /* of the thread list last registered */
+	uint64_t names_ns;      /* when the threads' Python names were last read */
+	uint64_t rescan_soon, rescan_later; /* a thread started: read the list then (0: no) */
+	uint64_t gil_addr;      /* the main interpreter's GIL struct, 0 if unknown */
+	struct pythread *list;  /* scratch for pythreads_read */
+	struct tcache *tc;      /* open addressing by tid */
+	uint32_t tc_cap, tc_n;
+	int64_t proc_loc;       /* root frame "process PID cmdline", -1 for none */
+	uint64_t gil_ticks, gil_held, gil_contended;
+};
+
+/* Register a freshly opened process with the sampler and read its threads. */
+int target_init(struct collector *c, struct target *t);
+void target_fini(struct collector *c, struct target *t);
+/*
+ * Re-read the thread list; names only when it changed or are old, unless
+ * full. One that is not full waits (rescan_soon) if the last one was too
+ * recent for what it cost.
+ */
+void target_rescan(struct collector *c, struct target *t, bool full);
+void target_on_sample(struct collector *c, struct target *t, const struct pbp_sample *s);
+/* wall and gil modes: count every thread (or the GIL holder) once, as at instant (ns, monotonic). */
+void target_tick(struct collector *c, struct target *t, uint64_t instant);
+/* After agg_reset: forget what pointed into the old aggregate (kept stacks, ids); re-set names. */
+void target_new_window(struct collector *c, struct target *t);
+void target_print_threads(const struct collector *c, const struct target *t, FILE *o);
+
+#endif /* PBP_SAMPLE_TARGET_H */

@@ -1,0 +1,239 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Raw kernel samples to locations: code objects named through the cache,
+ * lines from the line table, and stacks the kernel could not finish
+ * completed from where it stopped.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+
+#include "pybpfprof.h"
+#include "symbol/symbolize.h"
+#include "aggregate/aggregate.h"
+#include "core/errors.h"
+#include "core/limits.h"
+#include "cpython/codeobj.h"
+#include "cpython/process.h"
+#include "cpython/stack.h"
+#include "cpython/thread.h"
+
+#define UNKNOWN_FRAME "[unknown]"
+
+/*
+ * Recently named (code object, instruction) pairs: their line and location.
+ * A profile keeps hitting the same few pairs, and naming one from scratch
+ * means decoding the line table from its start and hashing the name and file
+ * strings into the aggregate: most of the cost of a sample. Direct-mapped.
+ * A slot answers only for the code-cache entry it was filled from, as it was
+ * then (address, key, line-table buffer), so a code object loaded since at a
+ * reused address, or into a reused cache slot, never gets another's lines;
+ * its location is checked against the aggregate before it is used.
+ * This program is single-threaded.
+ */
+#define FRAME_MEMO 4096         /* power of two */
+
+struct frame_memo {
+	const struct codeinfo *ci;
+	const uint8_t *linetable;
+	size_t lt_len;
+	uint64_t addr, instr;
+	uint32_t firstlineno, name_lo;
+	int line;
+	const struct agg *agg;      /* loc is an id in this aggregate; NULL: none yet */
+	int64_t loc;
+};
+
+static struct frame_memo frame_memo[FRAME_MEMO];
+
+static bool memo_is(const struct frame_memo *m, const struct codeinfo *ci, uint64_t instr)
+{
+	return m->ci == ci && m->addr == ci->addr && m->instr == instr &&
+	       m->linetable == ci->linetable && m->lt_len == ci->lt_len &&
+	       m->firstlineno == ci->firstlineno && m->name_lo == ci->name_lo;
+}
+
+static struct frame_memo *memo_of(const struct pyproc *p, const struct codeinfo *ci, uint64_t instr)
+{
+	uint64_t h = ((ci->addr >> 4) ^ instr * 0x9E3779B97F4A7C15ull) * 0xBF58476D1CE4E5B9ull;
+	struct frame_memo *m = &frame_memo[(h >> 40) & (FRAME_MEMO - 1)];
+
+	if (!memo_is(m, ci, instr)) {
+		*m = (struct frame_memo){ .ci = ci, .linetable = ci->linetable, .lt_len = ci->lt_len,
+					  .addr = ci->addr, .instr = instr,
+					  .firstlineno = ci->firstlineno, .name_lo = ci->name_lo,
+					  .line = frame_line(p, ci, instr), .loc = -1 };
+	}
+	return m;
+}
+
+/* The aggregate still holds that location (it is not reset during a run, but make sure). */
+static bool loc_still(const struct agg *a, const struct frame_memo *m, const struct codeinfo *ci)
+{
+	const char *name, *file;
+	uint32_t kind;
+	int line;
+
+	if (m->agg != a || m->loc < 0 || m->loc >= (int64_t)agg_nlocs(a))
+		return false;
+	agg_loc_info(a, (uint32_t)m->loc, &name, &file, &line, &kind);
+	return kind == LOC_PY && line == m->line && strcmp(name, ci->name) == 0 &&
+	       strcmp(file, ci->file) == 0;
+}
+
+/*
+ * prev: the code object of the frame named just before in the same stack, or
+ * NULL. Frames read from the target now (no kernel key) share it when they run
+ * the same code, as recursive ones do, rather than read its header again.
+ */
+static int64_t frame_loc(struct pyproc *p, struct agg *a, const struct pbp_frame *f,
+			 const struct pbp_frame *key, struct symstats *st,
+			 const struct codeinfo **prev)
+{
+	int err;
+	const struct codeinfo *ci;
+	struct frame_memo *m;
+	int64_t id;
+
+	if (!key && *prev && (*prev)->addr == f->code)
+		ci = *prev;
+	else
+		ci = codecache_get(p->codes, p, f->code, key, &err);
+	*prev = ci;
+	st->frames++;
+	if (!ci) {
+		/* Freed or unreadable since the sample: say so rather than drop the frame. */
+		st->unknown_frames++;
+		return agg_loc(a, UNKNOWN_FRAME, NULL, -1, LOC_PY);
+	}
+	m = memo_of(p, ci, f->instr);
+	if (loc_still(a, m, ci))
+		return m->loc;
+	id = agg_loc(a, ci->name, ci->file, m->line, LOC_PY);
+	if (id >= 0) {
+		m->agg = a;
+		m->loc = id;
+	}
+	return id;
+}
+
+/* Frames the kernel did not copy, read now from where it stopped. */
+static int complete(struct pyproc *p, const struct pbp_sample *s, struct pbp_frame *more,
+		    size_t max, size_t *n, size_t *elided)
+{
+	uint64_t frame = s->resume;
+	int err = 0;
+
+	*n = *elided = 0;
+	if (!frame && s->nframes == 0 && s->tstate)
+		err = pythread_frame(p, s->tstate, &frame);
+	if (!err && frame)
+		err = stack_walk(p, frame, more, max, n, elided);
+	return err;
+}
+
+/*
+ * Locations of frames a walk kept (innermost first, max of them at most),
+ * root first after locs[0..*k): the marker in the middle when it left some
+ * out. 0 or -PBP_E_NOMEM.
+ */
+static int name_walked(struct pyproc *p, struct agg *a, const struct pbp_frame *f, size_t n,
+		       size_t max, size_t elided, uint32_t *locs, uint32_t *k, struct symstats *st,
+		       const struct codeinfo **prev)
+{
+	size_t cut = elided ? max - max / 2 : 0;    /* frames kept on the leaf side */
+
+	for (size_t i = n; i-- > 0;) {
+		int64_t id;
+
+		if (elided && i + 1 == cut) {
+			char name[64];
+
+			id = agg_loc(a, elided_name(name, sizeof(name), elided), NULL, -1, LOC_PY);
+			if (id < 0)
+				return (int)id;
+			locs[(*k)++] = (uint32_t)id;
+			st->elided++;
+		}
+		id = frame_loc(p, a, &f[i], NULL, st, prev);
+		if (id < 0)
+			return (int)id;
+		locs[(*k)++] = (uint32_t)id;
+	}
+	return 0;
+}
+
+/*
+ * Frames a walk may keep in a stack of max locations that has `used` Python
+ * frames already: PBP_MAX_DEPTH in all at most, and a location is the marker's.
+ */
+static size_t walk_room(uint32_t max, size_t used)
+{
+	size_t room = max > used + 1 ? max - used - 1 : 0;
+	size_t depth = PBP_MAX_DEPTH > used ? PBP_MAX_DEPTH - used : 0;
+
+	return room < depth ? room : depth;
+}
+
+int symbolize(struct pyproc *p, const struct pbp_sample *s, struct agg *a, uint32_t *locs,
+	      uint32_t max, uint32_t *n, struct symstats *st)
+{
+	const struct codeinfo *prev = NULL;
+	struct pbp_frame *more = NULL;
+	size_t nmore = 0, elided = 0, room = walk_room(max, s->nframes);
+	uint32_t k = 0;
+	int err = 0, nerr = 0;
+
+	*n = 0;
+	st->samples++;
+	if (s->flags & (PBP_F_TRUNCATED | PBP_F_FAULT | PBP_F_NO_TSTATE)) {
+		more = malloc(sizeof(*more) * (room ? room : 1));
+		if (!more)
+			return -PBP_E_NOMEM;
+		err = complete(p, s, more, room, &nmore, &elided);
+		if (err)
+			st->failed++;
+		else
+			st->completed++;
+	}
+	/* Innermost first in the sample; the profile wants the root first. */
+	nerr = name_walked(p, a, more, nmore, room, elided, locs, &k, st, &prev);
+	for (int i = (int)s->nframes - 1; !nerr && i >= 0 && k < max; i--) {
+		int64_t id = frame_loc(p, a, &s->frames[i], &s->frames[i], st, &prev);
+
+		if (id < 0)
+			nerr = (int)id;
+		else
+			locs[k++] = (uint32_t)id;
+	}
+	if (!nerr && k == 0)
+		st->no_python++;
+	free(more);
+	*n = k;
+	return k ? 0 : nerr ? nerr : err;
+}
+
+int symbolize_thread(struct pyproc *p, uint64_t tstate, struct agg *a, uint32_t *locs,
+		     uint32_t max, uint32_t *n, struct symstats *st)
+{
+	size_t room = walk_room(max, 0), nf = 0, elided = 0;
+	struct pbp_frame *frames = malloc(sizeof(*frames) * (room ? room : 1));
+	const struct codeinfo *prev = NULL;
+	uint64_t frame = 0;
+	uint32_t k = 0;
+	int err;
+
+	*n = 0;
+	if (!frames)
+		return -PBP_E_NOMEM;
+	err = pythread_frame(p, tstate, &frame);
+	if (!err && frame)
+		err = stack_walk(p, frame, frames, room, &nf, &elided);
+	if (!err)
+		err = name_walked(p, a, frames, nf, room, elided, locs, &k, st, &prev);
+	free(frames);
+	*n = k;
+	return err;
+}

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef PBP_SYMBOL_SYMBOLIZE_H
+#define PBP_SYMBOL_SYMBOLIZE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pybpfprof.h"
+
+struct agg;
+struct pyproc;
+
+struct symstats {
+	uint64_t samples;
+	uint64_t completed;     /* stack finished in user space from where the kernel stopped */
+	uint64_t failed;        /* finishing it failed: the stack is what the kernel saw */
+	uint64_t frames;
+	uint64_t unknown_frames;/* code object freed or unreadable by the time it was named */
+	uint64_t no_python;     /* the thread was in no Python frame */
+	uint64_t elided;        /* deeper than PBP_MAX_DEPTH: frames left out in the middle */
+};
+
+/* Locations of one sample, root first, into locs (at most max). */
+int symbolize(struct pyproc *p, const struct pbp_sample *s, struct agg *a, uint32_t *locs,
+	      uint32_t max, uint32_t *n, struct symstats *st);
+/* Locations of a thread's stack read now from its thread state, root first. */
+int symbolize_thread(struct pyproc *p, uint64_t tstate, struct agg *a, uint32_t *locs,
+		     uint32_t max, uint32_t *n, struct symstats *st);
+
+#endif /* PBP_SYMBOL_SYMBOLIZE_H */
