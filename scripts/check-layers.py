@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """The layering of user/ (run by `make test`): a stage includes only its own
 headers and those of the stages it is allowed to use, the headers include
-no cycle, nothing includes cli/main.c's neighbours through a header of
-main's, and no source file grows past the size one sitting can read.
+no cycle, no umbrella header comes back, and no source file grows past the
+size one sitting can read.
 
 Stages, lowest first. Data flows kernel -> sample -> symbol -> aggregate ->
 output; the calls go down this table: the collection loop (sample) names
