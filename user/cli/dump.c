@@ -34,13 +34,6 @@ struct dump_thread {
 	int err;                /* the walk failed part way: frames are what was read */
 };
 
-static void json_str(FILE *o, const char *s)
-{
-	fputc('"', o);
-	text_put(o, s, TEXT_JSON);
-	fputc('"', o);
-}
-
 static void print_frame_text(FILE *o, const char *name, const char *file, int line)
 {
 	fputs("    ", o);
@@ -56,9 +49,9 @@ static void print_frame_json(FILE *o, const char *name, const char *file, int li
 {
 	fputs(first ? "\n        {" : ",\n        {", o);
 	fputs("\"function\": ", o);
-	json_str(o, name);
+	text_put_quoted(o, name, TEXT_JSON);
 	fputs(", \"file\": ", o);
-	json_str(o, file);
+	text_put_quoted(o, file, TEXT_JSON);
 	fprintf(o, ", \"line\": %d}", line);
 }
 
@@ -98,11 +91,11 @@ static void print_thread(FILE *o, struct pyproc *p, const struct dump_thread *d,
 		if (d->t.ns_tid)
 			fprintf(o, "\"ns_tid\": %d, ", (int)d->t.ns_tid);
 		fprintf(o, "\"interpreter\": %lld, \"name\": ", (long long)d->t.interp_id);
-		json_str(o, d->name);
+		text_put_quoted(o, d->name, TEXT_JSON);
 		fprintf(o, ", \"on_cpu\": %s, \"holds_gil\": %s, \"state\": \"%c\", \"error\": ",
 			oncpu ? "true" : "false", d->holds_gil ? "true" : "false", d->state);
 		if (d->err)
-			json_str(o, pbp_strerror(d->err));
+			text_put_quoted(o, pbp_strerror(d->err), TEXT_JSON);
 		else
 			fputs("null", o);
 		if (d->elided)
@@ -194,7 +187,7 @@ int dump_process(struct pyproc *p, FILE *o, bool json)
 		if (p->tids)
 			fprintf(o, "\"ns_pid\": %d, ", (int)p->ns_pid);
 		fprintf(o, "\"version\": \"%s\", \"binary\": ", p->version);
-		json_str(o, p->binary);
+		text_put_quoted(o, p->binary, TEXT_JSON);
 		fputs(", \"threads\": [", o);
 	} else if (!err) {
 		fprintf(o, "Process %d", (int)p->pid);

@@ -20,9 +20,8 @@ static void member(struct jsonw *w, const char *key)
 		fputc(',', w->o);
 	w->more = true;
 	if (key) {
-		fputc('"', w->o);
-		text_put(w->o, key, TEXT_JSON);
-		fputs("\":", w->o);
+		text_put_quoted(w->o, key, TEXT_JSON);
+		fputc(':', w->o);
 	}
 }
 
@@ -96,7 +95,5 @@ void jw_str(struct jsonw *w, const char *key, const char *s)
 		fputs("null", w->o);
 		return;
 	}
-	fputc('"', w->o);
-	text_put(w->o, s, TEXT_JSON);
-	fputc('"', w->o);
+	text_put_quoted(w->o, s, TEXT_JSON);
 }

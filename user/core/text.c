@@ -255,6 +255,13 @@ void text_put(FILE *o, const char *s, enum text_esc how)
 	text_put_cut(o, s, how, 0);
 }
 
+void text_put_quoted(FILE *o, const char *s, enum text_esc how)
+{
+	fputc('"', o);
+	text_put_cut(o, s, how, 0);
+	fputc('"', o);
+}
+
 size_t text_escape(char *out, size_t len, const char *s, enum text_esc how)
 {
 	struct sink k = { .buf = out, .len = len };

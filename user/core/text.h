@@ -31,6 +31,8 @@ enum text_esc {
 };
 
 void text_put(FILE *o, const char *s, enum text_esc how);
+/* A JSON string value: s escaped (TEXT_JSON or TEXT_HTML_JSON) between double quotes. */
+void text_put_quoted(FILE *o, const char *s, enum text_esc how);
 /* At most max_chars characters (code points; a cut text ends in "…"; 0: no limit). */
 void text_put_cut(FILE *o, const char *s, enum text_esc how, size_t max_chars);
 /* Into out (NUL-terminated, cut before a character or escape that does not fit); like snprintf, the length it needs. */

@@ -233,17 +233,10 @@ static int strs_build(struct page_data *d)
 	return 0;
 }
 
-static void put_json_str(FILE *o, const char *s)
-{
-	fputc('"', o);
-	text_put(o, s, TEXT_HTML_JSON);
-	fputc('"', o);
-}
-
 static void write_meta(FILE *o, const struct page_data *d)
 {
 	fputs("\"meta\":{\"mode\":", o);
-	put_json_str(o, d->m->mode ? d->m->mode : "cpu");
+	text_put_quoted(o, d->m->mode ? d->m->mode : "cpu", TEXT_HTML_JSON);
 	fprintf(o, ",\"hz\":%u,\"start_ms\":%llu,\"duration_ms\":%.3f,\"total\":%llu,\"stacks\":%u,"
 		"\"version\":\"%s\"}", d->m->hz, (unsigned long long)(d->m->start_unix_ns / 1000000),
 		(double)d->m->duration_ns / 1e6, (unsigned long long)agg_total(d->a), agg_nstacks(d->a),
@@ -265,7 +258,7 @@ static void write_strs(FILE *o, const struct page_data *d)
 	for (uint32_t i = 0; i < d->strs.n; i++) {
 		if (i)
 			fputc(',', o);
-		put_json_str(o, d->strs.s[i]);
+		text_put_quoted(o, d->strs.s[i], TEXT_HTML_JSON);
 	}
 	fputc(']', o);
 }

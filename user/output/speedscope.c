@@ -20,14 +20,6 @@
 #include "core/text.h"
 #include "output/writers.h"
 
-/* A JSON string. Names come from target memory: invalid UTF-8 becomes U+FFFD. */
-static void json_str(FILE *o, const char *s)
-{
-	fputc('"', o);
-	text_put(o, s, TEXT_JSON);
-	fputc('"', o);
-}
-
 static void write_frames(const struct agg *a, FILE *o)
 {
 	fputs("\"shared\":{\"frames\":[", o);
@@ -39,10 +31,10 @@ static void write_frames(const struct agg *a, FILE *o)
 		/* Every location gets an entry, so a frame's index is its location id. */
 		agg_loc_info(a, id, &name, &file, &line, &kind);
 		fputs(id ? ",\n{\"name\":" : "\n{\"name\":", o);
-		json_str(o, name);
+		text_put_quoted(o, name, TEXT_JSON);
 		if (kind == LOC_PY && file[0]) {
 			fputs(",\"file\":", o);
-			json_str(o, file);
+			text_put_quoted(o, file, TEXT_JSON);
 		}
 		if (kind == LOC_PY && line >= 0)
 			fprintf(o, ",\"line\":%d", line);
@@ -123,7 +115,7 @@ static void write_profile(const struct agg *a, const struct profile_meta *m, con
 
 	thread_title(a, idx, nidx, title, sizeof(title));
 	fputs("{\"type\":\"sampled\",\"name\":", o);
-	json_str(o, title);
+	text_put_quoted(o, title, TEXT_JSON);
 	fprintf(o, ",\"unit\":\"%s\",\"startValue\":0,\n\"samples\":[", m->hz ? "seconds" : "none");
 	for (uint32_t k = 0; k < nidx; k++) {
 		const uint32_t *locs = agg_stack(a, idx[k], &n, &count, NULL);
