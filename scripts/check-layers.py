@@ -21,7 +21,8 @@ ALLOWED = {
     "symbol": {"core", "proc", "cpython", "aggregate"},
     "sample": {"core", "proc", "cpython", "aggregate", "symbol"},
     "output": {"core", "aggregate"},
-    "cli": {"core", "proc", "cpython", "aggregate", "symbol", "sample", "output"},
+    "agent": {"core", "proc", "aggregate", "output"},
+    "cli": {"core", "proc", "cpython", "aggregate", "symbol", "sample", "output", "agent"},
 }
 MAX_LINES = 800
 INCLUDE = re.compile(r'^#include "(\w+)/(\w+\.h)"', re.M)
