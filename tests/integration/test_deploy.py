@@ -96,6 +96,7 @@ def test_host_pid_not_privileged(pod, agent):
     assert sc.get("privileged") is False
     assert sc.get("allowPrivilegeEscalation") is False
     assert sc.get("readOnlyRootFilesystem") is True
+    assert sc["seccompProfile"]["type"] in ("RuntimeDefault", "Unconfined")
 
 
 def test_capabilities_exactly(agent):
