@@ -209,8 +209,10 @@ def test_command_and_env_are_in_agent_help(agent, agent_help):
         for o in LONGOPT.findall(a):
             assert o in opts, "--%s is not in `pybpfprof agent --help`" % o
     # every PYBPFPROF_ name of the file, the commented examples included
+    # (the agent reads PYBPFPROF_<LONG OPTION, - as _> for every option)
     for name in sorted(set(ENVNAME.findall(read(DAEMONSET)))):
-        assert name in agent_help, "%s is not in `pybpfprof agent --help`" % name
+        opt = name[len("PYBPFPROF_"):].lower().replace("_", "-")
+        assert opt in opts, "%s names no option of `pybpfprof agent --help`" % name
 
 
 # --- the image -------------------------------------------------------------------------
@@ -232,30 +234,42 @@ def test_runtime_packages_exist_in_debian_12():
     with open("/etc/os-release", encoding="utf-8") as f:
         if 'VERSION_CODENAME=bookworm' not in f.read():
             pytest.skip("not Debian 12: apt-cache here does not answer for Debian 12")
+    r = subprocess.run(["apt-cache", "show", "--no-all-versions"] + pkgs, capture_output=True,
+                       universal_newlines=True, timeout=60)
     for p in pkgs:
-        r = subprocess.run(["apt-cache", "show", "--no-all-versions", p], capture_output=True,
-                           universal_newlines=True, timeout=60)
-        assert r.returncode == 0 and "Package: %s" % p in r.stdout, "%s is not a Debian 12 package" % p
+        assert "Package: %s\n" % p in r.stdout, "%s is not a Debian 12 package" % p
+
+
+def dependency_closure(pkgs):
+    """The packages and what apt installs with them (Depends and PreDepends, recursively)."""
+    r = subprocess.run(["apt-cache", "depends", "--recurse", "--no-recommends", "--no-suggests",
+                        "--no-conflicts", "--no-breaks", "--no-replaces", "--no-enhances"] + pkgs,
+                       capture_output=True, universal_newlines=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    names = set(re.findall(r"(?m)^([a-z0-9][a-z0-9.+-]*)$", r.stdout))
+    names |= set(re.findall(r"(?m)^\s+(?:Pre)?Depends: <?([a-z0-9][a-z0-9.+-]*)", r.stdout))
+    return {n.split(":")[0] for n in names} | set(pkgs)
 
 
 def test_runtime_packages_bring_every_library_linked():
     """Each shared library build/pybpfprof needs comes from a runtime package (or libc6)."""
     if not os.access(PYBPFPROF, os.X_OK):
         pytest.fail("build/pybpfprof is not built (make all)", pytrace=False)
-    pkgs = set(runtime_packages()) | {"libc6"}
+    pkgs = dependency_closure(runtime_packages() + ["libc6"])
     r = subprocess.run(["ldd", PYBPFPROF], capture_output=True, universal_newlines=True, timeout=30)
     assert r.returncode == 0, r.stderr
     libs = re.findall(r"=>\s*(/\S+)", r.stdout)
     assert libs
-    for lib in libs:
-        real = os.path.realpath(lib)
-        owner = None
-        for path in (lib, real, "/usr" + lib, "/usr" + real):
-            q = subprocess.run(["dpkg", "-S", path], capture_output=True, universal_newlines=True,
-                               timeout=30)
-            if q.returncode == 0:
-                owner = q.stdout.split(":")[0]
-                break
+    # One dpkg -S for every candidate path (a library may be registered under /usr or not).
+    cands = {lib: [lib, os.path.realpath(lib), "/usr" + lib, "/usr" + os.path.realpath(lib)] for lib in libs}
+    q = subprocess.run(["dpkg", "-S"] + sorted({c for cs in cands.values() for c in cs}),
+                       capture_output=True, universal_newlines=True, timeout=60)
+    owner_of = {}
+    for line in q.stdout.splitlines():
+        pkg, _, path = line.partition(": ")
+        owner_of[path.strip()] = pkg.split(":")[0]
+    for lib, paths in cands.items():
+        owner = next((owner_of[c] for c in paths if c in owner_of), None)
         assert owner, "no package owns %s" % lib
         assert owner in pkgs, "%s comes from %s, which the Containerfile's runtime stage lacks" % (lib, owner)
 
