@@ -6,11 +6,18 @@
 #include "agent/service.h"
 #include "unit.h"
 
+/* cmd's words (split at '|' here) as /proc/PID/cmdline has them: NUL-separated. */
 static const char *script(const char *cmd)
 {
 	static char out[128];
+	char argv[256];
+	size_t n = strlen(cmd) + 1;
 
-	service_script(cmd, out, sizeof(out));
+	memcpy(argv, cmd, n);
+	for (size_t i = 0; i < n; i++)
+		if (argv[i] == '|')
+			argv[i] = '\0';
+	service_script(argv, n, out, sizeof(out));
 	return out;
 }
 
@@ -25,20 +32,21 @@ static const char *sanitized(const char *in)
 
 int main(void)
 {
-	CHECK_EQ_STR(script("python3 /srv/app.py --port 80"), "app");
-	CHECK_EQ_STR(script("/usr/bin/python3.11 -u -X dev -W ignore worker.py"), "worker");
-	CHECK_EQ_STR(script("python3 -m pkg.mod arg"), "pkg.mod");
-	CHECK_EQ_STR(script("python3 -um celery.bin worker"), "celery.bin");   /* clustered: -u -m */
-	CHECK_EQ_STR(script("python3 -mhttp.server 8000"), "http.server");
-	CHECK_EQ_STR(script("python3 -Wignore -X dev job.py"), "job");
-	CHECK_EQ_STR(script("python3 -c import time"), "");
-	CHECK_EQ_STR(script("python3 -uc import time"), "");
-	CHECK_EQ_STR(script("python3 --check-hash-based-pycs never run.py"), "run");
+	CHECK_EQ_STR(script("python3|/srv/app.py|--port|80"), "app");
+	CHECK_EQ_STR(script("/usr/bin/python3.11|-u|-X|dev|-W|ignore|worker.py"), "worker");
+	CHECK_EQ_STR(script("python3|-m|pkg.mod|arg"), "pkg.mod");
+	CHECK_EQ_STR(script("python3|-um|celery.bin|worker"), "celery.bin");   /* clustered: -u -m */
+	CHECK_EQ_STR(script("python3|-mhttp.server|8000"), "http.server");
+	CHECK_EQ_STR(script("python3|-Wignore|-X|dev|job.py"), "job");
+	CHECK_EQ_STR(script("python3|-c|import|time"), "");
+	CHECK_EQ_STR(script("python3|-uc|import|time"), "");
+	CHECK_EQ_STR(script("python3|--check-hash-based-pycs|never|run.py"), "run");
 	CHECK_EQ_STR(script("python3"), "");
-	CHECK_EQ_STR(script("python3 -"), "");
-	CHECK_EQ_STR(script("python3 tool"), "tool");
-	CHECK_EQ_STR(script("python3 .py"), ".py");                   /* nothing before .py: kept */
+	CHECK_EQ_STR(script("python3|-"), "");
+	CHECK_EQ_STR(script("python3|tool"), "tool");
+	CHECK_EQ_STR(script("python3|.py"), ".py");                   /* nothing before .py: kept */
 	CHECK_EQ_STR(script(""), "");
+	CHECK_EQ_STR(script("python3|/tmp/my svc+v2.py|--x"), "my svc+v2");     /* a space in the path */
 
 	CHECK_EQ_STR(sanitized("shop/cart-api_v2.1"), "shop/cart-api_v2.1");
 	CHECK_EQ_STR(sanitized("my app+x@y:z"), "my_app_x_y_z");

@@ -143,7 +143,7 @@ static struct curl_slist *auth_header(const struct push_opts *o, struct curl_sli
 	return curl_slist_append(h, line);
 }
 
-/* URL/ingest?name=...&from=&until=&format=pprof&spyName=pybpfprof, every value escaped. */
+/* URL/ingest?name=...&from=&until=&format=pprof&sampleRate=&spyName=pybpfprof, every value escaped. */
 static char *ingest_url(struct pusher *p, const struct item *it)
 {
 	char *name = curl_easy_escape(p->curl, it->name, 0), *url = NULL;
@@ -151,9 +151,9 @@ static char *ingest_url(struct pusher *p, const struct item *it)
 
 	while (base && p->o.url[base - 1] == '/')
 		base--;
-	if (name && asprintf(&url, "%.*s/ingest?name=%s&from=%llu&until=%llu&format=pprof&spyName=pybpfprof",
-			     (int)base, p->o.url, name, (unsigned long long)it->from_s,
-			     (unsigned long long)it->until_s) < 0)
+	if (name && asprintf(&url, "%.*s/ingest?name=%s&from=%llu&until=%llu&format=pprof&sampleRate=%u"
+			     "&spyName=pybpfprof", (int)base, p->o.url, name, (unsigned long long)it->from_s,
+			     (unsigned long long)it->until_s, p->o.sample_rate) < 0)
 		url = NULL;
 	curl_free(name);
 	return url;

@@ -8,7 +8,7 @@
 
 /*
  * Push to Grafana Pyroscope's ingest API: POST URL/ingest?name=SERVICE{k=v,...}
- * &from=&until=&format=pprof&spyName=pybpfprof with the gzipped pprof as the
+ * &from=&until=&format=pprof&sampleRate=&spyName=pybpfprof with the gzipped pprof as the
  * body, from a thread of its own, so that a slow or absent backend never
  * holds up sampling. Windows wait in a bounded queue; when it is full the
  * oldest goes (counted). 408, 429, 5xx and connection failures are retried
@@ -19,6 +19,7 @@ struct push_opts {
 	const char *tenant;             /* X-Scope-OrgID; NULL: none */
 	const char *basic_auth;         /* "user:password"; NULL: none */
 	const char *bearer_token_file;  /* read before each push (tokens rotate); NULL: none */
+	unsigned sample_rate;           /* Hz, said as sampleRate (Pyroscope reads the pprof's period) */
 	uint32_t queue_size;            /* windows */
 	size_t queue_bytes;             /* and their bodies' bytes together */
 };

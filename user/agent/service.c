@@ -107,16 +107,27 @@ static int cluster(const char *opt, char *out, size_t len, bool *stop)
 	return 0;
 }
 
-void service_script(const char *cmdline, char *out, size_t len)
+/* The next argument of argv (n bytes, NUL-separated) after *pos, or NULL. */
+static const char *next_arg(const char *argv, size_t n, size_t *pos)
 {
-	char buf[1024], *save = NULL, *tok;
+	const char *a;
+
+	if (*pos >= n)
+		return NULL;
+	a = argv + *pos;
+	*pos += strnlen(a, n - *pos) + 1;
+	return a;
+}
+
+void service_script(const char *argv, size_t n, char *out, size_t len)
+{
+	size_t pos = 0;
 	bool stop = false;
 	int next = 0;
+	const char *tok = next_arg(argv, n, &pos);      /* the interpreter */
 
 	snprintf(out, len, "%s", "");
-	snprintf(buf, sizeof(buf), "%s", cmdline);
-	tok = strtok_r(buf, " ", &save);        /* the interpreter */
-	while (!stop && (tok = strtok_r(NULL, " ", &save)) != NULL) {
+	while (!stop && tok && (tok = next_arg(argv, n, &pos)) != NULL) {
 		if (next == 2) {
 			next = 0;
 			continue;
@@ -147,7 +158,8 @@ void service_sanitize(char *name)
 /* The value of one placeholder for entry e. */
 static void placeholder(const struct entry *e, const char *name, size_t n, char *out, size_t len)
 {
-	char cmd[1024];
+	char argv[4096];
+	int got;
 
 	out[0] = '\0';
 	if (n == 9 && !strncmp(name, "namespace", n))
@@ -160,8 +172,8 @@ static void placeholder(const struct entry *e, const char *name, size_t n, char 
 		snprintf(out, len, "%s", e->container_id);
 	else if (n == 3 && !strncmp(name, "pid", n))
 		snprintf(out, len, "%d", (int)e->pid);
-	else if (n == 6 && !strncmp(name, "script", n) && proc_cmdline(e->pid, cmd, sizeof(cmd)) >= 0)
-		service_script(cmd, out, len);
+	else if (n == 6 && !strncmp(name, "script", n) && (got = proc_argv(e->pid, argv, sizeof(argv))) > 0)
+		service_script(argv, (size_t)got, out, len);
 	if (!out[0] && ((n == 6 && !strncmp(name, "script", n)) || (n == 4 && !strncmp(name, "comm", n))))
 		proc_thread_comm(e->pid, e->pid, out, len);
 }

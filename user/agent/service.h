@@ -29,11 +29,12 @@ const char *services_bad_placeholder(const char *template);
 void services_describe(struct services *s, pid_t pid, const struct cgroup_info *cg, struct proc_meta *m);
 
 /*
- * What a service is called after the script it runs: "python3 /srv/app.py"
+ * What a service is called after the script it runs, from its argv as
+ * /proc/PID/cmdline has it (n bytes, NUL-separated): "python3 /srv/app.py"
  * -> "app", "python3 -m pkg.mod" -> "pkg.mod"; "" when the command names
  * no script (-c, an interactive interpreter).
  */
-void service_script(const char *cmdline, char *out, size_t len);
+void service_script(const char *argv, size_t n, char *out, size_t len);
 /* Keep [A-Za-z0-9_.-/] (what Pyroscope takes in a service name), the rest becomes '_'; "" -> "unknown". */
 void service_sanitize(char *name);
 

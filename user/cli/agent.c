@@ -10,6 +10,7 @@
 #include <ctype.h>
 #include <limits.h>
 #include <pthread.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +121,12 @@ static error_t parse_push(int key, char *arg, struct argp_state *st, struct agen
 	return 0;
 }
 
+/* The arguments made from the environment. */
+static char env_store[8192];
+
+/* Set while one environment variable is checked alone: errors are caught, end checks skipped. */
+static FILE *env_check_err;
+
 static error_t parse_opt(int key, char *arg, struct argp_state *st)
 {
 	struct agent *g = st->input;
@@ -129,6 +136,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *st)
 	switch (key) {
 	case ARGP_KEY_INIT:
 		st->child_inputs[0] = &g->r;
+		if (env_check_err)
+			st->err_stream = env_check_err;
 		break;
 	case OPT_INTERVAL:
 		if (parse_seconds(arg, 1, 3600, &g->interval))
@@ -162,6 +171,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *st)
 		argp_error(st, "unexpected argument '%s'", arg);
 		break;
 	case ARGP_KEY_END:
+		if (env_check_err)
+			break;
 		if (!g->listen && !g->push.url)
 			argp_error(st, "give --listen, --push or both");
 		if (!g->push.url && (g->push.tenant || g->push.basic_auth || g->push.bearer_token_file))
@@ -202,6 +213,42 @@ static bool env_true(const char *v)
 	return !strcasecmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcasecmp(v, "on");
 }
 
+static const struct argp *agent_argp;
+
+/*
+ * A variable's value alone through the parser first, its complaint caught:
+ * a bad one is blamed on the variable, as a pod spec sets it, not on an
+ * option nobody typed. Exits with EXIT_USAGE then.
+ */
+static void env_check(char *arg, const char *var, const char *value)
+{
+	static struct agent scratch;
+	char *argv[] = { "pybpfprof agent", arg, NULL }, *buf = NULL, *nl;
+	size_t len = 0;
+
+	scratch = (struct agent){ .r = { .all = true } };
+	env_check_err = open_memstream(&buf, &len);
+	if (!env_check_err)
+		return;         /* the real parse still says what is wrong, as an option */
+	argp_parse(agent_argp, 2, argv, ARGP_NO_EXIT | ARGP_NO_HELP, NULL, &scratch);
+	fclose(env_check_err);
+	env_check_err = NULL;
+	if (scratch.r.comm_re)
+		regfree(&scratch.r.comm_regex);
+	if (len) {
+		nl = strchr(buf, '\n');
+		if (nl)
+			*nl = '\0';
+		/* "pybpfprof agent: invalid --interval 'abc' (...)": the part after the name */
+		fprintf(stderr, "pybpfprof agent: %s=%s: %s\n", var,
+			strstr(var, "AUTH") ? "(hidden)" : value,      /* a password is not logged */
+			strncmp(buf, argv[0], strlen(argv[0])) == 0 ? buf + strlen(argv[0]) + 2 : buf);
+		free(buf);
+		exit(EXIT_USAGE);
+	}
+	free(buf);
+}
+
 /* Each option set in the environment, as "--name=value", put before the command line's. */
 static int env_args(const struct argp_option *o, char **out, int n, char *store, size_t *used, size_t cap)
 {
@@ -220,6 +267,7 @@ static int env_args(const struct argp_option *o, char **out, int n, char *store,
 			   : snprintf(store + *used, cap - *used, "--%s", o->name);
 		if (w < 0 || (size_t)w >= cap - *used)
 			break;
+		env_check(store + *used, var, v);
 		out[n++] = store + *used;
 		*used += (size_t)w + 1;
 	}
@@ -418,6 +466,7 @@ static int agent_start(struct agent *g)
 	struct server_ops ops = { serve_profile, serve_metrics, g };
 	int err;
 
+	g->push.sample_rate = g->r.c.o.hz;
 	if (g->push.url && (err = push_start(&g->push, &g->pusher)) != 0)
 		return report_error(NULL, err);
 	if (g->listen && (err = server_start(&g->listen_sa, &ops, &g->srv)) != 0) {
@@ -470,7 +519,7 @@ int agent_main(int argc, char **argv)
 	static const struct argp_child children[] = { { &runopts_argp, 0, NULL, 0 }, { 0 } };
 	struct argp argp = { opts, parse_opt, NULL, doc, children, NULL, NULL };
 	static struct agent g;
-	char *args[MAX_ENV_ARGS + 1 + 256], store[8192];
+	char *args[MAX_ENV_ARGS + 1 + 256];
 	size_t used = 0;
 	int n = 1, code, go_fd = -1;
 
@@ -482,8 +531,9 @@ int agent_main(int argc, char **argv)
 	if (argc > 256)
 		return fprintf(stderr, "pybpfprof: too many arguments\n"), EXIT_USAGE;
 	args[0] = argv[0];
-	n = env_args(opts, args, n, store, &used, sizeof(store));
-	n = env_args(runopts_argp.options, args, n, store, &used, sizeof(store));
+	agent_argp = &argp;
+	n = env_args(opts, args, n, env_store, &used, sizeof(env_store));
+	n = env_args(runopts_argp.options, args, n, env_store, &used, sizeof(env_store));
 	for (int i = 1; i < argc; i++)
 		args[n++] = argv[i];
 	args[n] = NULL;

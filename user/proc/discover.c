@@ -137,8 +137,7 @@ bool proc_filter_match(const struct proc_filter *f, pid_t pid, const char *comm,
 	return true;
 }
 
-/* Length of the result (or -PBP_E_*); the arguments' NULs become spaces for one-line labels. */
-int proc_cmdline(pid_t pid, char *out, size_t len)
+int proc_argv(pid_t pid, char *out, size_t len)
 {
 	char path[64];
 	size_t n = 0;
@@ -147,7 +146,6 @@ int proc_cmdline(pid_t pid, char *out, size_t len)
 
 	if (!len)
 		return 0;
-	out[0] = '\0';
 	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -160,6 +158,22 @@ int proc_cmdline(pid_t pid, char *out, size_t len)
 			n += (size_t)r;
 	}
 	close(fd);
+	out[n] = '\0';
+	return (int)n;
+}
+
+/* Length of the result (or -PBP_E_*); the arguments' NULs become spaces for one-line labels. */
+int proc_cmdline(pid_t pid, char *out, size_t len)
+{
+	int got = proc_argv(pid, out, len);
+	size_t n, lead;
+
+	if (got <= 0) {
+		if (len)
+			out[0] = '\0';
+		return got;
+	}
+	n = (size_t)got;
 	/* control characters too: an argument's newline would break a label's line */
 	for (size_t i = 0; i < n; i++)
 		if ((unsigned char)out[i] < 0x20 || out[i] == 0x7f)
@@ -168,7 +182,7 @@ int proc_cmdline(pid_t pid, char *out, size_t len)
 		n--;
 	out[n] = '\0';
 	/* leading spaces: a process may rewrite its own argv */
-	size_t lead = strspn(out, " ");
+	lead = strspn(out, " ");
 	memmove(out, out + lead, n - lead + 1);
 	return (int)(n - lead);
 }

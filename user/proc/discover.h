@@ -36,5 +36,7 @@ bool proc_filter_match(const struct proc_filter *f, pid_t pid, const char *comm,
  * ends trimmed, cut to len - 1. Its length, or -PBP_E_NOENT / _PERM.
  */
 int proc_cmdline(pid_t pid, char *out, size_t len);
+/* /proc/PID/cmdline as it is: the arguments NUL-separated, cut to len - 1, NUL-terminated. Its length or -PBP_E_*. */
+int proc_argv(pid_t pid, char *out, size_t len);
 
 #endif /* PBP_PROC_DISCOVER_H */
