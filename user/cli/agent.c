@@ -326,6 +326,7 @@ static void series_name(const struct agent *g, const char *service, char *out, s
 struct push_round {
 	struct agent *g;
 	uint64_t since, until;
+	uint32_t services;
 };
 
 static int push_service(const char *service, void *ctx)
@@ -342,6 +343,7 @@ static int push_service(const char *service, void *ctx)
 	if (err)
 		return err;
 	series_name(g, service, name, sizeof(name));
+	pr->services++;
 	/* Rounded, not floored and ceiled: one window's until is the next one's from. */
 	return push_enqueue(g->pusher, name, (got.start_ns + 500000000ull) / 1000000000ull,
 			    (got.end_ns + 500000000ull) / 1000000000ull, body, len);
@@ -350,11 +352,16 @@ static int push_service(const char *service, void *ctx)
 /* The window since the last push, one profile per service in it. */
 static void push_window(struct agent *g)
 {
-	struct push_round pr = { g, g->pushed_until, wall_ns() };
+	struct push_round pr = { g, g->pushed_until, wall_ns(), 0 };
 	int err = history_services(g->hist, pr.since, pr.until, push_service, &pr);
+	struct push_stats ps;
 
 	if (err)
 		alog(LOG_ERROR, "window not queued", "error=\"%s\"", pbp_strerror(err));
+	push_stats(g->pusher, &ps);
+	alog(LOG_INFO, "window queued", "services=%u processes=%d queued=%u pushed_total=%llu dropped_total=%llu",
+	     pr.services, run_live_targets(&g->r), ps.queued, (unsigned long long)ps.pushes,
+	     (unsigned long long)ps.dropped);
 	g->pushed_until = pr.until;
 	pthread_mutex_lock(&g->lock);
 	g->windows++;
