@@ -166,13 +166,9 @@ static int slice_services(const struct agg *a, struct seen *seen)
 	int err = 0;
 
 	for (uint32_t i = 0; i < agg_nstacks(a) && err >= 0; i++) {
-		const struct stack_tags *t;
-		const struct proc_meta *m;
-		uint64_t count;
-		uint32_t n;
+		uint32_t pid;
+		const struct proc_meta *m = agg_stack_process(a, i, &pid);
 
-		agg_stack(a, i, &n, &count, &t);
-		m = agg_process(a, t->pid);
 		if (m && m->label[PL_SERVICE][0])
 			err = see(seen, m->label[PL_SERVICE]);
 	}

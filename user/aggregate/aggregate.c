@@ -734,3 +734,9 @@ const struct proc_meta *agg_process(const struct agg *a, uint32_t pid)
 			return &a->procs[i];
 	return NULL;
 }
+
+const struct proc_meta *agg_stack_process(const struct agg *a, uint32_t i, uint32_t *pid)
+{
+	*pid = a->stacks[i].tags.pid;
+	return agg_process(a, *pid);
+}

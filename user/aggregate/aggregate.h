@@ -103,6 +103,8 @@ struct proc_meta {
 /* Copies m's strings (agg_process then gives them, never NULL). */
 int agg_set_process(struct agg *a, const struct proc_meta *m);
 const struct proc_meta *agg_process(const struct agg *a, uint32_t pid);
+/* The process stack i belongs to: its pid in *pid, what is known of it (NULL: nothing). */
+const struct proc_meta *agg_stack_process(const struct agg *a, uint32_t i, uint32_t *pid);
 uint64_t agg_total(const struct agg *a);
 uint32_t agg_nstacks(const struct agg *a);
 uint32_t agg_nlocs(const struct agg *a);

@@ -65,14 +65,10 @@ int agg_merge(struct agg *dst, const struct agg *src, agg_keep_fn keep, void *ct
 	for (uint32_t i = 0; !err && i < nlocs; i++)
 		map[i] = -1;
 	for (uint32_t i = 0; !err && i < agg_nstacks(src); i++) {
-		const struct stack_tags *tags;
-		const struct proc_meta *m;
-		uint64_t count;
-		uint32_t n;
+		uint32_t pid;
+		const struct proc_meta *m = agg_stack_process(src, i, &pid);
 
-		agg_stack(src, i, &n, &count, &tags);
-		m = agg_process(src, tags->pid);
-		if (keep && !keep(m, tags->pid, ctx))
+		if (keep && !keep(m, pid, ctx))
 			continue;
 		err = copy_process(dst, m);
 		if (!err)
