@@ -40,6 +40,7 @@
 #define SLICE_NS 1000000000ull          /* the history's grain: a pull's seconds are whole slices */
 #define MIN_HISTORY_NS 60000000000ull
 #define STOP_FLUSH_NS 5000000000ull     /* SIGTERM: the last window is pushed within this */
+#define REDISCOVER_NS 60000000000ull    /* /proc looked at again (execs are seen at once) */
 #define ENV_PREFIX "PYBPFPROF_"
 #define MAX_ENV_ARGS 64
 
@@ -302,12 +303,17 @@ static int keep_slice(void *ctx, const struct agg *a, const struct window *w)
 	return 0;
 }
 
+/*
+ * The slice and push timers keep their phase (next += period, not now +
+ * period): both count from the run's start, so a push due with a slice
+ * runs after it (table order) and its window ends on a slice's end.
+ */
 static bool close_slice(void *ctx, struct timer *t, uint64_t now)
 {
 	struct agent *g = ctx;
 
-	(void)t;
 	loop_close_window(&g->r.loop, now, false);
+	t->next += t->period;
 	return true;
 }
 
@@ -370,8 +376,18 @@ static void push_window(struct agent *g)
 
 static bool push_due(void *ctx, struct timer *t, uint64_t now)
 {
-	(void)t, (void)now;
+	(void)now;
 	push_window(ctx);
+	t->next += t->period;
+	return true;
+}
+
+static bool rediscover(void *ctx, struct timer *t, uint64_t now)
+{
+	struct agent *g = ctx;
+
+	(void)t, (void)now;
+	run_rediscover(&g->r);
 	return true;
 }
 
@@ -484,6 +500,8 @@ static int agent_start(struct agent *g)
 	loop_add_sink(&g->r.loop, &(struct window_sink){ keep_slice, g });
 	loop_add(&g->r.loop, &(struct timer){ .period = SLICE_NS, .next = g->r.start_ns + SLICE_NS,
 					      .fn = close_slice });
+	loop_add(&g->r.loop, &(struct timer){ .period = REDISCOVER_NS, .next = g->r.start_ns + REDISCOVER_NS,
+					      .fn = rediscover });
 	if (g->pusher)
 		loop_add(&g->r.loop, &(struct timer){ .period = (uint64_t)(g->interval * 1e9),
 						      .next = g->r.start_ns + (uint64_t)(g->interval * 1e9),

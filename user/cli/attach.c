@@ -104,6 +104,28 @@ static bool was_skipped(const struct record *r, pid_t pid)
 	return false;
 }
 
+/* Forget the skips that keep: err (0: every one), or pid's alone (pid > 0). */
+static void unskip(struct record *r, pid_t pid, int err)
+{
+	int k = 0;
+
+	for (int i = 0; i < r->nskipped; i++)
+		if (!((pid > 0 && r->skipped[i].pid == pid) || (pid <= 0 && r->skipped[i].err == err)))
+			r->skipped[k++] = r->skipped[i];
+	r->nskipped = k;
+}
+
+/*
+ * A long run (the agent) looks again: processes skipped because
+ * --max-processes was reached may fit now, and a process -a missed (a
+ * child forked without exec) is found.
+ */
+void run_rediscover(struct record *r)
+{
+	unskip(r, 0, -PBP_E_LIMIT);
+	run_discover(r);
+}
+
 /* A Python process -a could not profile: said once, in the summary. */
 static void skip(struct record *r, pid_t pid, int err, const struct pyproc *p)
 {
@@ -335,6 +357,7 @@ void run_on_proc_event(void *ctx, uint32_t kind, pid_t pid)
 		/* An exec replaces the program: a target that execs is a new process to us. */
 		if ((t = run_target_of(r, pid)) != NULL)
 			run_drop_target(r, t);
+		unskip(r, pid, 0);      /* nor was the program skipped before it (or a reused pid's) */
 		if (r->all) {
 			queue_pending(r, pid, 0);
 		} else if (t) {

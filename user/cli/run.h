@@ -165,6 +165,7 @@ void run_label_target(struct record *r, struct target *t);
 int run_start_target(struct record *r, struct target *t);
 void run_drop_target(struct record *r, struct target *t);
 void run_discover(struct record *r);
+void run_rediscover(struct record *r);
 bool run_pending(void *ctx, struct timer *t, uint64_t now);
 void run_on_sample(void *ctx, const struct pbp_sample *ks);
 void run_on_proc_event(void *ctx, uint32_t kind, pid_t pid);

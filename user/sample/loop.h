@@ -9,7 +9,7 @@
 
 struct agg;
 
-#define LOOP_TIMERS 8
+#define LOOP_TIMERS 12       /* a recording run uses up to 7, the agent 3 more */
 #define LOOP_SINKS 4
 #define TIMER_NOW 1             /* a timer's next: due at the loop's next look */
 
