@@ -681,16 +681,28 @@ void agg_print_folds(const struct agg *a, FILE *o)
 				AGG_MAX_THREADS, (unsigned long long)a->tprocs[i].folded, AGG_OTHER_LABEL);
 }
 
-int agg_set_process(struct agg *a, uint32_t pid, uint32_t ns_pid, const char *version,
-		    const char *container, const char *pod)
-{
-	struct proc_meta m = { pid, ns_pid, intern(a, version ? version : ""),
-			       intern(a, container ? container : ""), intern(a, pod ? pod : "") };
+const char *const proc_label_key[PL__COUNT] = {
+	[PL_PYTHON_VERSION] = "python_version",
+	[PL_CONTAINER_ID] = "container_id",
+	[PL_POD_UID] = "pod_uid",
+	[PL_SERVICE] = "service_name",
+	[PL_NAMESPACE] = "namespace",
+	[PL_POD] = "pod",
+	[PL_CONTAINER] = "container",
+	[PL_NODE] = "node",
+};
 
-	if (!m.version || !m.container || !m.pod)
-		return -PBP_E_NOMEM;
+int agg_set_process(struct agg *a, const struct proc_meta *in)
+{
+	struct proc_meta m = { .pid = in->pid, .ns_pid = in->ns_pid };
+
+	for (int i = 0; i < PL__COUNT; i++) {
+		m.label[i] = intern(a, in->label[i] ? in->label[i] : "");
+		if (!m.label[i])
+			return -PBP_E_NOMEM;
+	}
 	for (uint32_t i = 0; i < a->nprocs; i++)
-		if (a->procs[i].pid == pid) {
+		if (a->procs[i].pid == m.pid) {
 			a->procs[i] = m;
 			return 0;
 		}
@@ -698,6 +710,21 @@ int agg_set_process(struct agg *a, uint32_t pid, uint32_t ns_pid, const char *ve
 		return -PBP_E_NOMEM;
 	a->procs[a->nprocs++] = m;
 	return 0;
+}
+
+size_t agg_bytes(const struct agg *a)
+{
+	size_t n = sizeof(*a);
+
+	for (uint32_t i = 0; i < a->nstrs; i++)
+		n += strlen(a->strs[i]) + 1 + 16;      /* malloc's own overhead, about */
+	n += (size_t)a->capstrs * sizeof(*a->strs) + (size_t)a->strtab_cap * sizeof(*a->strtab);
+	n += (size_t)a->caplocs * sizeof(*a->locs) + (size_t)a->loctab_cap * sizeof(*a->loctab);
+	n += (size_t)a->capstacks * sizeof(*a->stacks) + (size_t)a->stacktab_cap * sizeof(*a->stacktab);
+	n += a->cappool * sizeof(*a->pool);
+	n += (size_t)a->capthreads * sizeof(*a->threads) + (size_t)a->captprocs * sizeof(*a->tprocs);
+	n += (size_t)a->capprocs * sizeof(*a->procs) + (size_t)a->capscratch * sizeof(*a->scratch);
+	return n;
 }
 
 const struct proc_meta *agg_process(const struct agg *a, uint32_t pid)

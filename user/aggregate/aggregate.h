@@ -77,14 +77,31 @@ uint32_t agg_nthreads(const struct agg *a);
 /* One line per process that had threads folded; nothing when none did. */
 void agg_print_folds(const struct agg *a, FILE *o);
 
-/* What is known of a profiled process, for labels ("" when unknown). */
+/*
+ * What is known of a profiled process, for labels ("" when unknown): one row
+ * per label, its pprof key in proc_label_key. The Kubernetes names and the
+ * service come from the node agent only.
+ */
+enum proc_label {
+	PL_PYTHON_VERSION,
+	PL_CONTAINER_ID,
+	PL_POD_UID,
+	PL_SERVICE,
+	PL_NAMESPACE,
+	PL_POD,
+	PL_CONTAINER,
+	PL_NODE,
+	PL__COUNT
+};
+extern const char *const proc_label_key[PL__COUNT];
+
 struct proc_meta {
 	uint32_t pid;
 	uint32_t ns_pid;        /* its id in its own PID namespace, 0 when that is ours */
-	const char *version, *container, *pod;
+	const char *label[PL__COUNT];   /* NULL is taken as "" */
 };
-int agg_set_process(struct agg *a, uint32_t pid, uint32_t ns_pid, const char *version,
-		    const char *container, const char *pod);
+/* Copies m's strings (agg_process then gives them, never NULL). */
+int agg_set_process(struct agg *a, const struct proc_meta *m);
 const struct proc_meta *agg_process(const struct agg *a, uint32_t pid);
 uint64_t agg_total(const struct agg *a);
 uint32_t agg_nstacks(const struct agg *a);
@@ -93,5 +110,8 @@ const uint32_t *agg_stack(const struct agg *a, uint32_t i, uint32_t *n, uint64_t
 			  const struct stack_tags **tags);
 void agg_loc_info(const struct agg *a, uint32_t id, const char **name, const char **file, int *line,
 		  uint32_t *kind);
+
+/* About how many bytes a holds: what a store of aggregates counts against its budget. */
+size_t agg_bytes(const struct agg *a);
 
 #endif /* PBP_AGGREGATE_AGGREGATE_H */

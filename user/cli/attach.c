@@ -58,10 +58,16 @@ void run_label_target(struct record *r, struct target *t)
 	struct cgroup_info cg;
 	char cmd[256], label[320];
 
+	struct proc_meta m = { .pid = (uint32_t)t->pid, .ns_pid = t->p->tids ? (uint32_t)t->p->ns_pid : 0 };
+
 	memset(&cg, 0, sizeof(cg));
 	cgroup_read(t->pid, &cg);
-	agg_set_process(r->c.agg, (uint32_t)t->pid, t->p->tids ? (uint32_t)t->p->ns_pid : 0, t->p->version,
-			cg.container_id, cg.pod_uid);
+	m.label[PL_PYTHON_VERSION] = t->p->version;
+	m.label[PL_CONTAINER_ID] = cg.container_id;
+	m.label[PL_POD_UID] = cg.pod_uid;
+	if (r->describe)
+		r->describe(r->describe_ctx, t->pid, &cg, &m);
+	agg_set_process(r->c.agg, &m);
 	if (!r->all && r->npids < 2)
 		return;
 	if (proc_cmdline(t->pid, cmd, sizeof(cmd)) != 0 || !cmd[0])

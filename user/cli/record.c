@@ -31,6 +31,7 @@
 #include "cli/privs.h"
 #include "cli/report.h"
 #include "cli/run.h"
+#include "cli/runopts.h"
 #include "core/clock.h"
 #include "core/errors.h"
 #include "cpython/process.h"
@@ -52,32 +53,9 @@ static void on_signal(int sig)
 
 /* ------------------------------------------------------------- options */
 
-enum { OPT_STATS = 1000, OPT_VERBOSE, OPT_STATUS, OPT_COMM, OPT_CGROUP, OPT_CONTAINER,
-       OPT_EXCLUDE, OPT_MAXPROC };
+enum { OPT_STATS = 1000, OPT_STATUS };
 
 static const struct argp_option opts[] = {
-	{ NULL, 0, NULL, 0, "Targets:", 1 },
-	{ "pid", 'p', "PID[,PID...]", 0,
-	  "Profile these processes (repeatable); with -a, only these", 1 },
-	{ "all", 'a', NULL, 0,
-	  "Profile every Python process on the host, also those started later "
-	  "(default frequency 19 Hz)", 1 },
-	{ "comm", OPT_COMM, "REGEX", 0, "With -a: only processes whose comm matches", 1 },
-	{ "cgroup", OPT_CGROUP, "PATH", 0, "With -a: only processes in this cgroup or below", 1 },
-	{ "container", OPT_CONTAINER, "ID", 0,
-	  "With -a: only this container (id or a prefix of at least 4 characters)", 1 },
-	{ "exclude-pid", OPT_EXCLUDE, "PID[,PID...]", 0, "With -a: never these processes", 1 },
-	{ "max-processes", OPT_MAXPROC, "N", 0,
-	  "With -a: profile at most N processes at once (default 256)", 1 },
-	{ NULL, 0, NULL, 0, "Sampling:", 2 },
-	{ "mode", 'm', "MODE", 0,
-	  "What a sample counts: cpu (threads on a CPU; default), wall (every thread at every "
-	  "tick), gil (the thread holding the GIL)", 2 },
-	{ "frequency", 'F', "HZ", 0,
-	  "Samples per second: of CPU time per thread in cpu mode, ticks in wall and gil modes "
-	  "(default 99; 19 with -a)", 2 },
-	{ "duration", 'd', "SECONDS", 0,
-	  "Stop after this long (default: Ctrl-C, SIGTERM, SIGHUP, or every target exited)", 2 },
 	{ NULL, 0, NULL, 0, "Output:", 3 },
 	{ "output", 'o', "FILE", 0, "Write the profile here (default: stdout)", 3 },
 	{ "format", 'f', "FORMAT", 0,
@@ -92,33 +70,8 @@ static const struct argp_option opts[] = {
 	  "--stats alone), json (all of them as one JSON line, no summary or table), "
 	  "none (no summary or table; warnings stay)", 3 },
 	{ "quiet", 'q', NULL, 0, "No live line, summary or top-functions table on stderr", 3 },
-	{ "verbose", OPT_VERBOSE, NULL, 0, "Show libbpf's messages (when the BPF side fails to load)", 3 },
 	{ 0 },
 };
-
-/*
- * "PID[,PID...]": an empty item ("", "1,,2", "1,") is a mistake too, not
- * nothing. arg is left whole, for the error message.
- */
-static int add_pids(pid_t *list, int *n, const char *arg)
-{
-	for (;;) {
-		size_t len = strcspn(arg, ",");
-		char tok[16];
-		pid_t pid;
-
-		if (len >= sizeof(tok) || *n >= MAX_PIDS)
-			return -1;
-		memcpy(tok, arg, len);
-		tok[len] = '\0';
-		if (parse_pid(tok, &pid))
-			return -1;
-		list[(*n)++] = pid;
-		if (!arg[len])
-			return 0;
-		arg += len + 1;
-	}
-}
 
 /* --stats[=FORM], in any case: alone, text; -1 for an unknown form. */
 static int stats_by_name(const char *s)
@@ -135,56 +88,16 @@ static int stats_by_name(const char *s)
 static error_t parse_opt(int key, char *arg, struct argp_state *st)
 {
 	struct record *r = st->input;
-	unsigned long long n;
-	int mode, form;
+	int form;
 
 	switch (key) {
-	case 'p':
-		if (add_pids(r->pids, &r->npids, arg))
-			argp_error(st, "invalid pid list '%s' (comma-separated pids, at most %d)", arg, MAX_PIDS);
-		break;
-	case 'a': r->all = true; break;
-	case OPT_COMM:
-		if (regcomp(&r->comm_regex, arg, REG_EXTENDED | REG_NOSUB) != 0)
-			argp_error(st, "invalid regular expression '%s'", arg);
-		r->comm_re = arg;
-		break;
-	case OPT_CGROUP: r->cgroup = arg; break;
-	case OPT_CONTAINER:
-		if (strlen(arg) < 4)
-			argp_error(st, "--container needs at least 4 characters of the id");
-		r->container = arg;
-		break;
-	case OPT_EXCLUDE:
-		if (add_pids(r->excluded, &r->nexcluded, arg))
-			argp_error(st, "invalid pid list '%s' (comma-separated pids, at most %d)", arg, MAX_PIDS);
-		break;
-	case OPT_MAXPROC:
-		if (parse_uint(arg, 1, 4096, &n))
-			argp_error(st, "invalid --max-processes '%s' (1 to 4096)", arg);
-		r->max_processes = (int)n;
-		break;
-	case 'm':
-		mode = mode_by_name(arg);
-		if (mode < 0)
-			argp_error(st, "invalid mode '%s' (cpu, wall or gil)", arg);
-		r->c.o.mode = (enum pbp_mode)mode;
+	case ARGP_KEY_INIT:
+		st->child_inputs[0] = r;
 		break;
 	case 'f':
 		r->format = format_by_name(arg);
 		if (r->format < 0)
 			argp_error(st, "unknown format '%s'", arg);
-		break;
-	case 'F':
-		r->hz_given = true;
-		if (parse_uint(arg, 1, 100000, &n))
-			argp_error(st, "invalid frequency '%s' (1 to 100000 Hz)", arg);
-		r->c.o.hz = (unsigned)n;
-		break;
-	case 'd':
-		if (parse_seconds(arg, MIN_DURATION, MAX_DURATION, &r->duration))
-			argp_error(st, "invalid duration '%s' (%g to %.0f seconds)", arg, MIN_DURATION,
-				   MAX_DURATION);
 		break;
 	case 'o': r->outpath = arg; break;
 	case 't': r->c.o.per_thread = true; break;
@@ -196,7 +109,6 @@ static error_t parse_opt(int key, char *arg, struct argp_state *st)
 			argp_error(st, "invalid --stats '%s' (text, json or none)", arg);
 		r->stats = (enum stats_form)form;
 		break;
-	case OPT_VERBOSE: r->verbose = true; break;
 	case ARGP_KEY_ARGS:
 		r->cmd = st->argv + st->next;
 		break;
@@ -207,10 +119,6 @@ static error_t parse_opt(int key, char *arg, struct argp_state *st)
 			argp_error(st, "give -p PID, -a, or a command after --");
 		if ((r->npids || r->all) && r->cmd)
 			argp_error(st, "-p and -a cannot be used with a command");
-		if (!r->all && (r->comm_re || r->cgroup || r->container || r->nexcluded))
-			argp_error(st, "--comm, --cgroup, --container and --exclude-pid go with -a");
-		if (r->all && !r->hz_given)
-			r->c.o.hz = HOST_HZ;
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -478,7 +386,7 @@ static void add_timers(struct record *r, bool tty)
 					     .fn = live_tick });
 }
 
-static void loop(struct record *r)
+void run_loop(struct record *r)
 {
 	bool tty = !r->quiet && isatty(STDERR_FILENO);
 
@@ -505,7 +413,7 @@ static int output_format(const struct record *r)
 /* Before sampling: a path that cannot be written is said now, not after the whole run. */
 static int open_output(struct record *r)
 {
-	int err = profile_open(&r->out, output_format(r), r->outpath);
+	int err = r->no_output ? 0 : profile_open(&r->out, output_format(r), r->outpath);
 
 	if (err) {
 		output_error(&r->out, r->outpath, err);
@@ -571,7 +479,7 @@ static void install_signals(void)
 	signal(SIGPIPE, SIG_IGN);
 }
 
-static void cleanup(struct record *r, int go_fd)
+void run_cleanup(struct record *r, int go_fd)
 {
 	if (go_fd >= 0)
 		close(go_fd);   /* an unstarted child sees EOF and exits */
@@ -589,11 +497,12 @@ static void cleanup(struct record *r, int go_fd)
 		regfree(&r->comm_regex);
 }
 
-static int run(struct record *r, int *go_fd)
+int run_setup(struct record *r, int *go_fd)
 {
 	struct sampler_opts so;
 	int code, err;
 
+	install_signals();
 	if ((code = privs_check()) != 0 || (code = pidns_check_proc()) != 0)
 		return code;
 	if (!r->cmd && (code = open_targets(r)) != 0)
@@ -618,7 +527,8 @@ static int run(struct record *r, int *go_fd)
 	 * (CAP_SYS_PTRACE; -a also attaches new processes with it). In launch
 	 * mode this comes after the command started, with what it inherits.
 	 */
-	privs_note_output(output_rename_target(&r->out));
+	if (!r->no_output)
+		privs_note_output(output_rename_target(&r->out));
 	if (r->cmd)
 		privs_note_child();
 	if (r->all)
@@ -629,32 +539,48 @@ static int run(struct record *r, int *go_fd)
 	r->loop.win = (struct window){ .start_ns = r->start_ns,
 				       .start_unix_ns = (uint64_t)time(NULL) * 1000000000ull };
 	r->loop.reset = new_window;
+	return 0;
+}
+
+/* Set up, sample until the end, then the one window of the whole run closes. */
+static int run(struct record *r, int *go_fd)
+{
+	int code = run_setup(r, go_fd);
+
+	if (code)
+		return code;
 	loop_add_sink(&r->loop, &(struct window_sink){ write_profile, r });
 	loop_add_sink(&r->loop, &(struct window_sink){ print_report, r });
-	loop(r);
-	/* One window, the whole run: it closes here. */
+	run_loop(r);
 	return loop_close_window(&r->loop, r->end_ns, true) ? EXIT_IO : 0;
+}
+
+int run_alloc(struct record *r)
+{
+	sampler_verbose(r->verbose);
+	if (!r->max_processes)
+		r->max_processes = r->all ? DEFAULT_MAX_PROCESSES : (r->npids ? r->npids : 1);
+	r->c.agg = agg_new();
+	r->c.locs = malloc(sizeof(*r->c.locs) * MAX_LOCS);
+	r->targets = calloc((size_t)r->max_processes, sizeof(*r->targets));
+	r->skipped = calloc(MAX_SKIPPED, sizeof(*r->skipped));
+	if (!r->c.agg || !r->c.locs || !r->targets || !r->skipped)
+		return report_error(NULL, -PBP_E_NOMEM);
+	return 0;
 }
 
 int record_main(int argc, char **argv)
 {
-	struct argp argp = { opts, parse_opt, "[-- COMMAND [ARG...]]", doc, NULL, NULL, NULL };
+	static const struct argp_child children[] = { { &runopts_argp, 0, NULL, 0 }, { 0 } };
+	struct argp argp = { opts, parse_opt, "[-- COMMAND [ARG...]]", doc, children, NULL, NULL };
 	struct record r = { .format = -1, .c.o = { .mode = MODE_CPU, .hz = 99 }, .c.ops = &bpf_sampler_ops };
 	int go_fd = -1, code;
 
 	argp_parse(&argp, argc, argv, 0, NULL, &r);
-	sampler_verbose(r.verbose);
-	if (!r.max_processes)
-		r.max_processes = r.all ? DEFAULT_MAX_PROCESSES : (r.npids ? r.npids : 1);
-	r.c.agg = agg_new();
-	r.c.locs = malloc(sizeof(*r.c.locs) * MAX_LOCS);
-	r.targets = calloc((size_t)r.max_processes, sizeof(*r.targets));
-	r.skipped = calloc(MAX_SKIPPED, sizeof(*r.skipped));
-	if (!r.c.agg || !r.c.locs || !r.targets || !r.skipped)
-		return report_error(NULL, -PBP_E_NOMEM);
-	install_signals();
-	code = run(&r, &go_fd);
-	cleanup(&r, go_fd);
+	code = run_alloc(&r);
+	if (!code)
+		code = run(&r, &go_fd);
+	run_cleanup(&r, go_fd);
 	if (r.child_reaped && code == EXIT_OK)
 		code = launch_status(&r);
 	return code;

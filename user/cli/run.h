@@ -21,6 +21,8 @@
 #include "sample/target.h"
 
 struct agg;
+struct cgroup_info;
+struct proc_meta;
 
 #define MAX_PIDS 1024           /* -p lists and --exclude-pid lists */
 #define DEFAULT_MAX_PROCESSES 256
@@ -113,6 +115,7 @@ struct record {
 	int max_processes;
 	double duration;
 	const char *outpath;
+	bool no_output;         /* the agent: no profile file, its sinks take the windows */
 	struct output out;      /* opened before sampling starts */
 	int format;
 	enum stats_form stats;
@@ -133,9 +136,25 @@ struct record {
 	int nexecs;
 	uint64_t start_ns, end_ns;
 	struct loop loop;
+	/*
+	 * The node agent's labels for a process (its service, Kubernetes names),
+	 * added to what m holds already (pid, version, container id, pod uid);
+	 * strings need to live until the call returns only. NULL: none.
+	 */
+	void (*describe)(void *ctx, pid_t pid, const struct cgroup_info *cg, struct proc_meta *m);
+	void *describe_ctx;
 	struct timer *alive_timer;      /* due at once after a target's exit */
 	uint64_t next_rescan;           /* of every target's thread list */
 };
+
+/* record.c: the run, in the order a command calls them */
+/* The buffers a run needs (targets, locations, the aggregate): 0 or an exit code. */
+int run_alloc(struct record *r);
+/* Checks, targets, output, sampler, discovery, privileges dropped: 0 or an exit code. */
+int run_setup(struct record *r, int *go_fd);
+/* Sample until a timer or a signal ends it; samples still in the ring buffer taken in. */
+void run_loop(struct record *r);
+void run_cleanup(struct record *r, int go_fd);
 
 /* attach.c: the target table, -a discovery, processes that exec'd */
 struct target *run_target_of(struct record *r, pid_t pid);

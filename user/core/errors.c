@@ -20,6 +20,8 @@ const char *pbp_strerror(int err)
 	case PBP_E_LIMIT: return "--max-processes reached";
 	case PBP_E_OLDKERNEL: return "this kernel is older than 5.17 (the sampler needs bpf_loop)";
 	case PBP_E_MFILE: return "too many open files";
+	case PBP_E_ADDRINUSE: return "address already in use";
+	case PBP_E_NET: return "cannot listen on that address";
 	default: return "unknown error";
 	}
 }

@@ -22,6 +22,7 @@ enum pbp_exit {
 	EXIT_IO = 10,           /* could not write the output */
 	EXIT_INTERNAL = 11,
 	EXIT_RESOURCES = 12,    /* a resource limit (open files, memory, locked memory) stopped it */
+	EXIT_LISTEN = 13,       /* the agent could not listen on its --listen address */
 };
 
 /* Internal error codes returned as negative values by readers. */
@@ -41,6 +42,8 @@ enum pbp_err {
 	PBP_E_LIMIT = 12,   /* --max-processes reached */
 	PBP_E_OLDKERNEL = 13, /* Linux older than 5.17 */
 	PBP_E_MFILE = 14,   /* EMFILE, ENFILE: no file descriptor left */
+	PBP_E_ADDRINUSE = 15, /* the agent's listen address is taken */
+	PBP_E_NET = 16,     /* the agent could not listen there */
 };
 
 const char *pbp_strerror(int err);

@@ -33,7 +33,7 @@ typedef Perftools__Profiles__Location Location;
 typedef Perftools__Profiles__Line Line;
 typedef Perftools__Profiles__Function Function;
 
-#define MAX_LABELS 10
+#define MAX_LABELS (6 + PL__COUNT)    /* thread_id, thread_name, status, pid, process, ns_pid */
 
 /* ------------------------------------------------------------- string table */
 
@@ -189,7 +189,7 @@ static Label *add_label(struct builder *b, Sample *s, const char *key)
 	return l;
 }
 
-/* Whole-host runs: which Python, container and Kubernetes pod a sample came from. */
+/* Whole-host runs: which Python, container, Kubernetes pod and service a sample came from. */
 static void process_labels(struct builder *b, Sample *s, const struct proc_meta *m, bool process)
 {
 	if (!m)
@@ -199,12 +199,9 @@ static void process_labels(struct builder *b, Sample *s, const struct proc_meta 
 			add_label(b, s, "pid")->num = m->pid;
 		add_label(b, s, "ns_pid")->num = m->ns_pid;
 	}
-	if (m->version[0])
-		add_label(b, s, "python_version")->str = sid(b, m->version);
-	if (m->container[0])
-		add_label(b, s, "container_id")->str = sid(b, m->container);
-	if (m->pod[0])
-		add_label(b, s, "pod_uid")->str = sid(b, m->pod);
+	for (int i = 0; i < PL__COUNT; i++)
+		if (m->label[i][0])
+			add_label(b, s, proc_label_key[i])->str = sid(b, m->label[i]);
 }
 
 /* Labels from the stack's tags and its label frames. */

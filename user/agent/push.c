@@ -1,0 +1,367 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The pusher thread. The queue's head is the window being sent; it stays at
+ * the head until the server took it or refused it for good, so a window is
+ * never sent twice once accepted and never lost to a retry. When the queue
+ * overflows, the oldest window that is not being sent right now is dropped.
+ * Facts from Pyroscope's ingest handler: format=pprof takes the raw (gzipped)
+ * body; 400 is a bad name, 422 a profile it will never take, 408/429 ask to
+ * come back later.
+ */
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "agent/log.h"
+#include "agent/push.h"
+#include "core/clock.h"
+#include "core/errors.h"
+
+#define BACKOFF_MIN_NS 1000000000ull
+#define BACKOFF_MAX_NS 30000000000ull
+#define REQUEST_TIMEOUT_MS 10000L
+#define CONNECT_TIMEOUT_MS 3000L
+#define REFUSED_LOG_EVERY_NS 60000000000ull     /* a refused push is logged once a minute */
+#define TOKEN_MAX 8192
+
+struct item {
+	char *name;
+	uint64_t from_s, until_s;
+	void *body;
+	size_t len;
+};
+
+struct pusher {
+	struct push_opts o;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct item *q;                 /* ring of o.queue_size, q[head] the oldest */
+	uint32_t head, n;
+	bool sending;                   /* q[head] is being sent: not to be dropped */
+	bool stopping;
+	uint64_t deadline_ns;
+	uint64_t backoff_ns, last_refused_log;
+	struct push_stats st;
+	CURL *curl;
+};
+
+static void item_free(struct item *it)
+{
+	free(it->name);
+	free(it->body);
+	memset(it, 0, sizeof(*it));
+}
+
+static struct item *at(struct pusher *p, uint32_t i)
+{
+	return &p->q[(p->head + i) % p->o.queue_size];
+}
+
+/* Drop the oldest window not being sent (the queue is full). */
+static void drop_one(struct pusher *p)
+{
+	uint32_t victim = p->sending ? 1 : 0;
+
+	item_free(at(p, victim));
+	for (uint32_t i = victim; i + 1 < p->n; i++)
+		*at(p, i) = *at(p, i + 1);
+	memset(at(p, p->n - 1), 0, sizeof(struct item));
+	p->n--;
+	p->st.dropped++;
+}
+
+int push_enqueue(struct pusher *p, const char *name, uint64_t from_s, uint64_t until_s, void *body, size_t len)
+{
+	struct item it = { strdup(name), from_s, until_s, body, len };
+
+	if (!it.name) {
+		free(body);
+		return -PBP_E_NOMEM;
+	}
+	pthread_mutex_lock(&p->lock);
+	if (p->n == p->o.queue_size && !(p->sending && p->n == 1)) {
+		drop_one(p);
+		alog(LOG_WARN, "push queue full: oldest window dropped", "queue_size=%u dropped_total=%llu",
+		     p->o.queue_size, (unsigned long long)p->st.dropped);
+	}
+	if (p->n < p->o.queue_size) {
+		*at(p, p->n++) = it;
+		it.name = NULL, it.body = NULL;
+	}
+	pthread_cond_signal(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+	item_free(&it);         /* only when a queue of one was busy sending: the new one goes */
+	return 0;
+}
+
+/* "Bearer TOKEN" from the file, read now: a projected token is rotated by the kubelet. */
+static struct curl_slist *auth_header(const struct push_opts *o, struct curl_slist *h)
+{
+	char buf[TOKEN_MAX], line[TOKEN_MAX + 32];
+	ssize_t n;
+	int fd;
+
+	if (!o->bearer_token_file)
+		return h;
+	fd = open(o->bearer_token_file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		alog(LOG_ERROR, "cannot read the bearer token", "file=%s error=%s", o->bearer_token_file,
+		     strerror(errno));
+		return h;
+	}
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return h;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\r\n")] = '\0';
+	snprintf(line, sizeof(line), "Authorization: Bearer %s", buf);
+	return curl_slist_append(h, line);
+}
+
+/* URL/ingest?name=...&from=&until=&format=pprof&spyName=pybpfprof, every value escaped. */
+static char *ingest_url(struct pusher *p, const struct item *it)
+{
+	char *name = curl_easy_escape(p->curl, it->name, 0), *url = NULL;
+	size_t base = strlen(p->o.url);
+
+	while (base && p->o.url[base - 1] == '/')
+		base--;
+	if (name && asprintf(&url, "%.*s/ingest?name=%s&from=%llu&until=%llu&format=pprof&spyName=pybpfprof",
+			     (int)base, p->o.url, name, (unsigned long long)it->from_s,
+			     (unsigned long long)it->until_s) < 0)
+		url = NULL;
+	curl_free(name);
+	return url;
+}
+
+/* One POST: the HTTP status, or 0 when no answer came (connection refused, timeout). */
+static long post(struct pusher *p, const struct item *it, long timeout_ms, char *err, size_t errlen)
+{
+	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/octet-stream");
+	char tenant[512], *url = ingest_url(p, it);
+	long status = 0;
+	CURLcode rc;
+
+	if (p->o.tenant) {
+		snprintf(tenant, sizeof(tenant), "X-Scope-OrgID: %s", p->o.tenant);
+		h = curl_slist_append(h, tenant);
+	}
+	h = auth_header(&p->o, h);
+	curl_easy_reset(p->curl);
+	curl_easy_setopt(p->curl, CURLOPT_URL, url);
+	curl_easy_setopt(p->curl, CURLOPT_POSTFIELDS, it->body);
+	curl_easy_setopt(p->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)it->len);
+	curl_easy_setopt(p->curl, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(p->curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(p->curl, CURLOPT_TIMEOUT_MS, timeout_ms);
+	curl_easy_setopt(p->curl, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < CONNECT_TIMEOUT_MS ? timeout_ms :
+			 CONNECT_TIMEOUT_MS);
+	curl_easy_setopt(p->curl, CURLOPT_ERRORBUFFER, err);
+	curl_easy_setopt(p->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	if (p->o.basic_auth) {
+		curl_easy_setopt(p->curl, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+		curl_easy_setopt(p->curl, CURLOPT_USERPWD, p->o.basic_auth);
+	}
+	err[0] = '\0';
+	rc = url ? curl_easy_perform(p->curl) : CURLE_OUT_OF_MEMORY;
+	if (rc == CURLE_OK)
+		curl_easy_getinfo(p->curl, CURLINFO_RESPONSE_CODE, &status);
+	else if (!err[0])
+		snprintf(err, errlen, "%s", curl_easy_strerror(rc));
+	curl_slist_free_all(h);
+	free(url);
+	return status;
+}
+
+static bool retryable(long status)
+{
+	return status == 0 || status == 408 || status == 429 || status >= 500;
+}
+
+/* Doubling from 1 s to 30 s, each wait drawn in [half, whole] so that agents do not come back together. */
+static uint64_t next_backoff(struct pusher *p)
+{
+	uint64_t b = p->backoff_ns ? p->backoff_ns * 2 : BACKOFF_MIN_NS;
+
+	p->backoff_ns = b > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : b;
+	return p->backoff_ns / 2 + (uint64_t)rand() % (p->backoff_ns / 2 + 1);
+}
+
+/* The head was sent with this outcome (lock held): pop it, or keep it and say when to retry. */
+static uint64_t settle(struct pusher *p, long status, const char *err)
+{
+	struct item *it = at(p, 0);
+	uint64_t now = mono_ns(), wait = 0;
+
+	if (status >= 200 && status < 300) {
+		p->st.pushes++;
+		p->st.bytes += it->len;
+		p->backoff_ns = 0;
+		alog(LOG_DEBUG, "pushed", "name=%s bytes=%zu", it->name, it->len);
+	} else if (retryable(status)) {
+		p->st.errors++;
+		wait = next_backoff(p);
+		alog(LOG_WARN, "push failed, will retry", "name=%s status=%ld error=%s retry_in_ms=%llu", it->name,
+		     status, err[0] ? err : "-", (unsigned long long)(wait / 1000000));
+		return now + wait;
+	} else {
+		p->st.errors++;
+		p->st.rejected++;
+		if (!p->last_refused_log || now - p->last_refused_log >= REFUSED_LOG_EVERY_NS) {
+			p->last_refused_log = now;
+			alog(LOG_ERROR, "push refused, window dropped (said once a minute)",
+			     "name=%s status=%ld rejected_total=%llu", it->name, status,
+			     (unsigned long long)p->st.rejected);
+		}
+	}
+	item_free(it);
+	p->head = (p->head + 1) % p->o.queue_size;
+	p->n--;
+	return 0;
+}
+
+/* Wait for work, a retry time or the deadline (lock held): false when the thread is done. */
+static bool wait_turn(struct pusher *p, uint64_t retry_at)
+{
+	for (;;) {
+		uint64_t now = mono_ns(), until = retry_at;
+		struct timespec ts;
+
+		if (p->stopping && (now >= p->deadline_ns || !p->n))
+			return false;
+		if (p->n && now >= retry_at)
+			return true;
+		if (p->stopping && (!until || until > p->deadline_ns))
+			until = p->deadline_ns;
+		if (!until) {
+			pthread_cond_wait(&p->cond, &p->lock);
+			continue;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_sec += (time_t)((until - now) / 1000000000ull);
+		ts.tv_nsec += (long)((until - now) % 1000000000ull);
+		if (ts.tv_nsec >= 1000000000L)
+			ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+		pthread_cond_timedwait(&p->cond, &p->lock, &ts);
+	}
+}
+
+static void *push_thread(void *arg)
+{
+	struct pusher *p = arg;
+	uint64_t retry_at = 0;
+	char err[CURL_ERROR_SIZE];
+
+	pthread_mutex_lock(&p->lock);
+	while (wait_turn(p, retry_at)) {
+		struct item it = *at(p, 0);
+		long timeout = REQUEST_TIMEOUT_MS, status;
+
+		if (p->stopping)
+			timeout = (long)((p->deadline_ns - mono_ns()) / 1000000) + 1;
+		p->sending = true;
+		pthread_mutex_unlock(&p->lock);
+		status = post(p, &it, timeout, err, sizeof(err));
+		pthread_mutex_lock(&p->lock);
+		p->sending = false;
+		retry_at = settle(p, status, err);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+bool push_url_valid(const char *url)
+{
+	CURLU *u = curl_url();
+	char *scheme = NULL;
+	bool ok = u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+		  curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+		  (strcmp(scheme, "http") == 0 || strcmp(scheme, "https") == 0);
+
+	curl_free(scheme);
+	curl_url_cleanup(u);
+	return ok;
+}
+
+/* Waits are on the monotonic clock: a wall-clock step must not stall or rush retries. */
+static void init_sync(struct pusher *p)
+{
+	pthread_condattr_t ca;
+
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&p->cond, &ca);
+	pthread_condattr_destroy(&ca);
+}
+
+int push_start(const struct push_opts *o, struct pusher **out)
+{
+	struct pusher *p = calloc(1, sizeof(*p));
+
+	*out = NULL;
+	if (!p || curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		goto fail;
+	p->o = *o;
+	p->q = calloc(o->queue_size, sizeof(*p->q));
+	p->curl = curl_easy_init();
+	init_sync(p);
+	if (p->q && p->curl && pthread_create(&p->thread, NULL, push_thread, p) == 0) {
+		*out = p;
+		return 0;
+	}
+	pthread_cond_destroy(&p->cond);
+	pthread_mutex_destroy(&p->lock);
+fail:
+	if (p) {
+		curl_easy_cleanup(p->curl);
+		free(p->q);
+	}
+	free(p);
+	return -PBP_E_NOMEM;
+}
+
+void push_stats(struct pusher *p, struct push_stats *st)
+{
+	pthread_mutex_lock(&p->lock);
+	*st = p->st;
+	st->queued = p->n;
+	st->queued_bytes = 0;
+	for (uint32_t i = 0; i < p->n; i++)
+		st->queued_bytes += at(p, i)->len;
+	pthread_mutex_unlock(&p->lock);
+}
+
+void push_stop(struct pusher *p, uint64_t deadline_ns)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->stopping = true;
+	p->deadline_ns = deadline_ns;
+	pthread_cond_signal(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+	pthread_join(p->thread, NULL);
+	if (p->n)
+		alog(LOG_WARN, "stopping: windows not pushed", "windows=%u", p->n);
+	while (p->n) {
+		item_free(at(p, 0));
+		p->head = (p->head + 1) % p->o.queue_size;
+		p->n--;
+	}
+	curl_easy_cleanup(p->curl);
+	pthread_cond_destroy(&p->cond);
+	pthread_mutex_destroy(&p->lock);
+	free(p->q);
+	free(p);
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef PBP_AGENT_SERVER_H
+#define PBP_AGENT_SERVER_H
+
+#include <stddef.h>
+#include <sys/socket.h>
+
+/*
+ * The agent's HTTP endpoints, served by libmicrohttpd from a thread of its
+ * own: GET /debug/pprof/profile (what Parca and Grafana Alloy's
+ * pyroscope.scrape fetch), /metrics (Prometheus), /healthz.
+ */
+struct server_ops {
+	/*
+	 * A profile for the query's parameters (NULL when absent): an HTTP
+	 * status; on 200 *body (malloc'ed, taken) is the gzipped pprof, else a
+	 * line saying what was wrong.
+	 */
+	int (*profile)(void *ctx, const char *seconds, const char *service, const char *pid, char **body,
+		       size_t *len);
+	/* The Prometheus text exposition: 0, or -PBP_E_NOMEM. */
+	int (*metrics)(void *ctx, char **body, size_t *len);
+	void *ctx;
+};
+
+/* "[ADDR:]PORT", ADDR an IPv4 address or [IPv6]: 0 (ADDR absent: 127.0.0.1), or -1. */
+int server_parse_listen(const char *s, struct sockaddr_storage *sa, socklen_t *len);
+
+struct server;
+/* Listen and serve: 0, or -PBP_E_* (the address taken, not allowed, ...). */
+int server_start(const struct sockaddr_storage *sa, const struct server_ops *ops, struct server **out);
+void server_stop(struct server *s);
+
+#endif /* PBP_AGENT_SERVER_H */

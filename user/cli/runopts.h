@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef PBP_CLI_RUNOPTS_H
+#define PBP_CLI_RUNOPTS_H
+
+#include <argp.h>
+
+/*
+ * The options every sampling command shares (which processes: -p, -a's
+ * filters; how: -m, -F, -d, --verbose), parsed into the struct record given
+ * as input: a child of the recording command's argp and of the agent's. Its
+ * parent sets st->child_inputs[0] = st->input at ARGP_KEY_INIT.
+ */
+extern const struct argp runopts_argp;
+
+#endif /* PBP_CLI_RUNOPTS_H */
