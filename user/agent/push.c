@@ -31,6 +31,8 @@
 #define CONNECT_TIMEOUT_MS 3000L
 #define REFUSED_LOG_EVERY_NS 60000000000ull     /* a refused push is logged once a minute */
 #define TOKEN_MAX 8192
+/* Pyroscope refuses a profile whose time is over an hour old: no use sending it. */
+#define MAX_AGE_S 3600
 
 struct item {
 	char *name;
@@ -46,6 +48,7 @@ struct pusher {
 	pthread_cond_t cond;
 	struct item *q;                 /* ring of o.queue_size, q[head] the oldest */
 	uint32_t head, n;
+	size_t bytes;                   /* of the queued bodies */
 	bool sending;                   /* q[head] is being sent: not to be dropped */
 	bool stopping;
 	uint64_t deadline_ns;
@@ -66,11 +69,20 @@ static struct item *at(struct pusher *p, uint32_t i)
 	return &p->q[(p->head + i) % p->o.queue_size];
 }
 
+static void pop(struct pusher *p)
+{
+	p->bytes -= at(p, 0)->len;
+	item_free(at(p, 0));
+	p->head = (p->head + 1) % p->o.queue_size;
+	p->n--;
+}
+
 /* Drop the oldest window not being sent (the queue is full). */
 static void drop_one(struct pusher *p)
 {
 	uint32_t victim = p->sending ? 1 : 0;
 
+	p->bytes -= at(p, victim)->len;
 	item_free(at(p, victim));
 	for (uint32_t i = victim; i + 1 < p->n; i++)
 		*at(p, i) = *at(p, i + 1);
@@ -88,18 +100,21 @@ int push_enqueue(struct pusher *p, const char *name, uint64_t from_s, uint64_t u
 		return -PBP_E_NOMEM;
 	}
 	pthread_mutex_lock(&p->lock);
-	if (p->n == p->o.queue_size && !(p->sending && p->n == 1)) {
+	while (p->n > (p->sending ? 1u : 0u) && (p->n == p->o.queue_size || p->bytes + len > p->o.queue_bytes)) {
 		drop_one(p);
-		alog(LOG_WARN, "push queue full: oldest window dropped", "queue_size=%u dropped_total=%llu",
-		     p->o.queue_size, (unsigned long long)p->st.dropped);
+		alog(LOG_WARN, "push queue full: oldest window dropped", "queue_size=%u queue_bytes=%zu dropped_total=%llu",
+		     p->o.queue_size, p->bytes, (unsigned long long)p->st.dropped);
 	}
 	if (p->n < p->o.queue_size) {
 		*at(p, p->n++) = it;
+		p->bytes += len;
 		it.name = NULL, it.body = NULL;
+	} else {
+		p->st.dropped++;        /* a queue of one, busy sending: the new window goes */
 	}
 	pthread_cond_signal(&p->cond);
 	pthread_mutex_unlock(&p->lock);
-	item_free(&it);         /* only when a queue of one was busy sending: the new one goes */
+	item_free(&it);
 	return 0;
 }
 
@@ -224,9 +239,7 @@ static uint64_t settle(struct pusher *p, long status, const char *err)
 			     (unsigned long long)p->st.rejected);
 		}
 	}
-	item_free(it);
-	p->head = (p->head + 1) % p->o.queue_size;
-	p->n--;
+	pop(p);
 	return 0;
 }
 
@@ -267,6 +280,12 @@ static void *push_thread(void *arg)
 		struct item it = *at(p, 0);
 		long timeout = REQUEST_TIMEOUT_MS, status;
 
+		if (it.until_s + MAX_AGE_S < (uint64_t)time(NULL)) {
+			p->st.dropped++;
+			alog(LOG_WARN, "window older than an hour dropped unsent", "name=%s", it.name);
+			pop(p);
+			continue;
+		}
 		if (p->stopping)
 			timeout = (long)((p->deadline_ns - mono_ns()) / 1000000) + 1;
 		p->sending = true;
@@ -336,9 +355,7 @@ void push_stats(struct pusher *p, struct push_stats *st)
 	pthread_mutex_lock(&p->lock);
 	*st = p->st;
 	st->queued = p->n;
-	st->queued_bytes = 0;
-	for (uint32_t i = 0; i < p->n; i++)
-		st->queued_bytes += at(p, i)->len;
+	st->queued_bytes = p->bytes;
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -354,11 +371,8 @@ void push_stop(struct pusher *p, uint64_t deadline_ns)
 	pthread_join(p->thread, NULL);
 	if (p->n)
 		alog(LOG_WARN, "stopping: windows not pushed", "windows=%u", p->n);
-	while (p->n) {
-		item_free(at(p, 0));
-		p->head = (p->head + 1) % p->o.queue_size;
-		p->n--;
-	}
+	while (p->n)
+		pop(p);
 	curl_easy_cleanup(p->curl);
 	pthread_cond_destroy(&p->cond);
 	pthread_mutex_destroy(&p->lock);

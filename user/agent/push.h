@@ -20,6 +20,7 @@ struct push_opts {
 	const char *basic_auth;         /* "user:password"; NULL: none */
 	const char *bearer_token_file;  /* read before each push (tokens rotate); NULL: none */
 	uint32_t queue_size;            /* windows */
+	size_t queue_bytes;             /* and their bodies' bytes together */
 };
 
 struct push_stats {

@@ -20,6 +20,7 @@
 
 #include "aggregate/aggregate.h"
 #include "aggregate/convert.h"
+#include "cli/agent.h"
 #include "cli/args.h"
 #include "cli/dump.h"
 #include "cli/record.h"
@@ -219,12 +220,16 @@ int main(int argc, char **argv)
 		argv[1] = "pybpfprof dump";
 		return dump_main(argc - 1, argv + 1);
 	}
+	if (argc > 1 && strcmp(argv[1], "agent") == 0) {
+		argv[1] = "pybpfprof agent";
+		return agent_main(argc - 1, argv + 1);
+	}
 	/*
 	 * A bare first word is a subcommand or a typo of one ("dumpp"): a
 	 * command to profile comes after "--", which starts with '-'.
 	 */
 	if (argc > 1 && argv[1][0] != '-') {
-		fprintf(stderr, "pybpfprof: unknown subcommand '%s' (dump or convert; a command to "
+		fprintf(stderr, "pybpfprof: unknown subcommand '%s' (dump, convert or agent; a command to "
 			"profile goes after --)\n", argv[1]);
 		return EXIT_USAGE;
 	}

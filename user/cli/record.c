@@ -537,7 +537,7 @@ int run_setup(struct record *r, int *go_fd)
 	r->start_ns = mono_ns();
 	r->loop.agg = r->c.agg;
 	r->loop.win = (struct window){ .start_ns = r->start_ns,
-				       .start_unix_ns = (uint64_t)time(NULL) * 1000000000ull };
+				       .start_unix_ns = wall_ns() };
 	r->loop.reset = new_window;
 	return 0;
 }

@@ -29,6 +29,8 @@ int exit_code_for(int err)
 	case PBP_E_NOBTF: return EXIT_NO_BPF;
 	case PBP_E_MFILE:
 	case PBP_E_NOMEM: return EXIT_RESOURCES;
+	case PBP_E_ADDRINUSE:
+	case PBP_E_NET: return EXIT_LISTEN;
 	default: return EXIT_INTERNAL;
 	}
 }

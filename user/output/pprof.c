@@ -99,6 +99,7 @@ static int64_t str_id(struct strtab *t, const char *s)
 
 struct builder {
 	const struct agg *a;
+	bool series_labels;     /* only the labels a profile store may make a series of */
 	struct functab ft;
 	struct strtab st;
 	bool failed;            /* a string could not be added: ENOMEM */
@@ -226,13 +227,13 @@ static void sample_labels(struct builder *b, Sample *s, const struct stack_tags 
 		thread = agg_thread_name(b->a, t->pid, t->tid);
 	if (t->tid)
 		add_label(b, s, "thread_id")->num = t->tid;
-	if (thread)     /* tid 0 has one only for the threads past the aggregate's cap */
+	if (thread && !b->series_labels)       /* tid 0 has one only for the threads past the cap */
 		add_label(b, s, "thread_name")->str = sid(b, thread);
-	if (has_status)
+	if (has_status && !b->series_labels)
 		add_label(b, s, "status")->str = sid(b, status_info(t->status)->name);
 	if (process)
 		add_label(b, s, "pid")->num = t->pid;
-	if (process && after_id(process, "process"))   /* the command line, when the label has one */
+	if (process && after_id(process, "process") && !b->series_labels)      /* the command line */
 		add_label(b, s, "process")->str = sid(b, after_id(process, "process"));
 	process_labels(b, s, agg_process(b->a, t->pid), process != NULL);
 }
@@ -394,7 +395,7 @@ static int gzip_write(const uint8_t *buf, size_t len, FILE *o)
 
 int pprof_write(const struct agg *a, const struct profile_meta *m, FILE *o)
 {
-	struct builder b = { .a = a };
+	struct builder b = { .a = a, .series_labels = m->series_labels };
 	ValueType types[2], *typep[2], period_type;
 	Profile p;
 	uint8_t *buf = NULL;

@@ -20,6 +20,12 @@ struct profile_meta {
 	unsigned hz;
 	uint64_t start_unix_ns; /* wall-clock start of the run */
 	uint64_t duration_ns;
+	/*
+	 * pprof for a profile store (Pyroscope makes a series of each distinct
+	 * set of string labels): no thread name, status or command line, whose
+	 * values multiply series; numbers (pid, thread_id) stay.
+	 */
+	bool series_labels;
 };
 
 /* collapsed.c: one line per distinct stack text, root first, `;`-separated, a space, the count. */

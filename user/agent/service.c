@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A process's service is worked out once and kept for SERVICE_TTL_NS in a
+ * table indexed by pid: the sampling loop labels every process at every
+ * slice, and a bundle's config.json is tens of kilobytes of JSON.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "agent/service.h"
+#include "aggregate/aggregate.h"
+#include "core/clock.h"
+#include "proc/bundle.h"
+#include "proc/cgroup.h"
+#include "proc/discover.h"
+#include "proc/procfs.h"
+
+#define SERVICE_SLOTS 4096
+#define SERVICE_TTL_NS 60000000000ull
+#define SERVICE_MAX 128
+
+struct entry {
+	pid_t pid;
+	uint64_t at_ns;                 /* 0: empty */
+	char container_id[65];
+	struct kube_meta k;
+	char service[SERVICE_MAX];
+};
+
+struct services {
+	const char *template, *host_root, *node;
+	struct entry slots[SERVICE_SLOTS];
+};
+
+static const char *const placeholders[] = {
+	"namespace", "pod", "container", "container_id", "comm", "script", "pid",
+};
+
+struct services *services_new(const char *template, const char *host_root, const char *node)
+{
+	struct services *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->template = template;
+	s->host_root = host_root ? host_root : "/";
+	s->node = node ? node : "";
+	return s;
+}
+
+void services_free(struct services *s)
+{
+	free(s);
+}
+
+const char *services_bad_placeholder(const char *t)
+{
+	for (const char *p = strchr(t, '{'); p; p = strchr(p + 1, '{')) {
+		size_t n = strcspn(p + 1, "}"), i;
+
+		for (i = 0; i < sizeof(placeholders) / sizeof(placeholders[0]); i++)
+			if (strlen(placeholders[i]) == n && strncmp(p + 1, placeholders[i], n) == 0)
+				break;
+		if (i == sizeof(placeholders) / sizeof(placeholders[0]) || p[1 + n] != '}')
+			return p;
+	}
+	return NULL;
+}
+
+/* Options of python3 that take the next argument. */
+static bool takes_arg(const char *opt)
+{
+	return strcmp(opt, "-W") == 0 || strcmp(opt, "-X") == 0 || strcmp(opt, "--check-hash-based-pycs") == 0;
+}
+
+void service_script(const char *cmdline, char *out, size_t len)
+{
+	char buf[1024], *save = NULL, *tok;
+	bool module = false;
+
+	snprintf(out, len, "%s", "");
+	snprintf(buf, sizeof(buf), "%s", cmdline);
+	tok = strtok_r(buf, " ", &save);        /* the interpreter */
+	while ((tok = strtok_r(NULL, " ", &save)) != NULL) {
+		const char *base;
+		size_t n;
+
+		if (module || tok[0] != '-') {
+			base = module ? tok : (strrchr(tok, '/') ? strrchr(tok, '/') + 1 : tok);
+			n = strlen(base);
+			if (!module && n > 3 && strcmp(base + n - 3, ".py") == 0)
+				n -= 3;
+			snprintf(out, len, "%.*s", (int)n, base);
+			return;
+		}
+		if (strcmp(tok, "-c") == 0 || strcmp(tok, "-") == 0)
+			return;
+		if (strcmp(tok, "-m") == 0)
+			module = true;
+		else if (takes_arg(tok))
+			strtok_r(NULL, " ", &save);
+	}
+}
+
+void service_sanitize(char *name)
+{
+	for (char *p = name; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+		      strchr("_.-/", *p)))
+			*p = '_';
+	if (!name[0])
+		snprintf(name, SERVICE_MAX, "unknown");
+}
+
+/* The value of one placeholder for entry e. */
+static void placeholder(const struct entry *e, const char *name, size_t n, char *out, size_t len)
+{
+	char cmd[1024];
+
+	out[0] = '\0';
+	if (n == 9 && !strncmp(name, "namespace", n))
+		snprintf(out, len, "%s", e->k.namespace_);
+	else if (n == 3 && !strncmp(name, "pod", n))
+		snprintf(out, len, "%s", e->k.pod);
+	else if (n == 9 && !strncmp(name, "container", n))
+		snprintf(out, len, "%s", e->k.container);
+	else if (n == 12 && !strncmp(name, "container_id", n))
+		snprintf(out, len, "%s", e->container_id);
+	else if (n == 3 && !strncmp(name, "pid", n))
+		snprintf(out, len, "%d", (int)e->pid);
+	else if (n == 6 && !strncmp(name, "script", n) && proc_cmdline(e->pid, cmd, sizeof(cmd)) >= 0)
+		service_script(cmd, out, len);
+	if (!out[0] && ((n == 6 && !strncmp(name, "script", n)) || (n == 4 && !strncmp(name, "comm", n))))
+		proc_thread_comm(e->pid, e->pid, out, len);
+}
+
+static void expand(const struct entry *e, const char *t, char *out, size_t len)
+{
+	size_t o = 0;
+
+	while (*t && o + 1 < len) {
+		const char *close = t[0] == '{' ? strchr(t, '}') : NULL;
+		char v[256];
+
+		if (!close) {
+			out[o++] = *t++;
+			continue;
+		}
+		placeholder(e, t + 1, (size_t)(close - t - 1), v, sizeof(v));
+		o += (size_t)snprintf(out + o, len - o, "%s", v);
+		if (o >= len)
+			o = len - 1;
+		t = close + 1;
+	}
+	out[o] = '\0';
+}
+
+static void fill(struct services *s, struct entry *e, pid_t pid, const struct cgroup_info *cg)
+{
+	const char *t = s->template;
+
+	memset(e, 0, sizeof(*e));
+	e->pid = pid;
+	e->at_ns = mono_ns();
+	snprintf(e->container_id, sizeof(e->container_id), "%s", cg->container_id);
+	if (cg->container_id[0])
+		bundle_read(s->host_root, cg->container_id, &e->k);   /* nothing found: no names */
+	if (!t)
+		t = e->k.namespace_[0] && e->k.container[0] ? SERVICE_DEFAULT_KUBE : SERVICE_DEFAULT_HOST;
+	expand(e, t, e->service, sizeof(e->service));
+	service_sanitize(e->service);
+}
+
+void services_describe(struct services *s, pid_t pid, const struct cgroup_info *cg, struct proc_meta *m)
+{
+	struct entry *e = &s->slots[(uint32_t)pid % SERVICE_SLOTS];
+
+	if (e->pid != pid || !e->at_ns || mono_ns() - e->at_ns > SERVICE_TTL_NS ||
+	    strcmp(e->container_id, cg->container_id) != 0)
+		fill(s, e, pid, cg);
+	m->label[PL_SERVICE] = e->service;
+	m->label[PL_NAMESPACE] = e->k.namespace_;
+	m->label[PL_POD] = e->k.pod;
+	m->label[PL_CONTAINER] = e->k.container;
+	if (e->k.pod_uid[0] && !(m->label[PL_POD_UID] && m->label[PL_POD_UID][0]))
+		m->label[PL_POD_UID] = e->k.pod_uid;
+	m->label[PL_NODE] = s->node;
+}

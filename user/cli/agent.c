@@ -1,0 +1,502 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `pybpfprof agent`: the whole host, all the time, for a fleet's profile
+ * store. The recording engine runs as with -a; every second its aggregate
+ * closes into a slice of the history (agent/history.c), which the HTTP
+ * server reads for a pull and the push timer reads, per service, at every
+ * interval. Nothing is stopped or reloaded between windows.
+ */
+#include <argp.h>
+#include <ctype.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "agent/history.h"
+#include "agent/log.h"
+#include "agent/metrics.h"
+#include "agent/profiles.h"
+#include "agent/push.h"
+#include "agent/server.h"
+#include "agent/service.h"
+#include "aggregate/aggregate.h"
+#include "cli/agent.h"
+#include "cli/args.h"
+#include "cli/report.h"
+#include "cli/run.h"
+#include "cli/runopts.h"
+#include "core/clock.h"
+#include "core/errors.h"
+#include "pybpfprof.h"
+#include "sample/loop.h"
+#include "sample/sampler.h"
+
+#define SLICE_NS 1000000000ull          /* the history's grain: a pull's seconds are whole slices */
+#define MIN_HISTORY_NS 60000000000ull
+#define STOP_FLUSH_NS 5000000000ull     /* SIGTERM: the last window is pushed within this */
+#define ENV_PREFIX "PYBPFPROF_"
+#define MAX_ENV_ARGS 64
+
+struct agent {
+	struct record r;        /* the engine, as -a with the agent's filters */
+	/* options */
+	double interval;
+	const char *listen, *service_template, *node, *host_root;
+	struct push_opts push;
+	size_t max_memory;
+	struct sockaddr_storage listen_sa;
+	/* state */
+	struct history *hist;
+	struct services *svc;
+	struct pusher *pusher;
+	struct server *srv;
+	uint64_t pushed_until;  /* wall ns: the end of the last window pushed */
+	uint64_t history_ns;
+	char node_buf[HOST_NAME_MAX + 1];
+	/* what /metrics reads, published by the loop once a slice */
+	pthread_mutex_t lock;
+	uint64_t samples, lost, slices, windows;
+	uint32_t processes;
+};
+
+enum { OPT_INTERVAL = 2000, OPT_LISTEN, OPT_PUSH, OPT_TENANT, OPT_BASIC_AUTH, OPT_BEARER, OPT_QUEUE,
+       OPT_MAXMEM, OPT_SERVICE, OPT_NODE, OPT_HOST_ROOT, OPT_LOG_LEVEL };
+
+static const struct argp_option opts[] = {
+	{ NULL, 0, NULL, 0, "Agent:", 4 },
+	{ "interval", OPT_INTERVAL, "SECONDS", 0, "Push a window per service this often (default 15)", 4 },
+	{ "listen", OPT_LISTEN, "[ADDR:]PORT", 0,
+	  "Serve /debug/pprof/profile, /metrics and /healthz here (ADDR default 127.0.0.1; a pod IP "
+	  "or 0.0.0.0 must be asked for)", 4 },
+	{ "push", OPT_PUSH, "URL", 0, "Push to this Grafana Pyroscope server (URL/ingest)", 4 },
+	{ "tenant", OPT_TENANT, "ID", 0, "With --push: the X-Scope-OrgID header", 4 },
+	{ "basic-auth", OPT_BASIC_AUTH, "USER:PASSWORD", 0, "With --push: HTTP basic authentication", 4 },
+	{ "bearer-token-file", OPT_BEARER, "FILE", 0,
+	  "With --push: send the token in FILE (read before each push) as a bearer token", 4 },
+	{ "queue-size", OPT_QUEUE, "N", 0,
+	  "With --push: windows kept while the server is away; the oldest go first (default 64)", 4 },
+	{ "max-memory", OPT_MAXMEM, "MB", 0,
+	  "Memory for the history and the push queue together (default 256)", 4 },
+	{ "service-name", OPT_SERVICE, "TEMPLATE", 0,
+	  "A process's service: {namespace} {pod} {container} {container_id} {comm} {script} {pid} "
+	  "(default {namespace}/{container} in Kubernetes, else {script})", 4 },
+	{ "node", OPT_NODE, "NAME", 0, "The node label (default $NODE_NAME, else the host name)", 4 },
+	{ "host-root", OPT_HOST_ROOT, "DIR", 0,
+	  "Where the node's / is mounted, for the container runtimes' bundles (default /)", 4 },
+	{ "log-level", OPT_LOG_LEVEL, "LEVEL", 0, "error, warn, info (default) or debug", 4 },
+	{ 0 },
+};
+
+static error_t parse_push(int key, char *arg, struct argp_state *st, struct agent *g)
+{
+	unsigned long long n;
+
+	switch (key) {
+	case OPT_PUSH:
+		if (!push_url_valid(arg))
+			argp_error(st, "invalid --push URL '%s' (http:// or https://)", arg);
+		g->push.url = arg;
+		break;
+	case OPT_TENANT: g->push.tenant = arg; break;
+	case OPT_BASIC_AUTH:
+		if (!strchr(arg, ':'))
+			argp_error(st, "invalid --basic-auth (USER:PASSWORD)");
+		g->push.basic_auth = arg;
+		break;
+	case OPT_BEARER: g->push.bearer_token_file = arg; break;
+	case OPT_QUEUE:
+		if (parse_uint(arg, 1, 100000, &n))
+			argp_error(st, "invalid --queue-size '%s' (1 to 100000 windows)", arg);
+		g->push.queue_size = (uint32_t)n;
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static error_t parse_opt(int key, char *arg, struct argp_state *st)
+{
+	struct agent *g = st->input;
+	unsigned long long n;
+	int level;
+
+	switch (key) {
+	case ARGP_KEY_INIT:
+		st->child_inputs[0] = &g->r;
+		break;
+	case OPT_INTERVAL:
+		if (parse_seconds(arg, 1, 3600, &g->interval))
+			argp_error(st, "invalid --interval '%s' (1 to 3600 seconds)", arg);
+		break;
+	case OPT_LISTEN:
+		if (server_parse_listen(arg, &g->listen_sa, &(socklen_t){ 0 }))
+			argp_error(st, "invalid --listen '%s' ([ADDR:]PORT, ADDR an IP address)", arg);
+		g->listen = arg;
+		break;
+	case OPT_MAXMEM:
+		if (parse_uint(arg, 16, 1 << 20, &n))
+			argp_error(st, "invalid --max-memory '%s' (16 to 1048576 MB)", arg);
+		g->max_memory = (size_t)n << 20;
+		break;
+	case OPT_SERVICE:
+		if (services_bad_placeholder(arg))
+			argp_error(st, "invalid --service-name: unknown placeholder at '%s'",
+				   services_bad_placeholder(arg));
+		g->service_template = arg;
+		break;
+	case OPT_NODE: g->node = arg; break;
+	case OPT_HOST_ROOT: g->host_root = arg; break;
+	case OPT_LOG_LEVEL:
+		level = log_level_by_name(arg);
+		if (level < 0)
+			argp_error(st, "invalid --log-level '%s' (error, warn, info or debug)", arg);
+		log_set_level((enum log_level)level);
+		break;
+	case ARGP_KEY_ARG:
+		argp_error(st, "unexpected argument '%s'", arg);
+		break;
+	case ARGP_KEY_END:
+		if (!g->listen && !g->push.url)
+			argp_error(st, "give --listen, --push or both");
+		if (!g->push.url && (g->push.tenant || g->push.basic_auth || g->push.bearer_token_file))
+			argp_error(st, "--tenant, --basic-auth and --bearer-token-file go with --push");
+		break;
+	default:
+		return parse_push(key, arg, st, g);
+	}
+	return 0;
+}
+
+static const char doc[] =
+	"Profile every Python process on this host continuously, as a node agent: serve the last "
+	"seconds as pprof (pull: Parca, Grafana Alloy's pyroscope.scrape), push a window per service "
+	"to Grafana Pyroscope, or both; until SIGTERM.\n\n"
+	"Every option can also come from the environment: --queue-size as PYBPFPROF_QUEUE_SIZE=N, "
+	"a flag as PYBPFPROF_VERBOSE=1; the command line wins."
+	"\vExamples:\n"
+	"  sudo pybpfprof agent --listen 4100\n"
+	"  sudo pybpfprof agent --push http://pyroscope:4040 --interval 15\n"
+	"  curl -o p.pb.gz 'http://127.0.0.1:4100/debug/pprof/profile?seconds=10'";
+
+/* ------------------------------------------------------------- environment */
+
+/* PYBPFPROF_QUEUE_SIZE for "queue-size". */
+static void env_name(const char *opt, char *out, size_t len)
+{
+	size_t o = (size_t)snprintf(out, len, "%s", ENV_PREFIX);
+
+	for (; *opt && o + 1 < len; opt++)
+		out[o++] = *opt == '-' ? '_' : (char)toupper((unsigned char)*opt);
+	out[o] = '\0';
+}
+
+/* A flag's variable is true for 1, true, yes or on (any case). */
+static bool env_true(const char *v)
+{
+	return !strcasecmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcasecmp(v, "on");
+}
+
+/* Each option set in the environment, as "--name=value", put before the command line's. */
+static int env_args(const struct argp_option *o, char **out, int n, char *store, size_t *used, size_t cap)
+{
+	for (; o->name || o->key || o->doc; o++) {
+		char var[64];
+		const char *v;
+		int w;
+
+		if (!o->name)
+			continue;
+		env_name(o->name, var, sizeof(var));
+		v = getenv(var);
+		if (!v || !v[0] || n >= MAX_ENV_ARGS || (!o->arg && !env_true(v)))
+			continue;
+		w = o->arg ? snprintf(store + *used, cap - *used, "--%s=%s", o->name, v)
+			   : snprintf(store + *used, cap - *used, "--%s", o->name);
+		if (w < 0 || (size_t)w >= cap - *used)
+			break;
+		out[n++] = store + *used;
+		*used += (size_t)w + 1;
+	}
+	return n;
+}
+
+/* ------------------------------------------------------------- sinks and timers */
+
+static void describe(void *ctx, pid_t pid, const struct cgroup_info *cg, struct proc_meta *m)
+{
+	struct agent *g = ctx;
+
+	services_describe(g->svc, pid, cg, m);
+}
+
+/* A closed slice: into the history; the figures /metrics shows are published. */
+static int keep_slice(void *ctx, const struct agg *a, const struct window *w)
+{
+	struct agent *g = ctx;
+	uint64_t st[PBP_STAT__COUNT];
+	int err = history_add(g->hist, a, w->start_unix_ns, w->start_unix_ns + (w->end_ns - w->start_ns));
+
+	if (err)
+		alog(LOG_ERROR, "slice lost", "error=\"%s\"", pbp_strerror(err));
+	sampler_stats(g->r.c.smp, st);
+	pthread_mutex_lock(&g->lock);
+	g->samples += agg_total(a);
+	g->lost = st[PBP_STAT_LOST];
+	g->slices++;
+	g->processes = (uint32_t)run_live_targets(&g->r);
+	pthread_mutex_unlock(&g->lock);
+	return 0;
+}
+
+static bool close_slice(void *ctx, struct timer *t, uint64_t now)
+{
+	struct agent *g = ctx;
+
+	(void)t;
+	loop_close_window(&g->r.loop, now, false);
+	return true;
+}
+
+/* "SERVICE{node=NODE}": the node is the one series label beside the service that Pyroscope needs. */
+static void series_name(const struct agent *g, const char *service, char *out, size_t len)
+{
+	char node[HOST_NAME_MAX + 1];
+
+	snprintf(node, sizeof(node), "%s", g->node);
+	for (char *p = node; *p; p++)
+		if (strchr(",{}=\"", *p) || (unsigned char)*p < 0x20)
+			*p = '_';
+	snprintf(out, len, "%s{node=%s}", service, node);
+}
+
+struct push_round {
+	struct agent *g;
+	uint64_t since, until;
+};
+
+static int push_service(const char *service, void *ctx)
+{
+	struct push_round *pr = ctx;
+	struct agent *g = pr->g;
+	struct profile_filter f = { .service = service };
+	struct profile_kind k = { mode_name(g->r.c.o.mode), g->r.c.o.hz, true };
+	struct span got;
+	char *body, name[512];
+	size_t len;
+	int err = profile_build(g->hist, pr->since, pr->until, &f, &k, &body, &len, &got);
+
+	if (err)
+		return err;
+	series_name(g, service, name, sizeof(name));
+	return push_enqueue(g->pusher, name, got.start_ns / 1000000000ull,
+			    (got.end_ns + 999999999ull) / 1000000000ull, body, len);
+}
+
+/* The window since the last push, one profile per service in it. */
+static void push_window(struct agent *g)
+{
+	struct push_round pr = { g, g->pushed_until, wall_ns() };
+	int err = history_services(g->hist, pr.since, pr.until, push_service, &pr);
+
+	if (err)
+		alog(LOG_ERROR, "window not queued", "error=\"%s\"", pbp_strerror(err));
+	g->pushed_until = pr.until;
+	pthread_mutex_lock(&g->lock);
+	g->windows++;
+	pthread_mutex_unlock(&g->lock);
+}
+
+static bool push_due(void *ctx, struct timer *t, uint64_t now)
+{
+	(void)t, (void)now;
+	push_window(ctx);
+	return true;
+}
+
+/* ------------------------------------------------------------- endpoints */
+
+static int profile_error(char **body, size_t *len, int status, const char *msg)
+{
+	*body = strdup(msg);
+	*len = *body ? strlen(msg) : 0;
+	return status;
+}
+
+static int serve_profile(void *ctx, const char *seconds, const char *service, const char *pid, char **body,
+			 size_t *len)
+{
+	struct agent *g = ctx;
+	struct profile_filter f = { .service = service };
+	struct profile_kind k = { mode_name(g->r.c.o.mode), g->r.c.o.hz, false };
+	double max = (double)g->history_ns / 1e9, secs = g->interval;
+	uint64_t now = wall_ns();
+	struct span got;
+	char msg[160];
+
+	if (seconds && parse_seconds(seconds, 1, max, &secs)) {
+		snprintf(msg, sizeof(msg), "invalid seconds '%.40s' (1 to %.0f)\n", seconds, max);
+		return profile_error(body, len, 400, msg);
+	}
+	if (pid && parse_pid(pid, &f.pid))
+		return profile_error(body, len, 400, "invalid pid\n");
+	if (profile_build(g->hist, now - (uint64_t)(secs * 1e9), now, &f, &k, body, len, &got))
+		return profile_error(body, len, 500, "out of memory\n");
+	return 200;
+}
+
+static int serve_metrics(void *ctx, char **body, size_t *len)
+{
+	struct agent *g = ctx;
+	struct history_stats hs;
+	struct push_stats ps = { 0 };
+	struct metric rows[16];
+	size_t n = 0;
+
+	history_stats(g->hist, &hs);
+	if (g->pusher)
+		push_stats(g->pusher, &ps);
+	pthread_mutex_lock(&g->lock);
+#define ROW(name, type, help, v) rows[n++] = (struct metric){ name, type, help, (double)(v) }
+	ROW("pybpfprof_samples_total", "counter", "Samples taken into profiles.", g->samples);
+	ROW("pybpfprof_lost_samples_total", "counter", "Samples the kernel could not hand over.", g->lost);
+	ROW("pybpfprof_processes", "gauge", "Python processes being profiled.", g->processes);
+	ROW("pybpfprof_windows_total", "counter", "Push windows closed.", g->windows);
+	pthread_mutex_unlock(&g->lock);
+	ROW("pybpfprof_history_bytes", "gauge", "Bytes the history of slices holds.", hs.bytes);
+	ROW("pybpfprof_history_slices_dropped_total", "counter",
+	    "Slices dropped early to stay within --max-memory.", hs.dropped);
+	ROW("pybpfprof_pushes_total", "counter", "Profiles the push server accepted.", ps.pushes);
+	ROW("pybpfprof_push_errors_total", "counter", "Push attempts that failed (retried or not).", ps.errors);
+	ROW("pybpfprof_push_rejected_total", "counter", "Profiles the push server refused for good.", ps.rejected);
+	ROW("pybpfprof_push_bytes_total", "counter", "Bytes of profiles pushed.", ps.bytes);
+	ROW("pybpfprof_push_dropped_windows_total", "counter",
+	    "Profiles dropped unsent (queue full, or over an hour old).", ps.dropped);
+	ROW("pybpfprof_queue_windows", "gauge", "Profiles waiting to be pushed.", ps.queued);
+	ROW("pybpfprof_queue_bytes", "gauge", "Bytes of profiles waiting to be pushed.", ps.queued_bytes);
+	ROW("process_cpu_seconds_total", "counter", "CPU time of the agent.", metrics_cpu_seconds());
+	ROW("process_resident_memory_bytes", "gauge", "Resident memory of the agent.", metrics_rss_bytes());
+#undef ROW
+	return metrics_format(rows, n, body, len);
+}
+
+/* ------------------------------------------------------------- run */
+
+/* History: a pull's longest reach and two push windows; 3/4 of --max-memory, the queue the rest. */
+static int agent_init(struct agent *g)
+{
+	uint64_t twice = (uint64_t)(2 * g->interval * 1e9);
+
+	if (!g->node) {
+		g->node = getenv("NODE_NAME");
+		if (!g->node || !g->node[0]) {
+			gethostname(g->node_buf, sizeof(g->node_buf) - 1);
+			g->node = g->node_buf;
+		}
+	}
+	g->history_ns = twice > MIN_HISTORY_NS ? twice : MIN_HISTORY_NS;
+	g->hist = history_new(g->history_ns, g->max_memory / 4 * 3);
+	g->svc = services_new(g->service_template, g->host_root, g->node);
+	g->push.queue_bytes = g->max_memory / 4;
+	pthread_mutex_init(&g->lock, NULL);
+	if (!g->hist || !g->svc)
+		return report_error(NULL, -PBP_E_NOMEM);
+	g->r.describe = describe;
+	g->r.describe_ctx = g;
+	return run_alloc(&g->r);
+}
+
+/* After the BPF side is up: the server answers only once there is something to serve. */
+static int agent_start(struct agent *g)
+{
+	struct server_ops ops = { serve_profile, serve_metrics, g };
+	int err;
+
+	if (g->push.url && (err = push_start(&g->push, &g->pusher)) != 0)
+		return report_error(NULL, err);
+	if (g->listen && (err = server_start(&g->listen_sa, &ops, &g->srv)) != 0) {
+		fprintf(stderr, "pybpfprof: cannot listen on %s: %s\n", g->listen, pbp_strerror(err));
+		return exit_code_for(err);
+	}
+	g->pushed_until = g->r.loop.win.start_unix_ns;
+	loop_add_sink(&g->r.loop, &(struct window_sink){ keep_slice, g });
+	loop_add(&g->r.loop, &(struct timer){ .period = SLICE_NS, .next = g->r.start_ns + SLICE_NS,
+					      .fn = close_slice });
+	if (g->pusher)
+		loop_add(&g->r.loop, &(struct timer){ .period = (uint64_t)(g->interval * 1e9),
+						      .next = g->r.start_ns + (uint64_t)(g->interval * 1e9),
+						      .fn = push_due });
+	alog(LOG_INFO, "agent started", "mode=%s hz=%u interval_s=%g listen=%s push=%s node=%s",
+	     mode_name(g->r.c.o.mode), g->r.c.o.hz, g->interval, g->listen ? g->listen : "-",
+	     g->push.url ? g->push.url : "-", g->node);
+	return 0;
+}
+
+/* SIGTERM: the open slice closes, the last window is pushed within STOP_FLUSH_NS. */
+static void agent_finish(struct agent *g)
+{
+	uint64_t st[PBP_STAT__COUNT];
+
+	loop_close_window(&g->r.loop, g->r.end_ns, true);
+	if (g->pusher) {
+		push_window(g);
+		push_stop(g->pusher, mono_ns() + STOP_FLUSH_NS);
+		g->pusher = NULL;
+	}
+	sampler_stats(g->r.c.smp, st);
+	alog(LOG_INFO, "agent stopped", "samples=%llu taken=%llu delivered=%llu lost=%llu fired=%llu",
+	     (unsigned long long)g->samples, (unsigned long long)st[PBP_STAT_TAKEN],
+	     (unsigned long long)st[PBP_STAT_DELIVERED], (unsigned long long)st[PBP_STAT_LOST],
+	     (unsigned long long)st[PBP_STAT_FIRED]);
+}
+
+static void agent_free(struct agent *g)
+{
+	server_stop(g->srv);    /* first: its thread reads the history */
+	push_stop(g->pusher, mono_ns());
+	history_free(g->hist);
+	services_free(g->svc);
+	pthread_mutex_destroy(&g->lock);
+}
+
+int agent_main(int argc, char **argv)
+{
+	static const struct argp_child children[] = { { &runopts_argp, 0, NULL, 0 }, { 0 } };
+	struct argp argp = { opts, parse_opt, NULL, doc, children, NULL, NULL };
+	static struct agent g;
+	char *args[MAX_ENV_ARGS + 1 + 256], store[8192];
+	size_t used = 0;
+	int n = 1, code, go_fd = -1;
+
+	g = (struct agent){ .r = { .format = -1, .c.o = { .mode = MODE_CPU, .hz = HOST_HZ },
+				   .c.ops = &bpf_sampler_ops, .all = true, .quiet = true,
+				   .stats = STATS_NONE, .no_output = true },
+			    .interval = 15, .max_memory = (size_t)256 << 20,
+			    .push = { .queue_size = 64 } };
+	if (argc > 256)
+		return fprintf(stderr, "pybpfprof: too many arguments\n"), EXIT_USAGE;
+	args[0] = argv[0];
+	n = env_args(opts, args, n, store, &used, sizeof(store));
+	n = env_args(runopts_argp.options, args, n, store, &used, sizeof(store));
+	for (int i = 1; i < argc; i++)
+		args[n++] = argv[i];
+	args[n] = NULL;
+	argp_parse(&argp, n, args, 0, NULL, &g);
+	code = agent_init(&g);
+	if (!code)
+		code = run_setup(&g.r, &go_fd);
+	if (!code)
+		code = agent_start(&g);
+	if (!code) {
+		run_loop(&g.r);
+		agent_finish(&g);
+	}
+	agent_free(&g);
+	run_cleanup(&g.r, go_fd);
+	return code;
+}
