@@ -2,8 +2,7 @@
 takes what Pyroscope takes and refuses what it refuses, with the same
 status codes, and remembers every attempt for the tests to look at.
 
-What Pyroscope does (github.com/grafana/pyroscope, checked at 3fe6a457;
-see PUSH_FACTS.md in the agent's test branch for the whole list):
+What Pyroscope does (github.com/grafana/pyroscope, checked at 3fe6a457):
   route        POST /ingest and /pyroscope/ingest (pkg/api/api.go)
   name         SERVICE{key=value,...}: values unquoted, ',' and '}' end a
                value; service name [A-Za-z0-9_.-/]+, label names [A-Za-z0-9_.]+
