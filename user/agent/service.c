@@ -70,38 +70,67 @@ const char *services_bad_placeholder(const char *t)
 	return NULL;
 }
 
-/* Options of python3 that take the next argument. */
-static bool takes_arg(const char *opt)
+/* The name a script or module gives its service ("" for none). */
+static void name_of(const char *tok, bool module, char *out, size_t len)
 {
-	return strcmp(opt, "-W") == 0 || strcmp(opt, "-X") == 0 || strcmp(opt, "--check-hash-based-pycs") == 0;
+	const char *base = module ? tok : (strrchr(tok, '/') ? strrchr(tok, '/') + 1 : tok);
+	size_t n = strlen(base);
+
+	if (!module && n > 3 && strcmp(base + n - 3, ".py") == 0)
+		n -= 3;
+	snprintf(out, len, "%.*s", (int)n, base);
+}
+
+/*
+ * python3's single-dash options, clustered as it takes them ("-um mod",
+ * "-mmod", "-Wignore"): 'c' ends the search (a command, no script), 'm'
+ * names the module (the rest of the cluster or the next word), 'W' and 'X'
+ * take an argument likewise. Returns the word that follows as the module
+ * (1), to skip (2), or 0.
+ */
+static int cluster(const char *opt, char *out, size_t len, bool *stop)
+{
+	for (const char *c = opt + 1; *c; c++) {
+		if (*c == 'c') {
+			*stop = true;
+			return 0;
+		}
+		if (*c == 'm' || *c == 'W' || *c == 'X') {
+			if (c[1] && *c == 'm') {
+				name_of(c + 1, true, out, len);
+				*stop = true;
+				return 0;
+			}
+			return c[1] ? 0 : *c == 'm' ? 1 : 2;
+		}
+	}
+	return 0;
 }
 
 void service_script(const char *cmdline, char *out, size_t len)
 {
 	char buf[1024], *save = NULL, *tok;
-	bool module = false;
+	bool stop = false;
+	int next = 0;
 
 	snprintf(out, len, "%s", "");
 	snprintf(buf, sizeof(buf), "%s", cmdline);
 	tok = strtok_r(buf, " ", &save);        /* the interpreter */
-	while ((tok = strtok_r(NULL, " ", &save)) != NULL) {
-		const char *base;
-		size_t n;
-
-		if (module || tok[0] != '-') {
-			base = module ? tok : (strrchr(tok, '/') ? strrchr(tok, '/') + 1 : tok);
-			n = strlen(base);
-			if (!module && n > 3 && strcmp(base + n - 3, ".py") == 0)
-				n -= 3;
-			snprintf(out, len, "%.*s", (int)n, base);
+	while (!stop && (tok = strtok_r(NULL, " ", &save)) != NULL) {
+		if (next == 2) {
+			next = 0;
+			continue;
+		}
+		if (next == 1 || tok[0] != '-') {
+			name_of(tok, next == 1, out, len);
 			return;
 		}
-		if (strcmp(tok, "-c") == 0 || strcmp(tok, "-") == 0)
+		if (strcmp(tok, "-") == 0)
 			return;
-		if (strcmp(tok, "-m") == 0)
-			module = true;
-		else if (takes_arg(tok))
-			strtok_r(NULL, " ", &save);
+		if (strcmp(tok, "--check-hash-based-pycs") == 0)
+			next = 2;
+		else if (tok[1] != '-')
+			next = cluster(tok, out, len, &stop);
 	}
 }
 

@@ -294,8 +294,9 @@ static int push_service(const char *service, void *ctx)
 	if (err)
 		return err;
 	series_name(g, service, name, sizeof(name));
-	return push_enqueue(g->pusher, name, got.start_ns / 1000000000ull,
-			    (got.end_ns + 999999999ull) / 1000000000ull, body, len);
+	/* Rounded, not floored and ceiled: one window's until is the next one's from. */
+	return push_enqueue(g->pusher, name, (got.start_ns + 500000000ull) / 1000000000ull,
+			    (got.end_ns + 500000000ull) / 1000000000ull, body, len);
 }
 
 /* The window since the last push, one profile per service in it. */
