@@ -28,6 +28,16 @@ from agent_run import (Agent, by_pid, go_raw, http_get, interps, metrics, raw_st
 from pprof_wire import Profile
 from test_host import cgroup_roots
 
+SPIN = """
+import time
+def {func}():
+    while True:
+        t = time.monotonic() + 0.02
+        while time.monotonic() < t:
+            pass
+        time.sleep(0.02)
+{func}()
+"""
 OUTAGE = 60          # seconds the receiver is down in test_push_outage
 METRICS = ["pybpfprof_samples_total", "pybpfprof_lost_samples_total", "pybpfprof_processes",
            "pybpfprof_pushes_total", "pybpfprof_push_errors_total",
@@ -338,6 +348,48 @@ def test_sigterm_pushes_last_window(start_target, tmp_path, agents, receivers):
     assert a.headers.get("Authorization") == "Bearer s3cr3t-token", a.headers
     assert a.end >= sent - 1.5, ("the last window ends before SIGTERM", a, sent)
     check_pushed(a, tmp_path, "omega_svc", pid, socket.gethostname(), 19)
+
+
+def test_service_names_from_command_lines(tmp_path, agents, receivers):
+    """{script} as the README says, and every name one Pyroscope takes:
+    `python3 "/x/my svc+v2.py"` -> my_svc_v2, `python3 -m pkgdemo.mod` ->
+    pkgdemo.mod, `python3 -c ...` -> the command name."""
+    interp = interps(1)[0]
+    spin = SPIN.format(func="named_work")
+    odd = tmp_path / "my svc+v2.py"
+    odd.write_text(spin)
+    pkg = tmp_path / "pkgdemo"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "mod.py").write_text(spin)
+    procs = []
+    try:
+        for args in ([str(odd)], ["-m", "pkgdemo.mod"], ["-c", spin]):
+            procs.append(subprocess.Popen(interp.argv + args, cwd=str(tmp_path),
+                                          stdin=subprocess.DEVNULL, start_new_session=True))
+        with open("/proc/%d/comm" % procs[2].pid) as f:
+            comm = f.read().strip()
+        want = {procs[0].pid: "my_svc_v2", procs[1].pid: "pkgdemo.mod", procs[2].pid: comm}
+        rec = receivers()
+        port = free_port()
+        agent = agents(tmp_path, "--listen", "127.0.0.1:%d" % port, "--push", rec.url,
+                       "--interval", "2", "-F", "49", "-p", ",".join(map(str, want)))
+        agent.wait_http(port)
+        assert rec.wait(lambda r: {a.service for a in r.ok()} >= set(want.values()), 15), (
+            "pushed: %s, expected %s" % (sorted({(a.service, a.status) for a in rec.snapshot()}),
+                                        sorted(want.values())), agent.describe())
+        assert not [a for a in rec.snapshot() if a.status != 200], rec.snapshot()
+        status, _, path = pull(port, tmp_path, "seconds=3")
+        assert status == 200, status
+        for pid, stacks in by_pid(raw_stacks(go_raw(path, tmp_path))).items():
+            for _, _, labels in stacks:
+                assert labels.get("service_name") == want[int(pid)], (pid, labels, want)
+        rc, _ = agent.stop()
+        assert rc == 0, agent.describe()
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
 
 
 # --- 4: the environment --------------------------------------------------------------------
