@@ -402,9 +402,10 @@ def test_options_from_environment(start_target, tmp_path, agents, receivers):
            "PYBPFPROF_PUSH": rec.url, "PYBPFPROF_SERVICE_NAME": "env-{script}-{pid}",
            "PYBPFPROF_NODE": "env-node", "NODE_NAME": "not-this-one"}
     a1 = agents(tmp_path, "-p", str(pid), env=env)
-    # the command line wins over the environment
-    a2 = agents(tmp_path, "-p", str(pid), "--listen", "127.0.0.1:%d" % p2,
-                env={"PYBPFPROF_LISTEN": "127.0.0.1:%d" % p3})
+    # the command line wins over the environment; -p, -m and -F from it too
+    a2 = agents(tmp_path, "--listen", "127.0.0.1:%d" % p2,
+                env={"PYBPFPROF_LISTEN": "127.0.0.1:%d" % p3, "PYBPFPROF_PID": str(pid),
+                     "PYBPFPROF_MODE": "wall", "PYBPFPROF_FREQUENCY": "29"})
     a1.wait_http(p1)
     a2.wait_http(p2)
     with pytest.raises(OSError):
@@ -413,6 +414,14 @@ def test_options_from_environment(start_target, tmp_path, agents, receivers):
     assert rec.wait(lambda r: len(r.ok()) >= 3, 10), (rec.snapshot(), a1.describe())
     for a in rec.ok():
         assert a.service == service and a.labels.get("node") == "env-node", a
+    time.sleep(max(0, a2.started + 3.5 - time.time()))
+    status, _, path = pull(p2, tmp_path, "seconds=2")
+    assert status == 200, status
+    prof = Profile(path.read_bytes())
+    assert prof.sample_types == [("samples", "count"), ("wall", "nanoseconds")], prof.sample_types
+    assert prof.period == round(1e9 / 29), prof.period
+    pids = {l.get("pid") for s in prof.samples for l in [prof.all_labels(s)]}
+    assert pids == {str(pid)}, pids
     for a in (a1, a2):
         rc, _ = a.stop()
         assert rc == 0, a.describe()
