@@ -145,6 +145,26 @@ def test_pull_profile_per_service(start_target, tmp_path, agents):
     assert rc == 0 and took < 5, (rc, took, agent.describe())
 
 
+def test_whole_host_and_exclude_pid(start_target, tmp_path, agents):
+    """No -p: every Python process on the host (others' too), but not the
+    --exclude-pid one."""
+    svc = two_services(start_target, tmp_path)
+    keep, drop = svc["alpha_svc"][0], svc["beta_svc"][0]
+    port = free_port()
+    agent = agents(tmp_path, "--listen", "127.0.0.1:%d" % port, "-F", "49",
+                   "--exclude-pid", str(drop))
+    agent.wait_http(port)
+    time.sleep(max(0, agent.started + 5 - time.time()))
+    status, _, path = pull(port, tmp_path, "seconds=3")
+    assert status == 200, status
+    stacks = by_pid(raw_stacks(go_raw(path, tmp_path)))
+    assert str(keep) in stacks and str(drop) not in stacks, (keep, drop, list(stacks))
+    assert {l.get("service_name") for _, _, l in stacks[str(keep)]} == {"alpha_svc"}
+    assert metrics(port)["pybpfprof_processes"] >= 1
+    rc, _ = agent.stop()
+    assert rc == 0, agent.describe()
+
+
 # --- 2: metrics, scraped by Prometheus -----------------------------------------------
 
 def test_metrics_scraped_by_prometheus(start_target, tmp_path, agents):
@@ -367,6 +387,10 @@ def test_service_names_from_command_lines(tmp_path, agents, receivers):
         for args in ([str(odd)], ["-m", "pkgdemo.mod"], ["-c", spin]):
             procs.append(subprocess.Popen(interp.argv + args, cwd=str(tmp_path),
                                           stdin=subprocess.DEVNULL, start_new_session=True))
+        deadline = time.monotonic() + 10
+        while b"-c" not in open("/proc/%d/cmdline" % procs[2].pid, "rb").read().split(b"\0"):
+            assert time.monotonic() < deadline, "python -c never exec'd"
+            time.sleep(0.02)     # still the forked pytest: its comm is not python's yet
         with open("/proc/%d/comm" % procs[2].pid) as f:
             comm = f.read().strip()
         want = {procs[0].pid: "my_svc_v2", procs[1].pid: "pkgdemo.mod", procs[2].pid: comm}
