@@ -6,7 +6,7 @@ PKGS="clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool make gcc pkg-config \
       python3 python3-pytest debootstrap libclang-rt-14-dev \
       xxd chromium fonts-dejavu-core \
       protobuf-c-compiler libprotobuf-c-dev golang-go nodejs \
-      libmicrohttpd-dev libcurl4-openssl-dev libcjson-dev prometheus \
+      libmicrohttpd-dev libcurl4-openssl-dev libcjson-dev prometheus python3-yaml \
       valgrind sudo podman runc"
 missing=""
 for p in $PKGS; do

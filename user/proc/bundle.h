@@ -24,6 +24,8 @@ struct kube_meta {
  * annotations hold are read, and out->runtime names that runtime ("" if
  * none: 0 with every field ""). 0, or -PBP_E_CORRUPT when the text is not a
  * JSON object with an "annotations" object. out is zeroed first.
+ * Not for two threads at once: cJSON's parser writes a global (the
+ * position of its last error) on every call.
  */
 int bundle_parse(const char *text, size_t len, struct kube_meta *out);
 
