@@ -121,10 +121,17 @@ static const char *next_arg(const char *argv, size_t n, size_t *pos)
 
 void service_script(const char *argv, size_t n, char *out, size_t len)
 {
+	char buf[4096];         /* a terminated copy: the last argument may end without a NUL */
 	size_t pos = 0;
 	bool stop = false;
 	int next = 0;
-	const char *tok = next_arg(argv, n, &pos);      /* the interpreter */
+	const char *tok;
+
+	n = n < sizeof(buf) - 1 ? n : sizeof(buf) - 1;
+	memcpy(buf, argv, n);
+	buf[n] = '\0';
+	argv = buf;
+	tok = next_arg(argv, n, &pos);  /* the interpreter */
 
 	snprintf(out, len, "%s", "");
 	while (!stop && tok && (tok = next_arg(argv, n, &pos)) != NULL) {
