@@ -109,8 +109,10 @@ def test_pull_profile_per_service(start_target, tmp_path, agents):
         other = [n for n in svc if n != name][0]
         mine = stacks.get(str(pid), [])
         count = sum(c for c, _, _ in mine)
-        # half busy at 49 Hz for 5 s: ~120; a 5 s profile cannot hold more than 49*6
-        assert 20 <= count <= 49 * 6, (name, count, agent.describe())
+        # half busy at 49 Hz for 5 s: ~120 on an idle machine, far fewer when other
+        # work starves the spinner (19 at a load of 27 on 2 cores); a 5 s profile
+        # cannot hold more than 49*6
+        assert 3 <= count <= 49 * 6, (name, count, agent.describe())
         funcs = {f for _, fs, _ in mine for f in fs}
         assert name + "_work" in funcs and other + "_work" not in funcs, (name, funcs)
         for _, _, labels in mine:
