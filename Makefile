@@ -209,6 +209,8 @@ chroot:
 
 # Not part of `make test`: 30 minutes (SOAK_SECONDS to change) at 999 Hz of a
 # churning target; pybpfprof's RSS and fds every 10 s go to bench/soak.csv.
+# Then 30 minutes (SOAK_AGENT_SECONDS) of `pybpfprof agent` over 50 short-lived
+# targets (bench/soak-agent.csv); `scripts/soak.py agent` runs that case alone.
 soak: all
 	python3 scripts/soak.py
 

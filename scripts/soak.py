@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """Soak test: `make soak` (root; not part of `make test`).
 
-    SOAK_SECONDS=1800 SOAK_MODE=cpu SOAK_PYTHON=python3 scripts/soak.py
+    SOAK_SECONDS=1800 SOAK_MODE=cpu SOAK_PYTHON=python3 scripts/soak.py [churn] [agent]
+
+Two cases, both by default, one after the other: churn (below) and agent
+(scripts/soak_agent.py: `pybpfprof agent` over 50 short-lived processes,
+SOAK_AGENT_SECONDS and SOAK_AGENT_PROCS).
 
 Profiles a churning target (tests/integration/targets/churn.py: thousands of
 threads and code objects created and freed every second) at 999 Hz for
@@ -25,6 +29,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import soak_agent
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PYBPFPROF = os.environ.get("PYBPFPROF") or os.path.join(REPO, "build", "pybpfprof")
@@ -81,7 +87,7 @@ def check_profile(path):
     return stacks
 
 
-def main():
+def churn():
     seconds = float(os.environ.get("SOAK_SECONDS", "1800"))
     mode = os.environ.get("SOAK_MODE", "cpu")
     hz = os.environ.get("SOAK_HZ", "999")
@@ -154,6 +160,19 @@ def main():
                 failures.append("%s grew from %d to %d" % (key, first[key], last[key]))
     shutil.rmtree(tmp, ignore_errors=True)
     print("soak: samples in %s" % os.path.relpath(CSV, REPO))
+    return failures
+
+
+def main():
+    cases = sys.argv[1:] or ["churn", "agent"]
+    failures = []
+    for case in cases:
+        if case == "churn":
+            failures += churn()
+        elif case == "agent":
+            failures += soak_agent.run()
+        else:
+            sys.exit("soak: unknown case %r (churn, agent)" % case)
     for f in failures:
         print("soak: FAILED: %s" % f, file=sys.stderr)
     return 1 if failures else 0
