@@ -35,10 +35,6 @@ struct services {
 	struct entry slots[SERVICE_SLOTS];
 };
 
-static const char *const placeholders[] = {
-	"namespace", "pod", "container", "container_id", "comm", "script", "pid",
-};
-
 struct services *services_new(const char *template, const char *host_root, const char *node)
 {
 	struct services *s = calloc(1, sizeof(*s));
@@ -54,20 +50,6 @@ struct services *services_new(const char *template, const char *host_root, const
 void services_free(struct services *s)
 {
 	free(s);
-}
-
-const char *services_bad_placeholder(const char *t)
-{
-	for (const char *p = strchr(t, '{'); p; p = strchr(p + 1, '{')) {
-		size_t n = strcspn(p + 1, "}"), i;
-
-		for (i = 0; i < sizeof(placeholders) / sizeof(placeholders[0]); i++)
-			if (strlen(placeholders[i]) == n && strncmp(p + 1, placeholders[i], n) == 0)
-				break;
-		if (i == sizeof(placeholders) / sizeof(placeholders[0]) || p[1 + n] != '}')
-			return p;
-	}
-	return NULL;
 }
 
 /* The name a script or module gives its service ("" for none). */
@@ -162,27 +144,83 @@ void service_sanitize(char *name)
 		snprintf(name, SERVICE_MAX, "unknown");
 }
 
-/* The value of one placeholder for entry e. */
-static void placeholder(const struct entry *e, const char *name, size_t n, char *out, size_t len)
+/* ------------------------------------------------------------- placeholders */
+
+static void ph_namespace(const struct entry *e, char *out, size_t len)
+{
+	snprintf(out, len, "%s", e->k.namespace_);
+}
+
+static void ph_pod(const struct entry *e, char *out, size_t len)
+{
+	snprintf(out, len, "%s", e->k.pod);
+}
+
+static void ph_container(const struct entry *e, char *out, size_t len)
+{
+	snprintf(out, len, "%s", e->k.container);
+}
+
+static void ph_container_id(const struct entry *e, char *out, size_t len)
+{
+	snprintf(out, len, "%s", e->container_id);
+}
+
+static void ph_pid(const struct entry *e, char *out, size_t len)
+{
+	snprintf(out, len, "%d", (int)e->pid);
+}
+
+static void ph_comm(const struct entry *e, char *out, size_t len)
+{
+	proc_thread_comm(e->pid, e->pid, out, len);
+}
+
+/* The script's name, else (-c, an interactive interpreter) the command name. */
+static void ph_script(const struct entry *e, char *out, size_t len)
 {
 	char argv[4096];
-	int got;
+	int got = proc_argv(e->pid, argv, sizeof(argv));
 
 	out[0] = '\0';
-	if (n == 9 && !strncmp(name, "namespace", n))
-		snprintf(out, len, "%s", e->k.namespace_);
-	else if (n == 3 && !strncmp(name, "pod", n))
-		snprintf(out, len, "%s", e->k.pod);
-	else if (n == 9 && !strncmp(name, "container", n))
-		snprintf(out, len, "%s", e->k.container);
-	else if (n == 12 && !strncmp(name, "container_id", n))
-		snprintf(out, len, "%s", e->container_id);
-	else if (n == 3 && !strncmp(name, "pid", n))
-		snprintf(out, len, "%d", (int)e->pid);
-	else if (n == 6 && !strncmp(name, "script", n) && (got = proc_argv(e->pid, argv, sizeof(argv))) > 0)
+	if (got > 0)
 		service_script(argv, (size_t)got, out, len);
-	if (!out[0] && ((n == 6 && !strncmp(name, "script", n)) || (n == 4 && !strncmp(name, "comm", n))))
-		proc_thread_comm(e->pid, e->pid, out, len);
+	if (!out[0])
+		ph_comm(e, out, len);
+}
+
+/* A template's placeholders: one row each. */
+static const struct placeholder {
+	const char *name;
+	void (*value)(const struct entry *e, char *out, size_t len);
+} placeholders[] = {
+	{ "namespace", ph_namespace },
+	{ "pod", ph_pod },
+	{ "container", ph_container },
+	{ "container_id", ph_container_id },
+	{ "comm", ph_comm },
+	{ "script", ph_script },
+	{ "pid", ph_pid },
+};
+
+/* The row of the n-byte name at s, or NULL. */
+static const struct placeholder *placeholder_of(const char *s, size_t n)
+{
+	for (size_t i = 0; i < sizeof(placeholders) / sizeof(placeholders[0]); i++)
+		if (strlen(placeholders[i].name) == n && strncmp(s, placeholders[i].name, n) == 0)
+			return &placeholders[i];
+	return NULL;
+}
+
+const char *services_bad_placeholder(const char *t)
+{
+	for (const char *p = strchr(t, '{'); p; p = strchr(p + 1, '{')) {
+		size_t n = strcspn(p + 1, "}");
+
+		if (p[1 + n] != '}' || !placeholder_of(p + 1, n))
+			return p;
+	}
+	return NULL;
 }
 
 static void expand(const struct entry *e, const char *t, char *out, size_t len)
@@ -191,13 +229,17 @@ static void expand(const struct entry *e, const char *t, char *out, size_t len)
 
 	while (*t && o + 1 < len) {
 		const char *close = t[0] == '{' ? strchr(t, '}') : NULL;
+		const struct placeholder *ph;
 		char v[256];
 
 		if (!close) {
 			out[o++] = *t++;
 			continue;
 		}
-		placeholder(e, t + 1, (size_t)(close - t - 1), v, sizeof(v));
+		ph = placeholder_of(t + 1, (size_t)(close - t - 1));
+		v[0] = '\0';
+		if (ph)
+			ph->value(e, v, sizeof(v));
 		o += (size_t)snprintf(out + o, len - o, "%s", v);
 		if (o >= len)
 			o = len - 1;
