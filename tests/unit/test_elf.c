@@ -27,6 +27,7 @@
 #include <sys/types.h>
 
 #include "proc/elf.h"
+#include "proc/elfcache.h"
 #include "unit.h"
 
 #define SEEDS "../fuzz/corpus/elf/"
@@ -740,11 +741,67 @@ static void test_corrupt(void)
 	}
 }
 
+/* The cache answers as the file does, reads a file once, and again when it changed. */
+static void test_cache(void)
+{
+	char dir[] = "/tmp/test_elfcache.XXXXXX", lib[512], named[512], vs[64], vs2[64];
+	size_t len, len2;
+	uint8_t *py = slurp(SEEDS "lib312_pyruntime_section.so", &len);
+	uint8_t *nopy = slurp(SEEDS "nopython.so", &len2);
+	struct timespec later[2] = { { 1000000, 0 }, { 1000000, 0 } };
+	struct elf_info want, got;
+	unsigned long h0, m0, h, m;
+
+	if (!py || !nopy || !mkdtemp(dir)) {
+		printf("SKIP test_cache: no seeds or no temporary directory\n");
+		goto out;
+	}
+	snprintf(lib, sizeof(lib), "%s/libpython3.12.so.1.0", dir);
+	snprintf(named, sizeof(named), "%s/libpython3.9.so.1.0", dir);
+	CHECK_EQ_INT(write_file(lib, py, len), 0);
+	CHECK_EQ_INT(write_file(named, nopy, len2), 0);
+	elfcache_stats(&h0, &m0);
+	CHECK_EQ_INT(elf_find_python(lib, &want), 0);
+	for (int i = 0; i < 2; i++) {
+		memset(&got, 0xff, sizeof(got));
+		CHECK_EQ_INT(elfcache_find_python(lib, NULL, &got), 0);
+		CHECK(memcmp(&got, &want, sizeof(got)) == 0);
+	}
+	elfcache_stats(&h, &m);
+	CHECK_EQ_INT(m - m0, 1);
+	CHECK_EQ_INT(h - h0, 1);
+
+	/* a version string, and a buffer too small for it, as elf.c answers them */
+	CHECK_EQ_INT(elf_find_version_string(named, vs, sizeof(vs)), 0);
+	CHECK_EQ_INT(elfcache_version_string(named, vs2, sizeof(vs2)), 0);
+	CHECK_EQ_STR(vs2, vs);
+	CHECK_EQ_INT(elfcache_version_string(named, vs2, strlen(vs)), -1);
+	CHECK_EQ_INT(elfcache_version_string(named, vs2, strlen(vs) + 1), 0);
+	CHECK_EQ_INT(elfcache_find_python(named, NULL, &got), -1);
+	CHECK_EQ_INT(elfcache_find_python(named, NULL, &got), -1);      /* a failure is kept too */
+
+	/* the file replaced in place: another identity, read again */
+	CHECK_EQ_INT(write_file(lib, nopy, len2), 0);
+	CHECK_EQ_INT(utimensat(AT_FDCWD, lib, later, 0), 0);
+	elfcache_stats(&h0, &m0);
+	CHECK_EQ_INT(elfcache_find_python(lib, NULL, &got), -1);
+	elfcache_stats(&h, &m);
+	CHECK_EQ_INT(m - m0, 1);
+	CHECK_EQ_INT(elfcache_find_python("/nonexistent/libpython3.12.so", NULL, &got), -1);
+	unlink(lib);
+	unlink(named);
+	rmdir(dir);
+out:
+	free(py);
+	free(nopy);
+}
+
 int main(void)
 {
 	test_self();
 	test_seeds();
 	test_names();
+	test_cache();
 	test_corrupt();
 	test_pyenv();
 	test_debian();

@@ -25,6 +25,7 @@
 #include "cpython/stack.h"
 #include "cpython/thread.h"
 #include "proc/elf.h"
+#include "proc/elfcache.h"
 #include "proc/maps.h"
 #include "proc/pidns.h"
 #include "proc/remote.h"
@@ -81,22 +82,22 @@ static int file_path(pid_t pid, const struct map_entry *e, int i, char *out, siz
 	}
 }
 
-static bool same_file(const char *path, const struct map_entry *e)
+/* path leads to the very file mapped (its inode): st is what it is. */
+static bool same_file(const char *path, const struct map_entry *e, struct stat *st)
 {
-	struct stat st;
-
-	return stat(path, &st) == 0 && (uint64_t)st.st_ino == e->inode;
+	return stat(path, st) == 0 && (uint64_t)st->st_ino == e->inode;
 }
 
 /* Try one mapped file; on success set p->runtime, p->binary and the ELF facts. */
 static int try_file(struct pyproc *p, const struct map_entry *e, struct elf_info *ei, uint64_t *bias)
 {
 	char path[700];
+	struct stat st;
 	int i;
 
 	for (i = 0; file_path(p->pid, e, i, path, sizeof(path)) == 0; i++) {
 		memset(ei, 0, sizeof(*ei));
-		if (same_file(path, e) && elf_find_python(path, ei) == 0)
+		if (same_file(path, e, &st) && elfcache_find_python(path, &st, ei) == 0)
 			break;
 	}
 	if (file_path(p->pid, e, i, path, sizeof(path)) != 0)
@@ -119,29 +120,57 @@ static bool no_fd_left(FILE *f)
 	return fd < 0 && (errno == EMFILE || errno == ENFILE);
 }
 
-static int find_runtime(struct pyproc *p, bool python_named, struct elf_info *ei, uint64_t *bias)
+/* The files the maps show from offset 0, each once: every place a runtime may be. */
+static int mapped_files(FILE *f, struct map_entry **out, size_t *n)
 {
-	struct map_entry e;
+	struct map_entry e, *files = NULL;
 	char line[1024], last[512] = "";
+	size_t cap = 0;
+
+	*n = 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (maps_parse_line(line, &e) != 0 || e.path[0] != '/' || e.offset != 0 ||
+		    strcmp(e.path, last) == 0)
+			continue;
+		snprintf(last, sizeof(last), "%s", e.path);
+		if (*n == cap) {
+			struct map_entry *more = realloc(files, (cap = cap ? 2 * cap : 32) * sizeof(*files));
+
+			if (!more) {
+				free(files);
+				return -PBP_E_NOMEM;
+			}
+			files = more;
+		}
+		files[(*n)++] = e;
+	}
+	*out = files;
+	return 0;
+}
+
+/*
+ * The file holding the runtime: those named python first, then any (an
+ * embedding program whose library is not named so). The maps are read once.
+ */
+static int find_runtime(struct pyproc *p, struct elf_info *ei, uint64_t *bias)
+{
+	struct map_entry *files = NULL;
+	size_t n = 0;
 	FILE *f;
 	int err = open_maps(p->pid, &f);
 
 	if (err)
 		return err;
-	err = -PBP_E_NOTPY;
-	while (fgets(line, sizeof(line), f)) {
-		if (maps_parse_line(line, &e) != 0 || e.path[0] != '/' || e.offset != 0)
-			continue;
-		if (strcmp(e.path, last) == 0 || looks_like_python(e.path) != python_named)
-			continue;
-		snprintf(last, sizeof(last), "%s", e.path);
-		if (try_file(p, &e, ei, bias) == 0) {
-			err = 0;
-			break;
-		}
-	}
+	err = mapped_files(f, &files, &n);
+	if (!err)
+		err = -PBP_E_NOTPY;
+	for (int named = 1; err == -PBP_E_NOTPY && named >= 0; named--)
+		for (size_t i = 0; err == -PBP_E_NOTPY && i < n; i++)
+			if (looks_like_python(files[i].path) == named && try_file(p, &files[i], ei, bias) == 0)
+				err = 0;
 	if (err == -PBP_E_NOTPY && no_fd_left(f))
 		err = -PBP_E_MFILE;
+	free(files);
 	fclose(f);
 	return err;
 }
@@ -202,7 +231,7 @@ static int version_string(struct pyproc *p, unsigned *maj, unsigned *min, unsign
 {
 	char ver[32];
 
-	if (elf_find_version_string(p->binary_open, ver, sizeof(ver)) == 0)
+	if (elfcache_version_string(p->binary_open, ver, sizeof(ver)) == 0)
 		return sscanf(ver, "%u.%u.%u", maj, min, mic) == 3 ? 0 : -PBP_E_VERSION;
 	return access(p->binary_open, R_OK) == 0 ? -PBP_E_VERSION : -PBP_E_GONE;
 }
@@ -384,9 +413,7 @@ int pyproc_open(pid_t pid, const struct pyproc_limits *lim, struct pyproc **out)
 		pyproc_close(p);
 		return -PBP_E_NOMEM;
 	}
-	err = find_runtime(p, true, &ei, &bias);
-	if (err == -PBP_E_NOTPY)  /* an embedding program whose library is not named python */
-		err = find_runtime(p, false, &ei, &bias);
+	err = find_runtime(p, &ei, &bias);
 	if (!err)
 		err = find_version(p, &ei, bias);
 	if (!err && !pyver_supported(&p->v))
