@@ -21,6 +21,13 @@ struct pyname_cache {
 	uint64_t dict;          /* that module's md_dict */
 	uint64_t dict_type;     /* type(sys.modules): what a real dict's ob_type is */
 	uint64_t module_type;   /* type(module) then */
+	/*
+	 * The registries, md_dict["_active"] and ["_limbo"] (0: look up): threading
+	 * mutates them, never rebinds them, and finding a key scans the module's
+	 * dict. Looked up again after any failed read, and every 30 s.
+	 */
+	uint64_t registry[2];
+	uint64_t registry_ns;
 };
 
 #define PBP_NAME_CACHE 4

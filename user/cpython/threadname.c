@@ -25,6 +25,7 @@
 #include <stddef.h>
 
 #include "cpython/threadname.h"
+#include "core/clock.h"
 #include "core/errors.h"
 #include "core/text.h"
 #include "cpython/objects.h"
@@ -36,6 +37,7 @@
 
 #define NAME_CHARS 64           /* characters of a name read: more never fit in 63 bytes */
 #define NAME_TRIES 8            /* reads of the registries before settling for less */
+#define REGISTRY_TTL_NS 30000000000ull
 
 static bool fatal(int err)
 {
@@ -74,6 +76,10 @@ static int threading_dict(struct pyproc *p, uint64_t interp, uint64_t *md, uint6
 	int err;
 
 	if (c && cache_valid(p, c)) {
+		if (mono_ns() - c->registry_ns >= REGISTRY_TTL_NS) {
+			c->registry[0] = c->registry[1] = 0;
+			c->registry_ns = mono_ns();
+		}
 		*md = c->dict;
 		*dict_type = c->dict_type;
 		return 0;
@@ -102,6 +108,7 @@ static int threading_dict(struct pyproc *p, uint64_t interp, uint64_t *md, uint6
 	if (err)
 		return err;
 	c = &p->names[p->names_next++ % PBP_NAME_CACHE];
+	fresh.registry_ns = mono_ns();
 	*c = fresh;
 	*md = fresh.dict;
 	*dict_type = fresh.dict_type;
@@ -197,16 +204,30 @@ static int dict_tables(struct pyproc *p, uint64_t dict, uint64_t *keys, uint64_t
  * during the scan (it grows and is rebuilt as threads come and go, and the
  * old table, freed, may be anything by then) is -PBP_E_CORRUPT: try again.
  */
+/* Where the address of md[name] is kept (see struct pyname_cache), NULL if nowhere. */
+static uint64_t *registry_kept(struct pyproc *p, uint64_t md, const char *name)
+{
+	for (size_t i = 0; i < PBP_NAME_CACHE; i++)
+		if (p->names[i].interp && p->names[i].dict == md)
+			return &p->names[i].registry[strcmp(name, "_limbo") == 0];
+	return NULL;
+}
+
 static int scan_registry(struct pyproc *p, uint64_t md, uint64_t dict_type, const char *name,
 			 pydict_entry_fn fn, void *arg)
 {
-	uint64_t dict, type, keys, values, keys2, values2;
-	int err = pydict_get_str(p, md, name, &dict);
+	uint64_t dict = 0, type, keys, values, keys2, values2, *kept = registry_kept(p, md, name);
+	int err = kept && *kept ? (dict = *kept, 0) : pydict_get_str(p, md, name, &dict);
+
+	if (kept)
+		*kept = 0;      /* kept again below, once it read as a dict */
 
 	if (!err)
 		err = pyobj_type(p, dict, &type);
 	if (!err && type != dict_type)
 		err = -PBP_E_CORRUPT;
+	if (!err && kept)
+		*kept = dict;
 	if (!err)
 		err = dict_tables(p, dict, &keys, &values);
 	if (!err)
@@ -397,11 +418,21 @@ int pythread_names(struct pyproc *p, uint64_t interp, struct pythread_name *out,
 	 * NAME_TRIES times. The names each read confirms add up: a thread
 	 * missed by one (in a table being rebuilt) is found by another.
 	 */
+	/*
+	 * The registries, their entries, the Threads and their dicts share a few
+	 * pages: read by the page, each pass in an epoch of its own, so that the
+	 * confirming pass sees memory anew.
+	 */
+	remote_cache_mutable(p->r, true);
 	for (int i = 0; !err && i < NAME_TRIES; i++) {
 		got = 0;
+		remote_invalidate_all(p->r);
 		err = collect_names(p, md, dict_type, &c);
 		if (!fatal(err)) {
-			int err2 = confirm_names(p, md, dict_type, &c);
+			int err2;
+
+			remote_invalidate_all(p->r);
+			err2 = confirm_names(p, md, dict_type, &c);
 
 			if (err2) {
 				got = 0;        /* not confirmed: none of it stands */
@@ -417,6 +448,7 @@ int pythread_names(struct pyproc *p, uint64_t interp, struct pythread_name *out,
 		if (i + 1 < NAME_TRIES)
 			err = 0;
 	}
+	remote_cache_mutable(p->r, false);
 	free(c.out);
 	free(c.thread);
 	if (!fatal(err) && *n > 0)

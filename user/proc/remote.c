@@ -37,6 +37,7 @@ struct remote {
 	uint64_t epoch;
 	struct page *pages;     /* nsets * WAYS */
 	uint8_t *arena;
+	bool mutable_cached;    /* remote_read goes through the cache too (remote_cache_mutable) */
 	struct remote_stats st;
 };
 
@@ -94,7 +95,7 @@ const struct remote_stats *remote_stats(const struct remote *r)
 	return &r->st;
 }
 
-int remote_read(struct remote *r, uint64_t addr, void *buf, size_t len)
+static int read_now(struct remote *r, uint64_t addr, void *buf, size_t len)
 {
 	struct iovec local = { buf, len };
 	struct iovec rem = { (void *)(uintptr_t)addr, len };
@@ -119,6 +120,16 @@ int remote_read(struct remote *r, uint64_t addr, void *buf, size_t len)
 		return -PBP_E_FAULT;
 	}
 	return 0;
+}
+
+int remote_read(struct remote *r, uint64_t addr, void *buf, size_t len)
+{
+	return r->mutable_cached ? remote_read_cached(r, addr, buf, len) : read_now(r, addr, buf, len);
+}
+
+void remote_cache_mutable(struct remote *r, bool on)
+{
+	r->mutable_cached = on;
 }
 
 int remote_ptr(struct remote *r, uint64_t addr, uint64_t *out)
@@ -154,7 +165,7 @@ static struct page *cache_page(struct remote *r, uint64_t page, int *err)
 	if (victim->addr && victim->epoch == r->epoch)
 		r->st.evictions++;
 	victim->addr = 0;
-	*err = remote_read(r, page, victim->data, PAGE_SZ);
+	*err = read_now(r, page, victim->data, PAGE_SZ);
 	if (*err)
 		return NULL;
 	victim->addr = page;
@@ -168,7 +179,7 @@ int remote_read_cached(struct remote *r, uint64_t addr, void *buf, size_t len)
 	uint8_t *out = buf;
 
 	if (!r->nsets)
-		return remote_read(r, addr, buf, len);
+		return read_now(r, addr, buf, len);
 	if (addr == 0 || addr + len < addr)
 		return -PBP_E_FAULT;
 	while (len) {
@@ -184,7 +195,7 @@ int remote_read_cached(struct remote *r, uint64_t addr, void *buf, size_t len)
 			if (err != -PBP_E_FAULT)
 				return err;
 			/* A page at the edge of a mapping: read only what was asked. */
-			return remote_read(r, addr, out, len);
+			return read_now(r, addr, out, len);
 		}
 		memcpy(out, p->data + in, n);
 		out += n;

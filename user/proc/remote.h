@@ -24,6 +24,13 @@ void remote_close(struct remote *r);
 int remote_read(struct remote *r, uint64_t addr, void *buf, size_t len);
 /* Read through the page cache (immutable data: code objects, strings). */
 int remote_read_cached(struct remote *r, uint64_t addr, void *buf, size_t len);
+/*
+ * Until turned off, remote_read goes through the page cache too: for a pass
+ * over many small mutable objects that share pages (a dict, its entries, the
+ * objects they hold), one read per page. What it reads is as of the page's
+ * first read in the epoch; a pass that must see memory anew starts one.
+ */
+void remote_cache_mutable(struct remote *r, bool on);
 /* Forget cached pages that overlap [addr, addr+len). */
 void remote_invalidate(struct remote *r, uint64_t addr, size_t len);
 void remote_invalidate_all(struct remote *r);
