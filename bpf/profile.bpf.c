@@ -118,6 +118,13 @@ struct {
  */
 #define SEEN_WORDS (1 << 15)    /* 2M bits, 256 KiB */
 
+/*
+ * A whole host in cpu mode names a new thread a little later anyway, with
+ * the others its process started meanwhile (target.c, names_late): a
+ * process starting threads all the time would wake it at each.
+ */
+const volatile bool wake_new_threads = true;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, SEEN_WORDS);
@@ -686,8 +693,8 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	if (t && t->tgid == tgid) {  /* a tid reused by another process is not this thread */
 		s->tstate = t->tstate;
 	} else {
-		/* User space must learn of this thread: wake it, once. */
-		fresh = first_sight(thread_key(tid));
+		/* User space must learn of this thread: wake it, once (unless it names threads late). */
+		fresh = wake_new_threads && first_sight(thread_key(tid));
 		s->tstate = find_tstate(p, tid, s->ts);
 		s->flags |= s->tstate ? PBP_F_TSTATE_FOUND : PBP_F_NO_TSTATE;
 		stat_inc(s->tstate ? PBP_STAT_TSTATE_FOUND : PBP_STAT_NO_TSTATE);

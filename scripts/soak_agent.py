@@ -22,6 +22,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -297,6 +298,8 @@ def run():
         flush=True)
     rows, failures = [], []
     t0 = time.monotonic()
+    # Killed (Ctrl-C, kill): the finally below still ends the agent and the fleet.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("soak: terminated"))
     try:
         next_at = t0 + EVERY
         while time.monotonic() - t0 < seconds and agent.poll() is None:

@@ -211,3 +211,48 @@ def test_program_that_loads_libpython_later(tmp_path):
             if f[0].startswith("process %d " % child.pid)]
     assert sum(c for f, c in mine) >= 20, err
     assert all("embedded_spin" in map(func_of, f) for f, c in mine)
+
+
+CHURN = '''
+import json, os, sys, threading, time
+def spin_{tag}(until):
+    while time.time() < until:
+        sum(range(1000))
+ready = os.environ["PBP_READY"]
+with open(ready + ".tmp", "w") as f:
+    json.dump({{"pid": os.getpid(), "version": list(sys.version_info[:3])}}, f)
+os.replace(ready + ".tmp", ready)
+n = 0
+while True:
+    threading.Thread(target=spin_{tag}, args=(time.time() + 3.0,), name="worker-%d" % n).start()
+    n += 1
+    time.sleep(0.5)
+'''
+
+
+def test_thread_names_on_a_host(start_target, tmp_path):
+    """-a in cpu mode counts a new thread at once and reads its Python name a
+    little later, with the others its process started: threads that live 3 s
+    carry their names, not the command's (on a loaded machine a read may
+    fail and wait for the next: most, not all)."""
+    pids = {}
+    for i in [i for i in _discover() if not i.skip_reason]:
+        path = tmp_path / ("churn_%s.py" % tag_of(i))
+        path.write_text(CHURN.format(tag=tag_of(i)))
+        proc, pid, ready = start_target(i, str(path))
+        pids[pid] = i.name
+    time.sleep(1)
+    out = tmp_path / "churn.pb.gz"
+    r = subprocess.run([PYBPFPROF, "-a", "-F", "49", "-d", "5", "-o", str(out)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    named, other = {}, {}
+    for labels in raw_samples(go_raw(out)):
+        pid = int(labels.get("pid", 0))
+        if pid not in pids or labels.get("thread_name") == "MainThread":
+            continue
+        worker = labels.get("thread_name", "").startswith("worker-")
+        (named if worker else other)[pid] = (named if worker else other).get(pid, 0) + 1
+    for pid, name in pids.items():
+        n, o = named.get(pid, 0), other.get(pid, 0)
+        assert n >= 5 and n >= 2 * o, (name, "named", n, "unnamed", o)

@@ -10,6 +10,7 @@
  * Stacks are told apart by depth: code objects sit at unmapped addresses,
  * so every frame is "[unknown]", and each source has its own depth.
  */
+#include <string.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 #include "pybpfprof.h"
 #include "aggregate/aggregate.h"
 #include "aggregate/status.h"
+#include "core/clock.h"
 #include "core/limits.h"
 #include "cpython/codeobj.h"
 #include "cpython/process.h"
@@ -574,6 +576,69 @@ static void test_new_window(void)
 	teardown(&w);
 }
 
+/*
+ * Whole-host cpu mode: a thread the kernel found is counted without a list
+ * read, and one is asked for a little later (its name); otherwise at once.
+ */
+static void test_names_late(void)
+{
+	for (int late = 0; late < 2; late++) {
+		struct world w;
+		uint64_t before;
+
+		setup(&w, MODE_CPU);
+		w.c.o.names_late = late;
+		w.t.rescan_ok = 0;
+		before = w.c.rescans;
+		sample(&w, 0, PBP_F_TSTATE_FOUND, 1, KERNEL_DEPTH, 0);
+		sample(&w, 1, PBP_F_TSTATE_FOUND, 1, KERNEL_DEPTH, 0);
+		CHECK_EQ_INT(agg_total(w.c.agg), 2);
+		CHECK_EQ_INT(w.c.dropped, 0);
+		if (late) {
+			CHECK_EQ_INT(w.c.rescans - before, 0);
+			CHECK(w.t.rescan_later > mono_ns() && w.t.rescan_later <= mono_ns() + 1000 * MS);
+		} else {
+			CHECK(w.c.rescans - before >= 1);
+			CHECK_EQ_INT(w.t.rescan_later, 0);
+		}
+		teardown(&w);
+	}
+}
+
+/* A target's labels and root frame, given once, are in every window's aggregate. */
+static void test_labels(void)
+{
+	struct proc_meta m = { .pid = (uint32_t)getpid() }, *copy;
+	const struct proc_meta *got;
+	const char *name, *file;
+	uint32_t kind;
+	int line;
+	struct world w;
+
+	m.label[PL_PYTHON_VERSION] = "3.99.0";
+	m.label[PL_SERVICE] = "shop/web";
+	copy = proc_meta_dup(&m);
+	CHECK(copy && copy->label[PL_SERVICE] != m.label[PL_SERVICE] &&
+	      !strcmp(copy->label[PL_SERVICE], "shop/web") && !copy->label[PL_POD]);
+	free(copy);
+	setup(&w, MODE_CPU);
+	CHECK_EQ_INT(target_set_labels(&w.c, &w.t, &m, "process 1 app.py"), 0);
+	m.label[PL_SERVICE] = "changed";        /* the target keeps its own copy */
+	for (int window = 0; window < 2; window++) {
+		got = agg_process(w.c.agg, (uint32_t)getpid());
+		CHECK(got && !strcmp(got->label[PL_SERVICE], "shop/web") &&
+		      !strcmp(got->label[PL_PYTHON_VERSION], "3.99.0") && !strcmp(got->label[PL_POD], ""));
+		CHECK(w.t.proc_loc >= 0);
+		if (w.t.proc_loc >= 0) {
+			agg_loc_info(w.c.agg, (uint32_t)w.t.proc_loc, &name, &file, &line, &kind);
+			CHECK_EQ_STR(name, "process 1 app.py");
+		}
+		agg_reset(w.c.agg);
+		target_new_window(&w.c, &w.t);
+	}
+	teardown(&w);
+}
+
 /* Every slot and kernel thread entry a target took is given back when it goes. */
 static void test_fini(void)
 {
@@ -604,6 +669,8 @@ int main(void)
 	test_gil_unknown();
 	test_unreadable();
 	test_new_window();
+	test_names_late();
+	test_labels();
 	test_fini();
 	return unit_done("target");
 }

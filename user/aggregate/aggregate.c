@@ -712,6 +712,26 @@ int agg_set_process(struct agg *a, const struct proc_meta *in)
 	return 0;
 }
 
+struct proc_meta *proc_meta_dup(const struct proc_meta *m)
+{
+	size_t len[PL__COUNT], need = sizeof(*m);
+	struct proc_meta *d;
+	char *at;
+
+	for (int i = 0; i < PL__COUNT; i++)
+		need += (len[i] = m->label[i] ? strlen(m->label[i]) + 1 : 0);
+	if (!(d = malloc(need)))
+		return NULL;
+	*d = (struct proc_meta){ .pid = m->pid, .ns_pid = m->ns_pid };
+	at = (char *)(d + 1);
+	for (int i = 0; i < PL__COUNT; i++)
+		if (len[i]) {
+			d->label[i] = memcpy(at, m->label[i], len[i]);
+			at += len[i];
+		}
+	return d;
+}
+
 size_t agg_bytes(const struct agg *a)
 {
 	size_t n = sizeof(*a);

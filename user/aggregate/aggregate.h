@@ -102,6 +102,8 @@ struct proc_meta {
 };
 /* Copies m's strings (agg_process then gives them, never NULL). */
 int agg_set_process(struct agg *a, const struct proc_meta *m);
+/* A copy of m and its strings in one block (free() it), or NULL. */
+struct proc_meta *proc_meta_dup(const struct proc_meta *m);
 const struct proc_meta *agg_process(const struct agg *a, uint32_t pid);
 /* The process stack i belongs to: its pid in *pid, what is known of it (NULL: nothing). */
 const struct proc_meta *agg_stack_process(const struct agg *a, uint32_t i, uint32_t *pid);

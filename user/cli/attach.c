@@ -52,11 +52,15 @@ bool pid_alive(pid_t pid)
 	return st != '?' && st != 'Z' && st != 'X';
 }
 
-/* Whole-host runs (and several -p) name the process at the root of each stack. */
+/*
+ * A target's labels, and with -a (and several -p) the process named at the
+ * root of each stack; the target keeps them for every window after this.
+ */
 void run_label_target(struct record *r, struct target *t)
 {
 	struct cgroup_info cg;
 	char cmd[256], label[320];
+	bool root = r->all || r->npids >= 2;
 
 	struct proc_meta m = { .pid = (uint32_t)t->pid, .ns_pid = t->p->tids ? (uint32_t)t->p->ns_pid : 0 };
 
@@ -67,15 +71,14 @@ void run_label_target(struct record *r, struct target *t)
 	m.label[PL_POD_UID] = cg.pod_uid;
 	if (r->describe)
 		r->describe(r->describe_ctx, t->pid, &cg, &m);
-	agg_set_process(r->c.agg, &m);
-	if (!r->all && r->npids < 2)
-		return;
-	if (proc_cmdline(t->pid, cmd, sizeof(cmd)) != 0 || !cmd[0])
-		proc_thread_comm(t->pid, t->pid, cmd, sizeof(cmd));
-	root_label(label, sizeof(label), "process", (uint32_t)t->pid, t->p->tids ? (uint32_t)t->p->ns_pid : 0,
-		   cmd);
-	utf8_scrub(label);      /* a command line is any bytes; profiles are UTF-8 */
-	t->proc_loc = agg_loc(r->c.agg, label, NULL, -1, LOC_PROCESS);
+	if (root) {
+		if (proc_cmdline(t->pid, cmd, sizeof(cmd)) != 0 || !cmd[0])
+			proc_thread_comm(t->pid, t->pid, cmd, sizeof(cmd));
+		root_label(label, sizeof(label), "process", (uint32_t)t->pid,
+			   t->p->tids ? (uint32_t)t->p->ns_pid : 0, cmd);
+		utf8_scrub(label);      /* a command line is any bytes; profiles are UTF-8 */
+	}
+	target_set_labels(&r->c, t, &m, root ? label : NULL);
 }
 
 int run_start_target(struct record *r, struct target *t)

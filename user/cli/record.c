@@ -167,12 +167,12 @@ static int open_targets(struct record *r)
 }
 
 /* Notice targets that exited (the kernel says so too, but a zombie is not reaped at once). */
-static int any_alive(struct record *r)
+static int any_alive(struct record *r, bool look)
 {
 	launch_reap(r, WNOHANG);
 	for (int i = 0; i < r->ntargets; i++) {
 		struct target *t = &r->targets[i];
-		bool up = t->pid == r->child ? r->child != 0 : pid_alive(t->pid);
+		bool up = t->pid == r->child ? r->child != 0 : !look || pid_alive(t->pid);
 
 		if (t->p && (!t->alive || !up)) {
 			if (r->all)
@@ -252,13 +252,21 @@ static bool run_ticks(void *ctx, struct timer *t, uint64_t now)
 	return true;
 }
 
-/* Every ALIVE_EVERY_NS, and at once after an exit event: the run ends with its targets. */
+/*
+ * Every ALIVE_EVERY_NS, and at once after an exit event: the run ends with
+ * its targets. With -a an exit event drops the target it names; /proc is
+ * looked at for all only every ALIVE_EVERY_NS (a host's processes exit
+ * several times a second, and it has hundreds).
+ */
 static bool check_alive(void *ctx, struct timer *t, uint64_t now)
 {
 	struct record *r = ctx;
+	bool look = !r->all || now >= r->next_alive_look;
 
-	(void)t, (void)now;
-	return any_alive(r) || r->all;
+	(void)t;
+	if (look)
+		r->next_alive_look = now + ALIVE_EVERY_NS;
+	return any_alive(r, look) || r->all;
 }
 
 static uint64_t earlier(uint64_t a, uint64_t b)
@@ -301,7 +309,7 @@ static bool rescan_due(void *ctx, struct timer *t, uint64_t now)
 			target_rescan(&r->c, tg, false);
 	}
 	if (all)
-		r->next_rescan = now + RESCAN_EVERY_NS;
+		r->next_rescan = now + (r->c.o.names_late ? RESCAN_HOST_EVERY_NS : RESCAN_EVERY_NS);
 	return true;
 }
 
@@ -446,16 +454,24 @@ static int print_report(void *ctx, const struct agg *a, const struct window *w)
 	return 0;
 }
 
-/* A window closed and the aggregate was reset: what points into it is made again. */
+/*
+ * A window closed and the aggregate was reset: what points into it is made
+ * again. The labels are kept by each target; read again now and then, for
+ * what changed (a service name whose OCI bundle was not written yet).
+ */
 static void new_window(void *ctx)
 {
 	struct record *r = ctx;
+	uint64_t now = mono_ns();
 
 	for (int i = 0; i < r->ntargets; i++) {
-		if (!r->targets[i].p)
+		struct target *t = &r->targets[i];
+
+		if (!t->p)
 			continue;
-		target_new_window(&r->c, &r->targets[i]);
-		run_label_target(r, &r->targets[i]);
+		target_new_window(&r->c, t);
+		if (now - t->labels_ns >= LABELS_EVERY_NS)
+			run_label_target(r, t);
 	}
 }
 
@@ -509,7 +525,9 @@ int run_setup(struct record *r, int *go_fd)
 		return code;
 	if ((code = open_output(r)) != 0)
 		return code;
+	r->c.o.names_late = r->all && !r->c.o.per_thread;
 	so = (struct sampler_opts){ .hz = r->c.o.hz, .sched = r->c.o.mode != MODE_CPU, .execs = r->all,
+				    .late_threads = r->c.o.names_late,
 				    .cb = run_on_sample, .pcb = run_on_proc_event, .ctx = r };
 	err = sampler_open(&r->c.smp, &so);
 	if (err)

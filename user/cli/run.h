@@ -50,6 +50,8 @@ static const struct pyproc_limits host_limits = { 64, 1024, 4 << 20 };
  * bound a little after the kernel reports it: looked for twice.
  */
 #define RESCAN_EVERY_NS 5000000000ull
+/* -a in cpu mode, where new threads are found by the kernel (names_late): names refresh. */
+#define RESCAN_HOST_EVERY_NS 30000000000ull
 #define NEW_THREAD_SOON_NS 20000000ull
 #define NEW_THREAD_LATER_NS 300000000ull
 /*
@@ -69,6 +71,8 @@ static const struct pyproc_limits host_limits = { 64, 1024, 4 << 20 };
  * target as a safety net only, seldom: with -a a host has many targets.
  */
 #define ALIVE_EVERY_NS 5000000000ull
+/* A target's labels (cgroup, command line, service) are read again this often. */
+#define LABELS_EVERY_NS 60000000000ull
 #define JITTER_PERIODS 64
 /* -d: what the clock can time (a deadline in ns) and the loop can honour. */
 #define MIN_DURATION 0.001
@@ -144,6 +148,7 @@ struct record {
 	void (*describe)(void *ctx, pid_t pid, const struct cgroup_info *cg, struct proc_meta *m);
 	void *describe_ctx;
 	struct timer *alive_timer;      /* due at once after a target's exit */
+	uint64_t next_alive_look;       /* -a: when /proc is next read for every target */
 	uint64_t next_rescan;           /* of every target's thread list */
 };
 

@@ -472,6 +472,7 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o)
 	bpf_program__set_autoload(s->skel->progs.on_switch, o->sched);
 	bpf_program__set_autoload(s->skel->progs.on_fork, o->sched);
 	s->skel->rodata->all_execs = o->execs;
+	s->skel->rodata->wake_new_threads = !o->late_threads;
 	err = profile_bpf__load(s->skel);
 	if (err) {
 		err = bpf_err(-err);

@@ -17,6 +17,7 @@ struct sampler_opts {
 	unsigned hz;            /* asked; sampler_open lowers it to what the host sustains */
 	bool sched;             /* track off-CPU state (wall and gil modes) */
 	bool execs;             /* report every exec (whole-host mode) */
+	bool late_threads;      /* a new thread's first sample need not wake the loop (names_late) */
 	sample_fn cb;
 	proc_event_fn pcb;      /* exec and target-exit events */
 	void *ctx;

@@ -53,6 +53,9 @@
 #define RESCAN_GAP 10
 #define NAMES_EVERY_NS (30 * 1000000000ull)   /* with -a, name reads were most of the CPU */
 #define MAX_LOCS PBP_MAX_LOCS
+/* A thread adopted (names_late) is named this late, by a list read at most one a GAP. */
+#define ADOPTED_NAMES_NS (100 * 1000000ull)
+#define ADOPTED_GAP_NS 1000000000ull
 #define EMPTY_RESCAN_NS 1000000ull         /* a new process's first thread state: looked for */
 #define EMPTY_FOR_NS (2 * 1000000000ull)   /* ... this often, for this long */
 #define LABEL_ROOM 2            /* process and thread root frames */
@@ -397,6 +400,8 @@ void target_fini(struct collector *c, struct target *t)
 	}
 	free(t->tc);
 	free(t->list);
+	free(t->meta);
+	free(t->root);
 	pyproc_close(t->p);
 	memset(t, 0, sizeof(*t));
 }
@@ -477,6 +482,21 @@ void target_on_sample(struct collector *c, struct target *t, const struct pbp_sa
 	struct pbp_sample s;
 	uint32_t n = 0, off = LABEL_ROOM;
 
+	if (!e && (ks->flags & PBP_F_TSTATE_FOUND) && c->o.mode == MODE_CPU && c->o.names_late) {
+		/*
+		 * The kernel found the new thread's state, which is all a sample
+		 * needs; a process starting threads by the dozen had a list read
+		 * for each (most of the agent's CPU in its soak).
+		 */
+		e = adopt_thread(c, t, (pid_t)ks->tid, ks->tstate);
+		if (e && !t->rescan_later) {
+			uint64_t when = mono_ns() + ADOPTED_NAMES_NS;
+
+			if (when < t->last_rescan + ADOPTED_GAP_NS)
+				when = t->last_rescan + ADOPTED_GAP_NS;
+			t->rescan_later = when;
+		}
+	}
 	if (!e || (ks->flags & PBP_F_NO_TSTATE)) {
 		/* A thread born since the last scan: find its state, and tell the kernel. */
 		target_rescan(c, t, false);     /* or later, if one ran just now */
@@ -655,6 +675,33 @@ void target_tick(struct collector *c, struct target *t, uint64_t instant)
  * Each thread's stack is read again at its next tick or sample, and its
  * name given to the new aggregate.
  */
+/* The kept labels into the aggregate in use; the root frame is made again in it. */
+static int apply_labels(struct collector *c, struct target *t)
+{
+	int err = t->meta ? agg_set_process(c->agg, t->meta) : 0;
+
+	t->proc_loc = t->root ? agg_loc(c->agg, t->root, NULL, -1, LOC_PROCESS) : -1;
+	return err;
+}
+
+int target_set_labels(struct collector *c, struct target *t, const struct proc_meta *m, const char *root)
+{
+	struct proc_meta *meta = proc_meta_dup(m);
+	char *name = root ? strdup(root) : NULL;
+
+	if (!meta || (root && !name)) {
+		free(meta);
+		free(name);
+		return -PBP_E_NOMEM;
+	}
+	free(t->meta);
+	free(t->root);
+	t->meta = meta;
+	t->root = name;
+	t->labels_ns = mono_ns();
+	return apply_labels(c, t);
+}
+
 void target_new_window(struct collector *c, struct target *t)
 {
 	for (uint32_t i = 0; i < t->tc_cap; i++) {
@@ -670,6 +717,7 @@ void target_new_window(struct collector *c, struct target *t)
 			agg_set_thread_name(c->agg, (uint32_t)t->pid, (uint32_t)e->tid, e->name);
 	}
 	t->proc_loc = -1;
+	apply_labels(c, t);
 }
 
 /* ------------------------------------------------------------ summary */

@@ -12,6 +12,8 @@
 
 #include "symbol/symbolize.h"
 
+struct proc_meta;
+
 struct agg;
 struct pyproc;
 struct pythread;
@@ -25,6 +27,13 @@ struct profile_opts {
 	unsigned hz;
 	bool per_thread;        /* root frame "thread TID name" */
 	bool status;            /* leaf frame "[running]", ... */
+	/*
+	 * cpu mode on a whole host (-a, the agent): a new thread the kernel
+	 * found is counted at once and named a little later, with the threads
+	 * started meanwhile, by one list read instead of one each. Its first
+	 * samples carry its comm (so not with per_thread roots, baked in).
+	 */
+	bool names_late;
 };
 
 /* Where samples and ticks of every target end up. */
@@ -65,6 +74,13 @@ struct target {
 	struct tcache *tc;      /* open addressing by tid */
 	uint32_t tc_cap, tc_n;
 	int64_t proc_loc;       /* root frame "process PID cmdline", -1 for none */
+	/*
+	 * Its labels and root frame's name, kept: every window's aggregate
+	 * needs them again, and making them reads /proc (target_set_labels).
+	 */
+	struct proc_meta *meta;
+	char *root;
+	uint64_t labels_ns;     /* when they were made */
 	uint64_t gil_ticks, gil_held, gil_contended;
 };
 
@@ -80,7 +96,12 @@ void target_rescan(struct collector *c, struct target *t, bool full);
 void target_on_sample(struct collector *c, struct target *t, const struct pbp_sample *s);
 /* wall and gil modes: count every thread (or the GIL holder) once, as at instant (ns, monotonic). */
 void target_tick(struct collector *c, struct target *t, uint64_t instant);
-/* After agg_reset: forget what pointed into the old aggregate (kept stacks, ids); re-set names. */
+/*
+ * The process's labels (copied) and the name of its root frame (NULL: none),
+ * given to the aggregate now and to every window's after it: 0 or -PBP_E_NOMEM.
+ */
+int target_set_labels(struct collector *c, struct target *t, const struct proc_meta *m, const char *root);
+/* After agg_reset: forget what pointed into the old aggregate (kept stacks, ids); re-set names and labels. */
 void target_new_window(struct collector *c, struct target *t);
 void target_print_threads(const struct collector *c, const struct target *t, FILE *o);
 
