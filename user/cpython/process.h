@@ -55,6 +55,13 @@ struct pyproc {
  * the caller closes it.
  */
 int pyproc_open(pid_t pid, const struct pyproc_limits *lim, struct pyproc **out);
+/*
+ * pid, just forked from parent without exec: the same interpreter at the
+ * same addresses, so what was learned of parent (version, layout, code
+ * objects) is copied, not looked for again. Returns -PBP_E_*.
+ */
+int pyproc_fork(const struct pyproc *parent, pid_t pid, const struct pyproc_limits *lim,
+		struct pyproc **out);
 void pyproc_close(struct pyproc *p);
 
 #endif /* PBP_CPYTHON_PROCESS_H */
