@@ -229,10 +229,13 @@ int launch_start(struct record *r, int *go_fd)
 int launch_check_profiled(struct record *r)
 {
 	int err = r->launch_err ? r->launch_err : -PBP_E_NOTPY;
+	struct proc_note *n = follow_note_of(r, r->child);
 
 	for (int i = 0; i < r->nnotes && !r->launch_err; i++)
 		if (r->notes[i].python)
 			return 0;
+	if (r->child > 0 && n && n->gone_ns)
+		launch_reap(r, 0);      /* it exited: its status says whether it ran at all */
 	if (r->child_reaped && WIFEXITED(r->child_status) && WEXITSTATUS(r->child_status) >= 125)
 		return EXIT_NOT_PYTHON;     /* the child already said why it could not run the command */
 	fprintf(stderr, "pybpfprof: '%s': %s%s\n", r->cmd[0], pbp_strerror(err),
