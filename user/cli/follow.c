@@ -18,6 +18,7 @@
 #include "cli/run.h"
 #include "core/clock.h"
 #include "core/errors.h"
+#include "core/jsonw.h"
 #include "core/text.h"
 #include "cpython/process.h"
 #include "proc/procfs.h"
@@ -265,4 +266,40 @@ void follow_summary(const struct record *r)
 		fprintf(stderr, "pybpfprof: warning: %llu samples lost: their process was gone, or not "
 			"known yet, when they were read\n", (unsigned long long)lost);
 	free(v);
+	follow_warn_full(r);
+}
+
+/* Children the kernel could not follow: its table of the tree's live processes was full. */
+void follow_warn_full(const struct record *r)
+{
+	uint64_t st[PBP_STAT__COUNT];
+
+	sampler_stats(r->c.smp, st);
+	if (st[PBP_STAT_FOLLOW_FULL])
+		fprintf(stderr, "pybpfprof: warning: %llu processes not followed: the tree had %d live "
+			"processes already\n", (unsigned long long)st[PBP_STAT_FOLLOW_FULL],
+			PBP_MAX_FOLLOWED);
+}
+
+/* --stats=json: "followed" (the tree's processes noted) and "not_followed". */
+void follow_json(struct jsonw *w, const struct record *r)
+{
+	uint64_t st[PBP_STAT__COUNT];
+
+	sampler_stats(r->c.smp, st);
+	jw_arr(w, "followed");
+	for (int i = 0; i < r->nnotes; i++) {
+		const struct proc_note *n = &r->notes[i];
+
+		jw_obj(w, NULL);
+		jw_int(w, "pid", n->pid);
+		jw_int(w, "parent", n->parent);
+		jw_str(w, "comm", n->comm);
+		jw_bool(w, "python", n->python);
+		jw_u64(w, "samples", n->samples);
+		jw_u64(w, "lost", n->lost);
+		jw_end_obj(w);
+	}
+	jw_end_arr(w);
+	jw_u64(w, "not_followed", st[PBP_STAT_FOLLOW_FULL] + r->unnoted);
 }

@@ -212,6 +212,9 @@ int follow_live(const struct record *r);
 /* A target that exited: dropped (true) once its last samples had time to be named. */
 bool follow_drop_gone(struct record *r, struct target *t, uint64_t now);
 void follow_summary(const struct record *r);
+void follow_warn_full(const struct record *r);
+struct jsonw;
+void follow_json(struct jsonw *w, const struct record *r);
 
 /* launch.c: the command run under the profiler */
 int launch_start(struct record *r, int *go_fd);

@@ -278,6 +278,7 @@ static void print_json(struct record *r)
 			stats_json_target(&w, &r->targets[i]);
 	jw_end_arr(&w);
 	json_events(&w, r);
+	follow_json(&w, r);
 	jw_finish(&w);
 }
 
