@@ -205,7 +205,7 @@ void follow_existing(struct record *r)
 
 		follow_add(r, r->pids[i], 0, true);
 		if ((pn = follow_note_of(r, r->pids[i])) != NULL)
-			pn->python = true;
+			pn->python = run_target_of(r, r->pids[i]) != NULL;
 	}
 	while (more) {
 		more = false;

@@ -166,6 +166,11 @@ static int open_targets(struct record *r)
 		struct target *t = &r->targets[r->ntargets];
 		int err = pyproc_open(r->pids[i], &target_limits, &t->p);
 
+		if (err == -PBP_E_NOTPY && r->follow) {
+			pyproc_close(t->p);     /* a shell or a wrapper: its descendants are followed */
+			t->p = NULL;
+			continue;
+		}
 		if (err) {
 			int code = report_attach_error(r->pids[i], err, t->p);
 
