@@ -226,6 +226,22 @@ static int load(struct pyproc *p, uint64_t addr, struct codeinfo *ci)
 	return err;
 }
 
+/*
+ * A forked child that exited before its code objects were read: those made
+ * before the fork are in its parent at the same address. The key check
+ * that follows (codecache_get) refuses one the parent has since replaced.
+ */
+static int load_from_origin(struct pyproc *p, uint64_t addr, struct codeinfo *ci)
+{
+	struct remote *own = p->r;
+	int err;
+
+	p->r = p->origin;
+	err = load(p, addr, ci);
+	p->r = own;
+	return err;
+}
+
 static bool key_matches(const struct codeinfo *ci, uint32_t firstlineno, uint32_t name_lo)
 {
 	return ci->firstlineno == firstlineno && ci->name_lo == name_lo;
@@ -279,6 +295,8 @@ const struct codeinfo *codecache_get(struct codecache *c, struct pyproc *p, uint
 	}
 	c->st.misses++;
 	*err = load(p, addr, ci);
+	if (*err && p->origin)
+		*err = load_from_origin(p, addr, ci);
 	if (*err) {
 		c->st.bad++;
 		return NULL;

@@ -411,7 +411,8 @@ int pyproc_fork(const struct pyproc *parent, pid_t pid, const struct pyproc_limi
 	err = pyproc_pidns(p);
 	p->r = err ? NULL : remote_open(pid, lim->cache_pages);
 	p->codes = err ? NULL : codecache_clone(parent->codes);
-	if (err || !p->r || !p->codes) {
+	p->origin = err ? NULL : remote_open(parent->pid, 0);
+	if (err || !p->r || !p->codes || !p->origin) {
 		pyproc_close(p);
 		return err ? err : -PBP_E_NOMEM;
 	}
@@ -432,6 +433,7 @@ void pyproc_close(struct pyproc *p)
 		return;
 	codecache_free(p->codes);
 	remote_close(p->r);
+	remote_close(p->origin);
 	tidmap_free(p->tids);
 	free(p);
 }

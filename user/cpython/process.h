@@ -38,6 +38,12 @@ struct pyproc {
 	struct tidmap *tids;    /* its threads' ids translated, NULL when it shares our namespace */
 	struct pyver v;
 	struct remote *r;
+	/*
+	 * Forked without exec: its parent's memory, where the code objects made
+	 * before the fork are too, for a child gone before its own were read.
+	 * NULL otherwise.
+	 */
+	struct remote *origin;
 	struct codecache *codes;
 	uint64_t runtime;       /* address of _PyRuntime (3.6: of interp_head) */
 	uint64_t gil_static;    /* 3.6: address of the static gil_locked, 0 if unknown */
