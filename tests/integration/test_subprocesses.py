@@ -100,6 +100,22 @@ def test_shell_wrapper_child_and_grandchild(interp, tmp_path):
     assert len(set(where.values())) == 3, where
 
 
+def test_forking_server_handlers_each_their_own_root(interp, tmp_path):
+    """socketserver.ForkingTCPServer: every request's handler, in a child
+    forked without exec, is in the profile under its own process root."""
+    out = tmp_path / "out.txt"
+    r = run_profile("-F", 499, "-o", out, "--", *interp.cmd(interp.place(TREE), "server", 4))
+    assert r.returncode == 0, r.stderr
+    handlers = [int(x) for x in r.stdout.split()]
+    assert len(handlers) == 4, r.stdout
+    procs = by_process(parse_collapsed(out.read_text()))
+    for pid in handlers:
+        got = samples_in(procs.get(pid, []), "handle_spin")
+        print("%s handler %d: %d samples of handle_spin()" % (interp.name, pid, got))
+        assert got >= 40, (pid, r.stderr)   # 0.2 s at 499 Hz: 100
+    assert all(samples_in(ss, "handle_spin") == 0 for pid, ss in procs.items() if pid not in handlers)
+
+
 def test_no_subprocesses_profiles_the_command_only(interp, tmp_path):
     host, inside = interp.mkdtemp()
     stacks, err = launch(interp, tmp_path, interp.cmd(interp.place(TREE), "pool", "fork",

@@ -272,8 +272,9 @@ static bool reattach(struct record *r, pid_t pid)
 	if (run_target_of(r, pid))
 		return true;    /* the exec event and a look still due both found it */
 	err = pyproc_open(pid, &target_limits, &p);
-	if (r->follow && pid == r->child && err != -PBP_E_NOTPY && err != -PBP_E_FAULT)
-		r->launch_err = err;    /* 0, or why the command cannot be profiled */
+	if (r->follow && pid == r->child && err != -PBP_E_NOTPY && err != -PBP_E_FAULT &&
+	    err != -PBP_E_GONE && err != -PBP_E_NOENT)
+		r->launch_err = err;    /* 0, or why the command cannot be profiled (its version) */
 
 	if (err == -PBP_E_NOTPY || err == -PBP_E_FAULT) {
 		pyproc_close(p);
@@ -412,6 +413,7 @@ void run_on_proc_event(void *ctx, uint32_t kind, pid_t pid, pid_t parent)
 	if (kind == PBP_EV_FORK) {
 		follow_fork(r, pid, parent);
 	} else if (kind == PBP_EV_EXIT && fn) {
+		exec_done(r, pid, -PBP_E_NOTPY, NULL);     /* it exec'd and ended as what it became */
 		follow_exit(r, pid);
 	} else if (kind == PBP_EV_EXEC) {
 		/* An exec replaces the program: a target that execs is a new process to us. */

@@ -92,8 +92,13 @@ void follow_exit(struct record *r, pid_t pid)
 		n->gone_ns = mono_ns();
 	if (t)
 		t->alive = false;
-	if ((t || (n && is_root(n))) && r->alive_timer)
+	if (!r->alive_timer)
+		return;
+	/* A root's exit may end the run: now. A target's slot is freed after the grace. */
+	if (n && is_root(n))
 		r->alive_timer->next = TIMER_NOW;
+	else if (t && r->alive_timer->next > mono_ns() + GONE_GRACE_NS)
+		r->alive_timer->next = mono_ns() + GONE_GRACE_NS;
 }
 
 /* The exit event comes before the process is a zombie: it counts as gone from then. */

@@ -651,8 +651,9 @@ int sampler_drain(struct sampler *s)
 	if (s->events_first)
 		sampler_drain_events(s);        /* a new process's samples find it known */
 	n = ring_buffer__consume(s->rb);
-	if (!s->events_first)
-		sampler_drain_events(s);        /* a target's samples before its exit or exec */
+	/* A target's samples before its exit or exec: not while some wait still (the drain was cut). */
+	if (!s->events_first && n >= 0)
+		sampler_drain_events(s);
 	return n < 0 ? s->drained : n;
 }
 

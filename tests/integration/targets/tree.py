@@ -15,6 +15,10 @@ Runs on CPython 3.6 to 3.14 (keep the syntax at 3.6's level).
     tree.py brief N MS           forks N workers one after the other, each
                                  spinning MS ms of CPU in brief() and
                                  exiting at once; prints their pids
+    tree.py server N             a socketserver.ForkingTCPServer: each of N
+                                 requests (from a client thread) is
+                                 handled in a forked child spinning 0.2 s
+                                 in handle_spin(); prints the handlers' pids
     tree.py late                 writes $PBP_READY, then forks a worker
                                  spinning 0.3 s in late_work() every 0.5 s,
                                  for 60 s; a child forked before ready
@@ -24,8 +28,11 @@ Runs on CPython 3.6 to 3.14 (keep the syntax at 3.6's level).
 import json
 import multiprocessing
 import os
+import socket
+import socketserver
 import subprocess
 import sys
+import threading
 import time
 
 SPIN = float(os.environ.get("PBP_SPIN", "1.0"))
@@ -84,6 +91,32 @@ def run_brief(n, ms):
         os.waitpid(pid, 0)
 
 
+def handle_spin():
+    spin(0.2)
+
+
+class Handler(socketserver.BaseRequestHandler):
+    def handle(self):
+        self.request.recv(16)
+        handle_spin()
+        self.request.sendall(str(os.getpid()).encode())
+
+
+def server(n):
+    srv = socketserver.ForkingTCPServer(("127.0.0.1", 0), Handler)
+    t = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05})
+    t.start()
+    try:
+        for _ in range(n):
+            with socket.create_connection(srv.server_address) as c:
+                c.sendall(b"go")
+                print(c.recv(16).decode(), flush=True)
+    finally:
+        srv.shutdown()
+        t.join()
+        srv.server_close()
+
+
 def early_work():
     spin(0.01)
 
@@ -126,3 +159,5 @@ if __name__ == "__main__":
         run_brief(int(sys.argv[2]), float(sys.argv[3]))
     elif what == "late":
         late()
+    elif what == "server":
+        server(int(sys.argv[2]))
