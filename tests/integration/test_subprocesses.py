@@ -116,6 +116,13 @@ def test_forking_server_handlers_each_their_own_root(interp, tmp_path):
     assert all(samples_in(ss, "handle_spin") == 0 for pid, ss in procs.items() if pid not in handlers)
 
 
+def test_one_process_profiled_has_no_process_root(interp, tmp_path):
+    """Following is on, but only the command is Python: stacks as without it."""
+    stacks, err = launch(interp, tmp_path, interp.cmd(interp.place(TREE), "chain", 0), "-F", 199)
+    assert samples_in(stacks, "level_0") >= 20, err
+    assert not any(frames[0].startswith("process ") for frames, _ in stacks), err
+
+
 def test_no_subprocesses_profiles_the_command_only(interp, tmp_path):
     host, inside = interp.mkdtemp()
     stacks, err = launch(interp, tmp_path, interp.cmd(interp.place(TREE), "pool", "fork",

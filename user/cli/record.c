@@ -594,6 +594,9 @@ static int run(struct record *r, int *go_fd)
 	run_loop(r);
 	if (r->follow && r->cmd && (code = launch_check_profiled(r)) != 0)
 		return code;
+	/* Process roots only when more than one process is in the profile, as without following. */
+	if (r->follow && r->npids < 2)
+		agg_drop_single_root(r->c.agg);
 	return loop_close_window(&r->loop, r->end_ns, true) ? EXIT_IO : 0;
 }
 
