@@ -847,15 +847,39 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 
 /* ------------------------------------------------------------ process lifecycle */
 
-static __always_inline void proc_event(__u32 kind, __u32 pid)
+static __always_inline void proc_event(__u32 kind, __u32 pid, __u32 parent)
 {
-	struct pbp_proc_event ev = { .kind = kind, .pid = pid };
+	struct pbp_proc_event ev = { .kind = kind, .pid = pid, .parent = parent };
 
 	bpf_ringbuf_output(&procevents, &ev, sizeof(ev), 0);
 }
 
 /* Whole-host mode: every exec may start a Python process; user space checks it. */
 const volatile bool all_execs = false;
+/* wall and gil modes: a target's new threads are reported (PBP_EV_THREAD). */
+const volatile bool thread_events = false;
+
+/*
+ * --subprocesses: the process tree under the launched command (or the -p
+ * processes). User space seeds the roots; a process forked by a member
+ * joins at once, before it runs, so that neither its samples nor its own
+ * children can be missed; it leaves at its exit. The value is the parent.
+ * The bound is on the tree's live processes: a child that does not fit is
+ * counted (PBP_STAT_FOLLOW_FULL) and not followed.
+ */
+const volatile bool follow = false;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PBP_MAX_FOLLOWED);
+	__type(key, __u32);
+	__type(value, __u32);
+} followed SEC(".maps");
+
+static __always_inline bool is_followed(__u32 tgid)
+{
+	return follow && bpf_map_lookup_elem(&followed, &tgid) != NULL;
+}
 
 /*
  * A target that execs runs another program: the old layout and thread
@@ -879,23 +903,52 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 		if (!ns_inum)
 			bpf_map_delete_elem(&threads, &old);
 	}
-	if (target || all_execs)
-		proc_event(PBP_EV_EXEC, tgid);
+	if (target || all_execs || is_followed(tgid))
+		proc_event(PBP_EV_EXEC, tgid, 0);
 	return 0;
 }
 
 /*
+ * A followed process's new process. After fork the child's memory is a copy
+ * of its parent's: a Python parent's layout is the child's, so its entry is
+ * copied and the child's first sample is walked like its parent's (its one
+ * thread, not registered yet, is found by find_tstate()).
+ */
+static __always_inline void follow_child(__u32 ptgid, struct task_struct *child)
+{
+	__u32 tgid, tid;
+	struct pbp_proc *p;
+
+	if (!task_ids(child, &tgid, &tid))
+		return;
+	if (bpf_map_update_elem(&followed, &tgid, &ptgid, BPF_ANY)) {
+		stat_inc(PBP_STAT_FOLLOW_FULL);
+		return;
+	}
+	p = bpf_map_lookup_elem(&procs, &ptgid);
+	if (p)
+		bpf_map_update_elem(&procs, &tgid, p, BPF_ANY);
+	proc_event(PBP_EV_FORK, tgid, ptgid);
+}
+
+/*
  * wall and gil modes count threads that never run, which no sample would
- * reveal: user space reads the thread list again when one starts.
+ * reveal: user space reads the thread list again when one starts. With
+ * --subprocesses, a followed process's new processes are followed too.
  */
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
 	__u32 tgid, tid;
 
-	if (child->tgid == parent->tgid && task_ids(parent, &tgid, &tid) &&
-	    bpf_map_lookup_elem(&procs, &tgid))
-		proc_event(PBP_EV_THREAD, tgid);
+	if (!task_ids(parent, &tgid, &tid))
+		return 0;
+	if (child->tgid != parent->tgid) {
+		if (is_followed(tgid))
+			follow_child(tgid, child);
+	} else if (thread_events && bpf_map_lookup_elem(&procs, &tgid)) {
+		proc_event(PBP_EV_THREAD, tgid, 0);
+	}
 	return 0;
 }
 
@@ -910,15 +963,24 @@ int BPF_PROG(on_exit, struct task_struct *p)
 {
 	__u32 tid, tgid;
 	struct pbp_thread *t;
+	bool gone = false;
 
 	if (!task_ids(p, &tgid, &tid))
 		return 0;
 	t = bpf_map_lookup_elem(&threads, &tid);
 	if (t && t->tgid == tgid)
 		bpf_map_delete_elem(&threads, &tid);
-	if (BPF_CORE_READ(p, signal, live.counter) == 0 && bpf_map_lookup_elem(&procs, &tgid)) {
+	if (BPF_CORE_READ(p, signal, live.counter) != 0)
+		return 0;
+	if (bpf_map_lookup_elem(&procs, &tgid)) {
 		bpf_map_delete_elem(&procs, &tgid);
-		proc_event(PBP_EV_EXIT, tgid);
+		gone = true;
 	}
+	if (is_followed(tgid)) {
+		bpf_map_delete_elem(&followed, &tgid);
+		gone = true;
+	}
+	if (gone)
+		proc_event(PBP_EV_EXIT, tgid, 0);
 	return 0;
 }

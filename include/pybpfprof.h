@@ -133,12 +133,21 @@ enum pbp_proc_event_kind {
 	PBP_EV_EXEC = 1,       /* a process called execve: maybe a new Python */
 	PBP_EV_EXIT = 2,       /* a target process exited */
 	PBP_EV_THREAD = 3,     /* a target process started a thread (wall and gil modes) */
+	PBP_EV_FORK = 4,       /* a followed process forked a new one: pid, its parent */
 };
 
 struct pbp_proc_event {
 	__u32 kind;
 	__u32 pid;
+	__u32 parent;          /* PBP_EV_FORK: the forking process, else 0 */
+	__u32 pad;
 };
+
+/*
+ * Processes whose new children are followed (--subprocesses), keyed by
+ * tgid in the "followed" map: a bound on a process tree's live processes.
+ */
+#define PBP_MAX_FOLLOWED 16384
 
 /* Per-CPU counters, index into the "stats" array map. */
 enum pbp_stat {
@@ -154,6 +163,7 @@ enum pbp_stat {
 	PBP_STAT_BUDGET,       /* target sample skipped: the CPU's time budget was spent */
 	PBP_STAT_RUN_NS,       /* ns spent walking stacks in the sampler */
 	PBP_STAT_TSTATE_FOUND, /* a thread's state found by the kernel (not registered yet) */
+	PBP_STAT_FOLLOW_FULL,  /* a child not followed: the "followed" map was full */
 	PBP_STAT__COUNT,
 };
 

@@ -283,7 +283,7 @@ STATS_KEYS = {
     "budget_skipped", "truncated", "faulted", "snapped", "snap_lost", "completed", "failed",
     "elided", "unknown_frames", "no_python", "unattributed", "ticks", "late_ticks",
     "tick_stacks", "thread_lists", "thread_list_seconds", "stacks", "locations", "processes",
-    "execs", "not_profiled",
+    "execs", "not_profiled", "followed", "not_followed",
 }
 PROCESS_KEYS = {
     "pid", "python", "page_hits", "page_misses", "page_evictions", "reads", "read_bytes",
@@ -307,7 +307,7 @@ def test_stats_json(start_target, tmp_path):
     assert (st["mode"], st["hz"], st["hz_asked"], st["rate_capped"]) == ("cpu", 199, 199, None)
     assert st["samples"] == total(parse_collapsed(out.read_text())) > 0
     counts = [k for k in STATS_KEYS if k not in ("mode", "rate_capped", "tick_stacks", "processes",
-                                                  "execs", "not_profiled") and "seconds" not in k
+                                                  "execs", "not_profiled", "followed") and "seconds" not in k
               and k not in ("interrupts_per_cpu_s", "program_cpu_share", "interrupt_us")]
     assert all(type(st[k]) is int and st[k] >= 0 for k in counts), st
     assert st["delivered"] <= st["taken"] <= st["fired"], st

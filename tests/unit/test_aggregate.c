@@ -301,8 +301,46 @@ static void test_fold_named_in_speedscope(void)
 	agg_free(a);
 }
 
+/* One process root shared by every stack goes; two different ones stay. */
+static void test_drop_single_root(void)
+{
+	struct agg *a = agg_new();
+	struct stack_tags t = { .pid = 7, .tid = 7 };
+	uint32_t p7 = (uint32_t)agg_loc(a, "process 7 python3", NULL, -1, LOC_PROCESS);
+	uint32_t p8 = (uint32_t)agg_loc(a, "process 8 python3", NULL, -1, LOC_PROCESS);
+	uint32_t f = (uint32_t)agg_loc(a, "work", "w.py", 3, LOC_PY);
+	uint32_t g = (uint32_t)agg_loc(a, "idle", "w.py", 9, LOC_PY);
+	uint32_t s1[2] = { p7, f }, s2[2] = { p7, g }, s3[2] = { p8, f }, n;
+	uint64_t count;
+	const uint32_t *locs;
+
+	CHECK_EQ_INT(agg_drop_single_root(a), false);   /* no stack: nothing to drop */
+	agg_add(a, &t, s1, 2, 3);
+	agg_add(a, &t, s2, 2, 1);
+	CHECK_EQ_INT(agg_drop_single_root(a), true);
+	locs = agg_stack(a, 0, &n, &count, NULL);
+	CHECK_EQ_INT(n, 1);
+	CHECK_EQ_INT(locs[0], f);
+	CHECK_EQ_INT(count, 3);
+	CHECK_EQ_INT(agg_total(a), 4);
+	CHECK_EQ_INT(agg_drop_single_root(a), false);   /* none left */
+	agg_free(a);
+	a = agg_new();      /* the same locations, in the same order, have the same ids */
+	agg_loc(a, "process 7 python3", NULL, -1, LOC_PROCESS);
+	agg_loc(a, "process 8 python3", NULL, -1, LOC_PROCESS);
+	agg_loc(a, "work", "w.py", 3, LOC_PY);
+	agg_add(a, &t, s1, 2, 1);
+	t.pid = t.tid = 8;
+	agg_add(a, &t, s3, 2, 1);
+	CHECK_EQ_INT(agg_drop_single_root(a), false);
+	agg_stack(a, 1, &n, &count, NULL);
+	CHECK_EQ_INT(n, 2);
+	agg_free(a);
+}
+
 int main(void)
 {
+	test_drop_single_root();
 	test_threads_past_the_cap_fold();
 	test_cap_is_per_process();
 	test_no_fold_below_the_cap();

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <stddef.h>
+#include <stdbool.h>
 
 #include "core/jsonw.h"
 #include "unit.h"
@@ -30,6 +31,8 @@ static void test_nesting(void)
 	jw_arr(&w, "l");
 	jw_obj(&w, NULL);
 	jw_int(&w, "pid", -1);
+	jw_bool(&w, "python", true);
+	jw_bool(&w, "gone", false);
 	jw_end_obj(&w);
 	jw_obj(&w, NULL);
 	jw_end_obj(&w);
@@ -39,7 +42,7 @@ static void test_nesting(void)
 	jw_str(&w, "n", NULL);
 	jw_finish(&w);
 	fclose(o);
-	CHECK_EQ_STR(text, "{\"a\":18446744073709551615,\"o\":{},\"l\":[{\"pid\":-1},{}],"
+	CHECK_EQ_STR(text, "{\"a\":18446744073709551615,\"o\":{},\"l\":[{\"pid\":-1,\"python\":true,\"gone\":false},{}],"
 		     "\"e\":[],\"n\":null}\n");
 }
 

@@ -381,6 +381,42 @@ const uint32_t *agg_stack(const struct agg *a, uint32_t i, uint32_t *n, uint64_t
 	return a->pool + a->stacks[i].off;
 }
 
+/* The LOC_PROCESS root every rooted stack has, -1 when none has one, -2 when they differ. */
+static int64_t common_root(const struct agg *a)
+{
+	int64_t root = -1;
+
+	for (uint32_t i = 0; i < a->nstacks; i++) {
+		const struct stack *s = &a->stacks[i];
+		uint32_t first = s->n ? a->pool[s->off] : 0;
+
+		if (!s->n || a->locs[first].kind != LOC_PROCESS)
+			continue;
+		if (root >= 0 && root != (int64_t)first)
+			return -2;
+		root = first;
+	}
+	return root;
+}
+
+bool agg_drop_single_root(struct agg *a)
+{
+	int64_t root = common_root(a);
+
+	if (root < 0)
+		return false;
+	for (uint32_t i = 0; i < a->nstacks; i++) {
+		struct stack *s = &a->stacks[i];
+
+		if (s->n && a->pool[s->off] == (uint32_t)root) {
+			s->off++;
+			s->n--;
+		}
+	}
+	a->last = -1;
+	return true;
+}
+
 void agg_loc_info(const struct agg *a, uint32_t id, const char **name, const char **file, int *line,
 		  uint32_t *kind)
 {

@@ -107,6 +107,13 @@ struct proc_meta *proc_meta_dup(const struct proc_meta *m);
 const struct proc_meta *agg_process(const struct agg *a, uint32_t pid);
 /* The process stack i belongs to: its pid in *pid, what is known of it (NULL: nothing). */
 const struct proc_meta *agg_stack_process(const struct agg *a, uint32_t i, uint32_t *pid);
+/*
+ * When every stack with a process root has the same one, take it off them
+ * all (a run that followed subprocesses but profiled one process): true if
+ * done. For a closed aggregate only: its stacks are not hashed again, so
+ * nothing may be added to it after (agg_reset first).
+ */
+bool agg_drop_single_root(struct agg *a);
 uint64_t agg_total(const struct agg *a);
 uint32_t agg_nstacks(const struct agg *a);
 uint32_t agg_nlocs(const struct agg *a);

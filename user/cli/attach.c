@@ -60,7 +60,7 @@ void run_label_target(struct record *r, struct target *t)
 {
 	struct cgroup_info cg;
 	char cmd[256], label[320];
-	bool root = r->all || r->npids >= 2;
+	bool root = r->all || r->npids >= 2 || r->follow;
 
 	struct proc_meta m = { .pid = (uint32_t)t->pid, .ns_pid = t->p->tids ? (uint32_t)t->p->ns_pid : 0 };
 
@@ -179,7 +179,7 @@ static const uint64_t recheck_ms[] = { 20, 200, 1000, 5000 };
 static const uint64_t reexec_ms[] = { 1, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000 };
 
 /* Look at pid again after the next delay; false: that was the last one, it is not Python. */
-static bool queue_pending(struct record *r, pid_t pid, int tries)
+bool run_queue_pending(struct record *r, pid_t pid, int tries)
 {
 	const uint64_t *ms = r->all ? recheck_ms : reexec_ms;
 	int n = r->all ? (int)(sizeof(recheck_ms) / sizeof(*ms)) : (int)(sizeof(reexec_ms) / sizeof(*ms));
@@ -245,12 +245,39 @@ static struct target *place_target(struct record *r, pid_t pid, struct pyproc *p
 	return t;
 }
 
-/* -p or launch mode: a target that exec'd, profiled again once its new program is Python. */
+struct target *run_add_target(struct record *r, pid_t pid, struct pyproc *p)
+{
+	struct target *t = place_target(r, pid, p);
+
+	if (!t) {
+		pyproc_close(p);
+		return NULL;
+	}
+	if (run_start_target(r, t) != 0) {
+		run_drop_target(r, t);
+		return NULL;
+	}
+	return t;
+}
+
+/*
+ * -p or launch mode: a target that exec'd, profiled again once its new
+ * program is Python; with --subprocesses, a process of the tree that
+ * exec'd, or the launched command, profiled once it is Python.
+ */
 static bool reattach(struct record *r, pid_t pid)
 {
 	struct pyproc *p = NULL;
 	struct target *t = NULL;
-	int err = pyproc_open(pid, &target_limits, &p);
+	struct proc_note *pn;
+	int err;
+
+	if (run_target_of(r, pid))
+		return true;    /* the exec event and a look still due both found it */
+	err = pyproc_open(pid, &target_limits, &p);
+	if (r->follow && pid == r->child && err != -PBP_E_NOTPY && err != -PBP_E_FAULT &&
+	    err != -PBP_E_GONE && err != -PBP_E_NOENT)
+		r->launch_err = err;    /* 0, or why the command cannot be profiled (its version) */
 
 	if (err == -PBP_E_NOTPY || err == -PBP_E_FAULT) {
 		pyproc_close(p);
@@ -269,6 +296,8 @@ static bool reattach(struct record *r, pid_t pid)
 		if (n)
 			n->back_ns = 0, n->err = -PBP_E_BPF;
 		run_drop_target(r, t);
+	} else if ((pn = follow_note_of(r, pid)) != NULL) {
+		pn->python = true;
 	}
 	return true;
 }
@@ -332,10 +361,10 @@ bool run_pending(void *ctx, struct timer *t, uint64_t now)
 		r->pending[i] = r->pending[--r->npending];
 		if (r->all) {
 			if (pid_alive(p.pid) && !consider(r, p.pid))
-				queue_pending(r, p.pid, p.tries + 1);
+				run_queue_pending(r, p.pid, p.tries + 1);
 		} else if (!pid_alive(p.pid)) {
 			exec_done(r, p.pid, -PBP_E_NOTPY, NULL);    /* it ended as what it was */
-		} else if (!reattach(r, p.pid) && !queue_pending(r, p.pid, p.tries + 1)) {
+		} else if (!reattach(r, p.pid) && !run_queue_pending(r, p.pid, p.tries + 1)) {
 			exec_done(r, p.pid, -PBP_E_NOTPY, NULL);
 		}
 	}
@@ -346,27 +375,61 @@ void run_on_sample(void *ctx, const struct pbp_sample *ks)
 {
 	struct record *r = ctx;
 	struct target *t = run_target_of(r, (pid_t)ks->tgid);
+	struct proc_note *n;
 
-	if (t && t->alive)
+	if (!r->follow) {
+		if (t && t->alive)
+			target_on_sample(&r->c, t, ks);
+		return;
+	}
+	/* A child's first samples can come before its fork event was read. */
+	if (!t) {
+		sampler_drain_events(r->c.smp);
+		t = run_target_of(r, (pid_t)ks->tgid);
+	}
+	n = follow_note_of(r, (pid_t)ks->tgid);
+	/* An exited target's last samples are named from what is known of it still. */
+	if (t)
 		target_on_sample(&r->c, t, ks);
+	if (n && t)
+		n->samples++;
+	else if (n)
+		n->lost++;
 }
 
-void run_on_proc_event(void *ctx, uint32_t kind, pid_t pid)
+/* Execs of the launched command and -p targets are said in the summary; of the tree's others, not. */
+static bool exec_noted(struct record *r, pid_t pid)
+{
+	struct proc_note *n = follow_note_of(r, pid);
+
+	return !r->follow || (n && !n->parent);
+}
+
+void run_on_proc_event(void *ctx, uint32_t kind, pid_t pid, pid_t parent)
 {
 	struct record *r = ctx;
 	struct target *t;
+	struct proc_note *fn = r->follow ? follow_note_of(r, pid) : NULL;
 
-	if (kind == PBP_EV_EXEC) {
+	if (fn && kind == PBP_EV_EXEC)
+		proc_thread_comm(pid, pid, fn->comm, sizeof(fn->comm));
+	if (kind == PBP_EV_FORK) {
+		follow_fork(r, pid, parent);
+	} else if (kind == PBP_EV_EXIT && fn) {
+		exec_done(r, pid, -PBP_E_NOTPY, NULL);     /* it exec'd and ended as what it became */
+		follow_exit(r, pid);
+	} else if (kind == PBP_EV_EXEC) {
 		/* An exec replaces the program: a target that execs is a new process to us. */
 		if ((t = run_target_of(r, pid)) != NULL)
 			run_drop_target(r, t);
 		unskip(r, pid, 0);      /* nor was the program skipped before it (or a reused pid's) */
 		if (r->all) {
-			queue_pending(r, pid, 0);
-		} else if (t) {
-			note_exec(r, pid);
+			run_queue_pending(r, pid, 0);
+		} else if (t || fn) {
+			if (t && exec_noted(r, pid))
+				note_exec(r, pid);
 			if (!reattach(r, pid))
-				queue_pending(r, pid, 0);
+				run_queue_pending(r, pid, 0);
 		}
 	} else if (kind == PBP_EV_EXIT && (t = run_target_of(r, pid)) != NULL) {
 		t->alive = false;

@@ -121,6 +121,46 @@ static int attach_child(struct record *r)
 	return run_start_target(r, t);
 }
 
+/*
+ * --subprocesses: the command need not be Python itself (a shell, a
+ * wrapper script): it is looked at now and after its exec, as a process of
+ * the tree is, without holding up the loop that follows the tree.
+ */
+static int attach_child_follow(struct record *r)
+{
+	struct pyproc *p = NULL;
+	struct proc_note *n;
+	int err = pyproc_open(r->child, &target_limits, &p);
+
+	if (err) {
+		pyproc_close(p);
+		if (err != -PBP_E_NOTPY && err != -PBP_E_FAULT)
+			return err;
+		run_queue_pending(r, r->child, 0);
+		return 0;
+	}
+	if (!run_add_target(r, r->child, p))
+		return -PBP_E_BPF;
+	if ((n = follow_note_of(r, r->child)) != NULL)
+		n->python = true;
+	return 0;
+}
+
+/*
+ * --subprocesses: LAUNCH_WAIT_NS after the start, a command that is not
+ * Python and has started nothing is given up on as without the option; one
+ * with children (a shell waiting for its Python) is followed on.
+ */
+bool launch_given_up(struct record *r)
+{
+	for (int i = 0; i < r->nnotes; i++)
+		if (r->notes[i].python)
+			return false;
+	if (r->child <= 0 || follow_live(r) > 1)
+		return false;
+	r->launch_err = -PBP_E_NOTPY;
+	return true;
+}
 
 void launch_end(struct record *r, bool stopping)
 {
@@ -163,11 +203,13 @@ int launch_start(struct record *r, int *go_fd)
 		fprintf(stderr, "pybpfprof: cannot start '%s': %s\n", r->cmd[0], strerror(-err));
 		return EXIT_INTERNAL;
 	}
+	if (r->follow)
+		follow_add(r, r->child, 0, true);       /* before it runs: no child of it is missed */
 	if (write(*go_fd, "g", 1) != 1)
 		return EXIT_INTERNAL;
 	close(*go_fd);
 	*go_fd = -1;
-	err = attach_child(r);
+	err = r->follow ? attach_child_follow(r) : attach_child(r);
 	if (err == -PBP_E_CHILD)
 		return EXIT_NOT_PYTHON;
 	if (err) {
@@ -177,6 +219,29 @@ int launch_start(struct record *r, int *go_fd)
 		return exit_code_for(err);
 	}
 	return 0;
+}
+
+/*
+ * --subprocesses: a command never profiled, nor anything it started, is
+ * not a Python process, said at the end as it is said at the start
+ * without the option: 0 when something was profiled, else an exit code.
+ */
+int launch_check_profiled(struct record *r)
+{
+	int err = r->launch_err ? r->launch_err : -PBP_E_NOTPY;
+	struct proc_note *n = follow_note_of(r, r->child);
+
+	for (int i = 0; i < r->nnotes && !r->launch_err; i++)
+		if (r->notes[i].python)
+			return 0;
+	if (r->child > 0 && n && n->gone_ns)
+		launch_reap(r, 0);      /* it exited: its status says whether it ran at all */
+	if (r->child_reaped && WIFEXITED(r->child_status) && WEXITSTATUS(r->child_status) >= 125)
+		return EXIT_NOT_PYTHON;     /* the child already said why it could not run the command */
+	fprintf(stderr, "pybpfprof: '%s': %s%s\n", r->cmd[0], pbp_strerror(err),
+		r->child ? "; stopping it" : "");
+	stop_command(r);
+	return exit_code_for(err);
 }
 
 /*

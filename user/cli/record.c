@@ -53,9 +53,14 @@ static void on_signal(int sig)
 
 /* ------------------------------------------------------------- options */
 
-enum { OPT_STATS = 1000, OPT_STATUS };
+enum { OPT_STATS = 1000, OPT_STATUS, OPT_SUBPROC, OPT_NO_SUBPROC };
 
 static const struct argp_option opts[] = {
+	{ "subprocesses", OPT_SUBPROC, NULL, 0,
+	  "With -p: profile the processes' descendants too, running and started later "
+	  "(a command's are followed by default)", 1 },
+	{ "no-subprocesses", OPT_NO_SUBPROC, NULL, 0,
+	  "With a command: profile the command's own process only, not the processes it starts", 1 },
 	{ NULL, 0, NULL, 0, "Output:", 3 },
 	{ "output", 'o', "FILE", 0, "Write the profile here (default: stdout)", 3 },
 	{ "format", 'f', "FORMAT", 0,
@@ -103,6 +108,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *st)
 	case 't': r->c.o.per_thread = true; break;
 	case OPT_STATUS: r->c.o.status = true; break;
 	case 'q': r->quiet = true; break;
+	case OPT_SUBPROC: r->subprocesses = 1; break;
+	case OPT_NO_SUBPROC: r->subprocesses = -1; break;
 	case OPT_STATS:
 		form = stats_by_name(arg);
 		if (form < 0)
@@ -119,6 +126,11 @@ static error_t parse_opt(int key, char *arg, struct argp_state *st)
 			argp_error(st, "give -p PID, -a, or a command after --");
 		if ((r->npids || r->all) && r->cmd)
 			argp_error(st, "-p and -a cannot be used with a command");
+		if (r->all && r->subprocesses)
+			argp_error(st, "--subprocesses and --no-subprocesses go with -p or a command");
+		if (r->npids && r->subprocesses < 0)
+			argp_error(st, "--no-subprocesses goes with a command (-p follows none by default)");
+		r->follow = r->cmd ? r->subprocesses >= 0 : r->subprocesses > 0;
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -139,6 +151,7 @@ static const char doc[] =
 	"  sudo pybpfprof -p 1234 -d 10 -o profile.html\n"
 	"  sudo pybpfprof -p 1234 -F 99 -d 10 -o profile.txt\n"
 	"  sudo pybpfprof -o app.txt -- python3 app.py\n"
+	"  sudo pybpfprof -p 1234 --subprocesses -d 30 -o workers.html\n"
 	"  sudo pybpfprof -p 1234 -m wall --status -t -o wall.txt\n"
 	"  sudo pybpfprof -a -d 60 -o host.pb.gz\n"
 	"  flamegraph.pl profile.txt > profile.svg";
@@ -153,6 +166,11 @@ static int open_targets(struct record *r)
 		struct target *t = &r->targets[r->ntargets];
 		int err = pyproc_open(r->pids[i], &target_limits, &t->p);
 
+		if (err == -PBP_E_NOTPY && r->follow) {
+			pyproc_close(t->p);     /* a shell or a wrapper: its descendants are followed */
+			t->p = NULL;
+			continue;
+		}
 		if (err) {
 			int code = report_attach_error(r->pids[i], err, t->p);
 
@@ -169,13 +187,19 @@ static int open_targets(struct record *r)
 /* Notice targets that exited (the kernel says so too, but a zombie is not reaped at once). */
 static int any_alive(struct record *r, bool look)
 {
+	uint64_t now = mono_ns();
+
 	launch_reap(r, WNOHANG);
 	for (int i = 0; i < r->ntargets; i++) {
 		struct target *t = &r->targets[i];
 		bool up = t->pid == r->child ? r->child != 0 : !look || pid_alive(t->pid);
 
 		if (t->p && (!t->alive || !up)) {
-			if (r->all)
+			if (r->follow) {
+				if (t->alive)
+					sampler_del_proc(r->c.smp, t->pid), t->alive = false;
+				follow_drop_gone(r, t, now);    /* a tree's processes come and go */
+			} else if (r->all)
 				run_drop_target(r, t);   /* a host has many: free them as they go */
 			else if (t->alive)
 				sampler_del_proc(r->c.smp, t->pid), t->alive = false;
@@ -266,7 +290,18 @@ static bool check_alive(void *ctx, struct timer *t, uint64_t now)
 	(void)t;
 	if (look)
 		r->next_alive_look = now + ALIVE_EVERY_NS;
+	if (r->follow) {
+		any_alive(r, look);
+		return follow_roots_alive(r) && !r->launch_err;
+	}
 	return any_alive(r, look) || r->all;
+}
+
+/* --subprocesses: a command that is not Python and started nothing is given up on. */
+static bool launch_deadline(void *ctx, struct timer *t, uint64_t now)
+{
+	(void)t, (void)now;
+	return !launch_given_up(ctx);
 }
 
 static uint64_t earlier(uint64_t a, uint64_t b)
@@ -385,6 +420,8 @@ static void add_timers(struct record *r, bool tty)
 		loop_add(l, &(struct timer){ .period = tick, .next = start + tick, .fn = run_ticks });
 	r->alive_timer = loop_add(l, &(struct timer){ .period = ALIVE_EVERY_NS, .next = TIMER_NOW,
 						      .fn = check_alive });
+	if (r->follow && r->cmd)
+		loop_add(l, &(struct timer){ .next = start + LAUNCH_WAIT_NS, .fn = launch_deadline });
 	loop_add(l, &(struct timer){ .due = pending_due, .fn = run_pending });
 	loop_add(l, &(struct timer){ .due = rescans_due, .fn = rescan_due });
 	loop_add(l, &(struct timer){ .period = jitter_every(r->c.o.hz),
@@ -509,6 +546,7 @@ void run_cleanup(struct record *r, int go_fd)
 	free(r->c.locs);
 	free(r->targets);
 	free(r->skipped);
+	free(r->notes);
 	if (r->comm_re)
 		regfree(&r->comm_regex);
 }
@@ -527,7 +565,7 @@ int run_setup(struct record *r, int *go_fd)
 		return code;
 	r->c.o.names_late = r->all && !r->c.o.per_thread;
 	so = (struct sampler_opts){ .hz = r->c.o.hz, .sched = r->c.o.mode != MODE_CPU, .execs = r->all,
-				    .late_threads = r->c.o.names_late,
+				    .late_threads = r->c.o.names_late, .follow = r->follow,
 				    .cb = run_on_sample, .pcb = run_on_proc_event, .ctx = r };
 	err = sampler_open(&r->c.smp, &so);
 	if (err)
@@ -538,6 +576,8 @@ int run_setup(struct record *r, int *go_fd)
 			return report_sampler_error(err);
 	if (r->all)
 		run_discover(r);
+	if (r->follow && r->npids)
+		follow_existing(r);
 	if (r->cmd && (code = launch_start(r, go_fd)) != 0)
 		return code;
 	/*
@@ -570,6 +610,11 @@ static int run(struct record *r, int *go_fd)
 	loop_add_sink(&r->loop, &(struct window_sink){ write_profile, r });
 	loop_add_sink(&r->loop, &(struct window_sink){ print_report, r });
 	run_loop(r);
+	if (r->follow && r->cmd && (code = launch_check_profiled(r)) != 0)
+		return code;
+	/* Process roots only when more than one process is in the profile, as without following. */
+	if (r->follow && r->npids < 2)
+		agg_drop_single_root(r->c.agg);
 	return loop_close_window(&r->loop, r->end_ns, true) ? EXIT_IO : 0;
 }
 
@@ -577,7 +622,11 @@ int run_alloc(struct record *r)
 {
 	sampler_verbose(r->verbose);
 	if (!r->max_processes)
-		r->max_processes = r->all ? DEFAULT_MAX_PROCESSES : (r->npids ? r->npids : 1);
+		r->max_processes = r->all || r->follow ? DEFAULT_MAX_PROCESSES : (r->npids ? r->npids : 1);
+	if (r->max_processes < r->npids)
+		r->max_processes = r->npids;
+	if (r->follow && !(r->notes = calloc(MAX_PROC_NOTES, sizeof(*r->notes))))
+		return report_error(NULL, -PBP_E_NOMEM);
 	r->c.agg = agg_new();
 	r->c.locs = malloc(sizeof(*r->c.locs) * MAX_LOCS);
 	r->targets = calloc((size_t)r->max_processes, sizeof(*r->targets));

@@ -104,6 +104,22 @@ struct pending {
 };
 
 /*
+ * --subprocesses: a process of the followed tree, Python or not, and what
+ * it gave: samples in the profile, and samples the kernel took while
+ * pybpfprof did not know it as a target (it was gone before its stacks
+ * were named, or the target table was full). The table keeps the first
+ * MAX_PROC_NOTES processes of a run; later ones are counted only.
+ */
+#define MAX_PROC_NOTES 4096
+struct proc_note {
+	pid_t pid, parent;
+	uint64_t samples, lost;
+	uint64_t gone_ns;               /* its exit event, 0 while it lives */
+	bool python;                    /* profiled at some point */
+	char comm[16];
+};
+
+/*
  * The end-of-run figures: the human summary (default), with the cache and
  * read statistics (text), as one JSON line instead (json), or none.
  */
@@ -125,6 +141,8 @@ struct record {
 	enum stats_form stats;
 	bool quiet, verbose;
 	char **cmd;
+	int subprocesses;       /* --subprocesses 1, --no-subprocesses -1, neither 0 */
+	bool follow;            /* descendants are followed: a command's by default */
 	/* state */
 	struct collector c;
 	pid_t child;
@@ -147,6 +165,10 @@ struct record {
 	 */
 	void (*describe)(void *ctx, pid_t pid, const struct cgroup_info *cg, struct proc_meta *m);
 	void *describe_ctx;
+	struct proc_note *notes;        /* --subprocesses: the tree's processes */
+	int nnotes;
+	uint64_t unnoted;               /* processes of the tree past MAX_PROC_NOTES */
+	int launch_err;                 /* the launched command given up on: why (-PBP_E_*) */
 	struct timer *alive_timer;      /* due at once after a target's exit */
 	uint64_t next_alive_look;       /* -a: when /proc is next read for every target */
 	uint64_t next_rescan;           /* of every target's thread list */
@@ -172,14 +194,42 @@ void run_drop_target(struct record *r, struct target *t);
 void run_discover(struct record *r);
 void run_rediscover(struct record *r);
 bool run_pending(void *ctx, struct timer *t, uint64_t now);
+/* Look at pid again shortly (just exec'd, or not Python yet); false when it is given up on. */
+bool run_queue_pending(struct record *r, pid_t pid, int tries);
+/* A slot of the target table for p as pid, registered with the sampler; NULL (p closed) if none or failed. */
+struct target *run_add_target(struct record *r, pid_t pid, struct pyproc *p);
 void run_on_sample(void *ctx, const struct pbp_sample *ks);
-void run_on_proc_event(void *ctx, uint32_t kind, pid_t pid);
+void run_on_proc_event(void *ctx, uint32_t kind, pid_t pid, pid_t parent);
+
+/* follow.c: --subprocesses, the process tree under the launched command or the -p processes */
+struct proc_note *follow_note_of(struct record *r, pid_t pid);
+/* A process of the tree, new to the run: noted, and followed by the kernel when root. */
+void follow_add(struct record *r, pid_t pid, pid_t parent, bool root);
+/* -p --subprocesses: the given processes' descendants running already, followed and profiled. */
+void follow_existing(struct record *r);
+/* A followed process forked pid: profiled at once if the parent is, from what is known of it. */
+void follow_fork(struct record *r, pid_t pid, pid_t parent);
+void follow_exit(struct record *r, pid_t pid);
+/* True while a process the run was started on (the command, a -p pid) lives. */
+bool follow_roots_alive(struct record *r);
+/* Processes of the tree alive, Python or not. */
+int follow_live(const struct record *r);
+/* A target that exited: dropped (true) once its last samples had time to be named. */
+bool follow_drop_gone(struct record *r, struct target *t, uint64_t now);
+void follow_summary(const struct record *r);
+void follow_warn_full(const struct record *r);
+struct jsonw;
+void follow_json(struct jsonw *w, const struct record *r);
 
 /* launch.c: the command run under the profiler */
 int launch_start(struct record *r, int *go_fd);
 /* Wait for the launched command; stopping (a signal stopped us): stop it too. */
 void launch_end(struct record *r, bool stopping);
 int launch_status(const struct record *r);
+/* --subprocesses: true (launch_err set) when the command is not Python and started nothing. */
+bool launch_given_up(struct record *r);
+/* --subprocesses, at the end: 0 when something was profiled, else the exit code, said. */
+int launch_check_profiled(struct record *r);
 /* Reap the launched command (waitpid flags), keeping its status for our exit code: true when reaped. */
 bool launch_reap(struct record *r, int flags);
 

@@ -168,8 +168,10 @@ static void print_summary(struct record *r)
 			(unsigned long long)st[PBP_STAT_SNAP_LOST]);
 	warn_late_ticks(c);
 	for (int i = 0; i < r->ntargets; i++)
-		if (r->targets[i].p && !r->all)
+		if (r->targets[i].p && !r->all && !r->follow)
 			target_print_threads(c, &r->targets[i], stderr);
+	if (r->follow)
+		follow_summary(r);
 	print_execs(r);
 	if (r->all)
 		fprintf(stderr, "pybpfprof: %d Python processes profiled at the end, %d not profiled\n",
@@ -276,6 +278,7 @@ static void print_json(struct record *r)
 			stats_json_target(&w, &r->targets[i]);
 	jw_end_arr(&w);
 	json_events(&w, r);
+	follow_json(&w, r);
 	jw_finish(&w);
 }
 

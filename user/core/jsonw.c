@@ -72,6 +72,12 @@ void jw_u64(struct jsonw *w, const char *key, uint64_t v)
 	fprintf(w->o, "%llu", (unsigned long long)v);
 }
 
+void jw_bool(struct jsonw *w, const char *key, bool v)
+{
+	member(w, key);
+	fputs(v ? "true" : "false", w->o);
+}
+
 void jw_int(struct jsonw *w, const char *key, long long v)
 {
 	member(w, key);

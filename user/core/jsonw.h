@@ -24,6 +24,7 @@ void jw_arr(struct jsonw *w, const char *key);
 void jw_end_arr(struct jsonw *w);
 void jw_u64(struct jsonw *w, const char *key, uint64_t v);
 void jw_int(struct jsonw *w, const char *key, long long v);
+void jw_bool(struct jsonw *w, const char *key, bool v);
 /* A number; null when not finite. */
 void jw_num(struct jsonw *w, const char *key, double v);
 /* A string escaped for JSON (text.c); null for NULL. */

@@ -77,6 +77,52 @@ void codecache_free(struct codecache *c)
 	free(c);
 }
 
+static void *dup_bytes(const void *src, size_t n)
+{
+	void *d = src ? malloc(n) : NULL;
+
+	if (d)
+		memcpy(d, src, n);
+	return d;
+}
+
+/* One entry's copy, its strings and line table its own: false when memory ran out. */
+static bool slot_copy(struct codeinfo *d, const struct codeinfo *s)
+{
+	*d = *s;
+	d->name = dup_bytes(s->name, s->name ? strlen(s->name) + 1 : 0);
+	d->file = dup_bytes(s->file, s->file ? strlen(s->file) + 1 : 0);
+	d->linetable = dup_bytes(s->linetable, s->lt_len);
+	if ((s->name && !d->name) || (s->file && !d->file) || (s->linetable && !d->linetable)) {
+		slot_clear(d);
+		return false;
+	}
+	return true;
+}
+
+struct codecache *codecache_clone(const struct codecache *src)
+{
+	struct codecache *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->slots = calloc((size_t)src->nsets * WAYS, sizeof(*c->slots));
+	if (!c->slots) {
+		free(c);
+		return NULL;
+	}
+	c->nsets = src->nsets;
+	c->budget = src->budget;
+	c->bytes = src->bytes;
+	c->clock = src->clock;
+	for (unsigned i = 0; i < c->nsets * WAYS; i++)
+		if (src->slots[i].addr && !slot_copy(&c->slots[i], &src->slots[i])) {
+			codecache_free(c);
+			return NULL;
+		}
+	return c;
+}
+
 const struct codecache_stats *codecache_stats(const struct codecache *c)
 {
 	return &c->st;
@@ -180,6 +226,22 @@ static int load(struct pyproc *p, uint64_t addr, struct codeinfo *ci)
 	return err;
 }
 
+/*
+ * A forked child that exited before its code objects were read: those made
+ * before the fork are in its parent at the same address. The key check
+ * that follows (codecache_get) refuses one the parent has since replaced.
+ */
+static int load_from_origin(struct pyproc *p, uint64_t addr, struct codeinfo *ci)
+{
+	struct remote *own = p->r;
+	int err;
+
+	p->r = p->origin;
+	err = load(p, addr, ci);
+	p->r = own;
+	return err;
+}
+
 static bool key_matches(const struct codeinfo *ci, uint32_t firstlineno, uint32_t name_lo)
 {
 	return ci->firstlineno == firstlineno && ci->name_lo == name_lo;
@@ -233,6 +295,8 @@ const struct codeinfo *codecache_get(struct codecache *c, struct pyproc *p, uint
 	}
 	c->st.misses++;
 	*err = load(p, addr, ci);
+	if (*err && p->origin)
+		*err = load_from_origin(p, addr, ci);
 	if (*err) {
 		c->st.bad++;
 		return NULL;

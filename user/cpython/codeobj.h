@@ -30,6 +30,12 @@ struct codecache;
 struct codecache *codecache_new(unsigned capacity, size_t budget);
 void codecache_free(struct codecache *c);
 /*
+ * A copy of every entry, for a process forked from the one src is of: its
+ * code objects are at the same addresses, with the same contents, until
+ * it frees them, which the kernel's key tells (codecache_get).
+ */
+struct codecache *codecache_clone(const struct codecache *src);
+/*
  * The code object at addr. key (firstlineno, name_lo) comes from the kernel's
  * snapshot; with key == NULL the header is re-read to validate the entry.
  * Returns NULL with *err set when addr is not a readable code object.

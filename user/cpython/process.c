@@ -425,12 +425,42 @@ int pyproc_open(pid_t pid, const struct pyproc_limits *lim, struct pyproc **out)
 	return err;
 }
 
+int pyproc_fork(const struct pyproc *parent, pid_t pid, const struct pyproc_limits *lim,
+		struct pyproc **out)
+{
+	struct pyproc *p = calloc(1, sizeof(*p));
+	int err;
+
+	*out = NULL;
+	if (!p)
+		return -PBP_E_NOMEM;
+	p->pid = pid;
+	err = pyproc_pidns(p);
+	p->r = err ? NULL : remote_open(pid, lim->cache_pages);
+	p->codes = err ? NULL : codecache_clone(parent->codes);
+	p->origin = err ? NULL : remote_open(parent->pid, 0);
+	if (err || !p->r || !p->codes || !p->origin) {
+		pyproc_close(p);
+		return err ? err : -PBP_E_NOMEM;
+	}
+	p->v = parent->v;
+	p->runtime = parent->runtime;
+	p->gil_static = parent->gil_static;
+	p->pycode_type = parent->pycode_type;
+	memcpy(p->binary, parent->binary, sizeof(p->binary));
+	memcpy(p->binary_open, parent->binary_open, sizeof(p->binary_open));
+	memcpy(p->version, parent->version, sizeof(p->version));
+	*out = p;
+	return 0;
+}
+
 void pyproc_close(struct pyproc *p)
 {
 	if (!p)
 		return;
 	codecache_free(p->codes);
 	remote_close(p->r);
+	remote_close(p->origin);
 	tidmap_free(p->tids);
 	free(p);
 }

@@ -45,6 +45,12 @@ struct pyproc {
 	struct tidmap *tids;    /* its threads' ids translated, NULL when it shares our namespace */
 	struct pyver v;
 	struct remote *r;
+	/*
+	 * Forked without exec: its parent's memory, where the code objects made
+	 * before the fork are too, for a child gone before its own were read.
+	 * NULL otherwise.
+	 */
+	struct remote *origin;
 	struct codecache *codes;
 	uint64_t runtime;       /* address of _PyRuntime (3.6: of interp_head) */
 	uint64_t gil_static;    /* 3.6: address of the static gil_locked, 0 if unknown */
@@ -62,6 +68,13 @@ struct pyproc {
  * the caller closes it.
  */
 int pyproc_open(pid_t pid, const struct pyproc_limits *lim, struct pyproc **out);
+/*
+ * pid, just forked from parent without exec: the same interpreter at the
+ * same addresses, so what was learned of parent (version, layout, code
+ * objects) is copied, not looked for again. Returns -PBP_E_*.
+ */
+int pyproc_fork(const struct pyproc *parent, pid_t pid, const struct pyproc_limits *lim,
+		struct pyproc **out);
 void pyproc_close(struct pyproc *p);
 
 #endif /* PBP_CPYTHON_PROCESS_H */

@@ -59,6 +59,15 @@ bool proc_exited(pid_t pid)
 	return (flags & PF_EXITING) != 0;
 }
 
+pid_t proc_ppid(pid_t pid)
+{
+	char buf[512];
+	const char *st = thread_stat(pid, pid, buf, sizeof(buf));
+	int ppid;
+
+	return st && sscanf(st, "%*c %d", &ppid) == 1 ? (pid_t)ppid : 0;
+}
+
 char proc_state(pid_t pid)
 {
 	return proc_thread_state(pid, pid);

@@ -10,6 +10,8 @@
 /* Kernel scheduler state letter of a thread (R, S, D, Z, ...), '?' if gone. */
 char proc_thread_state(pid_t pid, pid_t tid);
 char proc_state(pid_t pid);
+/* Its parent's id, 0 if it is gone (or its parent is not in our PID namespace). */
+pid_t proc_ppid(pid_t pid);
 /* Gone, a zombie, or exiting (its memory may already be unmapped). */
 bool proc_exited(pid_t pid);
 void proc_thread_comm(pid_t pid, pid_t tid, char *out, size_t len);

@@ -35,7 +35,14 @@
 
 struct sampler {
 	struct profile_bpf *skel;
-	struct ring_buffer *rb;         /* samples, then process and thread events */
+	struct ring_buffer *rb;         /* samples */
+	struct ring_buffer *prb;        /* process and thread events */
+	/*
+	 * --subprocesses: events drained before samples, so that a new
+	 * process's first samples find it known; else after, so that a
+	 * target's last samples come before its exit or exec.
+	 */
+	bool events_first;
 	int efd;                        /* epoll, edge-triggered, on both rings (sampler_wait) */
 	struct bpf_link *switch_link, *fork_link, *exec_link, *exit_link;
 	proc_event_fn pcb;
@@ -81,7 +88,7 @@ static int on_proc_event(void *ctx, void *data, size_t size)
 	const struct pbp_proc_event *ev = data;
 
 	if (size >= sizeof(*ev) && s->pcb)
-		s->pcb(s->ctx, ev->kind, (pid_t)ev->pid);
+		s->pcb(s->ctx, ev->kind, (pid_t)ev->pid, (pid_t)ev->parent);
 	return 0;
 }
 
@@ -224,9 +231,6 @@ static int track_threads(struct sampler *s)
 	s->switch_link = bpf_program__attach(s->skel->progs.on_switch);
 	if (!s->switch_link)
 		return bpf_err(errno);
-	s->fork_link = bpf_program__attach(s->skel->progs.on_fork);
-	if (!s->fork_link)
-		return bpf_err(errno);
 	m = mmap(NULL, tstates_bytes(), PROT_READ | PROT_WRITE, MAP_SHARED,
 		 bpf_map__fd(s->skel->maps.tstates), 0);
 	if (m == MAP_FAILED)
@@ -241,16 +245,23 @@ static int track_threads(struct sampler *s)
 	return 0;
 }
 
-/* Exits and execs of targets always (a target that execs is a new program); every exec for -a. */
-static int track_processes(struct sampler *s)
+/*
+ * Exits and execs of targets always (a target that execs is a new program);
+ * every exec for -a; forks for new threads (wall, gil) and new processes
+ * (--subprocesses).
+ */
+static int track_processes(struct sampler *s, bool forks)
 {
+	if (forks && !(s->fork_link = bpf_program__attach(s->skel->progs.on_fork)))
+		return bpf_err(errno);
 	s->exit_link = bpf_program__attach(s->skel->progs.on_exit);
 	if (!s->exit_link)
 		return bpf_err(errno);
 	s->exec_link = bpf_program__attach(s->skel->progs.on_exec);
 	if (!s->exec_link)
 		return bpf_err(errno);
-	if (ring_buffer__add(s->rb, bpf_map__fd(s->skel->maps.procevents), on_proc_event, s) != 0)
+	s->prb = ring_buffer__new(bpf_map__fd(s->skel->maps.procevents), on_proc_event, s, NULL);
+	if (!s->prb)
 		return bpf_err(errno);
 	return 0;
 }
@@ -452,6 +463,7 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o)
 	s->efd = -1;
 	s->cb = o->cb;
 	s->pcb = o->pcb;
+	s->events_first = o->follow;
 	s->ctx = o->ctx;
 	cap_rate(s, hz);
 	hz = s->lim.hz;
@@ -470,7 +482,9 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o)
 		s->skel->rodata->snap_gap_ns = s->period;
 	/* Only the modes that look at off-CPU threads pay for the scheduler hook. */
 	bpf_program__set_autoload(s->skel->progs.on_switch, o->sched);
-	bpf_program__set_autoload(s->skel->progs.on_fork, o->sched);
+	bpf_program__set_autoload(s->skel->progs.on_fork, o->sched || o->follow);
+	s->skel->rodata->thread_events = o->sched;
+	s->skel->rodata->follow = o->follow;
 	s->skel->rodata->all_execs = o->execs;
 	s->skel->rodata->wake_new_threads = !o->late_threads;
 	err = profile_bpf__load(s->skel);
@@ -493,7 +507,7 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o)
 	if (!err && o->sched)
 		err = track_threads(s);
 	if (!err)
-		err = track_processes(s);
+		err = track_processes(s, o->sched || o->follow);
 	if (err)
 		goto fail;
 	*out = s;
@@ -508,6 +522,7 @@ void sampler_close(struct sampler *s)
 	if (!s)
 		return;
 	ring_buffer__free(s->rb);
+	ring_buffer__free(s->prb);
 	if (s->efd >= 0)
 		close(s->efd);
 	bpf_link__destroy(s->switch_link);
@@ -561,6 +576,19 @@ int sampler_add_proc(struct sampler *s, pid_t pid, const struct pbp_proc *p)
 	__u32 key = (__u32)pid;
 
 	return bpf_map_update_elem(bpf_map__fd(s->skel->maps.procs), &key, p, BPF_ANY) ? -errno : 0;
+}
+
+int sampler_follow(struct sampler *s, pid_t pid)
+{
+	__u32 key = (__u32)pid, parent = 0;
+
+	return bpf_map_update_elem(bpf_map__fd(s->skel->maps.followed), &key, &parent, BPF_ANY) ? -errno : 0;
+}
+
+void sampler_drain_events(struct sampler *s)
+{
+	if (s->prb)
+		ring_buffer__consume(s->prb);
 }
 
 void sampler_del_proc(struct sampler *s, pid_t pid)
@@ -621,7 +649,12 @@ int sampler_drain(struct sampler *s)
 
 	s->drained = 0;
 	s->drain_until = mono_ns() + DRAIN_MAX_NS;
+	if (s->events_first)
+		sampler_drain_events(s);        /* a new process's samples find it known */
 	n = ring_buffer__consume(s->rb);
+	/* A target's samples before its exit or exec: not while some wait still (the drain was cut). */
+	if (!s->events_first && n >= 0)
+		sampler_drain_events(s);
 	return n < 0 ? s->drained : n;
 }
 

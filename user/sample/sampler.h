@@ -11,15 +11,17 @@
 
 struct sampler;
 typedef void (*sample_fn)(void *ctx, const struct pbp_sample *s);
-typedef void (*proc_event_fn)(void *ctx, uint32_t kind, pid_t pid);
+/* parent: the forking process of a PBP_EV_FORK, else 0. */
+typedef void (*proc_event_fn)(void *ctx, uint32_t kind, pid_t pid, pid_t parent);
 
 struct sampler_opts {
 	unsigned hz;            /* asked; sampler_open lowers it to what the host sustains */
 	bool sched;             /* track off-CPU state (wall and gil modes) */
 	bool execs;             /* report every exec (whole-host mode) */
 	bool late_threads;      /* a new thread's first sample need not wake the loop (names_late) */
+	bool follow;            /* follow the process trees under sampler_follow()'s roots */
 	sample_fn cb;
-	proc_event_fn pcb;      /* exec and target-exit events */
+	proc_event_fn pcb;      /* exec, exit, thread and fork events */
 	void *ctx;
 };
 
@@ -45,6 +47,10 @@ void sampler_close(struct sampler *s);
 void sampler_verbose(bool on);
 int sampler_add_proc(struct sampler *s, pid_t pid, const struct pbp_proc *p);
 void sampler_del_proc(struct sampler *s, pid_t pid);
+/* --subprocesses: pid's new processes are followed (PBP_EV_FORK), and theirs. */
+int sampler_follow(struct sampler *s, pid_t pid);
+/* Deliver the process events waiting, only: a sample of a process not known yet may follow one. */
+void sampler_drain_events(struct sampler *s);
 /* A slot in the kernel's per-thread state array (-1 when not tracking). */
 int sampler_slot_alloc(struct sampler *s);
 void sampler_slot_free(struct sampler *s, int slot);

@@ -1,0 +1,163 @@
+"""Target for test_subprocesses: a tree of processes, each spinning in a
+function of its own and measuring the CPU time it spent there.
+
+Runs on CPython 3.6 to 3.14 (keep the syntax at 3.6's level).
+
+    tree.py pool METHOD OUT      multiprocessing.Pool(2), start METHOD (fork,
+                                 forkserver, spawn): each task spins in
+                                 work() for SPIN s of CPU; OUT gets one JSON
+                                 line per task {"pid", "work", "total"}
+                                 (CPU seconds in work(), and of the process
+                                 when the task ended)
+    tree.py chain DEPTH          spins in level_DEPTH() (main, child,
+                                 grandchild: 2, 1, 0) and starts the next
+                                 level as a new interpreter (subprocess)
+    tree.py brief N MS           forks N workers one after the other, each
+                                 spinning MS ms of CPU in brief() and
+                                 exiting at once; prints their pids
+    tree.py server N             a socketserver.ForkingTCPServer: each of N
+                                 requests (from a client thread) is
+                                 handled in a forked child spinning 0.2 s
+                                 in handle_spin(); prints the handlers' pids
+    tree.py late                 writes $PBP_READY, then forks a worker
+                                 spinning 0.3 s in late_work() every 0.5 s,
+                                 for 60 s; a child forked before ready
+                                 spins in early_work() meanwhile
+"""
+
+import json
+import multiprocessing
+import os
+import socket
+import socketserver
+import subprocess
+import sys
+import threading
+import time
+
+SPIN = float(os.environ.get("PBP_SPIN", "1.0"))
+
+
+def spin(seconds):
+    t0 = time.process_time()
+    while time.process_time() - t0 < seconds:
+        pass
+    return time.process_time() - t0
+
+
+def work(i):
+    spent = spin(SPIN)
+    return {"pid": os.getpid(), "work": spent, "total": time.process_time()}
+
+
+def pool(method, out):
+    ctx = multiprocessing.get_context(method)
+    with ctx.Pool(2) as p:
+        res = p.map(work, range(2), chunksize=1)
+    with open(out, "w") as f:
+        for r in res:
+            f.write(json.dumps(r) + "\n")
+
+
+def level_0():
+    spin(0.4)
+
+
+def level_1():
+    spin(0.4)
+
+
+def level_2():
+    spin(0.4)
+
+
+def chain(depth):
+    [level_0, level_1, level_2][depth]()
+    if depth:
+        subprocess.check_call([sys.executable, os.path.abspath(__file__), "chain", str(depth - 1)])
+
+
+def brief(ms):
+    spin(ms / 1000.0)
+
+
+def run_brief(n, ms):
+    for _ in range(n):
+        pid = os.fork()
+        if pid == 0:
+            brief(ms)
+            os._exit(0)
+        print(pid, flush=True)
+        os.waitpid(pid, 0)
+
+
+def handle_spin():
+    spin(0.2)
+
+
+class Handler(socketserver.BaseRequestHandler):
+    def handle(self):
+        self.request.recv(16)
+        handle_spin()
+        self.request.sendall(str(os.getpid()).encode())
+
+
+def server(n):
+    srv = socketserver.ForkingTCPServer(("127.0.0.1", 0), Handler)
+    t = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05})
+    t.start()
+    try:
+        for _ in range(n):
+            with socket.create_connection(srv.server_address) as c:
+                c.sendall(b"go")
+                print(c.recv(16).decode(), flush=True)
+    finally:
+        srv.shutdown()
+        t.join()
+        srv.server_close()
+
+
+def early_work():
+    spin(0.01)
+
+
+def late_work():
+    spin(0.3)
+
+
+def late():
+    parent = os.getpid()
+    early = os.fork()
+    if early == 0:
+        while os.getppid() == parent:   # never outlives its parent
+            early_work()
+            time.sleep(0.04)
+        os._exit(0)
+    with open(os.environ["PBP_READY"] + ".tmp", "w") as f:
+        json.dump({"pid": os.getpid(), "early": early}, f)
+    os.rename(os.environ["PBP_READY"] + ".tmp", os.environ["PBP_READY"])
+    try:
+        for _ in range(120):
+            time.sleep(0.5)
+            pid = os.fork()
+            if pid == 0:
+                late_work()
+                os._exit(0)
+            os.waitpid(pid, 0)
+    finally:
+        os.kill(early, 9)
+        os.waitpid(early, 0)
+
+
+if __name__ == "__main__":
+    what = sys.argv[1]
+    if what == "pool":
+        pool(sys.argv[2], sys.argv[3])
+    elif what == "chain":
+        chain(int(sys.argv[2]))
+    elif what == "brief":
+        run_brief(int(sys.argv[2]), float(sys.argv[3]))
+    elif what == "late":
+        late()
+    elif what == "server":
+        server(int(sys.argv[2]))

@@ -1,0 +1,174 @@
+"""Following subprocesses (issue #18): launch mode profiles every descendant
+of the command (multiprocessing's fork, forkserver and spawn workers, a
+shell wrapper, grandchildren), each process its own root; -p PID
+--subprocesses picks up the descendants of a running process;
+--no-subprocesses profiles the command alone. Targets measure their own
+CPU time (targets/tree.py) and the profile is checked against it."""
+
+import json
+import math
+import os
+import re
+import shlex
+
+import pytest
+
+from profile import func_of, parse_collapsed, run_profile
+
+TREE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets", "tree.py")
+ROOT = re.compile(r"^process (\d+) ")
+SUMMARY_PROC = re.compile(r"^pybpfprof:   pid (\d+) \(.*\): (\d+) samples(?:, (\d+) lost)?$")
+
+
+def by_process(stacks):
+    """{pid: [(frames under the process root, count)]}: every stack has a process root."""
+    out = {}
+    for frames, count in stacks:
+        m = ROOT.match(frames[0])
+        assert m, "no process root: %s" % frames[0]
+        out.setdefault(int(m.group(1)), []).append((frames[1:], count))
+    return out
+
+
+def samples_in(stacks, func):
+    return sum(c for frames, c in stacks if func in map(func_of, frames))
+
+
+def launch(interp, tmp_path, argv, *opts, timeout=120):
+    out = tmp_path / "out.txt"
+    r = run_profile(*opts, "-o", out, "--", *argv, timeout=timeout)
+    assert r.returncode == 0, r.stderr
+    return parse_collapsed(out.read_text()), r.stderr
+
+
+def summary_lines(err):
+    """{pid: (samples, lost)} from the summary's process list."""
+    out = {}
+    for line in err.splitlines():
+        m = SUMMARY_PROC.match(line)
+        if m:
+            out[int(m.group(1))] = (int(m.group(2)), int(m.group(3) or 0))
+    return out
+
+
+def bound(p, n):
+    """What an honest share of n samples may miss the truth p by: 4 binomial
+    standard deviations (one honest run in 16,000 fails), 5 points at least."""
+    return max(0.05, 4 * math.sqrt(max(p * (1 - p), 0.01) / max(n, 1)))
+
+
+@pytest.mark.parametrize("method", ["fork", "forkserver", "spawn"])
+def test_pool_workers_match_their_own_cpu(interp, tmp_path, method):
+    """Each pool worker is its own process root, and work()'s share of its
+    samples is within the bound of the share of CPU it measured in work()."""
+    host, inside = interp.mkdtemp()
+    stacks, err = launch(interp, tmp_path, interp.cmd(interp.place(TREE), "pool", method,
+                                                       os.path.join(inside, "res.jsonl")),
+                         "-F", 499)
+    with open(os.path.join(host, "res.jsonl")) as f:
+        tasks = [json.loads(line) for line in f]
+    truth = {}
+    for t in tasks:
+        w, total = truth.get(t["pid"], (0.0, 0.0))
+        truth[t["pid"]] = (w + t["work"], max(total, t["total"]))
+    procs = by_process(stacks)
+    assert set(truth) <= set(procs), (truth, sorted(procs), err)
+    for pid, (w, total) in truth.items():
+        got = procs.get(pid) or []
+        n = sum(c for _, c in got)
+        want = w / total
+        share = samples_in(got, "work") / n if n else 0.0
+        print("%s %s worker %d: work %.3f of %.3f s CPU = %.3f; profile %.3f of %d samples"
+              % (interp.name, method, pid, w, total, want, share, n))
+        assert n >= 50, (pid, err)
+        assert abs(share - want) <= bound(want, n), (pid, share, want, n, err)
+    # work() runs in the workers only, never under the parent's root.
+    assert samples_in([s for pid, ss in procs.items() if pid not in truth for s in ss], "work") == 0
+
+
+def test_shell_wrapper_child_and_grandchild(interp, tmp_path):
+    """sh (not Python) starts Python, which starts a child, which starts a
+    grandchild: all three Pythons are profiled, each under its own root."""
+    cmd = " ".join(shlex.quote(a) for a in interp.cmd(interp.place(TREE), "chain", 2))
+    stacks, err = launch(interp, tmp_path, ["sh", "-c", cmd + "; true"], "-F", 499)
+    procs = by_process(stacks)
+    where = {}
+    for level in ("level_2", "level_1", "level_0"):
+        pids = [pid for pid, ss in procs.items() if samples_in(ss, level) >= 20]
+        assert len(pids) == 1, (level, pids, err)
+        where[level] = pids[0]
+    assert len(set(where.values())) == 3, where
+
+
+def test_forking_server_handlers_each_their_own_root(interp, tmp_path):
+    """socketserver.ForkingTCPServer: every request's handler, in a child
+    forked without exec, is in the profile under its own process root."""
+    out = tmp_path / "out.txt"
+    r = run_profile("-F", 499, "-o", out, "--", *interp.cmd(interp.place(TREE), "server", 4))
+    assert r.returncode == 0, r.stderr
+    handlers = [int(x) for x in r.stdout.split()]
+    assert len(handlers) == 4, r.stdout
+    procs = by_process(parse_collapsed(out.read_text()))
+    for pid in handlers:
+        got = samples_in(procs.get(pid, []), "handle_spin")
+        print("%s handler %d: %d samples of handle_spin()" % (interp.name, pid, got))
+        assert got >= 40, (pid, r.stderr)   # 0.2 s at 499 Hz: 100
+    assert all(samples_in(ss, "handle_spin") == 0 for pid, ss in procs.items() if pid not in handlers)
+
+
+def test_one_process_profiled_has_no_process_root(interp, tmp_path):
+    """Following is on, but only the command is Python: stacks as without it."""
+    stacks, err = launch(interp, tmp_path, interp.cmd(interp.place(TREE), "chain", 0), "-F", 199)
+    assert samples_in(stacks, "level_0") >= 20, err
+    assert not any(frames[0].startswith("process ") for frames, _ in stacks), err
+
+
+def test_no_subprocesses_profiles_the_command_only(interp, tmp_path):
+    host, inside = interp.mkdtemp()
+    stacks, err = launch(interp, tmp_path, interp.cmd(interp.place(TREE), "pool", "fork",
+                                                       os.path.join(inside, "res.jsonl")),
+                         "--no-subprocesses", "-F", 199)
+    assert stacks, err
+    assert samples_in(stacks, "work") == 0
+    assert not any(frames[0].startswith("process ") for frames, _ in stacks)
+    assert "processes followed" not in err
+
+
+def test_brief_workers_appear_or_are_counted(interp, tmp_path):
+    """Five workers of 50 ms of CPU each: every one is in the profile with
+    samples of brief(), or counted as lost in the summary."""
+    out = tmp_path / "out.txt"
+    r = run_profile("-F", 999, "-o", out, "--", *interp.cmd(interp.place(TREE), "brief", 5, 50))
+    assert r.returncode == 0, r.stderr
+    workers = [int(x) for x in r.stdout.split()]
+    assert len(workers) == 5, r.stdout
+    procs = by_process(parse_collapsed(out.read_text()))
+    listed = summary_lines(r.stderr)
+    seen = 0
+    for pid in workers:
+        got = samples_in(procs.get(pid, []), "brief")
+        lost = listed.get(pid, (0, 0))[1]
+        print("%s worker %d: %d samples of brief(), %d lost" % (interp.name, pid, got, lost))
+        assert got or lost, (pid, r.stderr)
+        seen += got >= 10
+    # 50 ms at 999 Hz is 50 samples: most workers show most of them.
+    assert seen >= 4, r.stderr
+
+
+def test_attach_subprocesses_finds_running_and_new_children(interp, start_target, tmp_path):
+    """-p PARENT --subprocesses: the child running before pybpfprof started
+    (found in /proc) and the workers forked after (from the kernel)."""
+    proc, pid, ready = start_target(interp, TREE, "late")
+    out = tmp_path / "out.txt"
+    r = run_profile("-p", pid, "--subprocesses", "-d", 4, "-o", out)
+    assert r.returncode == 0, r.stderr
+    procs = by_process(parse_collapsed(out.read_text()))
+    late = [p for p, ss in procs.items() if p != pid and samples_in(ss, "late_work")]
+    early = [p for p, ss in procs.items() if p != pid and samples_in(ss, "early_work")]
+    assert len(late) >= 2, r.stderr
+    assert len(early) == 1, r.stderr
+    # Without the option, -p profiles the process alone: its children spin, it sleeps.
+    r = run_profile("-p", pid, "-d", 1, "-o", out)
+    assert r.returncode == 0, r.stderr
+    stacks = parse_collapsed(out.read_text())
+    assert samples_in(stacks, "late_work") == 0 and samples_in(stacks, "early_work") == 0
