@@ -149,6 +149,9 @@ class Receiver(http.server.BaseHTTPRequestHandler):
     dups = []
     names = set()
 
+    # Keep-alive, as Pyroscope's server: the agent's pushes reuse a connection.
+    protocol_version = "HTTP/1.1"
+
     def do_POST(self):
         url = urllib.parse.urlparse(self.path)
         q = urllib.parse.parse_qs(url.query)

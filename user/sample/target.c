@@ -472,7 +472,13 @@ static struct tcache *adopt_thread(struct collector *c, struct target *t, pid_t 
 {
 	struct pythread th = { .tid = tid, .tstate = tstate };
 
-	register_thread(c, t, &th, NULL, false);
+	/*
+	 * Named late, it carries its process's command name until then (which a
+	 * thread inherits) rather than /proc being read for each new thread.
+	 */
+	if (c->o.names_late && !t->comm[0])
+		proc_thread_comm(t->pid, t->pid, t->comm, sizeof(t->comm));
+	register_thread(c, t, &th, c->o.names_late ? t->comm : NULL, false);
 	return tc_find(t, tid);
 }
 

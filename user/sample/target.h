@@ -81,6 +81,7 @@ struct target {
 	struct proc_meta *meta;
 	char *root;
 	uint64_t labels_ns;     /* when they were made */
+	char comm[16];          /* names_late: the process's command name, "" until needed */
 	uint64_t gil_ticks, gil_held, gil_contended;
 };
 
