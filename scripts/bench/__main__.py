@@ -31,6 +31,9 @@ Scenarios (--only takes their names):
             narrowed to them with --comm (or a -p list of the 50 pids where
             -a is missing): profiler CPU share of one core after start-up, and
             its VmHWM
+  pool      a launched parent forking 8 workers spinning 30 deep (every
+            process followed, each forked child warm) against one worker, at
+            99 Hz: profiler CPU per sample after start-up, and 8 / 1
   deep      recursion 500 deep at 999 Hz: profiler CPU per sample, BPF time
             per sample, and the share of stacks finished in user space
   rate      -F 10,000, 20,000 and 50,000 on a busy target: the rate pybpfprof

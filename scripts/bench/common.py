@@ -10,7 +10,7 @@ PBP = os.environ.get("PBP_BIN") or os.path.join(REPO, "build", "pybpfprof")
 DEFAULT_RESULTS = os.path.join(REPO, "bench", "RESULTS.md")
 PYENV = os.environ.get("PYENV_ROOT") or "/root/.pyenv"
 CHROOT = os.environ.get("PBP_CHROOT", "/var/cache/pybpfprof/sid-chroot").rstrip("/")
-SCENARIOS = ["slowdown", "cost", "reads", "wall", "host", "deep", "rate"]
+SCENARIOS = ["slowdown", "cost", "reads", "wall", "host", "pool", "deep", "rate"]
 ANALYSIS_BEGIN = "<!-- analysis: begin (hand-written, kept across runs) -->"
 ANALYSIS_END = "<!-- analysis: end -->"
 
@@ -20,9 +20,9 @@ ANALYSIS_END = "<!-- analysis: end -->"
 # low_run_s: the 99 Hz cost runs and their idle baseline; at 99 Hz a 5 s run
 # holds too few samples to tell a few µs per sample from the noise here.
 FULL = dict(reps=5, slow_reps=9, deep_reps=5, work_s=2.0, run_s=5.0, low_run_s=15.0,
-            warm_s=1.0, host_run_s=6.0, host_warm_s=2.5, host_procs=50)
+            warm_s=1.0, host_run_s=6.0, host_warm_s=2.5, host_procs=50, pool_run_s=10.0)
 QUICK = dict(reps=2, slow_reps=2, deep_reps=2, work_s=0.4, run_s=1.2, low_run_s=1.2,
-             warm_s=0.5, host_run_s=2.5, host_warm_s=1.2, host_procs=50)
+             warm_s=0.5, host_run_s=2.5, host_warm_s=1.2, host_procs=50, pool_run_s=3.0)
 
 RATES = [99, 999, 9999]
 HIGH_RATES = [10000, 20000, 50000]
@@ -32,6 +32,7 @@ DEEP = 500
 WALL_IDLE = [0, 50, 200]
 WAKERS = 20
 HOST_COMM = "pbpbench"
+POOL = 8               # fork workers of the pool scenario
 CHUNKS = 100           # the timed workload is timed in this many pieces too
 FAST_MODE = 1.25       # a piece this much slower than a case's 5th percentile is "slow mode"
 GUARD_S = 0.3          # launch mode: the target sleeps this long before its workload
@@ -50,6 +51,7 @@ TARGETS = {
     "wall_ratio": ("<=", 2.0),
     "host_core_pct": ("<", 1.0),
     "host_hwm_mb": ("<", 100.0),
+    "pool_ratio": ("<=", 1.5),
 }
 
 

@@ -7,6 +7,7 @@ import time
 
 import cost
 import host
+import pool
 import slowdown
 import wall
 from common import PBP, SCENARIOS, log
@@ -47,7 +48,7 @@ class Bench(object):
                     log("%s on %s" % (scen, it.name))
                     t = time.monotonic()
                     {"slowdown": slowdown.slowdown, "cost": cost.cost, "reads": cost.cost,
-                     "wall": wall.wall, "host": host.host, "deep": cost.deep,
+                     "wall": wall.wall, "host": host.host, "pool": pool.pool, "deep": cost.deep,
                      "rate": host.rate}[scen](self, it)
                     log("  %.0f s" % (time.monotonic() - t))
             finally:

@@ -6,7 +6,7 @@ import subprocess
 import time
 
 from common import (ANALYSIS_BEGIN, ANALYSIS_END, CHUNKS, DEEP, DEPTH, FAST_MODE, GUARD_S,
-                    HIGH_RATES, PBP, REPO)
+                    HIGH_RATES, PBP, POOL, REPO)
 
 
 ROWS = [
@@ -20,6 +20,7 @@ ROWS = [
     ("wall_ms@0", "wall"), ("wall_ms@50", "wall"), ("wall_ms@200", "wall"), ("wall_ratio", "wall"),
     ("wakers_ms", "wall"), ("wakers_read", "wall"), ("wakers_target", "wall"),
     ("host_core_pct", "host"), ("host_hwm_mb", "host"),
+    ("pool_us@1", "pool"), ("pool_us@%d" % POOL, "pool"), ("pool_ratio", "pool"),
     ("deep_cost_us", "deep"), ("deep_kernel_us", "deep"), ("deep_completed", "deep"),
 ] + [("rate_%s@%d" % (k, hz), "rate") for hz in HIGH_RATES
      for k in ("ran", "irq", "achieved", "share")]

@@ -133,6 +133,17 @@ def main():
         ready(sys.argv[4], threads=threading.active_count())
         while True:
             time.sleep(3600)
+    elif what == "pool":                    # pool N DEPTH READY: N fork workers spinning
+        n, depth = int(sys.argv[2]), int(sys.argv[3])
+        workers = []
+        for _ in range(n):
+            pid = os.fork()
+            if pid == 0:
+                spin_main(depth)
+            workers.append(pid)
+        ready(sys.argv[4], workers=workers)
+        while True:
+            time.sleep(3600)
     elif what == "threads":                 # threads N DEPTH READY
         n, depth = int(sys.argv[2]), int(sys.argv[3])
         ev = threading.Event()

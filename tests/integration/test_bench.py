@@ -39,7 +39,7 @@ def test_bench_quick_results_structure(tmp_path):
     results = tmp_path / "RESULTS.md"
     results.write_text("old\n<!-- analysis: begin (hand-written, kept across runs) -->\n%s\n"
                        "<!-- analysis: end -->\n" % KEPT)
-    r = bench("--quick", "--only", "slowdown,cost", "--pythons", "3.11",
+    r = bench("--quick", "--only", "slowdown,cost,pool", "--pythons", "3.11",
               "--results", str(results))
     assert r.returncode == 0, r.stdout + r.stderr
     text = results.read_text()
@@ -69,6 +69,10 @@ def test_bench_quick_results_structure(tmp_path):
     assert body["slowdown, cpu mode, 99 Hz"][3] in ("PASS", "FAIL")
     assert "remote reads/sample, steady state" in body
     assert "BPF time/sample (in target), 999 Hz (µs)" in body
+    for label in ("launched pool of 1 fork worker, 99 Hz: profiler CPU per sample (µs)",
+                  "launched pool of 8 fork workers, 99 Hz: profiler CPU per sample (µs)"):
+        assert re.match(r"^[\d.]+ \[", body.get(label, ["", ""])[1]), (label, sorted(body))
+    assert body["pool of 8 / 1: profiler CPU per sample"][3] in ("PASS", "FAIL")
 
     # Misses are listed (or "None."), and the analysis survived the rerun.
     misses = text.split("## Misses")[1].split("## Why")[0].strip()
