@@ -1,45 +1,24 @@
 """Scenario pool: following subprocesses, a launched pool of fork workers
 against a single worker, profiler CPU per sample at 99 Hz."""
 
-import json
-import os
-import signal
-
 from common import DEPTH, POOL, Figure, rotate
 from cost import steady
 from runs import run_pbp
 
 
-def kill_tree(host_ready):
-    """The launched pool outlives pybpfprof (-d ends the profile, not the
-    command): its parent and workers, from what it wrote when ready."""
-    try:
-        with open(host_ready) as f:
-            r = json.load(f)
-    except (OSError, ValueError):
-        return
-    for pid in [r["pid"]] + r.get("workers", []):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-
 def pool(bench, it):
     """`pybpfprof -F 99 -- python target.py pool N`: the parent forks N
-    workers spinning DEPTH deep, each followed warm (its parent's layout and
-    code objects). Per sample: all of pybpfprof's CPU per second after
-    start-up over the samples per second, for N = 1 and N = POOL."""
+    workers spinning DEPTH deep for pool_run_s, each followed warm (its
+    parent's layout and code objects); the run ends with the command. Per
+    sample: all of pybpfprof's CPU per second after start-up over the
+    samples per second, for N = 1 and N = POOL."""
     d, w = bench.cfg["pool_run_s"], bench.cfg["warm_s"] + 1.0
     us = {1: [], POOL: []}
     for rep in range(bench.cfg["reps"]):
         for n in rotate([1, POOL], rep):
-            host_ready, inside = it.files("pool")
-            try:
-                r = run_pbp(["-F", 99, "-d", d, "--"] + it.cmd("pool", n, DEPTH, inside),
-                            bench.out("pool"), window=(w, d - 0.25), timeout=d + 60)
-            finally:
-                kill_tree(host_ready)
+            _, inside = it.files("pool")
+            r = run_pbp(["-F", 99, "--"] + it.cmd("pool", n, DEPTH, d, inside),
+                        bench.out("pool"), window=(w, d - 0.5), timeout=d + 60)
             us[n].append(steady(r))
     for n in (1, POOL):
         bench.add(it, Figure("pool_us@%d" % n, "launched pool of %d fork worker%s, 99 Hz: "

@@ -133,17 +133,19 @@ def main():
         ready(sys.argv[4], threads=threading.active_count())
         while True:
             time.sleep(3600)
-    elif what == "pool":                    # pool N DEPTH READY: N fork workers spinning
-        n, depth = int(sys.argv[2]), int(sys.argv[3])
-        workers = []
+    elif what == "pool":                    # pool N DEPTH SECONDS READY: N fork workers
+        n, depth, secs = int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+        end, workers = time.monotonic() + secs, []
         for _ in range(n):
             pid = os.fork()
             if pid == 0:
-                spin_main(depth)
+                while time.monotonic() < end:
+                    rec(depth)
+                os._exit(0)
             workers.append(pid)
-        ready(sys.argv[4], workers=workers)
-        while True:
-            time.sleep(3600)
+        ready(sys.argv[5], workers=workers)
+        for pid in workers:
+            os.waitpid(pid, 0)
     elif what == "threads":                 # threads N DEPTH READY
         n, depth = int(sys.argv[2]), int(sys.argv[3])
         ev = threading.Event()
