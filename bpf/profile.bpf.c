@@ -932,6 +932,19 @@ static __always_inline void follow_child(__u32 ptgid, struct task_struct *child)
 }
 
 /*
+ * Whole-host mode: a target that forks without exec (a prefork server's
+ * workers, multiprocessing's fork) makes a new Python process no exec
+ * event would show: user space looks at it as at an exec.
+ */
+static __always_inline void target_forked(__u32 ptgid, struct task_struct *child)
+{
+	__u32 tgid, tid;
+
+	if (task_ids(child, &tgid, &tid))
+		proc_event(PBP_EV_FORK, tgid, ptgid);
+}
+
+/*
  * wall and gil modes count threads that never run, which no sample would
  * reveal: user space reads the thread list again when one starts. With
  * --subprocesses, a followed process's new processes are followed too.
@@ -946,6 +959,8 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	if (child->tgid != parent->tgid) {
 		if (is_followed(tgid))
 			follow_child(tgid, child);
+		else if (all_execs && bpf_map_lookup_elem(&procs, &tgid))
+			target_forked(tgid, child);
 	} else if (thread_events && bpf_map_lookup_elem(&procs, &tgid)) {
 		proc_event(PBP_EV_THREAD, tgid, 0);
 	}

@@ -256,3 +256,52 @@ def test_thread_names_on_a_host(start_target, tmp_path):
     for pid, name in pids.items():
         n, o = named.get(pid, 0), other.get(pid, 0)
         assert n >= 5 and n >= 2 * o, (name, "named", n, "unnamed", o)
+
+
+FORKER = '''
+import json, os, sys, time
+def forked_child_{tag}():
+    while True:
+        sum(range(1000))
+ready = os.environ["PBP_READY"]
+with open(ready + ".tmp", "w") as f:
+    json.dump({{"pid": os.getpid(), "version": list(sys.version_info[:3])}}, f)
+os.replace(ready + ".tmp", ready)
+time.sleep(float(sys.argv[1]))
+child = os.fork()
+if child == 0:
+    forked_child_{tag}()
+with open(ready + ".child", "w") as f:
+    f.write(str(child))
+os.waitpid(child, 0)
+'''
+
+
+def test_forked_child_of_a_target(start_target, tmp_path):
+    """-a: a Python process that forks without exec after the run began (a
+    prefork server's worker) is found by the kernel's fork event, not lost
+    for want of an exec."""
+    interps = [i for i in _discover() if not i.skip_reason]
+    children = {}
+    scripts = {}
+    for i in interps:
+        path = tmp_path / ("forker_%s.py" % tag_of(i))
+        path.write_text(FORKER.format(tag=tag_of(i)))
+        scripts[i.name] = path
+    out = tmp_path / "forks.txt"
+    prof = subprocess.Popen([PYBPFPROF, "-a", "-F", "49", "-d", "14", "-o", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.5)     # running and discovered first; each forks 1 s later
+        for i in interps:
+            proc, pid, ready = start_target(i, str(scripts[i.name]), "1.0")
+            children[i.name] = (pid, ready)
+        _, err = prof.communicate(timeout=120)
+    finally:
+        if prof.poll() is None:
+            prof.kill()
+    assert prof.returncode == 0, err
+    text = out.read_text()
+    for name in children:
+        want = "forked_child_%s" % re.sub(r"\W", "_", name)
+        assert want in text, (name, err[-2000:])

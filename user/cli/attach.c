@@ -413,8 +413,11 @@ void run_on_proc_event(void *ctx, uint32_t kind, pid_t pid, pid_t parent)
 
 	if (fn && kind == PBP_EV_EXEC)
 		proc_thread_comm(pid, pid, fn->comm, sizeof(fn->comm));
-	if (kind == PBP_EV_FORK) {
+	if (kind == PBP_EV_FORK && r->follow) {
 		follow_fork(r, pid, parent);
+	} else if (kind == PBP_EV_FORK) {
+		unskip(r, pid, 0);      /* -a: a target's fork, new to us as an exec is */
+		run_queue_pending(r, pid, 0);
 	} else if (kind == PBP_EV_EXIT && fn) {
 		exec_done(r, pid, -PBP_E_NOTPY, NULL);     /* it exec'd and ended as what it became */
 		follow_exit(r, pid);

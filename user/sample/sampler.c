@@ -248,7 +248,7 @@ static int track_threads(struct sampler *s)
 /*
  * Exits and execs of targets always (a target that execs is a new program);
  * every exec for -a; forks for new threads (wall, gil) and new processes
- * (--subprocesses).
+ * (--subprocesses, and -a's targets forking without exec).
  */
 static int track_processes(struct sampler *s, bool forks)
 {
@@ -482,7 +482,7 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o)
 		s->skel->rodata->snap_gap_ns = s->period;
 	/* Only the modes that look at off-CPU threads pay for the scheduler hook. */
 	bpf_program__set_autoload(s->skel->progs.on_switch, o->sched);
-	bpf_program__set_autoload(s->skel->progs.on_fork, o->sched || o->follow);
+	bpf_program__set_autoload(s->skel->progs.on_fork, o->sched || o->follow || o->execs);
 	s->skel->rodata->thread_events = o->sched;
 	s->skel->rodata->follow = o->follow;
 	s->skel->rodata->all_execs = o->execs;
@@ -507,7 +507,7 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o)
 	if (!err && o->sched)
 		err = track_threads(s);
 	if (!err)
-		err = track_processes(s, o->sched || o->follow);
+		err = track_processes(s, o->sched || o->follow || o->execs);
 	if (err)
 		goto fail;
 	*out = s;
