@@ -563,7 +563,7 @@ int run_setup(struct record *r, int *go_fd)
 		return code;
 	if ((code = open_output(r)) != 0)
 		return code;
-	r->c.o.names_late = r->all && !r->c.o.per_thread;
+	r->c.o.names_late = r->all && !r->c.o.per_thread && r->c.o.mode == MODE_CPU;
 	so = (struct sampler_opts){ .hz = r->c.o.hz, .sched = r->c.o.mode != MODE_CPU, .execs = r->all,
 				    .late_threads = r->c.o.names_late, .follow = r->follow,
 				    .cb = run_on_sample, .pcb = run_on_proc_event, .ctx = r };

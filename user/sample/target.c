@@ -488,7 +488,7 @@ void target_on_sample(struct collector *c, struct target *t, const struct pbp_sa
 	struct pbp_sample s;
 	uint32_t n = 0, off = LABEL_ROOM;
 
-	if (!e && (ks->flags & PBP_F_TSTATE_FOUND) && c->o.mode == MODE_CPU && c->o.names_late) {
+	if (!e && (ks->flags & PBP_F_TSTATE_FOUND) && c->o.names_late) {
 		/*
 		 * The kernel found the new thread's state, which is all a sample
 		 * needs; a process starting threads by the dozen had a list read
