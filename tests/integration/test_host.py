@@ -16,16 +16,20 @@ import pytest
 from conftest import PYBPFPROF, _discover
 from profile import func_of, no_bpf_leftovers, parse_collapsed
 
+# A target says it is ready: its pid and version in $PBP_READY.
+READY = '''
+ready = os.environ["PBP_READY"]
+with open(ready + ".tmp", "w") as f:
+    json.dump({"pid": os.getpid(), "version": list(sys.version_info[:3])}, f)
+os.replace(ready + ".tmp", ready)
+'''
+
 SCRIPT = '''
 import json, os, sys, time
 def spin_{tag}():
     while True:
         sum(range(1000))
-ready = os.environ["PBP_READY"]
-with open(ready + ".tmp", "w") as f:
-    json.dump({{"pid": os.getpid(), "version": list(sys.version_info[:3])}}, f)
-os.replace(ready + ".tmp", ready)
-spin_{tag}()
+{ready}spin_{tag}()
 '''
 
 
@@ -35,7 +39,7 @@ def tag_of(interp):
 
 def script_for(tmp_path, interp):
     path = tmp_path / ("host_%s.py" % tag_of(interp))
-    path.write_text(SCRIPT.format(tag=tag_of(interp)))
+    path.write_text(SCRIPT.format(tag=tag_of(interp), ready=READY))
     return str(path)
 
 
@@ -218,11 +222,7 @@ import json, os, sys, threading, time
 def spin_{tag}(until):
     while time.time() < until:
         sum(range(1000))
-ready = os.environ["PBP_READY"]
-with open(ready + ".tmp", "w") as f:
-    json.dump({{"pid": os.getpid(), "version": list(sys.version_info[:3])}}, f)
-os.replace(ready + ".tmp", ready)
-n = 0
+{ready}n = 0
 while True:
     threading.Thread(target=spin_{tag}, args=(time.time() + 3.0,), name="worker-%d" % n).start()
     n += 1
@@ -238,7 +238,7 @@ def test_thread_names_on_a_host(start_target, tmp_path):
     pids = {}
     for i in [i for i in _discover() if not i.skip_reason]:
         path = tmp_path / ("churn_%s.py" % tag_of(i))
-        path.write_text(CHURN.format(tag=tag_of(i)))
+        path.write_text(CHURN.format(tag=tag_of(i), ready=READY))
         proc, pid, ready = start_target(i, str(path))
         pids[pid] = i.name
     time.sleep(1)
@@ -263,16 +263,10 @@ import json, os, sys, time
 def forked_child_{tag}():
     while True:
         sum(range(1000))
-ready = os.environ["PBP_READY"]
-with open(ready + ".tmp", "w") as f:
-    json.dump({{"pid": os.getpid(), "version": list(sys.version_info[:3])}}, f)
-os.replace(ready + ".tmp", ready)
-time.sleep(float(sys.argv[1]))
+{ready}time.sleep(float(sys.argv[1]))
 child = os.fork()
 if child == 0:
     forked_child_{tag}()
-with open(ready + ".child", "w") as f:
-    f.write(str(child))
 os.waitpid(child, 0)
 '''
 
@@ -282,11 +276,10 @@ def test_forked_child_of_a_target(start_target, tmp_path):
     prefork server's worker) is found by the kernel's fork event, not lost
     for want of an exec."""
     interps = [i for i in _discover() if not i.skip_reason]
-    children = {}
     scripts = {}
     for i in interps:
         path = tmp_path / ("forker_%s.py" % tag_of(i))
-        path.write_text(FORKER.format(tag=tag_of(i)))
+        path.write_text(FORKER.format(tag=tag_of(i), ready=READY))
         scripts[i.name] = path
     out = tmp_path / "forks.txt"
     prof = subprocess.Popen([PYBPFPROF, "-a", "-F", "49", "-d", "14", "-o", str(out)],
@@ -294,14 +287,12 @@ def test_forked_child_of_a_target(start_target, tmp_path):
     try:
         time.sleep(1.5)     # running and discovered first; each forks 1 s later
         for i in interps:
-            proc, pid, ready = start_target(i, str(scripts[i.name]), "1.0")
-            children[i.name] = (pid, ready)
+            start_target(i, str(scripts[i.name]), "1.0")
         _, err = prof.communicate(timeout=120)
     finally:
         if prof.poll() is None:
             prof.kill()
     assert prof.returncode == 0, err
     text = out.read_text()
-    for name in children:
-        want = "forked_child_%s" % re.sub(r"\W", "_", name)
-        assert want in text, (name, err[-2000:])
+    for i in interps:
+        assert "forked_child_%s" % tag_of(i) in text, (i.name, err[-2000:])
