@@ -19,6 +19,7 @@
 #include <string.h>
 #include <stdbool.h>
 
+#include "core/errors.h"
 #include "proc/cgroup.h"
 
 #define MUST(c) do { if (!(c)) { fprintf(stderr, "invariant failed: %s\n", #c); __builtin_trap(); } } while (0)
@@ -64,10 +65,10 @@ static void check(const struct cgroup_info *c, int r, const uint8_t *data, size_
 	static const char *runtimes[] = { "", "docker", "containerd", "cri-o", "podman" };
 	bool known = false;
 
-	MUST(r == 0 || r == -1);
+	MUST(r == 0 || r == -PBP_E_CORRUPT);
 	MUST(terminated(c->path, sizeof(c->path)) && terminated(c->container_id, sizeof(c->container_id)) &&
 	     terminated(c->pod_uid, sizeof(c->pod_uid)) && terminated(c->runtime, sizeof(c->runtime)));
-	if (r == -1) {
+	if (r == -PBP_E_CORRUPT) {
 		MUST(!c->path[0] && !c->container_id[0] && !c->pod_uid[0] && !c->runtime[0]);
 		return;
 	}

@@ -54,6 +54,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "core/errors.h"
 #include "proc/elf.h"
 
 #define MUST(c) do { if (!(c)) { fprintf(stderr, "invariant failed: %s\n", #c); __builtin_trap(); } } while (0)
@@ -78,7 +79,7 @@ static void check_info(int r, const struct elf_info *ei)
 	const char *dot;
 	size_t n = strnlen(ei->soname_version, sizeof(ei->soname_version));
 
-	MUST(r == 0 || r == -1);
+	MUST(r == 0 || r == -PBP_E_NOTPY);
 	MUST((r == 0) == (ei->runtime_vaddr != 0));
 	MUST(!ei->runtime_from_section || ei->runtime_vaddr != 0);
 	MUST(ei->version_vaddr != 0 || ei->version_hex == 0);
@@ -141,14 +142,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rm = elf_find_python_mem(data, size, &m);
 	check_info(rm, &m);
 	sm = elf_find_version_string_mem(data, size, vm, sizeof(vm));
-	MUST(sm == 0 || sm == -1);
+	MUST(sm == 0 || sm == -PBP_E_NOTPY);
 	if (sm == 0)
 		check_version_string(vm);
 	/* too small an output buffer is refused, never overrun */
 	if (sm == 0) {
 		char small[4];
 
-		MUST(elf_find_version_string_mem(data, size, small, sizeof(small)) == -1);
+		MUST(elf_find_version_string_mem(data, size, small, sizeof(small)) == -PBP_E_INVAL);
 	}
 
 	if (to_memfd(data, size) != 0)

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/errors.h"
 #include "proc/maps.h"
 
 #define MUST(c) do { if (!(c)) { fprintf(stderr, "invariant failed: %s\n", #c); __builtin_trap(); } } while (0)
@@ -51,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(line, data, size);
 	line[size] = '\0';
 	r = maps_parse_line(line, &e);
-	MUST(r == 0 || r == -1);
+	MUST(r == 0 || r == -PBP_E_CORRUPT);
 	if (r == 0) {
 		char *nl = strchr(line, '\n');
 

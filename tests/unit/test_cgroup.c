@@ -176,7 +176,7 @@ static void test_malformed(void)
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		CHECK_EQ_INT(parse(bad[i]), -1);
+		CHECK_EQ_INT(parse(bad[i]), -PBP_E_CORRUPT);
 		CHECK_EQ_STR(cg.path, "");
 		CHECK_EQ_STR(cg.container_id, "");
 	}
@@ -201,8 +201,8 @@ static void test_malformed(void)
 		CHECK_EQ_STR(cg.container_id, ID2);
 		CHECK_EQ_INT(cgroup_parse(t, 5, &cg), 0);  /* "0::/d" */
 		CHECK_EQ_STR(cg.path, "/d");
-		CHECK_EQ_INT(cgroup_parse(NULL, 0, &cg), -1);
-		CHECK_EQ_INT(cgroup_parse(t, 0, &cg), -1);
+		CHECK_EQ_INT(cgroup_parse(NULL, 0, &cg), -PBP_E_CORRUPT);
+		CHECK_EQ_INT(cgroup_parse(t, 0, &cg), -PBP_E_CORRUPT);
 	}
 }
 

@@ -28,6 +28,7 @@
 
 #include "proc/elf.h"
 #include "proc/elfcache.h"
+#include "core/errors.h"
 #include "unit.h"
 
 #define SEEDS "../fuzz/corpus/elf/"
@@ -295,7 +296,7 @@ static void check_real(const char *path, const char *ver, uint32_t hex)
 	       (unsigned long long)ei.runtime_size, (unsigned long long)ei.version_vaddr,
 	       ei.version_hex, (unsigned long long)ei.pycode_type_vaddr, ei.is_shared,
 	       (unsigned long long)ei.first_load_vaddr, ei.soname_version);
-	CHECK_EQ_INT(r, expect_found ? 0 : -1);
+	CHECK_EQ_INT(r, expect_found ? 0 : -PBP_E_NOTPY);
 	CHECK_EQ_INT(ei.runtime_is_interp_head, major == 3 && minor == 6);
 	for (int i = 0; i < ELF_GIL_STATICS; i++) {
 		/* 3.6's GIL statics: gil_locked in .data, the rest after it in .bss */
@@ -313,7 +314,7 @@ static void check_real(const char *path, const char *ver, uint32_t hex)
 	       r ? "" : vs, ver, hex);
 	CHECK_EQ_INT(r, 0);
 	CHECK_EQ_STR(vs, ver);
-	CHECK_EQ_INT(elf_find_version_string(path, vs, strlen(ver)), -1);  /* no room for the NUL */
+	CHECK_EQ_INT(elf_find_version_string(path, vs, strlen(ver)), -PBP_E_INVAL);  /* no room for the NUL */
 	CHECK_EQ_INT(elf_find_version_string(path, vs, strlen(ver) + 1), 0);
 
 	/* the in-memory API finds the same; it knows major.minor only from DT_SONAME */
@@ -324,7 +325,7 @@ static void check_real(const char *path, const char *ver, uint32_t hex)
 
 		CHECK(buf != NULL);
 		if (buf) {
-			CHECK_EQ_INT(elf_find_python_mem(buf, len, &em), expect_found ? 0 : -1);
+			CHECK_EQ_INT(elf_find_python_mem(buf, len, &em), expect_found ? 0 : -PBP_E_NOTPY);
 			CHECK_EQ_INT(em.runtime_vaddr, ei.runtime_vaddr);
 			CHECK_EQ_INT(em.version_hex, ei.version_hex);
 			CHECK_EQ_INT(em.pycode_type_vaddr, ei.pycode_type_vaddr);
@@ -335,7 +336,7 @@ static void check_real(const char *path, const char *ver, uint32_t hex)
 			CHECK_EQ_STR(vs, ver);
 			/* and with DT_SONAME hidden too (a static interpreter, a map_files path) */
 			if (hide_soname(buf, len)) {
-				CHECK_EQ_INT(elf_find_python_mem(buf, len, &em), expect_found ? 0 : -1);
+				CHECK_EQ_INT(elf_find_python_mem(buf, len, &em), expect_found ? 0 : -PBP_E_NOTPY);
 				CHECK_EQ_STR(em.soname_version, "");
 				CHECK_EQ_INT(em.runtime_vaddr, ei.runtime_vaddr);
 				CHECK_EQ_INT(elf_find_version_string_mem(buf, len, vs, sizeof(vs)), 0);
@@ -523,23 +524,23 @@ static void test_self(void)
 	struct elf_info ei;
 	char vs[64];
 
-	CHECK_EQ_INT(elf_find_python("/proc/self/exe", &ei), -1);
+	CHECK_EQ_INT(elf_find_python("/proc/self/exe", &ei), -PBP_E_NOTPY);
 	CHECK_EQ_INT(ei.runtime_vaddr, 0);
 	CHECK_EQ_INT(ei.version_vaddr, 0);
 	CHECK_EQ_INT(ei.pycode_type_vaddr, 0);
 	CHECK_EQ_STR(ei.soname_version, "");
-	CHECK_EQ_INT(elf_find_version_string("/proc/self/exe", vs, sizeof(vs)), -1);
+	CHECK_EQ_INT(elf_find_version_string("/proc/self/exe", vs, sizeof(vs)), -PBP_E_NOTPY);
 
-	CHECK_EQ_INT(elf_find_python("/nonexistent/libpython3.9.so.1.0", &ei), -1);
-	CHECK_EQ_INT(elf_find_python("/etc/hostname", &ei), -1);
-	CHECK_EQ_INT(elf_find_python(NULL, &ei), -1);
-	CHECK_EQ_INT(elf_find_python("/proc/self/exe", NULL), -1);
-	CHECK_EQ_INT(elf_find_version_string("/nonexistent", vs, sizeof(vs)), -1);
-	CHECK_EQ_INT(elf_find_version_string("/proc/self/exe", NULL, 0), -1);
-	CHECK_EQ_INT(elf_find_python_mem(NULL, 0, &ei), -1);
-	CHECK_EQ_INT(elf_find_python_mem("", 0, &ei), -1);
-	CHECK_EQ_INT(elf_find_python_mem("\177ELF", 4, &ei), -1);
-	CHECK_EQ_INT(elf_find_version_string_mem("\177ELF", 4, vs, sizeof(vs)), -1);
+	CHECK_EQ_INT(elf_find_python("/nonexistent/libpython3.9.so.1.0", &ei), -PBP_E_NOTPY);
+	CHECK_EQ_INT(elf_find_python("/etc/hostname", &ei), -PBP_E_NOTPY);
+	CHECK_EQ_INT(elf_find_python(NULL, &ei), -PBP_E_NOTPY);
+	CHECK_EQ_INT(elf_find_python("/proc/self/exe", NULL), -PBP_E_INVAL);
+	CHECK_EQ_INT(elf_find_version_string("/nonexistent", vs, sizeof(vs)), -PBP_E_NOTPY);
+	CHECK_EQ_INT(elf_find_version_string("/proc/self/exe", NULL, 0), -PBP_E_INVAL);
+	CHECK_EQ_INT(elf_find_python_mem(NULL, 0, &ei), -PBP_E_NOTPY);
+	CHECK_EQ_INT(elf_find_python_mem("", 0, &ei), -PBP_E_NOTPY);
+	CHECK_EQ_INT(elf_find_python_mem("\177ELF", 4, &ei), -PBP_E_NOTPY);
+	CHECK_EQ_INT(elf_find_version_string_mem("\177ELF", 4, vs, sizeof(vs)), -PBP_E_NOTPY);
 }
 
 /* ------------------------------------------------------------- seeds */
@@ -571,7 +572,7 @@ static void test_seeds(void)
 		{ "lib311_stripped.so", 0, 0, true, 0, false, true, "3.11", v311rc },
 		{ "exec_static", 0, 0, false, 0x030a0ef0, false, false, "", v310p },
 		{ "exec39_landmark", 0, 0, false, 0, false, false, "", v3916 },
-		{ "nopython.so", -1, 0, false, 0, false, true, "", NULL },
+		{ "nopython.so", -PBP_E_NOTPY, 0, false, 0, false, true, "", NULL },
 	};
 	size_t i;
 
@@ -626,7 +627,7 @@ static void test_seeds(void)
 			CHECK_EQ_INT(r, 0);
 			CHECK_EQ_STR(vs, s->version_string);
 		} else {
-			CHECK_EQ_INT(r, -1);
+			CHECK_EQ_INT(r, -PBP_E_NOTPY);
 		}
 		CHECK_EQ_INT(elf_find_version_string(path, vs, sizeof(vs)), r);
 		free(buf);
@@ -670,7 +671,7 @@ static void test_names(void)
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, names[i].file);
 		CHECK_EQ_INT(write_file(path, buf, len), 0);
-		CHECK_EQ_INT(elf_find_python(path, &ei), -1);
+		CHECK_EQ_INT(elf_find_python(path, &ei), -PBP_E_NOTPY);
 		if (strcmp(ei.soname_version, names[i].want) != 0)
 			fprintf(stderr, "name %s\n", names[i].file);
 		CHECK_EQ_STR(ei.soname_version, names[i].want);
@@ -682,7 +683,7 @@ static void test_names(void)
 			CHECK_EQ_INT(elf_find_version_string(path, vs, sizeof(vs)), 0);
 			CHECK(strncmp(vs, names[i].want, 3) == 0 && vs[3] == '.');
 		} else {
-			CHECK_EQ_INT(elf_find_version_string(path, vs, sizeof(vs)), -1);
+			CHECK_EQ_INT(elf_find_version_string(path, vs, sizeof(vs)), -PBP_E_NOTPY);
 		}
 		unlink(path);
 	}
@@ -716,7 +717,7 @@ static void test_corrupt(void)
 		for (cut = 0; cut < len; cut += (cut < 256 ? 1 : 7)) {
 			int r = elf_find_python_mem(buf, cut, &ei);
 
-			bad += r != 0 && r != -1;
+			bad += r != 0 && r != -PBP_E_NOTPY;
 			bad += (r == 0) != (ei.runtime_vaddr != 0);
 			if (elf_find_version_string_mem(buf, cut, vs, sizeof(vs)) == 0)
 				bad += vs[0] != '3' || vs[1] != '.';
@@ -775,19 +776,19 @@ static void test_cache(void)
 	CHECK_EQ_INT(elf_find_version_string(named, vs, sizeof(vs)), 0);
 	CHECK_EQ_INT(elfcache_version_string(named, vs2, sizeof(vs2)), 0);
 	CHECK_EQ_STR(vs2, vs);
-	CHECK_EQ_INT(elfcache_version_string(named, vs2, strlen(vs)), -1);
+	CHECK_EQ_INT(elfcache_version_string(named, vs2, strlen(vs)), -PBP_E_INVAL);
 	CHECK_EQ_INT(elfcache_version_string(named, vs2, strlen(vs) + 1), 0);
-	CHECK_EQ_INT(elfcache_find_python(named, NULL, &got), -1);
-	CHECK_EQ_INT(elfcache_find_python(named, NULL, &got), -1);      /* a failure is kept too */
+	CHECK_EQ_INT(elfcache_find_python(named, NULL, &got), -PBP_E_NOTPY);
+	CHECK_EQ_INT(elfcache_find_python(named, NULL, &got), -PBP_E_NOTPY);      /* a failure is kept too */
 
 	/* the file replaced in place: another identity, read again */
 	CHECK_EQ_INT(write_file(lib, nopy, len2), 0);
 	CHECK_EQ_INT(utimensat(AT_FDCWD, lib, later, 0), 0);
 	elfcache_stats(&h0, &m0);
-	CHECK_EQ_INT(elfcache_find_python(lib, NULL, &got), -1);
+	CHECK_EQ_INT(elfcache_find_python(lib, NULL, &got), -PBP_E_NOTPY);
 	elfcache_stats(&h, &m);
 	CHECK_EQ_INT(m - m0, 1);
-	CHECK_EQ_INT(elfcache_find_python("/nonexistent/libpython3.12.so", NULL, &got), -1);
+	CHECK_EQ_INT(elfcache_find_python("/nonexistent/libpython3.12.so", NULL, &got), -PBP_E_NOTPY);
 	unlink(lib);
 	unlink(named);
 	rmdir(dir);

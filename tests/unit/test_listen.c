@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 
 #include "agent/server.h"
+#include "core/errors.h"
 #include "unit.h"
 
 static int parse(const char *s, int *family, unsigned *port, char *addr)
@@ -45,6 +46,6 @@ int main(void)
 	CHECK_EQ_INT(parse("10.1.2.3:4100", &fam, &port, addr), 0);
 	CHECK_EQ_STR(addr, "10.1.2.3");
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		CHECK_EQ_INT(parse(bad[i], &fam, &port, addr), -1);
+		CHECK_EQ_INT(parse(bad[i], &fam, &port, addr), -PBP_E_INVAL);
 	return unit_done("test_listen");
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <stddef.h>
 
+#include "core/errors.h"
 #include "proc/maps.h"
 #include "unit.h"
 
@@ -95,9 +96,9 @@ static void test_path_limits(void)
 	CHECK_EQ_INT(strlen(e.path), 511);
 	line[h + 511] = 'a';
 	strcpy(line + h + 512, "\n");
-	CHECK_EQ_INT(parse(line, &e), -1);
+	CHECK_EQ_INT(parse(line, &e), -PBP_E_CORRUPT);
 	/* a long path split by fgets: the tail is not a line */
-	CHECK_EQ_INT(parse("aaaaaaaa/bbb\n", &e), -1);
+	CHECK_EQ_INT(parse("aaaaaaaa/bbb\n", &e), -PBP_E_CORRUPT);
 }
 
 static void test_bad(void)
@@ -156,12 +157,12 @@ static void test_bad(void)
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		int r = parse(bad[i], &e);
 
-		if (r != -1)
+		if (r != -PBP_E_CORRUPT)
 			fprintf(stderr, "accepted: \"%s\"\n", bad[i]);
-		CHECK_EQ_INT(r, -1);
+		CHECK_EQ_INT(r, -PBP_E_CORRUPT);
 	}
-	CHECK_EQ_INT(maps_parse_line(NULL, &e), -1);
-	CHECK_EQ_INT(maps_parse_line("1000-2000 r--p 0 00:00 0", NULL), -1);
+	CHECK_EQ_INT(maps_parse_line(NULL, &e), -PBP_E_INVAL);
+	CHECK_EQ_INT(maps_parse_line("1000-2000 r--p 0 00:00 0", NULL), -PBP_E_INVAL);
 }
 
 /* Every line of our own maps parses, and the fields agree with what we know. */

@@ -35,15 +35,15 @@ static void test_nspid(void)
 	CHECK_EQ_INT(ids[2], 1);
 	CHECK_EQ_INT(parse("NSpid:\t12\t3"), 2);            /* first line, no newline at the end */
 	CHECK_EQ_INT(ids[1], 3);
-	CHECK_EQ_INT(parse("Name:\tNSpid:\t4\nPid:\t9\n"), -1);  /* the key only at a line's start */
-	CHECK_EQ_INT(parse("Pid:\t9\n"), -1);
-	CHECK_EQ_INT(parse("NSpid:\n"), -1);
-	CHECK_EQ_INT(parse("NSpid:\t0\n"), -1);
-	CHECK_EQ_INT(parse("NSpid:\t-3\n"), -1);
-	CHECK_EQ_INT(parse("NSpid:\t12x\n"), -1);
-	CHECK_EQ_INT(parse("NSpid:\t99999999999999999999\n"), -1);
-	CHECK_EQ_INT(parse("NSpid:\t4194305\n"), -1);         /* past PID_MAX_LIMIT */
-	CHECK_EQ_INT(nspid_parse("NSpid:\t1\t2\t3\n", 13, ids, 2), -1);   /* more levels than room */
+	CHECK_EQ_INT(parse("Name:\tNSpid:\t4\nPid:\t9\n"), -PBP_E_CORRUPT);  /* the key only at a line's start */
+	CHECK_EQ_INT(parse("Pid:\t9\n"), -PBP_E_CORRUPT);
+	CHECK_EQ_INT(parse("NSpid:\n"), -PBP_E_CORRUPT);
+	CHECK_EQ_INT(parse("NSpid:\t0\n"), -PBP_E_CORRUPT);
+	CHECK_EQ_INT(parse("NSpid:\t-3\n"), -PBP_E_CORRUPT);
+	CHECK_EQ_INT(parse("NSpid:\t12x\n"), -PBP_E_CORRUPT);
+	CHECK_EQ_INT(parse("NSpid:\t99999999999999999999\n"), -PBP_E_CORRUPT);
+	CHECK_EQ_INT(parse("NSpid:\t4194305\n"), -PBP_E_CORRUPT);         /* past PID_MAX_LIMIT */
+	CHECK_EQ_INT(nspid_parse("NSpid:\t1\t2\t3\n", 13, ids, 2), -PBP_E_CORRUPT);   /* more levels than room */
 	CHECK_EQ_INT(nspid_parse("NSpid:\t77\t8", 9, ids, 4), 1);        /* cut by len, not by NUL */
 	CHECK_EQ_INT(ids[0], 77);
 }

@@ -38,14 +38,14 @@ int server_parse_listen(const char *s, struct sockaddr_storage *sa, socklen_t *l
 	errno = 0;
 	p = strtoul(port, &end, 10);
 	if (!*port || *end || errno || p == 0 || p > 65535 || *port == '-' || *port == '+')
-		return -1;
+		return -PBP_E_INVAL;
 	if (colon) {
 		size_t n = (size_t)(colon - s);
 
 		if (n >= 2 && s[0] == '[' && s[n - 1] == ']')
 			s++, n -= 2;    /* [IPv6] */
 		if (n == 0 || n >= sizeof(addr))
-			return -1;
+			return -PBP_E_INVAL;
 		memcpy(addr, s, n);
 		addr[n] = '\0';
 	}
@@ -61,7 +61,7 @@ int server_parse_listen(const char *s, struct sockaddr_storage *sa, socklen_t *l
 		*len = sizeof(*v6);
 		return 0;
 	}
-	return -1;
+	return -PBP_E_INVAL;
 }
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type, void *body,

@@ -23,7 +23,7 @@ struct server_ops {
 	void *ctx;
 };
 
-/* "[ADDR:]PORT", ADDR an IPv4 address or [IPv6]: 0 (ADDR absent: 127.0.0.1), or -1. */
+/* "[ADDR:]PORT", ADDR an IPv4 address or [IPv6]: 0 (ADDR absent: 127.0.0.1), or -PBP_E_INVAL. */
 int server_parse_listen(const char *s, struct sockaddr_storage *sa, socklen_t *len);
 
 struct server;

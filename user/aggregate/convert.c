@@ -85,7 +85,7 @@ static int64_t frame_loc(struct agg *a, char *f, struct stack_tags *t)
 	return py_frame(a, f);
 }
 
-/* 0, -1 with *why for a line that is not a stack, or -PBP_E_NOMEM. */
+/* 0, -PBP_E_INVAL with *why for a line that is not a stack, or -PBP_E_NOMEM. */
 static int parse_line(struct agg *a, char *line, uint32_t *locs, const char **why)
 {
 	struct stack_tags t = { .status = ST_UNKNOWN };
@@ -95,13 +95,13 @@ static int parse_line(struct agg *a, char *line, uint32_t *locs, const char **wh
 
 	*why = "it does not end in a space and a count";
 	if (!sp || sp[1] < '0' || sp[1] > '9')
-		return -1;
+		return -PBP_E_INVAL;
 	count = strtoull(sp + 1, &end, 10);
 	if (*end)
-		return -1;
+		return -PBP_E_INVAL;
 	*why = "its count takes the total over 2^53";
 	if (count > COUNT_MAX - agg_total(a))
-		return -1;
+		return -PBP_E_INVAL;
 	if (count == 0)
 		return 0;   /* flamegraph.pl takes it, and it counts for nothing */
 	*sp = '\0';
@@ -110,20 +110,20 @@ static int parse_line(struct agg *a, char *line, uint32_t *locs, const char **wh
 
 		*why = "it has more than " TOO_MANY " frames";
 		if (n >= FRAMES_MAX)
-			return -1;
+			return -PBP_E_INVAL;
 		if ((id = frame_loc(a, f, &t)) < 0)
 			return (int)id;
 		locs[n++] = (uint32_t)id;
 	}
 	*why = "it has no frame";
-	return n ? agg_add(a, &t, locs, n, count) : -1;
+	return n ? agg_add(a, &t, locs, n, count) : -PBP_E_INVAL;
 }
 
 /*
  * The next line into *buf (*cap bytes, not 0) without its line end ("\n", or "\r\n": a file
  * that went through Windows reads the same), *len its length: 1; 0 at the
- * end; -1 for a line longer than LINE_MAX_LEN; COLLAPSED_READ_ERROR when
- * reading failed; -PBP_E_NOMEM.
+ * end; -PBP_E_INVAL for a line longer than LINE_MAX_LEN; -PBP_E_IO when
+ * reading failed (errno says why); -PBP_E_NOMEM.
  */
 static int read_line(FILE *in, char **buf, size_t *cap, size_t *len)
 {
@@ -132,7 +132,7 @@ static int read_line(FILE *in, char **buf, size_t *cap, size_t *len)
 	*len = 0;
 	while ((c = getc_unlocked(in)) != EOF && c != '\n') {
 		if (*len >= LINE_MAX_LEN)
-			return -1;
+			return -PBP_E_INVAL;
 		if (*len + 1 >= *cap) {
 			size_t ncap = *cap * 2;
 			char *p;
@@ -144,7 +144,7 @@ static int read_line(FILE *in, char **buf, size_t *cap, size_t *len)
 		(*buf)[(*len)++] = (char)c;
 	}
 	if (c == EOF && ferror(in))
-		return COLLAPSED_READ_ERROR;
+		return -PBP_E_IO;
 	if (c == EOF && *len == 0)
 		return 0;
 	if (*len && (*buf)[*len - 1] == '\r')
@@ -166,7 +166,7 @@ int collapsed_read(struct agg *a, FILE *in, size_t *lineno, const char **why)
 		++*lineno;
 		*why = "it holds a NUL byte";
 		if (strlen(line) != len)
-			err = -1;
+			err = -PBP_E_INVAL;
 		else if (line[0] != '\0' && line[0] != '#')
 			err = parse_line(a, line, locs, why);
 	}

@@ -10,11 +10,10 @@
 struct agg;
 
 /*
- * Read collapsed stacks (as pybpfprof writes them) into a: 0; -1 when line
- * *lineno is not a collapsed-stack line, *why saying why;
- * COLLAPSED_READ_ERROR when reading failed (errno says why); -PBP_E_NOMEM.
+ * Read collapsed stacks (as pybpfprof writes them) into a: 0; -PBP_E_INVAL
+ * when line *lineno is not a collapsed-stack line, *why saying why;
+ * -PBP_E_IO when reading failed (errno says why); -PBP_E_NOMEM.
  */
-#define COLLAPSED_READ_ERROR (-2)
 int collapsed_read(struct agg *a, FILE *in, size_t *lineno, const char **why);
 
 #endif /* PBP_AGGREGATE_CONVERT_H */

@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "cli/args.h"
+#include "core/errors.h"
 #include "sample/target.h"
 
 int parse_uint(const char *s, unsigned long long min, unsigned long long max, unsigned long long *out)
@@ -20,11 +21,11 @@ int parse_uint(const char *s, unsigned long long min, unsigned long long max, un
 	unsigned long long v;
 
 	if (!s[0] || strspn(s, "0123456789") != strlen(s))
-		return -1;      /* strtoull would take " 1", "+1" and "-1" (as 2^64 - 1) */
+		return -PBP_E_INVAL;      /* strtoull would take " 1", "+1" and "-1" (as 2^64 - 1) */
 	errno = 0;
 	v = strtoull(s, &end, 10);
 	if (errno || v < min || v > max)
-		return -1;
+		return -PBP_E_INVAL;
 	*out = v;
 	return 0;
 }
@@ -37,11 +38,11 @@ int parse_seconds(const char *s, double min, double max, double *out)
 	/* strtod would take " 1", "-1", "0x10", "inf" and "nan". */
 	if (!(s[0] == '.' || (s[0] >= '0' && s[0] <= '9')) ||
 	    strspn(s, "0123456789.eE+-") != strlen(s))
-		return -1;
+		return -PBP_E_INVAL;
 	errno = 0;
 	v = strtod(s, &end);
 	if (*end || errno || !isfinite(v) || v < min || v > max)
-		return -1;
+		return -PBP_E_INVAL;
 	*out = v;
 	return 0;
 }
@@ -51,7 +52,7 @@ int parse_pid(const char *s, pid_t *pid)
 	unsigned long long v;
 
 	if (parse_uint(s, 1, INT_MAX, &v))
-		return -1;
+		return -PBP_E_INVAL;
 	*pid = (pid_t)v;
 	return 0;
 }

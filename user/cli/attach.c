@@ -28,6 +28,10 @@
 #include "sample/sampler.h"
 #include "sample/target.h"
 
+/* -p: a few processes, generous caches; -a: many, each kept small. */
+const struct pyproc_limits run_target_limits = { 1024, 4096, 64 << 20 };
+const struct pyproc_limits run_host_limits = { 64, 1024, 4 << 20 };
+
 struct target *run_target_of(struct record *r, pid_t pid)
 {
 	for (int i = 0; i < r->ntargets; i++)
@@ -274,7 +278,7 @@ static bool reattach(struct record *r, pid_t pid)
 
 	if (run_target_of(r, pid))
 		return true;    /* the exec event and a look still due both found it */
-	err = pyproc_open(pid, &target_limits, &p);
+	err = pyproc_open(pid, &run_target_limits, &p);
 	if (r->follow && pid == r->child && err != -PBP_E_NOTPY && err != -PBP_E_FAULT &&
 	    err != -PBP_E_GONE && err != -PBP_E_NOENT)
 		r->launch_err = err;    /* 0, or why the command cannot be profiled (its version) */
@@ -315,7 +319,7 @@ static bool consider(struct record *r, pid_t pid)
 
 	if (run_target_of(r, pid) || was_skipped(r, pid) || !wanted(r, pid))
 		return true;
-	err = pyproc_open(pid, &host_limits, &p);
+	err = pyproc_open(pid, &run_host_limits, &p);
 	if (err == -PBP_E_NOTPY || err == -PBP_E_FAULT) {
 		pyproc_close(p);
 		return false;

@@ -64,7 +64,7 @@ void follow_fork(struct record *r, pid_t pid, pid_t parent)
 	follow_add(r, pid, parent, false);
 	if (!pt || !pt->alive || run_target_of(r, pid))
 		return;
-	if (pyproc_fork(pt->p, pid, &target_limits, &p) != 0) {
+	if (pyproc_fork(pt->p, pid, &run_target_limits, &p) != 0) {
 		pyproc_close(p);
 		p = NULL;
 	}
@@ -185,7 +185,7 @@ static void follow_running(struct record *r, pid_t pid, pid_t parent)
 	if (!n || n->pid != pid)
 		return;
 	n->parent = parent;
-	if (pyproc_open(pid, &target_limits, &p) != 0) {
+	if (pyproc_open(pid, &run_target_limits, &p) != 0) {
 		pyproc_close(p);
 		return;
 	}

@@ -61,11 +61,12 @@ static int fork_command(struct record *r, int *go_fd)
 	int pipefd[2];
 	char c;
 
+	/* -PBP_E_IO: errno, untouched since, says why (the caller says it). */
 	if (pipe2(pipefd, O_CLOEXEC) != 0)
-		return -errno;
+		return -PBP_E_IO;
 	r->child = fork();
 	if (r->child < 0)
-		return -errno;
+		return -PBP_E_IO;
 	if (r->child == 0) {
 		close(pipefd[1]);
 		signal(SIGPIPE, SIG_DFL);       /* ignored here (install_signals), not for the command */
@@ -98,7 +99,7 @@ static int attach_child(struct record *r)
 	int err, status;
 
 	for (;;) {
-		err = pyproc_open(r->child, &target_limits, &t->p);
+		err = pyproc_open(r->child, &run_target_limits, &t->p);
 		if (!err)
 			break;
 		pyproc_close(t->p);
@@ -130,7 +131,7 @@ static int attach_child_follow(struct record *r)
 {
 	struct pyproc *p = NULL;
 	struct proc_note *n;
-	int err = pyproc_open(r->child, &target_limits, &p);
+	int err = pyproc_open(r->child, &run_target_limits, &p);
 
 	if (err) {
 		pyproc_close(p);
@@ -200,7 +201,7 @@ int launch_start(struct record *r, int *go_fd)
 	int err = fork_command(r, go_fd);
 
 	if (err) {
-		fprintf(stderr, "pybpfprof: cannot start '%s': %s\n", r->cmd[0], strerror(-err));
+		fprintf(stderr, "pybpfprof: cannot start '%s': %s\n", r->cmd[0], strerror(errno));
 		return EXIT_INTERNAL;
 	}
 	if (r->follow)

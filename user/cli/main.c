@@ -186,20 +186,20 @@ static int convert_main(int argc, char **argv)
 	}
 	agg = agg_new();
 	err = !agg ? -PBP_E_NOMEM : collapsed_read(agg, in, &lineno, &why);
-	if (err == COLLAPSED_READ_ERROR)    /* a directory, an I/O error */
+	if (err == -PBP_E_IO)    /* a directory, an I/O error */
 		fprintf(stderr, "pybpfprof: cannot read %s: %s\n", a.in ? a.in : "stdin", strerror(errno));
 	if (in != stdin)
 		fclose(in);
 	if (!agg)       /* no line was read, and there is none to name */
 		return report_error(NULL, -PBP_E_NOMEM);
 	if (err) {
-		if (err == -1)
+		if (err == -PBP_E_INVAL)
 			fprintf(stderr, "pybpfprof: %s:%zu: not a collapsed-stack line: %s\n",
 				a.in ? a.in : "stdin", lineno, why);
-		else if (err != COLLAPSED_READ_ERROR)
+		else if (err != -PBP_E_IO)
 			fprintf(stderr, "pybpfprof: out of memory\n");
 		agg_free(agg);
-		return err == -1 ? EXIT_USAGE : err == COLLAPSED_READ_ERROR ? EXIT_IO : EXIT_INTERNAL;
+		return err == -PBP_E_INVAL ? EXIT_USAGE : err == -PBP_E_IO ? EXIT_IO : EXIT_INTERNAL;
 	}
 	m = (struct profile_meta){ .mode = a.mode, .hz = a.hz };
 	/* A reader that closed the pipe early is said (EPIPE), as when recording. */

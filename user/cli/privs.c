@@ -66,7 +66,7 @@ static int caps_get(struct capsets *c)
 
 	memset(d, 0, sizeof(d));
 	if (syscall(SYS_capget, &h, d) != 0)
-		return -errno;
+		return -PBP_E_IO;
 	c->eff = (capmask)d[1].effective << 32 | d[0].effective;
 	c->prm = (capmask)d[1].permitted << 32 | d[0].permitted;
 	c->inh = (capmask)d[1].inheritable << 32 | d[0].inheritable;

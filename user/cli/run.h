@@ -30,9 +30,6 @@ struct proc_meta;
 #define MAX_SKIPPED 4096
 #define MAX_PENDING 1024
 #define MAX_DISCOVER 65536
-/* -p: a few processes, generous caches; -a: many, each kept small. */
-static const struct pyproc_limits target_limits = { 1024, 4096, 64 << 20 };
-static const struct pyproc_limits host_limits = { 64, 1024, 4 << 20 };
 #define LAUNCH_WAIT_NS (10 * 1000000000ull)
 #define LAUNCH_POLL_MAX_US 20000
 #define STOP_WAIT_MS 2000       /* a command we could not profile: SIGTERM, then SIGKILL */
@@ -184,6 +181,8 @@ void run_loop(struct record *r);
 void run_cleanup(struct record *r, int go_fd);
 
 /* attach.c: the target table, -a discovery, processes that exec'd */
+/* The caches of a process opened: -p (and -- cmd, followed children) a few, generous; -a many, small. */
+extern const struct pyproc_limits run_target_limits, run_host_limits;
 struct target *run_target_of(struct record *r, pid_t pid);
 int run_live_targets(const struct record *r);
 /* A zombie has exited: its parent just has not reaped it yet. */

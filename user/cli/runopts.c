@@ -13,6 +13,7 @@
 #include "cli/args.h"
 #include "cli/run.h"
 #include "cli/runopts.h"
+#include "core/errors.h"
 
 enum { OPT_VERBOSE = 1100, OPT_COMM, OPT_CGROUP, OPT_CONTAINER, OPT_EXCLUDE, OPT_MAXPROC };
 
@@ -55,11 +56,11 @@ static int add_pids(pid_t *list, int *n, const char *arg)
 		pid_t pid;
 
 		if (len >= sizeof(tok) || *n >= MAX_PIDS)
-			return -1;
+			return -PBP_E_INVAL;
 		memcpy(tok, arg, len);
 		tok[len] = '\0';
 		if (parse_pid(tok, &pid))
-			return -1;
+			return -PBP_E_INVAL;
 		list[(*n)++] = pid;
 		if (!arg[len])
 			return 0;

@@ -22,6 +22,8 @@ const char *pbp_strerror(int err)
 	case PBP_E_MFILE: return "too many open files";
 	case PBP_E_ADDRINUSE: return "address already in use";
 	case PBP_E_NET: return "cannot listen on that address";
+	case PBP_E_IO: return "input/output error";
+	case PBP_E_INVAL: return "invalid value";
 	default: return "unknown error";
 	}
 }

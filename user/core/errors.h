@@ -25,7 +25,11 @@ enum pbp_exit {
 	EXIT_LISTEN = 13,       /* the agent could not listen on its --listen address */
 };
 
-/* Internal error codes returned as negative values by readers. */
+/*
+ * Internal error codes: every function that can fail returns 0 or one of
+ * these, negated. Lookups that answer "none" (a line number, an index by
+ * name) return -1 for it; that is a value, not a failure.
+ */
 enum pbp_err {
 	PBP_OK = 0,
 	PBP_E_GONE = 1,     /* process exited (ESRCH) */
@@ -44,6 +48,8 @@ enum pbp_err {
 	PBP_E_MFILE = 14,   /* EMFILE, ENFILE: no file descriptor left */
 	PBP_E_ADDRINUSE = 15, /* the agent's listen address is taken */
 	PBP_E_NET = 16,     /* the agent could not listen there */
+	PBP_E_IO = 17,      /* a system call on a file failed: its errno is kept where the message is made */
+	PBP_E_INVAL = 18,   /* a value given (an option, a line of a file read back) does not parse */
 };
 
 const char *pbp_strerror(int err);

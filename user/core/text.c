@@ -23,7 +23,11 @@
 #define REPLACEMENT 0xfffd
 #define BAD_BYTE 0xdc00u    /* | the byte: an invalid byte, decoded */
 
-size_t utf8_decode(const unsigned char *s, uint32_t *cp)
+/*
+ * The character at s (NUL-terminated): the bytes it takes (1-4). An
+ * invalid byte takes 1 and decodes as U+DC00 | byte, a lone surrogate.
+ */
+static size_t utf8_decode(const unsigned char *s, uint32_t *cp)
 {
 	static const uint32_t min[4] = { 0, 0x80, 0x800, 0x10000 };
 	size_t n = s[0] < 0x80 ? 1 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2 : s[0] >= 0xe0 && s[0] < 0xf0 ? 3

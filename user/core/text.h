@@ -7,11 +7,6 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/*
- * Decode the character at s (NUL-terminated): the bytes it takes (1-4). An
- * invalid byte takes 1 and decodes as U+DC00 | byte, a lone surrogate.
- */
-size_t utf8_decode(const unsigned char *s, uint32_t *cp);
 /* A code point (< 0x110000) as UTF-8 into b: its length, 1 to 4. */
 size_t utf8_encode(uint32_t cp, char b[4]);
 /* Bytes of the valid UTF-8 sequence at s (1-4), 0 if invalid. For writers whose format wants UTF-8. */

@@ -78,7 +78,7 @@ static int file_path(pid_t pid, const struct map_entry *e, int i, char *out, siz
 			 (unsigned long long)e->start, (unsigned long long)e->end);
 		return 0;
 	default:
-		return -1;
+		return -PBP_E_NOENT;    /* no way left */
 	}
 }
 
@@ -101,7 +101,7 @@ static int try_file(struct pyproc *p, const struct map_entry *e, struct elf_info
 			break;
 	}
 	if (file_path(p->pid, e, i, path, sizeof(path)) != 0)
-		return -1;
+		return -PBP_E_NOTPY;
 	*bias = ei->is_shared ? e->start - (ei->first_load_vaddr & ~0xfffull) : 0;
 	p->runtime = *bias + ei->runtime_vaddr;
 	p->gil_static = ei->gil_statics[ELF_GIL_LOCKED] ? *bias + ei->gil_statics[ELF_GIL_LOCKED] : 0;

@@ -120,5 +120,5 @@ int collapsed_write(const struct agg *a, const struct profile_meta *m, FILE *o)
 		fprintf(o, " %llu\n", (unsigned long long)count);
 	}
 	agg_free(lines);
-	return err || ferror(o) ? -1 : 0;
+	return err ? err : ferror(o) ? -PBP_E_IO : 0;
 }

@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "output/flame.h"
+#include "core/errors.h"
 #include "aggregate/aggregate.h"
 #include "aggregate/status.h"
 #include "output/writers.h"
@@ -57,7 +58,7 @@ static int rank_locs(const struct agg *a, struct flame_order *fo)
 	for (uint32_t i = 0; i < fo->nlocs; i++) {
 		loc_format(a, i, buf, sizeof(buf));
 		if (!(fo->text[i] = strdup(buf)))
-			return -1;
+			return -PBP_E_NOMEM;
 		fo->byrank[i] = i;
 	}
 	qsort_r(fo->byrank, fo->nlocs, sizeof(*fo->byrank), cmp_text, fo->text);
@@ -80,7 +81,7 @@ int flame_order_build(const struct agg *a, struct flame_order *fo)
 	fo->nstacks = ns;
 	if (!fo->text || !fo->rank || !fo->byrank || !fo->stacks || rank_locs(a, fo)) {
 		flame_order_free(fo);
-		return -1;
+		return -PBP_E_NOMEM;
 	}
 	for (uint32_t i = 0; i < ns; i++)
 		fo->stacks[i] = i;

@@ -10,6 +10,7 @@
 #include "output/formats.h"
 #include "aggregate/aggregate.h"
 #include "output/output.h"
+#include "core/errors.h"
 #include "output/writers.h"
 
 typedef int (*writer_fn)(const struct agg *a, const struct profile_meta *m, FILE *o);
@@ -73,16 +74,10 @@ const char *format_name(int fmt)
 	return fmt >= 0 && fmt < NFORMATS ? formats[fmt].name : "?";
 }
 
-void format_list(FILE *o)
-{
-	for (int i = 0; i < NFORMATS; i++)
-		fprintf(o, "%s%s", i ? ", " : "", formats[i].name);
-}
-
 int format_write(int fmt, const struct agg *a, const struct profile_meta *m, FILE *o)
 {
 	if (fmt < 0 || fmt >= NFORMATS)
-		return -1;
+		return -PBP_E_INVAL;
 	return formats[fmt].write(a, m, o);
 }
 
@@ -99,12 +94,12 @@ int profile_open(struct output *out, int fmt, const char *path)
 
 int profile_write_to(struct output *out, int fmt, const struct agg *a, const struct profile_meta *m)
 {
-	/* The writers say only that something failed: the stream kept which errno. */
-	if (format_write(fmt, a, m, out->f) != 0) {
-		int err = out->err ? -out->err : -EIO;
+	int err = format_write(fmt, a, m, out->f);
 
+	/* A write that failed: the stream kept its errno (PBP_E_IO); else the writer's own error. */
+	if (err) {
 		output_abort(out);
-		return err;
+		return out->err || err >= 0 ? -PBP_E_IO : err;
 	}
 	return output_commit(out);
 }

@@ -15,9 +15,8 @@ struct profile_meta;
 int format_by_name(const char *name);
 int format_by_path(const char *path);
 const char *format_name(int fmt);
-void format_list(FILE *o);
 int format_write(int fmt, const struct agg *a, const struct profile_meta *m, FILE *o);
-/* Open path for a profile in format fmt (a .gz path: gzipped, unless fmt is already). -errno. */
+/* Open path for a profile in format fmt (a .gz path: gzipped, unless fmt is already). 0 or -PBP_E_IO. */
 int profile_open(struct output *out, int fmt, const char *path);
 /* Write the profile to an opened output and commit it, or abort it. Returns -errno. */
 int profile_write_to(struct output *out, int fmt, const struct agg *a, const struct profile_meta *m);

@@ -132,9 +132,9 @@ static int label_from_frames(const struct agg *a, struct group *g, const uint32_
 		if (kind == LOC_PY)
 			break;  /* labels are roots: nothing more to find */
 		if (kind == LOC_THREAD && !g->thread && !(g->thread = strdup(name)))
-			return -1;
+			return -PBP_E_NOMEM;
 		if (kind == LOC_PROCESS && !g->process && !(g->process = strdup(name)))
-			return -1;
+			return -PBP_E_NOMEM;
 	}
 	return 0;
 }
@@ -150,11 +150,11 @@ static int label_from_tags(const struct agg *a, struct group *g)
 	if (!g->thread && (tid || name) && (name ? asprintf(&g->thread, "thread %u %s", tid, name)
 				       : asprintf(&g->thread, "thread %u", tid)) < 0) {
 		g->thread = NULL;
-		return -1;
+		return -PBP_E_NOMEM;
 	}
 	if (!g->process && pid && asprintf(&g->process, "process %u", pid) < 0) {
 		g->process = NULL;
-		return -1;
+		return -PBP_E_NOMEM;
 	}
 	return 0;
 }
@@ -168,7 +168,7 @@ static int groups_build(const struct agg *a, struct groups *gs)
 
 	gs->g = calloc(ns + 1, sizeof(*gs->g));
 	if (!gs->g)
-		return -1;
+		return -PBP_E_NOMEM;
 	for (uint32_t i = 0; i < ns; i++) {
 		agg_stack(a, i, &n, &c, &t);
 		gs->g[i].key = tags_key(t);
@@ -182,11 +182,11 @@ static int groups_build(const struct agg *a, struct groups *gs)
 		const uint32_t *f = agg_stack(a, i, &n, &c, &t);
 
 		if (label_from_frames(a, &gs->g[group_of(gs, t)], f, n))
-			return -1;
+			return -PBP_E_NOMEM;
 	}
 	for (uint32_t i = 0; i < gs->n; i++)
 		if (label_from_tags(a, &gs->g[i]))
-			return -1;
+			return -PBP_E_NOMEM;
 	return 0;
 }
 
@@ -215,7 +215,7 @@ static int strs_build(struct page_data *d)
 
 	d->strs.s = calloc(2 * (size_t)nl + 2 * d->gs.n + 1, sizeof(*d->strs.s));
 	if (!d->strs.s)
-		return -1;
+		return -PBP_E_NOMEM;
 	for (uint32_t i = 0; i < nl; i++) {
 		const char *name, *file;
 		uint32_t kind;
@@ -356,7 +356,7 @@ static int write_page(FILE *o, const struct page_data *d)
 	const char *p = t ? memmem(t, (size_t)(end - t), MARK_DATA, strlen(MARK_DATA)) : NULL;
 
 	if (!p)
-		return -1;
+		return -PBP_E_CORRUPT;
 	fwrite(page, 1, (size_t)(t - page), o);
 	write_title(o, d->m);
 	t += strlen(MARK_TITLE);
@@ -370,12 +370,16 @@ static int write_page(FILE *o, const struct page_data *d)
 int html_write(const struct agg *a, const struct profile_meta *m, FILE *o)
 {
 	struct page_data d = { .a = a, .m = m };
-	int err = -1;
+	int err = flame_order_build(a, &d.fo);
 
-	if (flame_order_build(a, &d.fo) == 0 && groups_build(a, &d.gs) == 0 && strs_build(&d) == 0)
+	if (!err)
+		err = groups_build(a, &d.gs);
+	if (!err)
+		err = strs_build(&d);
+	if (!err)
 		err = write_page(o, &d);
 	free(d.strs.s);
 	groups_free(&d.gs);
 	flame_order_free(&d.fo);
-	return err || ferror(o) ? -1 : 0;
+	return err ? err : ferror(o) ? -PBP_E_IO : 0;
 }

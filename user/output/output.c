@@ -42,6 +42,7 @@
 #include <sys/types.h>
 
 #include "output/output.h"
+#include "core/errors.h"
 
 #define MAX_LINKS 40    /* as the kernel: ELOOP after this many */
 
@@ -458,6 +459,18 @@ static int open_stdout(struct output *out)
 	return 0;
 }
 
+/*
+ * The statics above speak errno, because what to do next turns on which
+ * (create on ENOENT, write in place on EACCES, wait on ENXIO); the module's
+ * answer is PBP_E_IO, the errno kept in out->err for output_error().
+ */
+static int io_failed(struct output *out, int neg_errno)
+{
+	if (!out->err)
+		out->err = -neg_errno;
+	return -PBP_E_IO;
+}
+
 int output_open(struct output *out, const char *path, bool gzip)
 {
 	int err;
@@ -470,8 +483,10 @@ int output_open(struct output *out, const char *path, bool gzip)
 		err = open_path(out, path);
 	if (!err)
 		err = stream_open(out, gzip);
-	if (err)
+	if (err) {
+		err = io_failed(out, err);
 		output_abort(out);
+	}
 	return err;
 }
 
@@ -483,7 +498,7 @@ const char *output_rename_target(const struct output *out)
 void output_error(const struct output *out, const char *path, int err)
 {
 	fprintf(stderr, "pybpfprof: cannot write %s: %s\n", path && strcmp(path, "-") ? path : "stdout",
-		out->why ? out->why : strerror(-err));
+		out->why ? out->why : out->err ? strerror(out->err) : pbp_strerror(err));
 }
 
 /* ------------------------------------------------------------- the end */
@@ -512,7 +527,7 @@ int output_commit(struct output *out)
 	if (!err)
 		out->how = OUT_NONE;     /* nothing left to undo */
 	output_abort(out);
-	return err;
+	return err ? io_failed(out, err) : 0;
 }
 
 void output_abort(struct output *out)

@@ -13,7 +13,7 @@ struct output {
 	int fd;
 	enum { OUT_NONE, OUT_STDOUT, OUT_RENAME, OUT_INPLACE, OUT_SPECIAL } how;
 	void *z;                /* a z_stream, for a .gz file */
-	int err;                /* errno of the first write that failed */
+	int err;                /* errno of what failed first (the -PBP_E_IO returned) */
 	bool discard;
 	bool unnamed;           /* OUT_RENAME: the temporary has no name yet (O_TMPFILE) */
 	size_t written;
@@ -26,13 +26,13 @@ struct output {
 void path_dir(const char *path, char *dir, size_t size);
 /* SUDO_UID/SUDO_GID when run by root through sudo, else (uid_t)-1. */
 void sudo_ids(uid_t *uid, gid_t *gid);
-/* Open path for writing ("-" or NULL: stdout), gzipping what is written. Returns -errno. */
+/* Open path for writing ("-" or NULL: stdout), gzipping what is written. 0 or -PBP_E_IO. */
 int output_open(struct output *out, const char *path, bool gzip);
 /* The file renamed into place at the end (NULL: none), for privs_note_output(). */
 const char *output_rename_target(const struct output *out);
 /* "cannot write PATH: REASON" on stderr, for an error of output_open() or output_commit(). */
 void output_error(const struct output *out, const char *path, int err);
-/* Flush and move the file into place. Returns -errno. */
+/* Flush and move the file into place. 0 or -PBP_E_IO. */
 int output_commit(struct output *out);
 /* Undo output_open(): nothing written, the temporary removed. Safe to call twice. */
 void output_abort(struct output *out);

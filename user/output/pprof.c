@@ -20,6 +20,7 @@
 #include <stddef.h>
 
 #include "aggregate/aggregate.h"
+#include "core/errors.h"
 #include "aggregate/status.h"
 #include "output/top.h"
 #include "output/writers.h"
@@ -61,11 +62,11 @@ static int strtab_grow(struct strtab *t)
 	uint32_t *slots;
 
 	if (!s)
-		return -1;
+		return -PBP_E_NOMEM;
 	t->s = s;
 	slots = calloc(nslots, sizeof(*slots));
 	if (!slots)
-		return -1;
+		return -PBP_E_NOMEM;
 	for (uint32_t i = 0; i < t->n; i++) {
 		uint32_t h = str_hash(s[i]) & (nslots - 1);
 
@@ -86,7 +87,7 @@ static int64_t str_id(struct strtab *t, const char *s)
 	uint32_t h;
 
 	if (t->n == t->cap && strtab_grow(t) != 0)
-		return -1;
+		return -PBP_E_NOMEM;
 	for (h = str_hash(s) & (t->nslots - 1); t->slots[h]; h = (h + 1) & (t->nslots - 1))
 		if (strcmp(t->s[t->slots[h] - 1], s) == 0)
 			return t->slots[h] - 1;
@@ -376,7 +377,7 @@ static int gzip_write(const uint8_t *buf, size_t len, FILE *o)
 
 	if (len > UINT32_MAX ||
 	    deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-		return -1;
+		return -PBP_E_IO;
 	z.next_in = (uint8_t *)buf;
 	z.avail_in = (uInt)len;
 	do {
@@ -386,7 +387,7 @@ static int gzip_write(const uint8_t *buf, size_t len, FILE *o)
 		if (ret == Z_STREAM_ERROR ||
 		    fwrite(out, 1, sizeof(out) - z.avail_out, o) != sizeof(out) - z.avail_out) {
 			deflateEnd(&z);
-			return -1;
+			return -PBP_E_IO;
 		}
 	} while (ret != Z_STREAM_END);
 	deflateEnd(&z);
@@ -400,7 +401,7 @@ int pprof_write(const struct agg *a, const struct profile_meta *m, FILE *o)
 	Profile p;
 	uint8_t *buf = NULL;
 	size_t len;
-	int err = -1;
+	int err = -PBP_E_NOMEM;     /* what every failure up to gzip_write is */
 
 	if (functab_build(a, &b.ft) != 0 || builder_alloc(&b) != 0)
 		goto out;
@@ -416,5 +417,5 @@ int pprof_write(const struct agg *a, const struct profile_meta *m, FILE *o)
 out:
 	free(buf);
 	builder_free(&b);
-	return err || ferror(o) ? -1 : 0;
+	return err ? err : ferror(o) ? -PBP_E_IO : 0;
 }

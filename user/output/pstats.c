@@ -31,6 +31,7 @@
 #include <stddef.h>
 
 #include "aggregate/aggregate.h"
+#include "core/errors.h"
 #include "core/text.h"
 #include "output/top.h"
 #include "output/writers.h"
@@ -147,11 +148,11 @@ static int edges_grow(struct edges *g)
 	uint32_t *slots;
 
 	if (!e)
-		return -1;
+		return -PBP_E_NOMEM;
 	g->e = e;
 	slots = calloc(nslots, sizeof(*slots));
 	if (!slots)
-		return -1;
+		return -PBP_E_NOMEM;
 	for (uint32_t i = 0; i < g->n; i++) {
 		uint32_t s = edge_hash(e[i].caller, e[i].callee) & (nslots - 1);
 
@@ -200,7 +201,7 @@ static int count_edges(const struct agg *a, const struct functab *t, uint32_t i,
 		if (prev != FUNC_NONE) {
 			e = edge_get(g, prev, f);
 			if (!e)
-				return -1;
+				return -PBP_E_NOMEM;
 			e->nc += count;
 			if (e->seen != i + 1) {
 				e->seen = i + 1;
@@ -286,5 +287,5 @@ int pstats_write(const struct agg *a, const struct profile_meta *m, FILE *o)
 	free(g.e);
 	free(g.slots);
 	functab_free(&t);
-	return err || ferror(o) ? -1 : 0;
+	return err ? err : ferror(o) ? -PBP_E_IO : 0;
 }

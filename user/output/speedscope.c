@@ -191,7 +191,7 @@ int speedscope_write(const struct agg *a, const struct profile_meta *m, FILE *o)
 	uint32_t *order = malloc((ns ? ns : 1) * sizeof(*order));
 
 	if (!order)
-		return -1;
+		return -PBP_E_NOMEM;
 	for (uint32_t i = 0; i < ns; i++)
 		order[i] = i;
 	sort_agg = a;
@@ -204,5 +204,5 @@ int speedscope_write(const struct agg *a, const struct profile_meta *m, FILE *o)
 	busiest = write_profiles(a, m, order, ns, o);
 	fprintf(o, "\"activeProfileIndex\":%u}\n", busiest);
 	free(order);
-	return ferror(o) ? -1 : 0;
+	return ferror(o) ? -PBP_E_IO : 0;
 }

@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 #include "aggregate/aggregate.h"
+#include "core/errors.h"
 #include "aggregate/status.h"
 #include "core/text.h"
 #include "output/flame.h"
@@ -46,7 +47,7 @@ static int tree_push(struct tree *t, uint32_t loc, uint32_t parent, uint32_t dep
 		struct node *n = realloc(t->n, cap * sizeof(*n));
 
 		if (!n)
-			return -1;
+			return -PBP_E_NOMEM;
 		t->n = n;
 		t->cap = cap;
 	}
@@ -77,7 +78,7 @@ static uint32_t max_stack_len(const struct agg *a)
 static int tree_build(const struct agg *a, const struct flame_order *fo, struct tree *t)
 {
 	uint32_t *path = calloc(max_stack_len(a) + 1, sizeof(*path));
-	int err = !path || tree_push(t, ROOT, ROOT, 0);
+	int err = path ? tree_push(t, ROOT, ROOT, 0) : -PBP_E_NOMEM;
 
 	for (uint32_t k = 0; !err && k < fo->nstacks; k++) {
 		uint32_t s = fo->stacks[k], n;
@@ -92,7 +93,7 @@ static int tree_build(const struct agg *a, const struct flame_order *fo, struct 
 			t->n[path[d]].total += count;
 	}
 	free(path);
-	return err ? -1 : 0;
+	return err;
 }
 
 /* ------------------------------------------------------------ colours */
@@ -252,7 +253,7 @@ static int write_frames(FILE *o, const struct agg *a, const struct flame_order *
 	if (!x || !acc) {
 		free(x);
 		free(acc);
-		return -1;
+		return -PBP_E_NOMEM;
 	}
 	x[0] = PAD;
 	write_frame(o, a, fo, &t->n[0], x[0], WIDTH - 2 * PAD, t->n[0].total);
@@ -334,11 +335,13 @@ int svg_write(const struct agg *a, const struct profile_meta *m, FILE *o)
 {
 	struct flame_order fo;
 	struct tree t = { 0 };
-	int err = -1;
+	int err = flame_order_build(a, &fo);
 
-	if (flame_order_build(a, &fo) == 0 && tree_build(a, &fo, &t) == 0)
+	if (!err)
+		err = tree_build(a, &fo, &t);
+	if (!err)
 		err = write_svg(o, a, m, &fo, &t);
 	free(t.n);
 	flame_order_free(&fo);
-	return err || ferror(o) ? -1 : 0;
+	return err ? err : ferror(o) ? -PBP_E_IO : 0;
 }

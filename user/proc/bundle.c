@@ -220,7 +220,7 @@ static int errno_err(int e)
  * time, following no symbolic link: the ID directory and what is below it
  * are the runtime's own, and a link there is not something it made.
  * O_NONBLOCK: opening a FIFO for reading does not wait for a writer.
- * The file descriptor, or -errno.
+ * The file descriptor, or -PBP_E_* (errno_err).
  */
 static int open_nofollow(int dirfd, const char *path)
 {
@@ -234,13 +234,13 @@ static int open_nofollow(int dirfd, const char *path)
 		int next;
 
 		if (n == 0 || n >= sizeof(comp)) {
-			next = -ENAMETOOLONG;
+			next = errno_err(ENAMETOOLONG);
 		} else {
 			memcpy(comp, path, n);
 			comp[n] = '\0';
 			next = openat(fd, comp, flags);
 			if (next < 0)
-				next = -errno;
+				next = errno_err(errno);
 		}
 		if (fd != dirfd)
 			close(fd);
@@ -294,7 +294,7 @@ static int read_layout(const char *root, const char *id, const struct layout *l,
 	snprintf(path, sizeof(path), "%s/%s", id, l->tail);
 	fd = open_nofollow(dirfd, path);
 	close(dirfd);
-	err = fd < 0 ? errno_err(-fd) : read_small(fd, &buf, &len);
+	err = fd < 0 ? fd : read_small(fd, &buf, &len);
 	if (fd >= 0)
 		close(fd);
 	if (!err)

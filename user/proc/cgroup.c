@@ -332,7 +332,7 @@ int cgroup_parse(const char *text, size_t len, struct cgroup_info *out)
 
 	memset(out, 0, sizeof(*out));
 	if (!text)
-		return -1;
+		return -PBP_E_CORRUPT;
 	p = text;
 	end = text + len;
 	while (p < end) {
@@ -346,7 +346,7 @@ int cgroup_parse(const char *text, size_t len, struct cgroup_info *out)
 			best = cur;
 	}
 	if (best.score < 0)
-		return -1;
+		return -PBP_E_CORRUPT;
 	line_store(&best, out);
 	return 0;
 }

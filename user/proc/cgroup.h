@@ -19,8 +19,8 @@ struct cgroup_info {
  * Parse the file's text (len bytes, NUL-terminated or not). Of its lines the
  * one that tells most (a container, then a pod, then a non-root path) wins,
  * ties going to v2, name=systemd, cpu, memory in that order; every field
- * comes from that one line. Malformed lines are skipped. 0, or -1 when no
- * line parsed (out is zeroed either way first).
+ * comes from that one line. Malformed lines are skipped. 0, or
+ * -PBP_E_CORRUPT when no line parsed (out is zeroed either way first).
  */
 int cgroup_parse(const char *text, size_t len, struct cgroup_info *out);
 /* Read and parse /proc/PID/cgroup: 0 or -PBP_E_NOENT / _PERM / _NOMEM / _GONE. */

@@ -44,6 +44,7 @@
 #include <stddef.h>
 
 #include "proc/elf.h"
+#include "core/errors.h"
 
 /* -------------------------------------------------------------- opening */
 
@@ -109,7 +110,7 @@ static int get_sections(Elf *elf, struct sections *s)
 	s->shnum = 0;
 	s->shstrndx = 0;
 	if (elf_getshdrnum(elf, &s->shnum) != 0)
-		return -1;
+		return -PBP_E_NOTPY;
 	if (elf_getshdrstrndx(elf, &s->shstrndx) != 0 || s->shstrndx >= s->shnum)
 		s->shstrndx = 0;
 	return 0;
@@ -300,13 +301,13 @@ static int read_u32_vaddr(Elf *elf, uint64_t vaddr, bool msb, uint32_t *out)
 		d = section_data(scn, &sh);
 		off = vaddr - sh.sh_addr;
 		if (!d || d->d_size < 4 || off > d->d_size - 4)
-			return -1;
+			return -PBP_E_NOTPY;
 		b = (const uint8_t *)d->d_buf + off;
 		*out = msb ? (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3]
 			   : (uint32_t)b[3] << 24 | (uint32_t)b[2] << 16 | (uint32_t)b[1] << 8 | b[0];
 		return 0;
 	}
-	return -1;
+	return -PBP_E_NOTPY;
 }
 
 static void load_segments(Elf *elf, struct elf_info *out)
@@ -360,13 +361,13 @@ static int find_python(Elf *elf, const char *name_hint, struct elf_info *out)
 	int pass;
 
 	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh))
-		return -1;
+		return -PBP_E_NOTPY;
 	if (eh.e_type != ET_EXEC && eh.e_type != ET_DYN)
-		return -1;
+		return -PBP_E_NOTPY;
 	out->is_shared = eh.e_type == ET_DYN;
 	load_segments(elf, out);
 	if (get_sections(elf, &s) != 0)
-		return -1;
+		return -PBP_E_NOTPY;
 	soname_version(elf, &s, name_hint, out->soname_version);
 
 	memset(&f, 0, sizeof(f));
@@ -415,7 +416,7 @@ static int find_python(Elf *elf, const char *name_hint, struct elf_info *out)
 		out->pycode_type_vaddr = f.addr[SYM_CODETYPE];
 	if (!out->runtime_vaddr)
 		statics_36(&f, out);
-	return out->runtime_vaddr ? 0 : -1;
+	return out->runtime_vaddr ? 0 : -PBP_E_NOTPY;
 }
 
 int elf_find_python(const char *path, struct elf_info *out)
@@ -424,7 +425,7 @@ int elf_find_python(const char *path, struct elf_info *out)
 	Elf *elf;
 
 	if (!out)
-		return -1;
+		return -PBP_E_INVAL;
 	memset(out, 0, sizeof(*out));
 	elf = open_elf_file(path, &fd);
 	ret = find_python(elf, path, out);
@@ -439,7 +440,7 @@ int elf_find_python_mem(const void *buf, size_t len, struct elf_info *out)
 	int ret;
 
 	if (!out)
-		return -1;
+		return -PBP_E_INVAL;
 	memset(out, 0, sizeof(*out));
 	elf = open_elf_mem(buf, len, &copy);
 	ret = find_python(elf, NULL, out);
@@ -471,7 +472,7 @@ int elf_find_python_mem(const void *buf, size_t len, struct elf_info *out)
  * A candidate matches ^3\.[0-9]+\.[0-9]+([abc]|rc)?[0-9]*\+?$ up to its NUL.
  * Standalone candidates (preceded by NUL) beat tail-merged ones; if the best
  * class holds two different strings the answer is ambiguous and we return
- * -1 rather than guess. Only .rodata is searched (or, without a .rodata,
+ * -PBP_E_NOTPY rather than guess. Only .rodata is searched (or, without a .rodata,
  * every allocated read-only non-executable PROGBITS section).
  */
 #define VERSTR_MAX 32
@@ -623,7 +624,7 @@ static int find_version_string(Elf *elf, const char *name_hint, char *out, size_
 
 	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh) ||
 	    get_sections(elf, &s) != 0)
-		return -1;
+		return -PBP_E_NOTPY;
 
 	/* Pass 0: .rodata only. Pass 1 (no .rodata at all): read-only data sections. */
 	for (pass = 0; pass < 2 && nd == 0; pass++) {
@@ -658,14 +659,16 @@ static int find_version_string(Elf *elf, const char *name_hint, char *out, size_
 			landmark_version(ds, nd, want);
 	}
 	if (want[0] && strncmp(want, "3.", 2) != 0)
-		return -1;
+		return -PBP_E_NOTPY;
 
 	memset(&v, 0, sizeof(v));
 	v.want = want;
 	for (k = 0; k < nd; k++)
 		scan_version_bytes(ds[k]->d_buf, ds[k]->d_size, &v);
-	if (!v.best_class || v.ambiguous || strlen(v.best) >= outlen)
-		return -1;
+	if (!v.best_class || v.ambiguous)
+		return -PBP_E_NOTPY;
+	if (strlen(v.best) >= outlen)
+		return -PBP_E_INVAL;    /* no room for its NUL */
 	memcpy(out, v.best, strlen(v.best) + 1);
 	return 0;
 }
@@ -676,7 +679,7 @@ int elf_find_version_string(const char *path, char *out, size_t outlen)
 	Elf *elf;
 
 	if (!out || outlen == 0)
-		return -1;
+		return -PBP_E_INVAL;
 	out[0] = '\0';
 	elf = open_elf_file(path, &fd);
 	ret = find_version_string(elf, path, out, outlen);
@@ -691,7 +694,7 @@ int elf_find_version_string_mem(const void *buf, size_t len, char *out, size_t o
 	int ret;
 
 	if (!out || outlen == 0)
-		return -1;
+		return -PBP_E_INVAL;
 	out[0] = '\0';
 	elf = open_elf_mem(buf, len, &copy);
 	ret = find_version_string(elf, NULL, out, outlen);

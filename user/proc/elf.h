@@ -33,7 +33,8 @@ struct elf_info {
 
 /*
  * Look up the CPython symbols of one ELF file (ET_EXEC or ET_DYN). 0 found
- * _PyRuntime, -1 not; out is zeroed first and filled as far as found either way.
+ * _PyRuntime, -PBP_E_NOTPY not (or the file cannot be read as ELF),
+ * -PBP_E_INVAL without out; out is zeroed first and filled as far as found.
  */
 int elf_find_python(const char *path, struct elf_info *out);
 /* Same, from an in-memory image (for fuzzing). */
@@ -41,7 +42,8 @@ int elf_find_python_mem(const void *buf, size_t len, struct elf_info *out);
 /*
  * CPython <= 3.10 has no Py_Version: find the PY_VERSION literal ("3.8.18")
  * in the file's read-only data instead (see elf.c for how). out gets the
- * string, NUL-terminated. 0 on a single unambiguous match, -1 otherwise.
+ * string, NUL-terminated. 0 on a single unambiguous match, -PBP_E_NOTPY
+ * without one, -PBP_E_INVAL when out has no room for it.
  */
 int elf_find_version_string(const char *path, char *out, size_t outlen);
 /* Same, from an in-memory image (no file name to take major.minor from). */

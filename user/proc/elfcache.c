@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "proc/elfcache.h"
+#include "core/errors.h"
 
 #define ELFCACHE_SLOTS 512     /* ~120 KiB: every library of a busy host's programs */
 #define VERSION_LEN 32
@@ -100,8 +101,10 @@ int elfcache_version_string(const char *path, char *out, size_t outlen)
 		hits++;
 	}
 	/* As the file itself would answer a smaller buffer: no room for the NUL is no answer. */
-	if (e->version_rc != 0 || strlen(e->version) >= outlen)
-		return -1;
+	if (e->version_rc != 0)
+		return e->version_rc;
+	if (strlen(e->version) >= outlen)
+		return -PBP_E_INVAL;
 	memcpy(out, e->version, strlen(e->version) + 1);
 	return 0;
 }

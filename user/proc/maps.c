@@ -21,6 +21,7 @@
 #include <stddef.h>
 
 #include "proc/maps.h"
+#include "core/errors.h"
 
 static int hexval(char c)
 {
@@ -86,7 +87,7 @@ int maps_parse_line(const char *line, struct map_entry *e)
 	size_t len;
 
 	if (!line || !e)
-		return -1;
+		return -PBP_E_INVAL;
 	memset(&t, 0, sizeof(t));
 
 	p = parse_hex(p, UINT64_MAX, &t.start);
@@ -95,11 +96,11 @@ int maps_parse_line(const char *line, struct map_entry *e)
 		p = parse_hex(p, UINT64_MAX, &t.end);
 	p = expect(p, ' ');
 	if (!p || t.start > t.end)
-		return -1;
+		return -PBP_E_CORRUPT;
 
 	if ((p[0] != 'r' && p[0] != '-') || (p[1] != 'w' && p[1] != '-') ||
 	    (p[2] != 'x' && p[2] != '-') || (p[3] != 'p' && p[3] != 's'))
-		return -1;
+		return -PBP_E_CORRUPT;
 	memcpy(t.perms, p, 4);
 	t.perms[4] = '\0';
 	p = expect(p + 4, ' ');
@@ -116,20 +117,20 @@ int maps_parse_line(const char *line, struct map_entry *e)
 	if (p)
 		p = parse_dec(p, &t.inode);
 	if (!p)
-		return -1;
+		return -PBP_E_CORRUPT;
 
 	/* End of the fixed fields: end of line, or padding then the path. */
 	if (*p != '\0' && *p != '\n' && *p != ' ')
-		return -1;
+		return -PBP_E_CORRUPT;
 	while (*p == ' ')
 		p++;
 	path = p;
 	nl = strchr(path, '\n');
 	if (nl && nl[1] != '\0')
-		return -1;      /* more than one line */
+		return -PBP_E_CORRUPT;      /* more than one line */
 	len = nl ? (size_t)(nl - path) : strlen(path);
 	if (len >= sizeof(t.path))
-		return -1;
+		return -PBP_E_CORRUPT;
 	memcpy(t.path, path, len);
 	t.path[len] = '\0';
 	t.deleted = len > slen && memcmp(t.path + len - slen, suffix, slen) == 0;

@@ -18,7 +18,7 @@ struct map_entry {
  * Parse one line of /proc/PID/maps ("start-end perms offset dev inode  path"),
  * with or without its trailing newline. The path is everything after the
  * padding that follows the inode (it may contain spaces; it may be absent).
- * 0 on success; -1 on a malformed line (missing field, bad or overflowing
+ * 0 on success; -PBP_E_CORRUPT on a malformed line (missing field, bad or overflowing
  * number, start > end, junk after a newline) or a path that does not fit.
  */
 int maps_parse_line(const char *line, struct map_entry *e);

@@ -40,7 +40,7 @@ int nspid_parse(const char *text, size_t len, pid_t *ids, int max)
 		p = nl ? nl + 1 : end;
 	}
 	if (p >= end)
-		return -1;
+		return -PBP_E_CORRUPT;
 	p += sizeof(key) - 1;
 	while (p < end && *p != '\n') {
 		long v = 0;
@@ -55,13 +55,13 @@ int nspid_parse(const char *text, size_t len, pid_t *ids, int max)
 		if (!digits)
 			break;
 		if (v <= 0 || v > PBP_PID_MAX || n >= max)
-			return -1;
+			return -PBP_E_CORRUPT;
 		ids[n++] = (pid_t)v;
 	}
-	return p < end && *p != '\n' ? -1 : (n ? n : -1);
+	return p < end && *p != '\n' ? -PBP_E_CORRUPT : (n ? n : -PBP_E_CORRUPT);
 }
 
-/* The NSpid ids of a task: their count, or -1 when it cannot be read. */
+/* The NSpid ids of a task: their count, or -PBP_E_GONE when it cannot be read. */
 static int task_nspids(pid_t pid, pid_t tid, pid_t *ids, int max)
 {
 	char path[64], buf[4096];
@@ -71,10 +71,10 @@ static int task_nspids(pid_t pid, pid_t tid, pid_t *ids, int max)
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return -1;
+		return -PBP_E_CORRUPT;
 	len = read(fd, buf, sizeof(buf));
 	close(fd);
-	return len > 0 ? nspid_parse(buf, (size_t)len, ids, max) : -1;
+	return len > 0 ? nspid_parse(buf, (size_t)len, ids, max) : -PBP_E_GONE;
 }
 
 pid_t pidns_inner_id(pid_t pid, pid_t tid, bool *other_ns)

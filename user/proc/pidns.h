@@ -12,7 +12,7 @@
 /*
  * The ids of the "NSpid:" line of a status file's text (len bytes): one per
  * PID namespace from /proc's down to the task's own, innermost last. Their
- * count (>= 1), or -1 when there is no such line or it is malformed.
+ * count (>= 1), or -PBP_E_CORRUPT when there is no such line or it is malformed.
  */
 int nspid_parse(const char *text, size_t len, pid_t *ids, int max);
 /*

@@ -85,11 +85,6 @@ void remote_close(struct remote *r)
 	free(r);
 }
 
-pid_t remote_pid(const struct remote *r)
-{
-	return r->pid;
-}
-
 const struct remote_stats *remote_stats(const struct remote *r)
 {
 	return &r->st;
@@ -203,21 +198,6 @@ int remote_read_cached(struct remote *r, uint64_t addr, void *buf, size_t len)
 		len -= n;
 	}
 	return 0;
-}
-
-void remote_invalidate(struct remote *r, uint64_t addr, size_t len)
-{
-	uint64_t first = addr & ~(uint64_t)(PAGE_SZ - 1);
-
-	if (!r->nsets || len == 0)
-		return;
-	for (uint64_t page = first; page < addr + len && page >= first; page += PAGE_SZ) {
-		struct page *set = set_of(r, page);
-
-		for (int i = 0; i < WAYS; i++)
-			if (set[i].addr == page)
-				set[i].addr = 0, set[i].used = 0;
-	}
 }
 
 void remote_invalidate_all(struct remote *r)

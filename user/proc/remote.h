@@ -31,11 +31,8 @@ int remote_read_cached(struct remote *r, uint64_t addr, void *buf, size_t len);
  * first read in the epoch; a pass that must see memory anew starts one.
  */
 void remote_cache_mutable(struct remote *r, bool on);
-/* Forget cached pages that overlap [addr, addr+len). */
-void remote_invalidate(struct remote *r, uint64_t addr, size_t len);
 void remote_invalidate_all(struct remote *r);
 const struct remote_stats *remote_stats(const struct remote *r);
-pid_t remote_pid(const struct remote *r);
 /* Read a pointer / u32 / int helpers, uncached. */
 int remote_ptr(struct remote *r, uint64_t addr, uint64_t *out);
 

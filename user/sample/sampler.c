@@ -571,7 +571,7 @@ void sampler_jitter(struct sampler *s)
 	s->flip = !s->flip;
 }
 
-int sampler_add_proc(struct sampler *s, pid_t pid, const struct pbp_proc *p)
+static int sampler_add_proc(struct sampler *s, pid_t pid, const struct pbp_proc *p)
 {
 	__u32 key = (__u32)pid;
 
@@ -598,7 +598,8 @@ void sampler_del_proc(struct sampler *s, pid_t pid)
 	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.procs), &key);
 }
 
-int sampler_slot_alloc(struct sampler *s)
+/* A slot in the kernel's per-thread state array (-1 when not tracking). */
+static int sampler_slot_alloc(struct sampler *s)
 {
 	uint32_t slot;
 
@@ -609,18 +610,19 @@ int sampler_slot_alloc(struct sampler *s)
 	return (int)slot;
 }
 
-void sampler_slot_free(struct sampler *s, int slot)
+static void sampler_slot_free(struct sampler *s, int slot)
 {
 	if (s->tstates && slot >= 0 && slot < PBP_MAX_SLOTS)
 		s->free_slots[s->nfree++] = (uint32_t)slot;
 }
 
-const volatile struct pbp_tstate *sampler_tstate(struct sampler *s, int slot)
+/* The kernel's live view of a slot, NULL when not tracking. */
+static const volatile struct pbp_tstate *sampler_tstate(struct sampler *s, int slot)
 {
 	return s->tstates && slot >= 0 && slot < PBP_MAX_SLOTS ? &s->tstates[slot] : NULL;
 }
 
-int sampler_set_thread(struct sampler *s, pid_t tid, pid_t tgid, uint64_t tstate, int slot)
+static int sampler_set_thread(struct sampler *s, pid_t tid, pid_t tgid, uint64_t tstate, int slot)
 {
 	struct pbp_thread t = { .tstate = tstate, .tgid = (__u32)tgid, .slot = (__u32)(slot < 0 ? PBP_MAX_SLOTS : slot) };
 	__u32 key = (__u32)tid;
@@ -628,7 +630,7 @@ int sampler_set_thread(struct sampler *s, pid_t tid, pid_t tgid, uint64_t tstate
 	return bpf_map_update_elem(bpf_map__fd(s->skel->maps.threads), &key, &t, BPF_ANY) ? -errno : 0;
 }
 
-void sampler_del_thread(struct sampler *s, pid_t tid)
+static void sampler_del_thread(struct sampler *s, pid_t tid)
 {
 	__u32 key = (__u32)tid;
 

@@ -45,19 +45,11 @@ void sampler_limit(struct sampler *s, struct sampler_limit *out);
 void sampler_achieved(struct sampler *s, double *per_cpu_hz, double *prog_share);
 void sampler_close(struct sampler *s);
 void sampler_verbose(bool on);
-int sampler_add_proc(struct sampler *s, pid_t pid, const struct pbp_proc *p);
 void sampler_del_proc(struct sampler *s, pid_t pid);
 /* --subprocesses: pid's new processes are followed (PBP_EV_FORK), and theirs. */
 int sampler_follow(struct sampler *s, pid_t pid);
 /* Deliver the process events waiting, only: a sample of a process not known yet may follow one. */
 void sampler_drain_events(struct sampler *s);
-/* A slot in the kernel's per-thread state array (-1 when not tracking). */
-int sampler_slot_alloc(struct sampler *s);
-void sampler_slot_free(struct sampler *s, int slot);
-/* The kernel's live view of a slot, NULL when not tracking. */
-const volatile struct pbp_tstate *sampler_tstate(struct sampler *s, int slot);
-int sampler_set_thread(struct sampler *s, pid_t tid, pid_t tgid, uint64_t tstate, int slot);
-void sampler_del_thread(struct sampler *s, pid_t tid);
 /* Deliver every sample and event in the ring buffers to the callbacks; never waits. */
 int sampler_drain(struct sampler *s);
 /* Wait up to ns (less if a process or thread event comes), then drain. */
