@@ -409,6 +409,26 @@ static bool exec_noted(struct record *r, pid_t pid)
 	return !r->follow || (n && !n->parent);
 }
 
+/*
+ * -a: a target's child forked without exec runs its parent's interpreter at
+ * the same addresses: started at once from the parent's state (layout, code
+ * objects), sampled from its first tick, as --subprocesses does. false: not
+ * so (the parent is no target, a filter says no, no room): looked at later.
+ */
+static bool adopt_fork(struct record *r, pid_t pid, pid_t parent)
+{
+	struct target *pt = run_target_of(r, parent);
+	struct pyproc *p = NULL;
+
+	if (!pt || !pt->alive || run_target_of(r, pid) || was_skipped(r, pid) || !wanted(r, pid))
+		return false;
+	if (pyproc_fork(pt->p, pid, &run_host_limits, &p) != 0) {
+		pyproc_close(p);
+		return false;
+	}
+	return run_add_target(r, pid, p) != NULL;
+}
+
 void run_on_proc_event(void *ctx, uint32_t kind, pid_t pid, pid_t parent)
 {
 	struct record *r = ctx;
@@ -421,7 +441,8 @@ void run_on_proc_event(void *ctx, uint32_t kind, pid_t pid, pid_t parent)
 		follow_fork(r, pid, parent);
 	} else if (kind == PBP_EV_FORK) {
 		unskip(r, pid, 0);      /* -a: a target's fork, new to us as an exec is */
-		run_queue_pending(r, pid, 0);
+		if (!adopt_fork(r, pid, parent))
+			run_queue_pending(r, pid, 0);
 	} else if (kind == PBP_EV_EXIT && fn) {
 		exec_done(r, pid, -PBP_E_NOTPY, NULL);     /* it exec'd and ended as what it became */
 		follow_exit(r, pid);
