@@ -22,6 +22,7 @@
 #include "aggregate/convert.h"
 #include "cli/agent.h"
 #include "cli/args.h"
+#include "cli/diff.h"
 #include "cli/dump.h"
 #include "cli/record.h"
 #include "cli/report.h"
@@ -216,6 +217,10 @@ int main(int argc, char **argv)
 		argv[1] = "pybpfprof convert";
 		return convert_main(argc - 1, argv + 1);
 	}
+	if (argc > 1 && strcmp(argv[1], "diff") == 0) {
+		argv[1] = "pybpfprof diff";
+		return diff_main(argc - 1, argv + 1);
+	}
 	if (argc > 1 && strcmp(argv[1], "dump") == 0) {
 		argv[1] = "pybpfprof dump";
 		return dump_main(argc - 1, argv + 1);
@@ -229,7 +234,7 @@ int main(int argc, char **argv)
 	 * command to profile comes after "--", which starts with '-'.
 	 */
 	if (argc > 1 && argv[1][0] != '-') {
-		fprintf(stderr, "pybpfprof: unknown subcommand '%s' (dump, convert or agent; a command to "
+		fprintf(stderr, "pybpfprof: unknown subcommand '%s' (dump, convert, diff or agent; a command to "
 			"profile goes after --)\n", argv[1]);
 		return EXIT_USAGE;
 	}
