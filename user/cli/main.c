@@ -119,7 +119,7 @@ static const struct argp_option convert_opts[] = {
 	{ "input", 'i', "FILE", 0, "Collapsed stacks to read (default: stdin)", 0 },
 	{ "output", 'o', "FILE", 0, "Where to write (default: stdout)", 0 },
 	{ "format", 'f', "FORMAT", 0,
-	  "collapsed, html, svg, speedscope, pprof or pstats (default: from the -o extension, "
+	  "collapsed, html, svg, speedscope, gecko, pprof or pstats (default: from the -o extension, "
 	  "else collapsed)", 0 },
 	{ "frequency", 'F', "HZ", 0, "Rate the profile was taken at, for time units (default 99)", 0 },
 	{ "mode", 'm', "MODE", 0, "cpu, wall or gil: what the samples counted (default cpu)", 0 },

@@ -64,7 +64,7 @@ static const struct argp_option opts[] = {
 	{ NULL, 0, NULL, 0, "Output:", 3 },
 	{ "output", 'o', "FILE", 0, "Write the profile here (default: stdout)", 3 },
 	{ "format", 'f', "FORMAT", 0,
-	  "collapsed, html, svg, speedscope, pprof or pstats (default: from the -o extension, "
+	  "collapsed, html, svg, speedscope, gecko, pprof or pstats (default: from the -o extension, "
 	  "else collapsed)", 3 },
 	{ "threads", 't', NULL, 0, "Add a root frame per thread: 'thread TID name'", 3 },
 	{ "status", OPT_STATUS, NULL, 0,

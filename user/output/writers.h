@@ -50,6 +50,11 @@ int loc_format(const struct agg *a, uint32_t id, char *out, size_t len);
 int collapsed_lines(const struct agg *a, struct agg *lines);
 /* speedscope.c: speedscope's JSON file format, one sampled profile per thread. */
 int speedscope_write(const struct agg *a, const struct profile_meta *m, FILE *o);
+/*
+ * gecko.c: the Gecko profile format the Firefox Profiler opens, a track per
+ * thread; samples laid out by status and stack, since times are not kept.
+ */
+int gecko_write(const struct agg *a, const struct profile_meta *m, FILE *o);
 /* pprof.c: gzipped profile.proto; label frames become sample labels. */
 int pprof_write(const struct agg *a, const struct profile_meta *m, FILE *o);
 /* pstats.c: the marshal'ed dict Python's pstats reads; see pstats.c for the figures. */
