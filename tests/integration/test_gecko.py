@@ -131,18 +131,36 @@ def test_gecko_imports_in_speedscope(tmp_path, node_cache):  # noqa: F811
     assert {k: pytest.approx(v) for k, v in prof["stacks"].items()} == dict(want)
 
 
-def test_gecko_recorded_wall_profile(interp, start_target, tmp_path):
-    proc, pid, ready = start_target(interp, "hotswap.py", "beta")
+def test_gecko_recorded_wall_profile_is_a_timeline(interp, start_target, tmp_path):
+    """Recorded, the samples are at the times they were taken: a tick every
+    interval on each thread over the run, a sleeping thread one long
+    [sleeping] stretch, a spinning one [running] (or waiting for a CPU)."""
+    proc, pid, ready = start_target(interp, "workers.py", "spinner", "sleeper")
     out = tmp_path / "wall.gecko.json"
-    r = run_profile("-p", pid, "-m", "wall", "--status", "-F", 97, "-d", 1, "-o", out)
+    r = run_profile("-p", pid, "-m", "wall", "--status", "-F", 97, "-d", 2, "-o", out)
     proc.kill()
     proc.wait()
     assert r.returncode == 0, r.stderr
     doc = load(out)
     assert doc["meta"]["interval"] == pytest.approx(1000 / 97)
-    (main,) = [t for t in doc["threads"] if t["tid"] == pid]
-    counts, rows = decode(main)
-    assert sum(counts.values()) >= 50, counts
-    assert any("beta (" in s for s in counts)
-    statuses = [d["status"] for *_, d in markers(main)]
-    assert statuses and all(s in ("running", "runnable", "native, no GIL") for s in statuses), statuses
+    assert doc["meta"]["misc"] == "samples at the times they were taken"
+    tids = {t["kind"]: t["native_id"] for t in ready["threads"]}
+    by_tid = {t["tid"]: t for t in doc["threads"]}
+    for kind, want in (("spinner", {"running", "runnable"}), ("sleeper", {"sleeping"})):
+        t = by_tid[tids[kind]]
+        counts, rows = decode(t)
+        times = [tm for tm, s in rows if s is not None]
+        assert len(times) >= 100, (kind, len(times))
+        assert times == sorted(times)
+        # ticks one interval apart (a late tick now and then), over the 2 s run
+        gaps = sorted(b - a for a, b in zip(times, times[1:]))
+        assert gaps[len(gaps) // 2] == pytest.approx(1000 / 97, rel=0.2), (kind, gaps[len(gaps) // 2])
+        assert 1500 < times[-1] - times[0] < 2600, (kind, times[0], times[-1])
+        ms = markers(t)
+        shares = collections.Counter()
+        for name, start, end, d in ms:
+            assert end > start and name == "[%s]" % d["status"]
+            shares[d["status"]] += d["samples"]
+        assert sum(shares.values()) == len(times)
+        top = shares.most_common(1)[0][0]
+        assert top in want, (kind, shares)

@@ -19,13 +19,16 @@
  * frames here: each thread is its own track, named by its thread's name and
  * grouped under its pid. Status leaf frames (--status) stay in.
  *
- * The aggregate keeps counts, not when each sample was taken, so each
- * thread's samples are laid out one interval apart from 0, grouped by status
- * and then in call tree order: a track is as long as the thread was sampled,
- * each status one stretch of it, marked by an interval marker (ThreadStatus)
- * so the marker chart and timeline show the split. Every sample is a row,
- * as the Profiler counts rows; a null-stack row closes each track, which
- * importers that weigh a sample by the time to the next one need.
+ * A recording that writes this format keeps when each sample was taken
+ * (m->timeline): samples are then rows at their times from the run's first
+ * sample, and each stretch of one status is an interval marker
+ * (ThreadStatus), so a wall-mode profile reads as a timeline. A profile
+ * without times (convert, or a timeline that filled up) has each thread's
+ * samples laid out one interval apart from 0, grouped by status and then in
+ * call tree order: a track as long as the thread was sampled, each status
+ * one stretch of it. Every sample is a row, as the Profiler counts rows; a
+ * null-stack row closes each track, which importers that weigh a sample by
+ * the time to the next one need.
  */
 #include <stdbool.h>
 #include <stdlib.h>
@@ -36,6 +39,7 @@
 
 #include "aggregate/aggregate.h"
 #include "aggregate/status.h"
+#include "aggregate/timeline.h"
 #include "core/errors.h"
 #include "core/text.h"
 #include "output/flame.h"
@@ -59,6 +63,16 @@ struct gecko {
 	uint64_t *slot;         /* hash of (prefix, frame) -> stack index + 1 */
 	uint32_t nslots;
 	int64_t *leaf;          /* per stack of the thread: its stack table entry, -1: none */
+	int64_t *leaf_of;       /* agg stack index -> its stack table entry in its thread */
+	/* one thread's samples in order */
+	int64_t *s_leaf;
+	double *s_ms;
+	uint8_t *s_status;
+	size_t ns, caps;
+	/* the timeline, sorted by thread then time; NULL: samples are laid out */
+	const struct timeline *tl;
+	size_t *tl_order, tl_next;
+	uint64_t tl_base;
 };
 
 static const struct stack_tags *tags_of(const struct agg *a, uint32_t i, uint64_t *count)
@@ -186,6 +200,103 @@ static void reset_tables(struct gecko *g)
 		memset(g->slot, 0, g->nslots * sizeof(*g->slot));
 }
 
+/* ------------------------------------------------------------ one thread's samples */
+
+static int push_sample(struct gecko *g, int64_t leaf, double ms, uint32_t status)
+{
+	if (g->ns == g->caps) {
+		size_t ncap = g->caps ? g->caps * 2 : 4096;
+		int64_t *l = realloc(g->s_leaf, ncap * sizeof(*l));
+		double *t = l ? realloc(g->s_ms, ncap * sizeof(*t)) : NULL;
+		uint8_t *st = t ? realloc(g->s_status, ncap) : NULL;
+
+		if (l)
+			g->s_leaf = l;
+		if (t)
+			g->s_ms = t;
+		if (!st)
+			return -PBP_E_NOMEM;
+		g->s_status = st;
+		g->caps = ncap;
+	}
+	g->s_leaf[g->ns] = leaf;
+	g->s_ms[g->ns] = ms;
+	g->s_status[g->ns++] = (uint8_t)(status < ST__COUNT ? status : ST_UNKNOWN);
+	return 0;
+}
+
+/* No times: each stack's samples one interval apart, in the order of g->order. */
+static int laid_out(struct gecko *g, uint32_t first, uint32_t end)
+{
+	double t = 0;
+	int err = 0;
+
+	for (uint32_t k = first; !err && k < end; k++) {
+		uint64_t count;
+		uint32_t st = tags_of(g->a, g->order[k], &count)->status;
+
+		for (uint64_t i = 0; !err && i < count; i++, t += g->interval)
+			err = push_sample(g, g->leaf[k], t, st);
+	}
+	return err;
+}
+
+static uint64_t thread_of(const struct agg *a, uint32_t stack)
+{
+	uint64_t c;
+	const struct stack_tags *t = tags_of(a, stack, &c);
+
+	return (uint64_t)t->pid << 32 | t->tid;
+}
+
+/* Times: this thread's run of the sorted timeline (threads come in the same order). */
+static int timed(struct gecko *g, uint64_t thread)
+{
+	const struct timeline *tl = g->tl;
+	int err = 0;
+
+	while (g->tl_next < tl->n && thread_of(g->a, tl->stack[g->tl_order[g->tl_next]]) < thread)
+		g->tl_next++;
+	for (; !err && g->tl_next < tl->n; g->tl_next++) {
+		size_t i = g->tl_order[g->tl_next];
+		uint64_t c;
+
+		if (thread_of(g->a, tl->stack[i]) != thread)
+			break;
+		err = push_sample(g, g->leaf_of[tl->stack[i]], (double)(tl->ns[i] - g->tl_base) / 1e6,
+				  tags_of(g->a, tl->stack[i], &c)->status);
+	}
+	return err;
+}
+
+static int cmp_timeline(const void *x, const void *y, void *ctx)
+{
+	const struct gecko *g = ctx;
+	size_t i = *(const size_t *)x, j = *(const size_t *)y;
+	uint64_t a = thread_of(g->a, g->tl->stack[i]), b = thread_of(g->a, g->tl->stack[j]);
+
+	if (a != b)
+		return a < b ? -1 : 1;
+	return (g->tl->ns[i] > g->tl->ns[j]) - (g->tl->ns[i] < g->tl->ns[j]);
+}
+
+/* The timeline sorted by thread, then time, and its first sample's time. */
+static int sort_timeline(struct gecko *g)
+{
+	const struct timeline *tl = g->tl;
+
+	if (!(g->tl_order = malloc((tl->n + 1) * sizeof(*g->tl_order))))
+		return -PBP_E_NOMEM;
+	g->tl_base = UINT64_MAX;
+	for (size_t i = 0; i < tl->n; i++) {
+		g->tl_order[i] = i;
+		if (tl->ns[i] < g->tl_base)
+			g->tl_base = tl->ns[i];
+	}
+	qsort_r(g->tl_order, tl->n, sizeof(*g->tl_order), cmp_timeline, g);
+	return 0;
+}
+
 /* ------------------------------------------------------------ writing */
 
 static uint32_t status_category(uint32_t st)
@@ -199,8 +310,8 @@ static void write_meta(FILE *o, const struct gecko *g, const struct profile_meta
 		"\"processType\":0,\"stackwalk\":0,\"debug\":0,\"gcpoison\":0,\"asyncstack\":0,"
 		"\"presymbolicated\":true,\"product\":\"pybpfprof %s (%s mode)\",", GECKO_VERSION, g->interval,
 		(unsigned long long)(m->start_unix_ns / 1000000), PBP_VERSION, m->mode ? m->mode : "cpu");
-	fputs("\"misc\":\"samples laid out per thread by status and stack, one interval apart: "
-	      "pybpfprof keeps counts, not sample times\",", o);
+	fprintf(o, "\"misc\":\"%s\",", g->tl ? "samples at the times they were taken"
+		: "samples laid out per thread by status and stack, one interval apart: no sample times kept");
 	fputs("\"categories\":[{\"name\":\"Other\",\"color\":\"grey\",\"subcategories\":[\"Other\"]},"
 	      "{\"name\":\"Python\",\"color\":\"yellow\",\"subcategories\":[\"Other\"]},"
 	      "{\"name\":\"Idle\",\"color\":\"transparent\",\"subcategories\":[\"Other\"]}],", o);
@@ -212,60 +323,54 @@ static void write_meta(FILE *o, const struct gecko *g, const struct profile_meta
 	fputs("\"libs\":[],\"pausedRanges\":[],\"processes\":[],\"threads\":[", o);
 }
 
-/* One row per sample; markers for each status's stretch. Returns the track's end. */
-static double write_samples(FILE *o, const struct gecko *g, uint32_t first, uint32_t end)
+/* One row a sample, and a null row closing the track. Returns the track's end. */
+static double write_samples(FILE *o, const struct gecko *g)
 {
-	double t = 0;
-	bool comma = false;
+	double end = g->ns ? g->s_ms[g->ns - 1] + g->interval : 0;
 
 	fputs(",\"samples\":{\"schema\":{\"stack\":0,\"time\":1,\"eventDelay\":2},\"data\":[", o);
-	for (uint32_t k = first; k < end; k++) {
-		uint64_t count;
-
-		tags_of(g->a, g->order[k], &count);
-		for (uint64_t i = 0; i < count; i++, t += g->interval) {
-			fputs(comma ? ",[" : "[", o);
-			comma = true;
-			if (g->leaf[k] < 0)
-				fputs("null", o);
-			else
-				fprintf(o, "%lld", (long long)g->leaf[k]);
-			fprintf(o, ",%.6f,0]", t);
-		}
+	for (size_t i = 0; i < g->ns; i++) {
+		fputs(i ? ",[" : "[", o);
+		if (g->s_leaf[i] < 0)
+			fputs("null", o);
+		else
+			fprintf(o, "%lld", (long long)g->s_leaf[i]);
+		fprintf(o, ",%.6f,0]", g->s_ms[i]);
 	}
-	fprintf(o, "%s[null,%.6f,0]]}", comma ? "," : "", t);
-	return t;
+	fprintf(o, "%s[null,%.6f,0]]}", g->ns ? "," : "", end);
+	return end;
 }
 
-/* Marker names are strings after the frames' (frame i's location is string i). */
-static void write_markers(FILE *o, const struct gecko *g, uint32_t first, uint32_t end)
+/*
+ * A marker for each stretch of one status, from its first sample to the
+ * next stretch's (or one interval past its last). Its name is the status's
+ * label, string nframes + status (frame i's location is string i).
+ */
+static void write_markers(FILE *o, const struct gecko *g)
 {
-	uint32_t nstr = g->nframes;
 	bool comma = false;
-	double t = 0;
 
 	fputs(",\"markers\":{\"schema\":{\"name\":0,\"startTime\":1,\"endTime\":2,\"phase\":3,\"category\":4,"
 	      "\"data\":5},\"data\":[", o);
-	for (uint32_t k = first; k < end;) {
-		uint64_t c, n = 0;
-		uint32_t st = tags_of(g->a, g->order[k], &c)->status;
+	for (size_t i = 0, j; i < g->ns; i = j) {
+		uint32_t st = g->s_status[i];
+		double end;
 
-		for (; k < end && tags_of(g->a, g->order[k], &c)->status == st; k++)
-			n += c;
-		if (st != ST_UNKNOWN) {         /* a profile read back without statuses has none */
-			fprintf(o, "%s[%u,%.6f,%.6f,1,%u,{\"type\":\"ThreadStatus\",\"status\":", comma ? "," : "",
-				nstr, t, t + (double)n * g->interval, status_category(st));
-			text_put_quoted(o, status_info(st)->name, TEXT_JSON);
-			fprintf(o, ",\"samples\":%llu}]", (unsigned long long)n);
-			comma = true;
-		}
-		t += (double)n * g->interval;
-		nstr++;
+		for (j = i + 1; j < g->ns && g->s_status[j] == st; j++)
+			;
+		if (st == ST_UNKNOWN)   /* a profile read back without statuses has none */
+			continue;
+		end = j < g->ns ? g->s_ms[j] : g->s_ms[j - 1] + g->interval;
+		fprintf(o, "%s[%u,%.6f,%.6f,1,%u,{\"type\":\"ThreadStatus\",\"status\":", comma ? "," : "",
+			g->nframes + st, g->s_ms[i], end, status_category(st));
+		text_put_quoted(o, status_info(st)->name, TEXT_JSON);
+		fprintf(o, ",\"samples\":%zu}]", j - i);
+		comma = true;
 	}
 	fputs("]}", o);
 }
 
-static void write_tables(FILE *o, const struct gecko *g, uint32_t first, uint32_t end)
+static void write_tables(FILE *o, const struct gecko *g)
 {
 	char buf[2048];
 
@@ -295,26 +400,19 @@ static void write_tables(FILE *o, const struct gecko *g, uint32_t first, uint32_
 	fputs("]},\"stringTable\":[", o);
 	for (uint32_t f = 0; f < g->nframes; f++) {
 		loc_format(g->a, g->frame_loc[f], buf, sizeof(buf));
-		if (f)
-			fputc(',', o);
 		text_put_quoted(o, buf, TEXT_JSON);
+		fputc(',', o);
 	}
-	for (uint32_t k = first; k < end; k++) {   /* marker names, one a status stretch */
-		uint64_t c;
-		uint32_t st = tags_of(g->a, g->order[k], &c)->status;
-
-		if (k == first || tags_of(g->a, g->order[k - 1], &c)->status != st) {
-			fputs(g->nframes || k > first ? "," : "", o);
-			text_put_quoted(o, status_info(st)->label, TEXT_JSON);
-		}
+	for (uint32_t st = 0; st < ST__COUNT; st++) {     /* the markers' names */
+		text_put_quoted(o, status_info(st)->label, TEXT_JSON);
+		fputs(st + 1 < ST__COUNT ? "," : "]", o);
 	}
-	fputc(']', o);
 }
 
-static void write_thread(FILE *o, const struct gecko *g, uint32_t first, uint32_t end, bool comma)
+static void write_thread(FILE *o, const struct gecko *g, uint32_t stack, bool comma)
 {
 	uint64_t c;
-	const struct stack_tags *t = tags_of(g->a, g->order[first], &c);
+	const struct stack_tags *t = tags_of(g->a, stack, &c);
 	const char *name = agg_thread_name(g->a, t->pid, t->tid);
 	char fallback[32];
 
@@ -325,29 +423,31 @@ static void write_thread(FILE *o, const struct gecko *g, uint32_t first, uint32_
 	fputs(comma ? ",\n{\"name\":" : "\n{\"name\":", o);
 	text_put_quoted(o, name, TEXT_JSON);
 	fprintf(o, ",\"processType\":\"default\",\"pid\":%u,\"tid\":%u,\"registerTime\":0", t->pid, t->tid);
-	fprintf(o, ",\"unregisterTime\":%.6f", write_samples(o, g, first, end));
-	write_markers(o, g, first, end);
-	write_tables(o, g, first, end);
+	fprintf(o, ",\"unregisterTime\":%.6f", write_samples(o, g));
+	write_markers(o, g);
+	write_tables(o, g);
 	fputc('}', o);
 }
 
+/* Thread by thread: its tables, its samples (timed or laid out), then the thread. */
 static int write_threads(FILE *o, struct gecko *g, uint32_t ns)
 {
 	int err = 0;
 
 	for (uint32_t first = 0, end; !err && first < ns; first = end) {
-		uint64_t c;
-		const struct stack_tags *t = tags_of(g->a, g->order[first], &c);
+		uint64_t thread = thread_of(g->a, g->order[first]);
 
-		for (end = first + 1; end < ns; end++) {
-			const struct stack_tags *u = tags_of(g->a, g->order[end], &c);
-
-			if (u->pid != t->pid || u->tid != t->tid)
-				break;
-		}
+		for (end = first + 1; end < ns && thread_of(g->a, g->order[end]) == thread; end++)
+			;
 		reset_tables(g);
-		if (!(err = build_tables(g, first, end)))
-			write_thread(o, g, first, end, first > 0);
+		g->ns = 0;
+		if ((err = build_tables(g, first, end)) != 0)
+			break;
+		for (uint32_t k = first; k < end; k++)
+			g->leaf_of[g->order[k]] = g->leaf[k];
+		err = g->tl ? timed(g, thread) : laid_out(g, first, end);
+		if (!err)
+			write_thread(o, g, g->order[first], first > 0);
 	}
 	return err;
 }
@@ -359,9 +459,10 @@ static int gecko_alloc(struct gecko *g, struct flame_order *fo)
 	g->order = calloc(ns + 1, sizeof(*g->order));
 	g->pos = calloc(ns + 1, sizeof(*g->pos));
 	g->leaf = calloc(ns + 1, sizeof(*g->leaf));
+	g->leaf_of = calloc(ns + 1, sizeof(*g->leaf_of));
 	g->frame_of = malloc((nl + 1) * sizeof(*g->frame_of));
 	g->frame_loc = calloc(nl + 1, sizeof(*g->frame_loc));
-	if (!g->order || !g->pos || !g->leaf || !g->frame_of || !g->frame_loc)
+	if (!g->order || !g->pos || !g->leaf || !g->leaf_of || !g->frame_of || !g->frame_loc)
 		return -PBP_E_NOMEM;
 	for (uint32_t i = 0; i < nl; i++)
 		g->frame_of[i] = -1;
@@ -370,28 +471,42 @@ static int gecko_alloc(struct gecko *g, struct flame_order *fo)
 		g->order[k] = k;
 	}
 	qsort_r(g->order, ns, sizeof(*g->order), cmp_order, g);
-	return 0;
+	return g->tl ? sort_timeline(g) : 0;
+}
+
+static void gecko_free(struct gecko *g)
+{
+	free(g->order);
+	free(g->pos);
+	free(g->leaf);
+	free(g->leaf_of);
+	free(g->frame_of);
+	free(g->frame_loc);
+	free(g->prefix);
+	free(g->sframe);
+	free(g->slot);
+	free(g->s_leaf);
+	free(g->s_ms);
+	free(g->s_status);
+	free(g->tl_order);
 }
 
 int gecko_write(const struct agg *a, const struct profile_meta *m, FILE *o)
 {
 	struct gecko g = { .a = a, .interval = m->hz ? 1000.0 / m->hz : 1.0 };
 	struct flame_order fo;
-	int err = flame_order_build(a, &fo) ? -PBP_E_NOMEM : gecko_alloc(&g, &fo);
+	int err;
 
+	/* Times only when every sample has one: a full timeline holds the run's start only. */
+	if (m->timeline && !m->timeline->full && m->timeline->n)
+		g.tl = m->timeline;
+	err = flame_order_build(a, &fo) ? -PBP_E_NOMEM : gecko_alloc(&g, &fo);
 	if (!err) {
 		write_meta(o, &g, m);
 		err = write_threads(o, &g, agg_nstacks(a));
 		fputs("]}\n", o);
 	}
 	flame_order_free(&fo);
-	free(g.order);
-	free(g.pos);
-	free(g.leaf);
-	free(g.frame_of);
-	free(g.frame_loc);
-	free(g.prefix);
-	free(g.sframe);
-	free(g.slot);
+	gecko_free(&g);
 	return err || ferror(o) ? -1 : 0;
 }

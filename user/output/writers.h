@@ -9,6 +9,7 @@
 
 struct agg;
 struct agg_diff;
+struct timeline;
 
 /*
  * What every writer gets besides the aggregate. Label locations (LOC_THREAD,
@@ -32,6 +33,8 @@ struct profile_meta {
 	 * aggregate given is diff->u.
 	 */
 	const struct agg_diff *diff;
+	/* gecko only: when each sample was taken (a recording's); NULL: not kept */
+	const struct timeline *timeline;
 };
 
 /* collapsed.c: one line per distinct stack text, root first, `;`-separated, a space, the count. */
