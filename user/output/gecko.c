@@ -335,9 +335,9 @@ static double write_samples(FILE *o, const struct gecko *g)
 			fputs("null", o);
 		else
 			fprintf(o, "%lld", (long long)g->s_leaf[i]);
-		fprintf(o, ",%.6f,0]", g->s_ms[i]);
+		fprintf(o, ",%.3f,0]", g->s_ms[i]);
 	}
-	fprintf(o, "%s[null,%.6f,0]]}", g->ns ? "," : "", end);
+	fprintf(o, "%s[null,%.3f,0]]}", g->ns ? "," : "", end);
 	return end;
 }
 
@@ -361,7 +361,7 @@ static void write_markers(FILE *o, const struct gecko *g)
 		if (st == ST_UNKNOWN)   /* a profile read back without statuses has none */
 			continue;
 		end = j < g->ns ? g->s_ms[j] : g->s_ms[j - 1] + g->interval;
-		fprintf(o, "%s[%u,%.6f,%.6f,1,%u,{\"type\":\"ThreadStatus\",\"status\":", comma ? "," : "",
+		fprintf(o, "%s[%u,%.3f,%.3f,1,%u,{\"type\":\"ThreadStatus\",\"status\":", comma ? "," : "",
 			g->nframes + st, g->s_ms[i], end, status_category(st));
 		text_put_quoted(o, status_info(st)->name, TEXT_JSON);
 		fprintf(o, ",\"samples\":%zu}]", j - i);
@@ -423,7 +423,7 @@ static void write_thread(FILE *o, const struct gecko *g, uint32_t stack, bool co
 	fputs(comma ? ",\n{\"name\":" : "\n{\"name\":", o);
 	text_put_quoted(o, name, TEXT_JSON);
 	fprintf(o, ",\"processType\":\"default\",\"pid\":%u,\"tid\":%u,\"registerTime\":0", t->pid, t->tid);
-	fprintf(o, ",\"unregisterTime\":%.6f", write_samples(o, g));
+	fprintf(o, ",\"unregisterTime\":%.3f", write_samples(o, g));
 	write_markers(o, g);
 	write_tables(o, g);
 	fputc('}', o);
