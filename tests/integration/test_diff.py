@@ -135,3 +135,19 @@ def test_diff_bad_inputs(tmp_path, case):
     if case != "one_arg":       # argp adds its "Try --help" line
         assert len(lines) == 1, r.stderr
     assert not (tmp_path / "out.txt").exists()
+
+
+def test_convert_reads_pprof_back(tmp_path):
+    """convert reads what diff reads: pprof, gzipped collapsed, as well as collapsed."""
+    text = "main (a.py:1);f (a.py:2) 30\nmain (a.py:1);g (/usr/lib/x.py) 10\nbare 2\n"
+    src = tmp_path / "p.txt"
+    src.write_text(text)
+    pb = tmp_path / "p.pb.gz"
+    assert pybpfprof("convert", "-i", src, "-o", pb).returncode == 0
+    r = pybpfprof("convert", "-i", pb, "-o", tmp_path / "back.txt")
+    assert r.returncode == 0, r.stderr
+    assert sorted((tmp_path / "back.txt").read_text().splitlines()) == sorted(text.splitlines())
+    gz = tmp_path / "p.txt.gz"
+    gz.write_bytes(gzip.compress(text.encode()))
+    r = pybpfprof("convert", "-i", gz)
+    assert r.returncode == 0 and sorted(r.stdout.splitlines()) == sorted(text.splitlines()), r.stderr

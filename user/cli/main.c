@@ -19,11 +19,11 @@
 #include <sys/types.h>
 
 #include "aggregate/aggregate.h"
-#include "aggregate/convert.h"
 #include "cli/agent.h"
 #include "cli/args.h"
 #include "cli/diff.h"
 #include "cli/dump.h"
+#include "cli/profload.h"
 #include "cli/record.h"
 #include "cli/report.h"
 #include "core/errors.h"
@@ -116,7 +116,7 @@ struct convert_args {
 };
 
 static const struct argp_option convert_opts[] = {
-	{ "input", 'i', "FILE", 0, "Collapsed stacks to read (default: stdin)", 0 },
+	{ "input", 'i', "FILE", 0, "Profile to read: collapsed stacks or pprof, gzipped or not (default: stdin)", 0 },
 	{ "output", 'o', "FILE", 0, "Where to write (default: stdout)", 0 },
 	{ "format", 'f', "FORMAT", 0,
 	  "collapsed, html, svg, speedscope, gecko, pprof or pstats (default: from the -o extension, "
@@ -161,7 +161,8 @@ static error_t convert_parse(int key, char *arg, struct argp_state *st)
 }
 
 static const char convert_doc[] =
-	"Render a collapsed-stack profile (what 'pybpfprof -o FILE.txt' writes) in another format. "
+	"Render a profile pybpfprof wrote that keeps stacks (collapsed stacks or pprof, gzipped or not) in "
+	"another format. "
 	"-F and -m describe the run the stacks came from: they set time units and labels."
 	"\vExamples:\n"
 	"  pybpfprof convert -i profile.txt -o profile.html\n"
@@ -173,34 +174,16 @@ static int convert_main(int argc, char **argv)
 	struct convert_args a = { .hz = 99, .mode = "cpu" };
 	struct profile_meta m;
 	struct agg *agg;
-	FILE *in;
-	const char *why = NULL;
-	size_t lineno;
-	int fmt, err;
+	int fmt, err, code;
 
 	argp_parse(&argp, argc, argv, 0, NULL, &a);
 	fmt = a.format ? format_by_name(a.format) : format_by_path(a.out);
-	in = a.in ? fopen(a.in, "re") : stdin;
-	if (!in) {
-		fprintf(stderr, "pybpfprof: cannot read %s: %s\n", a.in, strerror(errno));
-		return EXIT_IO;
-	}
-	agg = agg_new();
-	err = !agg ? -PBP_E_NOMEM : collapsed_read(agg, in, &lineno, &why);
-	if (err == COLLAPSED_READ_ERROR)    /* a directory, an I/O error */
-		fprintf(stderr, "pybpfprof: cannot read %s: %s\n", a.in ? a.in : "stdin", strerror(errno));
-	if (in != stdin)
-		fclose(in);
-	if (!agg)       /* no line was read, and there is none to name */
+	if (!(agg = agg_new()))
 		return report_error(NULL, -PBP_E_NOMEM);
-	if (err) {
-		if (err == -1)
-			fprintf(stderr, "pybpfprof: %s:%zu: not a collapsed-stack line: %s\n",
-				a.in ? a.in : "stdin", lineno, why);
-		else if (err != COLLAPSED_READ_ERROR)
-			fprintf(stderr, "pybpfprof: out of memory\n");
+	/* collapsed stacks or pprof, gzipped or not; what is wrong is said there */
+	if ((code = profile_load(a.in, agg)) != EXIT_OK) {
 		agg_free(agg);
-		return err == -1 ? EXIT_USAGE : err == COLLAPSED_READ_ERROR ? EXIT_IO : EXIT_INTERNAL;
+		return code;
 	}
 	m = (struct profile_meta){ .mode = a.mode, .hz = a.hz };
 	/* A reader that closed the pipe early is said (EPIPE), as when recording. */

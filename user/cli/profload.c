@@ -1,5 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* A profile file read back, whatever its format; see profload.h. */
+/*
+ * A profile file read back, whatever its format; see profload.h.
+ *
+ * The file goes through zlib, which reads a plain file as it is. Its first
+ * bytes decide: pprof starts with its sample types (field 1: byte 0x0a) and
+ * always holds a NUL byte (string 0 is ""), which collapsed text never has.
+ * A pprof profile is read whole (protobuf-c unpacks a buffer); collapsed
+ * stacks are streamed line by line, the peeked bytes first, so a file of
+ * any size reads in the memory its longest line takes.
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -10,6 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "cli/profload.h"
 #include "aggregate/aggregate.h"
@@ -17,100 +27,135 @@
 #include "aggregate/pprofread.h"
 #include "core/errors.h"
 
-struct bytes_buf {
-	uint8_t *p;
-	size_t n, cap;
+#define PEEK 4096
+
+struct source {
+	gzFile z;
+	uint8_t peek[PEEK];
+	size_t npeek, used;     /* bytes peeked, and handed out of them */
+	int err;                /* -errno of a failed read (EINVAL: damaged gzip data) */
 };
 
-/* The whole file, gunzipped if it is gzip (zlib reads plain files as they are): 0 or -errno. */
-static int slurp(int fd, struct bytes_buf *b)
+/* gzread, with the reason of a failure kept in s->err. */
+static ssize_t zread(struct source *s, void *buf, size_t len)
 {
-	gzFile z = gzdopen(fd, "rb");
-	int got = 0, err = 0;
+	int got, zerr;
 
-	if (!z) {
-		close(fd);
-		return -ENOMEM;
-	}
-	do {
-		if (b->n + 65536 > b->cap) {
-			size_t ncap = b->cap ? b->cap * 2 : 1 << 20;
-			uint8_t *p = realloc(b->p, ncap + 1);
-
-			if (!p) {
-				err = -ENOMEM;
-				break;
-			}
-			b->p = p, b->cap = ncap;
-		}
-		errno = 0;
-		got = gzread(z, b->p + b->n, 65536);
-		if (got > 0)
-			b->n += (size_t)got;
-	} while (got > 0);
-	if (!err && got < 0) {
-		int zerr;
-
-		gzerror(z, &zerr);
-		err = zerr == Z_ERRNO && errno ? -errno : -EINVAL;   /* EINVAL: a damaged gzip stream */
-	}
-	gzclose_r(z);
-	return err;
+	errno = 0;
+	if ((got = gzread(s->z, buf, (unsigned)(len > (1u << 30) ? 1u << 30 : len))) >= 0)
+		return got;
+	gzerror(s->z, &zerr);
+	s->err = zerr == Z_ERRNO && errno ? -errno : -EINVAL;
+	errno = -s->err;
+	return -1;
 }
 
-static int load_collapsed(const char *name, struct bytes_buf *b, struct agg *a)
+/* fopencookie's read: the peeked bytes, then the rest of the stream. */
+static ssize_t cookie_read(void *cookie, char *buf, size_t len)
 {
-	FILE *in = b->n ? fmemopen(b->p, b->n, "r") : NULL;
+	struct source *s = cookie;
+
+	if (s->used < s->npeek) {
+		size_t n = s->npeek - s->used < len ? s->npeek - s->used : len;
+
+		memcpy(buf, s->peek + s->used, n);
+		s->used += n;
+		return (ssize_t)n;
+	}
+	return zread(s, buf, len);
+}
+
+static bool looks_pprof(const struct source *s)
+{
+	return s->npeek && s->peek[0] == 0x0a && memchr(s->peek, '\0', s->npeek);
+}
+
+static int say_read_error(const char *name, int err)
+{
+	fprintf(stderr, "pybpfprof: cannot read %s: %s\n", name, err == -EINVAL ? "damaged gzip data" : strerror(-err));
+	return EXIT_IO;
+}
+
+static int say_nomem(void)
+{
+	fprintf(stderr, "pybpfprof: out of memory\n");
+	return EXIT_INTERNAL;
+}
+
+static int load_collapsed(const char *name, struct source *s, struct agg *a)
+{
+	cookie_io_functions_t io = { .read = cookie_read };
+	FILE *in = fopencookie(s, "r", io);
 	const char *why = NULL;
 	size_t lineno;
 	int err;
 
-	if (!b->n)
-		return EXIT_OK;         /* an empty file: no stacks (fmemopen wants a size) */
-	if (!in) {
-		fprintf(stderr, "pybpfprof: out of memory\n");
-		return EXIT_INTERNAL;
-	}
+	if (!in)
+		return say_nomem();
 	err = collapsed_read(a, in, &lineno, &why);
 	fclose(in);
+	if (err == COLLAPSED_READ_ERROR)    /* a directory, an I/O error, damaged gzip data */
+		return say_read_error(name, s->err ? s->err : -EIO);
 	if (err == -1)
 		fprintf(stderr, "pybpfprof: %s:%zu: not a collapsed-stack line: %s\n", name, lineno, why);
-	else if (err)
-		fprintf(stderr, "pybpfprof: out of memory\n");
-	return err == -1 ? EXIT_USAGE : err ? EXIT_INTERNAL : EXIT_OK;
+	return err == -1 ? EXIT_USAGE : err ? say_nomem() : EXIT_OK;
 }
 
-static int load_pprof(const char *name, struct bytes_buf *b, struct agg *a)
+/* The rest of the stream after the peeked bytes, all of it in memory. */
+static int load_pprof(const char *name, struct source *s, struct agg *a)
 {
+	size_t cap = 1 << 20, n = s->npeek;
+	uint8_t *buf = malloc(cap), *p;
 	const char *why = NULL;
-	int err = pprof_read(a, b->p, b->n, &why);
+	ssize_t got = 0;
+	int err;
 
+	if (!buf)
+		return say_nomem();
+	memcpy(buf, s->peek, n);
+	do {
+		if (n == cap) {
+			if (!(p = realloc(buf, cap * 2))) {
+				free(buf);
+				return say_nomem();
+			}
+			buf = p, cap *= 2;
+		}
+		if ((got = zread(s, buf + n, cap - n)) > 0)
+			n += (size_t)got;
+	} while (got > 0);
+	err = got < 0 ? 1 : pprof_read(a, buf, n, &why);
+	free(buf);
+	if (got < 0)
+		return say_read_error(name, s->err);
 	if (err == -1)
 		fprintf(stderr, "pybpfprof: %s: not a profile pybpfprof reads (collapsed stacks or pprof): %s\n",
 			name, why);
-	else if (err)
-		fprintf(stderr, "pybpfprof: out of memory\n");
-	return err == -1 ? EXIT_USAGE : err ? EXIT_INTERNAL : EXIT_OK;
+	return err == -1 ? EXIT_USAGE : err ? say_nomem() : EXIT_OK;
 }
 
 int profile_load(const char *path, struct agg *a)
 {
 	bool std = !path || !strcmp(path, "-");
 	const char *name = std ? "stdin" : path;
-	int fd = std ? dup(0) : open(path, O_RDONLY | O_CLOEXEC);
-	struct bytes_buf b = { 0 };
-	int err = fd < 0 ? -errno : slurp(fd, &b), code;
+	int fd = std ? dup(0) : open(path, O_RDONLY | O_CLOEXEC), code;
+	struct source *s;
+	ssize_t got = 0;
 
-	if (err == -ENOMEM) {
-		fprintf(stderr, "pybpfprof: out of memory\n");
-		code = EXIT_INTERNAL;
-	} else if (err) {
-		fprintf(stderr, "pybpfprof: cannot read %s: %s\n", name,
-			err == -EINVAL ? "damaged gzip data" : strerror(-err));
-		code = EXIT_IO;
-	} else {
-		code = b.n && memchr(b.p, '\0', b.n) ? load_pprof(name, &b, a) : load_collapsed(name, &b, a);
+	if (fd < 0)
+		return say_read_error(name, -errno);
+	if (!(s = calloc(1, sizeof(*s))) || !(s->z = gzdopen(fd, "rb"))) {
+		close(fd);
+		free(s);
+		return say_nomem();
 	}
-	free(b.p);
+	while (s->npeek < PEEK && (got = zread(s, s->peek + s->npeek, PEEK - s->npeek)) > 0)
+		s->npeek += (size_t)got;
+	if (got < 0)
+		code = say_read_error(name, s->err);
+	else
+		code = looks_pprof(s) ? load_pprof(name, s, a) : load_collapsed(name, s, a);
+	gzclose_r(s->z);
+	free(s);
 	return code;
 }

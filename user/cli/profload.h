@@ -8,9 +8,8 @@ struct agg;
 
 /*
  * Read a profile pybpfprof wrote and that keeps stacks into a: collapsed
- * stacks or pprof, either gzipped or not (the content decides: a pprof
- * profile always holds a NUL byte, collapsed text never does). path NULL
- * or "-" is stdin. Says what went wrong in one line and returns the exit
+ * stacks or pprof, either gzipped or not (the first bytes decide, not the
+ * name; see profload.c). path NULL or "-" is stdin. Says what went wrong in one line and returns the exit
  * code (EXIT_OK, EXIT_IO: unreadable, EXIT_USAGE: not such a profile,
  * EXIT_INTERNAL: out of memory).
  */
