@@ -100,3 +100,35 @@ def test_table_selection_both_ways(tmp_path, page):  # noqa: F811
     assert sel == ["work (app.py)"]
     assert page.eval("pbp.state()")["zoom"] == "work (app.py:40)"
     assert_clean(page)
+
+
+def test_view_kept_in_the_fragment(tmp_path, browser):  # noqa: F811
+    """Filter, search, zoom and the selected function go to the URL fragment;
+    a page opened with that URL (a shared link, a reload) shows the same view."""
+    path = convert(tmp_path, "known", KNOWN, ".html")
+    first = browser.new_page()
+    open_page(first, path)
+    g = first.eval("[...document.getElementById('filter').options].find(o => o.text.startsWith('thread 101')).value")
+    first.eval("(() => { const s = document.getElementById('filter'); s.value = %r;"
+               " s.dispatchEvent(new Event('change')); })()" % g)
+    first.type_into("#search", "np_dot")
+    f = frame(first, "work (app.py:40)")
+    first.click(f["cx"], f["cy"])
+    want = first.eval("pbp.state()")
+    url = first.eval("location.href")
+    assert "#" in url and "zoom=" in url and "fn=" in url
+    first.close()
+    second = browser.new_page()
+    try:
+        second.goto(url, timeout=30)
+        second.wait_for("document.documentElement.dataset.rendered", 30)
+        got = second.eval("pbp.state()")
+        for k in ("zoom", "zoomTotal", "viewTotal", "matched", "filter"):
+            assert got[k] == want[k], (k, got[k], want[k])
+        assert got["zoom"] == "work (app.py:40)" and got["filter"] == g
+        assert second.eval("pbp.selectedFunction()") == "work (app.py)"
+        assert second.eval("document.getElementById('search').value") == "np_dot"
+        second.screenshot(artifact("html-fragment-restored.png"))
+        assert_clean(second)
+    finally:
+        second.close()
