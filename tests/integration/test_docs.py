@@ -18,7 +18,7 @@ COMPLETION = os.path.join(REPO, "scripts", "pybpfprof.bash-completion")
 HEADER = os.path.join(REPO, "user", "core", "errors.h")
 ERRORS_C = os.path.join(REPO, "user", "core", "errors.c")
 
-SUBCOMMANDS = ["record", "dump", "convert", "agent"]    # "record": no subcommand word
+SUBCOMMANDS = ["record", "dump", "convert", "diff", "agent"]    # "record": no subcommand word
 ARGP_STANDARD = {"help", "usage", "version"}    # argp adds these to every subcommand
 LONGOPT = re.compile(r"(?<![\w-])--([a-z][a-z0-9]*(?:-[a-z0-9]+)*)")
 
@@ -88,7 +88,7 @@ def md_section(text, heading):
 
 # --- (a) options -------------------------------------------------------------------
 
-MAN_SECTION_OF = {"record": "OPTIONS", "dump": "DUMP", "convert": "CONVERT", "agent": "AGENT"}
+MAN_SECTION_OF = {"record": "OPTIONS", "dump": "DUMP", "convert": "CONVERT", "diff": "DIFF", "agent": "AGENT"}
 
 
 @pytest.mark.parametrize("sub", SUBCOMMANDS)
@@ -115,6 +115,7 @@ def test_readme_usage_options_match_help(options):
 
 @pytest.mark.parametrize("sub,heading", [("dump", "dump: every thread's stack, once"),
                                          ("convert", "convert: collapsed stacks to any format"),
+                                         ("diff", "diff: two profiles compared"),
                                          ("agent", "agent: continuous profiling for a fleet")])
 def test_readme_subcommand_sections_match_help(sub, heading, options):
     documented = set(LONGOPT.findall(md_section(read(README), heading)))
@@ -220,7 +221,7 @@ def test_completion_loads_and_completes_options():
     assert complete("--mo") == ["--mode"]
     assert complete("-m", "") == ["cpu", "wall", "gil"]
     assert complete("--format", "p") == ["pprof", "pstats"]
-    assert complete("d") == ["dump"]
+    assert complete("d") == ["dump", "diff"]
     assert complete("dump", "--j") == ["--json"]
     assert complete("convert", "--in") == ["--input"]
 

@@ -19,6 +19,9 @@ static void test_by_path(void)
 	CHECK_EQ_STR(format_name(format_by_path("p.txt.gz")), "collapsed");
 	CHECK_EQ_STR(format_name(format_by_path("p.gz")), "collapsed");
 	CHECK_EQ_STR(format_name(format_by_path("p.json.gz")), "speedscope");
+	CHECK_EQ_STR(format_name(format_by_path("p.gecko.json")), "gecko");
+	CHECK_EQ_STR(format_name(format_by_path("p.GECKO.JSON.gz")), "gecko");
+	CHECK_EQ_STR(format_name(format_by_path("p.speedscope.json")), "speedscope");
 	CHECK_EQ_STR(format_name(format_by_path("p.html.gz")), "html");
 	CHECK_EQ_STR(format_name(format_by_path("p.pb.gz")), "pprof");
 	CHECK_EQ_STR(format_name(format_by_path("p.pprof.gz")), "pprof");

@@ -19,10 +19,11 @@
 #include <sys/types.h>
 
 #include "aggregate/aggregate.h"
-#include "aggregate/convert.h"
 #include "cli/agent.h"
 #include "cli/args.h"
+#include "cli/diff.h"
 #include "cli/dump.h"
+#include "cli/profload.h"
 #include "cli/record.h"
 #include "cli/report.h"
 #include "core/errors.h"
@@ -115,10 +116,10 @@ struct convert_args {
 };
 
 static const struct argp_option convert_opts[] = {
-	{ "input", 'i', "FILE", 0, "Collapsed stacks to read (default: stdin)", 0 },
+	{ "input", 'i', "FILE", 0, "Profile to read: collapsed stacks or pprof, gzipped or not (default: stdin)", 0 },
 	{ "output", 'o', "FILE", 0, "Where to write (default: stdout)", 0 },
 	{ "format", 'f', "FORMAT", 0,
-	  "collapsed, html, svg, speedscope, pprof or pstats (default: from the -o extension, "
+	  "collapsed, html, svg, speedscope, gecko, pprof or pstats (default: from the -o extension, "
 	  "else collapsed)", 0 },
 	{ "frequency", 'F', "HZ", 0, "Rate the profile was taken at, for time units (default 99)", 0 },
 	{ "mode", 'm', "MODE", 0, "cpu, wall or gil: what the samples counted (default cpu)", 0 },
@@ -160,7 +161,8 @@ static error_t convert_parse(int key, char *arg, struct argp_state *st)
 }
 
 static const char convert_doc[] =
-	"Render a collapsed-stack profile (what 'pybpfprof -o FILE.txt' writes) in another format. "
+	"Render a profile pybpfprof wrote that keeps stacks (collapsed stacks or pprof, gzipped or not) in "
+	"another format. "
 	"-F and -m describe the run the stacks came from: they set time units and labels."
 	"\vExamples:\n"
 	"  pybpfprof convert -i profile.txt -o profile.html\n"
@@ -172,34 +174,16 @@ static int convert_main(int argc, char **argv)
 	struct convert_args a = { .hz = 99, .mode = "cpu" };
 	struct profile_meta m;
 	struct agg *agg;
-	FILE *in;
-	const char *why = NULL;
-	size_t lineno;
-	int fmt, err;
+	int fmt, err, code;
 
 	argp_parse(&argp, argc, argv, 0, NULL, &a);
 	fmt = a.format ? format_by_name(a.format) : format_by_path(a.out);
-	in = a.in ? fopen(a.in, "re") : stdin;
-	if (!in) {
-		fprintf(stderr, "pybpfprof: cannot read %s: %s\n", a.in, strerror(errno));
-		return EXIT_IO;
-	}
-	agg = agg_new();
-	err = !agg ? -PBP_E_NOMEM : collapsed_read(agg, in, &lineno, &why);
-	if (err == -PBP_E_IO)    /* a directory, an I/O error */
-		fprintf(stderr, "pybpfprof: cannot read %s: %s\n", a.in ? a.in : "stdin", strerror(errno));
-	if (in != stdin)
-		fclose(in);
-	if (!agg)       /* no line was read, and there is none to name */
+	if (!(agg = agg_new()))
 		return report_error(NULL, -PBP_E_NOMEM);
-	if (err) {
-		if (err == -PBP_E_INVAL)
-			fprintf(stderr, "pybpfprof: %s:%zu: not a collapsed-stack line: %s\n",
-				a.in ? a.in : "stdin", lineno, why);
-		else if (err != -PBP_E_IO)
-			fprintf(stderr, "pybpfprof: out of memory\n");
+	/* collapsed stacks or pprof, gzipped or not; what is wrong is said there */
+	if ((code = profile_load(a.in, agg)) != EXIT_OK) {
 		agg_free(agg);
-		return err == -PBP_E_INVAL ? EXIT_USAGE : err == -PBP_E_IO ? EXIT_IO : EXIT_INTERNAL;
+		return code;
 	}
 	m = (struct profile_meta){ .mode = a.mode, .hz = a.hz };
 	/* A reader that closed the pipe early is said (EPIPE), as when recording. */
@@ -216,6 +200,10 @@ int main(int argc, char **argv)
 		argv[1] = "pybpfprof convert";
 		return convert_main(argc - 1, argv + 1);
 	}
+	if (argc > 1 && strcmp(argv[1], "diff") == 0) {
+		argv[1] = "pybpfprof diff";
+		return diff_main(argc - 1, argv + 1);
+	}
 	if (argc > 1 && strcmp(argv[1], "dump") == 0) {
 		argv[1] = "pybpfprof dump";
 		return dump_main(argc - 1, argv + 1);
@@ -229,7 +217,7 @@ int main(int argc, char **argv)
 	 * command to profile comes after "--", which starts with '-'.
 	 */
 	if (argc > 1 && argv[1][0] != '-') {
-		fprintf(stderr, "pybpfprof: unknown subcommand '%s' (dump, convert or agent; a command to "
+		fprintf(stderr, "pybpfprof: unknown subcommand '%s' (dump, convert, diff or agent; a command to "
 			"profile goes after --)\n", argv[1]);
 		return EXIT_USAGE;
 	}

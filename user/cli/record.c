@@ -64,7 +64,7 @@ static const struct argp_option opts[] = {
 	{ NULL, 0, NULL, 0, "Output:", 3 },
 	{ "output", 'o', "FILE", 0, "Write the profile here (default: stdout)", 3 },
 	{ "format", 'f', "FORMAT", 0,
-	  "collapsed, html, svg, speedscope, pprof or pstats (default: from the -o extension, "
+	  "collapsed, html, svg, speedscope, gecko, pprof or pstats (default: from the -o extension, "
 	  "else collapsed)", 3 },
 	{ "threads", 't', NULL, 0, "Add a root frame per thread: 'thread TID name'", 3 },
 	{ "status", OPT_STATUS, NULL, 0,
@@ -475,8 +475,13 @@ static int write_profile(void *ctx, const struct agg *a, const struct window *w)
 	struct record *r = ctx;
 	struct profile_meta m = { .mode = mode_name(r->c.o.mode), .hz = r->c.o.hz,
 				  .start_unix_ns = w->start_unix_ns,
-				  .duration_ns = w->end_ns - w->start_ns };
-	int err = profile_write_to(&r->out, output_format(r), a, &m);
+				  .duration_ns = w->end_ns - w->start_ns, .timeline = r->c.timeline };
+	int err;
+
+	if (r->c.timeline && r->c.timeline->full)
+		fprintf(stderr, "pybpfprof: warning: more than %zu samples: the Gecko profile has no sample "
+			"times, its samples are laid out by status and stack\n", r->c.timeline->max);
+	err = profile_write_to(&r->out, output_format(r), a, &m);
 
 	if (err)
 		output_error(&r->out, r->outpath, err);
@@ -501,6 +506,8 @@ static void new_window(void *ctx)
 	struct record *r = ctx;
 	uint64_t now = mono_ns();
 
+	if (r->c.timeline)
+		timeline_reset(r->c.timeline);  /* its stack ids were the old aggregate's */
 	for (int i = 0; i < r->ntargets; i++) {
 		struct target *t = &r->targets[i];
 
@@ -543,6 +550,7 @@ void run_cleanup(struct record *r, int go_fd)
 			target_fini(&r->c, &r->targets[i]);
 	sampler_close(r->c.smp);
 	agg_free(r->c.agg);
+	timeline_free(&r->timeline);
 	free(r->c.locs);
 	free(r->targets);
 	free(r->skipped);
@@ -629,6 +637,9 @@ int run_alloc(struct record *r)
 		return report_error(NULL, -PBP_E_NOMEM);
 	r->c.agg = agg_new();
 	r->c.locs = malloc(sizeof(*r->c.locs) * MAX_LOCS);
+	timeline_init(&r->timeline, TIMELINE_MAX);
+	if (output_format(r) == format_by_name("gecko"))
+		r->c.timeline = &r->timeline;   /* the one format that shows when samples were taken */
 	r->targets = calloc((size_t)r->max_processes, sizeof(*r->targets));
 	r->skipped = calloc(MAX_SKIPPED, sizeof(*r->skipped));
 	if (!r->c.agg || !r->c.locs || !r->targets || !r->skipped)

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "aggregate/timeline.h"
 #include "core/limits.h"
 #include "cpython/process.h"
 #include "output/output.h"
@@ -123,6 +124,7 @@ struct proc_note {
 enum stats_form { STATS_SUMMARY, STATS_TEXT, STATS_JSON, STATS_NONE };
 
 struct record {
+	struct timeline timeline;       /* kept for a Gecko profile only (c.timeline) */
 	/* options */
 	pid_t pids[MAX_PIDS], excluded[MAX_PIDS];
 	int npids, nexcluded;

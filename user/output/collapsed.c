@@ -57,7 +57,7 @@ static char *frame_text(const struct agg *a, uint32_t id)
  * texts joined by `;`, which no text holds, so equal sequences are equal
  * lines and the other way round. Another aggregate does the counting.
  */
-static int collapse(const struct agg *a, struct agg *lines)
+int collapsed_lines(const struct agg *a, struct agg *lines)
 {
 	const struct stack_tags none = { 0 };
 	uint32_t nlocs = agg_nlocs(a), cap = 0;
@@ -99,7 +99,7 @@ static int collapse(const struct agg *a, struct agg *lines)
 int collapsed_write(const struct agg *a, const struct profile_meta *m, FILE *o)
 {
 	struct agg *lines = agg_new();
-	int err = lines ? collapse(a, lines) : -PBP_E_NOMEM;
+	int err = lines ? collapsed_lines(a, lines) : -PBP_E_NOMEM;
 
 	(void)m;
 	for (uint32_t i = 0; !err && i < agg_nstacks(lines); i++) {

@@ -21,6 +21,7 @@ static const struct format {
 	writer_fn write;
 } formats[] = {
 	{ "collapsed", { ".txt", ".collapsed", ".folded" }, collapsed_write },
+	{ "gecko", { ".gecko.json", ".gecko" }, gecko_write },      /* before .json */
 	{ "speedscope", { ".speedscope.json", ".json" }, speedscope_write },
 	{ "pprof", { ".pb.gz", ".pprof" }, pprof_write },
 	{ "pstats", { ".pstats", ".prof" }, pstats_write },

@@ -18,6 +18,9 @@
  *           number of new frames, their location ids, count, group index;
  *           as one string of numbers (see put_num), a third of the size of
  *           a JSON array and as quick to read
+ *   diff    only for `pybpfprof diff`: total (before, after samples), and
+ *           before and after, each stack's samples in each profile, in the
+ *           stacks' order and encoding (the stacks' own count is their sum)
  * Sorted stacks share long prefixes, so the stacks take about as many ids
  * as the call tree has nodes, and the page merges them into that tree in
  * one pass without lookups.
@@ -29,6 +32,7 @@
 #include <stddef.h>
 
 #include "aggregate/aggregate.h"
+#include "aggregate/diff.h"
 #include "aggregate/status.h"
 #include "core/errors.h"
 #include "core/text.h"
@@ -327,6 +331,22 @@ static void write_stacks(FILE *o, const struct page_data *d)
 	fputc('"', o);
 }
 
+/* Each stack's count in the two profiles compared, in the order of write_stacks. */
+static void write_diff(FILE *o, const struct page_data *d)
+{
+	const struct agg_diff *df = d->m->diff;
+
+	fprintf(o, ",\n\"diff\":{\"total\":[%llu,%llu]", (unsigned long long)df->total[DIFF_BEFORE],
+		(unsigned long long)df->total[DIFF_AFTER]);
+	for (int side = 0; side < 2; side++) {
+		fprintf(o, ",\"%s\":\"", side == DIFF_BEFORE ? "before" : "after");
+		for (uint32_t k = 0; k < d->fo.nstacks; k++)
+			put_num(o, df->count[side][d->fo.stacks[k]]);
+		fputc('"', o);
+	}
+	fputc('}', o);
+}
+
 static void write_data(FILE *o, const struct page_data *d)
 {
 	fputs("{\"v\":1,", o);
@@ -336,6 +356,8 @@ static void write_data(FILE *o, const struct page_data *d)
 	write_locs(o, d);
 	write_groups(o, d);
 	write_stacks(o, d);
+	if (d->m->diff)
+		write_diff(o, d);
 	fputs("}", o);
 }
 
@@ -345,7 +367,7 @@ static void write_title(FILE *o, const struct profile_meta *m)
 {
 	fputs("pybpfprof: ", o);
 	text_put(o, m->mode ? m->mode : "cpu", TEXT_XML);
-	fputs(" flame graph", o);
+	fputs(m->diff ? " differential flame graph" : " flame graph", o);
 }
 
 /* The template with its two markers replaced; -1 if it lacks them (a build bug). */

@@ -8,6 +8,8 @@
 #include <stdio.h>
 
 struct agg;
+struct agg_diff;
+struct timeline;
 
 /*
  * What every writer gets besides the aggregate. Label locations (LOC_THREAD,
@@ -26,6 +28,13 @@ struct profile_meta {
 	 * values multiply series; numbers (pid, thread_id) stay.
 	 */
 	bool series_labels;
+	/*
+	 * html only: the page compares two profiles (pybpfprof diff); the
+	 * aggregate given is diff->u.
+	 */
+	const struct agg_diff *diff;
+	/* gecko only: when each sample was taken (a recording's); NULL: not kept */
+	const struct timeline *timeline;
 };
 
 /* collapsed.c: one line per distinct stack text, root first, `;`-separated, a space, the count. */
@@ -36,14 +45,30 @@ int collapsed_write(const struct agg *a, const struct profile_meta *m, FILE *o);
  * length it needs.
  */
 int loc_format(const struct agg *a, uint32_t id, char *out, size_t len);
+/*
+ * a's stacks as the lines collapsed_write prints, counted into lines: one
+ * stack per distinct line, each frame a LOC_PY location named by its escaped
+ * text, tags zero. 0 or -PBP_E_NOMEM.
+ */
+int collapsed_lines(const struct agg *a, struct agg *lines);
 /* speedscope.c: speedscope's JSON file format, one sampled profile per thread. */
 int speedscope_write(const struct agg *a, const struct profile_meta *m, FILE *o);
+/*
+ * gecko.c: the Gecko profile format the Firefox Profiler opens, a track per
+ * thread; samples laid out by status and stack, since times are not kept.
+ */
+int gecko_write(const struct agg *a, const struct profile_meta *m, FILE *o);
 /* pprof.c: gzipped profile.proto; label frames become sample labels. */
 int pprof_write(const struct agg *a, const struct profile_meta *m, FILE *o);
 /* pstats.c: the marshal'ed dict Python's pstats reads; see pstats.c for the figures. */
 int pstats_write(const struct agg *a, const struct profile_meta *m, FILE *o);
 /* html.c: a self-contained interactive flame graph page (user/flamegraph.html.tmpl). */
 int html_write(const struct agg *a, const struct profile_meta *m, FILE *o);
+/*
+ * diffout.c: before and after as collapsed lines with two counts, flamegraph.pl's
+ * difffolded form: "STACK BEFORE AFTER", BEFORE scaled to AFTER's total.
+ */
+int diff_collapsed_write(const struct agg *before, const struct agg *after, FILE *o);
 /* svg.c: a static flame graph, 1200 px wide, a <title> tooltip per frame. */
 int svg_write(const struct agg *a, const struct profile_meta *m, FILE *o);
 

@@ -28,6 +28,7 @@
 #include "sample/target.h"
 #include "aggregate/aggregate.h"
 #include "aggregate/status.h"
+#include "aggregate/timeline.h"
 #include "core/clock.h"
 #include "core/errors.h"
 #include "core/limits.h"
@@ -409,7 +410,7 @@ void target_fini(struct collector *c, struct target *t)
 /* ------------------------------------------------------------ counting */
 
 static void count(struct collector *c, struct target *t, struct tcache *e, const uint32_t *py,
-		  uint32_t n, uint32_t status)
+		  uint32_t n, uint32_t status, uint64_t when)
 {
 	struct stack_tags tags = { .pid = (uint32_t)t->pid, .tid = (uint32_t)e->tid, .status = status };
 	bool kept = py == e->locs && status < ST__COUNT;    /* the thread's kept stack */
@@ -421,6 +422,8 @@ static void count(struct collector *c, struct target *t, struct tcache *e, const
 		return;     /* no Python frame: nothing to attribute */
 	if (kept && e->agg_id[status] >= 0) {
 		agg_bump(c->agg, (uint32_t)e->agg_id[status], 1);
+		if (c->timeline)
+			timeline_add(c->timeline, e->agg_id[status], when);
 		return;
 	}
 	if (t->proc_loc >= 0)
@@ -441,8 +444,12 @@ static void count(struct collector *c, struct target *t, struct tcache *e, const
 			return;
 		c->locs[k++] = (uint32_t)id;
 	}
-	if (agg_add(c->agg, &tags, c->locs, k, 1) == 0 && kept)
+	if (agg_add(c->agg, &tags, c->locs, k, 1) != 0)
+		return;
+	if (kept)
 		e->agg_id[status] = agg_last(c->agg);
+	if (c->timeline)
+		timeline_add(c->timeline, agg_last(c->agg), when);    /* -1, left out: folded */
 }
 
 static int keep_stack(struct tcache *e, const uint32_t *locs, uint32_t n)
@@ -525,7 +532,7 @@ void target_on_sample(struct collector *c, struct target *t, const struct pbp_sa
 	if (c->o.mode == MODE_CPU) {
 		bool known = ks->flags & PBP_F_GIL_KNOWN, holds = ks->flags & PBP_F_HOLDS_GIL;
 
-		count(c, t, e, c->locs + off, n, status_classify(true, PBP_OFF_NONE, known, holds));
+		count(c, t, e, c->locs + off, n, status_classify(true, PBP_OFF_NONE, known, holds), ks->ts);
 		return;
 	}
 	if (ks->flags & PBP_F_SWITCH_OUT) {
@@ -645,7 +652,7 @@ static void tick_thread(struct collector *c, struct target *t, struct tcache *e,
 		e->status[status]++;
 		return;
 	}
-	count(c, t, e, e->locs, e->n, status);
+	count(c, t, e, e->locs, e->n, status, instant);
 }
 
 void target_tick(struct collector *c, struct target *t, uint64_t instant)

@@ -15,6 +15,7 @@
 struct proc_meta;
 
 struct agg;
+struct timeline;
 struct pyproc;
 struct pythread;
 struct sampler;
@@ -42,6 +43,7 @@ struct collector {
 	struct sampler *smp;
 	const struct sampler_ops *ops;  /* what target.c calls smp through */
 	struct agg *agg;
+	struct timeline *timeline;      /* when each sample was counted; NULL: not kept */
 	struct symstats sym;
 	uint32_t *locs;         /* scratch: one stack */
 	uint64_t dropped;       /* samples of threads that are not Python threads */

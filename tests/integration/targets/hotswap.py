@@ -1,0 +1,49 @@
+"""Target for test_diff: one program whose hot function is chosen on its
+command line, so that two runs differ in a known way.
+
+Runs on CPython 3.6 to 3.14 (keep the syntax at 3.6's level).
+
+    hotswap.py HOT       HOT is alpha or beta: the main thread spins in a
+                         loop that gives HOT four slices of work to the
+                         other's one (about 80 % and 20 % of its CPU)
+
+Writes $PBP_READY: {"pid", "hot"} once the loop runs.
+"""
+
+import json
+import os
+import sys
+
+READY = os.environ["PBP_READY"]
+
+
+def spin(n):
+    x = 0
+    for i in range(n):
+        x += i * i
+    return x
+
+
+def alpha(n):
+    return spin(n)
+
+
+def beta(n):
+    return spin(n)
+
+
+def main():
+    hot = sys.argv[1]
+    funcs = {"alpha": (alpha, beta), "beta": (beta, alpha)}
+    if hot not in funcs:
+        sys.exit("hotswap.py: HOT is alpha or beta")
+    heavy, light = funcs[hot]
+    with open(READY + ".tmp", "w") as f:
+        json.dump({"pid": os.getpid(), "hot": hot}, f)
+    os.replace(READY + ".tmp", READY)
+    while True:
+        heavy(40000)
+        light(10000)
+
+
+main()

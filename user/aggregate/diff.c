@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Two profiles in one aggregate with a count per side; see diff.h. Location
+ * ids differ between the two aggregates, so each side's are looked up in
+ * the union once (as merge.c does) and a stack the two share lands on the
+ * same stack of the union, whose index agg_last gives.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "aggregate/diff.h"
+#include "aggregate/aggregate.h"
+#include "core/errors.h"
+#include "core/limits.h"
+
+/* Room for stack index i in both count arrays. */
+static int reserve(struct agg_diff *d, uint32_t i)
+{
+	uint32_t ncap = d->cap ? d->cap : 256;
+
+	if (i < d->cap)
+		return 0;
+	while (ncap <= i)
+		ncap *= 2;
+	for (int s = 0; s < 2; s++) {
+		uint64_t *c = realloc(d->count[s], ncap * sizeof(*c));
+
+		if (!c)
+			return -PBP_E_NOMEM;
+		memset(c + d->cap, 0, (ncap - d->cap) * sizeof(*c));
+		d->count[s] = c;
+	}
+	d->cap = ncap;
+	return 0;
+}
+
+static int add_stack(struct agg_diff *d, int side, const struct agg *src, uint32_t i, int64_t *map,
+		     uint32_t *locs)
+{
+	const struct stack_tags *t;
+	const char *name, *file, *tname;
+	uint64_t count;
+	uint32_t n, kind;
+	int line, err;
+	const uint32_t *s = agg_stack(src, i, &n, &count, &t);
+
+	n = n < PBP_MAX_LOCS ? n : PBP_MAX_LOCS;
+	for (uint32_t j = 0; j < n; j++) {
+		if (map[s[j]] < 0) {
+			agg_loc_info(src, s[j], &name, &file, &line, &kind);
+			if ((map[s[j]] = agg_loc(d->u, name, file, line, kind)) < 0)
+				return (int)map[s[j]];
+		}
+		locs[j] = (uint32_t)map[s[j]];
+	}
+	tname = agg_thread_name(src, t->pid, t->tid);
+	if (tname && !agg_thread_name(d->u, t->pid, t->tid) && agg_set_thread_name(d->u, t->pid, t->tid, tname))
+		return -PBP_E_NOMEM;
+	if ((err = agg_add(d->u, t, locs, n, count)) != 0)
+		return err;
+	/* folded into "[other threads]": more threads of one process than the union keeps */
+	if (agg_last(d->u) < 0)
+		return -PBP_E_LIMIT;
+	if ((err = reserve(d, (uint32_t)agg_last(d->u))) != 0)
+		return err;
+	d->count[side][agg_last(d->u)] += count;
+	d->total[side] += count;
+	return 0;
+}
+
+static int add_side(struct agg_diff *d, int side, const struct agg *src)
+{
+	uint32_t nlocs = agg_nlocs(src);
+	int64_t *map = malloc(((size_t)nlocs + 1) * sizeof(*map));
+	uint32_t *locs = malloc(PBP_MAX_LOCS * sizeof(*locs));
+	int err = map && locs ? 0 : -PBP_E_NOMEM;
+
+	for (uint32_t i = 0; !err && i < nlocs; i++)
+		map[i] = -1;
+	for (uint32_t i = 0; !err && i < agg_nstacks(src); i++)
+		err = add_stack(d, side, src, i, map, locs);
+	free(map);
+	free(locs);
+	return err;
+}
+
+int agg_diff_build(struct agg_diff *d, const struct agg *before, const struct agg *after)
+{
+	int err;
+
+	memset(d, 0, sizeof(*d));
+	err = (d->u = agg_new()) ? reserve(d, 0) : -PBP_E_NOMEM;
+	if (!err)
+		err = add_side(d, DIFF_BEFORE, before);
+	if (!err)
+		err = add_side(d, DIFF_AFTER, after);
+	if (err)
+		agg_diff_free(d);
+	return err;
+}
+
+void agg_diff_free(struct agg_diff *d)
+{
+	agg_free(d->u);
+	free(d->count[0]);
+	free(d->count[1]);
+	memset(d, 0, sizeof(*d));
+}
+
+double agg_diff_scaled(const struct agg_diff *d, uint64_t c)
+{
+	return d->total[DIFF_BEFORE] ? (double)c * (double)d->total[DIFF_AFTER] / (double)d->total[DIFF_BEFORE] : 0;
+}
+
+static double share(uint64_t c, uint64_t total)
+{
+	return total ? (double)c / (double)total : 0;
+}
+
+double agg_diff_delta(const struct agg_diff *d, uint64_t before, uint64_t after)
+{
+	return share(after, d->total[DIFF_AFTER]) - share(before, d->total[DIFF_BEFORE]);
+}
