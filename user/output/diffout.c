@@ -65,5 +65,5 @@ int diff_collapsed_write(const struct agg *before, const struct agg *after, FILE
 	agg_diff_free(&d);
 	agg_free(lines[0]);
 	agg_free(lines[1]);
-	return err || ferror(o) ? -1 : 0;
+	return err ? err : ferror(o) ? -PBP_E_IO : 0;
 }
