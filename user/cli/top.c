@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `pybpfprof top`: where the time goes, live. The recording engine runs as
+ * for `record` (same targets, modes and filters); a timer closes a window
+ * every interval, and the window's sink keeps a copy of it (the view of the
+ * last interval) and merges it into the whole run's aggregate (the
+ * cumulative view, and what -o writes at the end). On a terminal the view
+ * is full-screen (output/screen.c); otherwise, and with --once, it is a
+ * plain table (output/live.c) on stdout.
+ */
+#include <argp.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pybpfprof.h"
+#include "aggregate/aggregate.h"
+#include "aggregate/merge.h"
+#include "cli/args.h"
+#include "cli/report.h"
+#include "cli/run.h"
+#include "cli/runopts.h"
+#include "cli/top.h"
+#include "core/clock.h"
+#include "core/errors.h"
+#include "output/formats.h"
+#include "output/live.h"
+#include "output/output.h"
+#include "output/writers.h"
+#include "sample/loop.h"
+#include "sample/sampler.h"
+
+#define PLAIN_ROWS 20           /* functions per plain table */
+
+struct top {
+	struct record r;        /* the engine, as `record` runs it */
+	/* options */
+	bool once;
+	double interval;
+	/* state */
+	struct agg *last, *whole;       /* the last interval shown, the whole run */
+	struct window shown;            /* the span of last */
+	uint64_t lost_before, lost_shown;
+	uint64_t start_unix_ns;
+	int failed;                     /* a window's sink: -errno, -PBP_E_* */
+	bool ending;                    /* the run's last window: kept, not shown */
+	bool cumulative, paused;
+	enum live_sort sort;
+};
+
+enum { OPT_ONCE = 3000, OPT_INTERVAL, OPT_SUBPROC, OPT_NO_SUBPROC };
+
+static const struct argp_option opts[] = {
+	{ "subprocesses", OPT_SUBPROC, NULL, 0,
+	  "With -p: the processes' descendants too (a command's are followed by default)", 1 },
+	{ "no-subprocesses", OPT_NO_SUBPROC, NULL, 0, "With a command: its own process only", 1 },
+	{ NULL, 0, NULL, 0, "View:", 3 },
+	{ "once", OPT_ONCE, NULL, 0, "Print one interval's table on stdout and exit", 3 },
+	{ "interval", OPT_INTERVAL, "SECONDS", 0, "Refresh this often (default 1)", 3 },
+	{ "output", 'o', "FILE", 0, "At the end, write the whole run's profile here", 3 },
+	{ "format", 'f', "FORMAT", 0,
+	  "The -o file's format: collapsed, html, svg, speedscope, pprof or pstats (default: from "
+	  "its extension)", 3 },
+	{ 0 },
+};
+
+static error_t parse_opt(int key, char *arg, struct argp_state *st)
+{
+	struct top *t = st->input;
+	struct record *r = &t->r;
+
+	switch (key) {
+	case ARGP_KEY_INIT:
+		st->child_inputs[0] = r;
+		break;
+	case OPT_ONCE: t->once = true; break;
+	case OPT_INTERVAL:
+		if (parse_seconds(arg, 0.1, 3600, &t->interval))
+			argp_error(st, "invalid --interval '%s' (0.1 to 3600 seconds)", arg);
+		break;
+	case 'o': r->outpath = arg; break;
+	case 'f':
+		r->format = format_by_name(arg);
+		if (r->format < 0)
+			argp_error(st, "unknown format '%s'", arg);
+		break;
+	case OPT_SUBPROC: r->subprocesses = 1; break;
+	case OPT_NO_SUBPROC: r->subprocesses = -1; break;
+	case ARGP_KEY_ARGS:
+		r->cmd = st->argv + st->next;
+		break;
+	case ARGP_KEY_ARG:
+		return ARGP_ERR_UNKNOWN;
+	case ARGP_KEY_END:
+		runopts_end_targets(st, r);
+		if (r->format >= 0 && !r->outpath)
+			argp_error(st, "-f goes with -o (top writes no profile on stdout)");
+		r->no_output = !r->outpath;
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static const char doc[] =
+	"Show where the time goes, live: the samples, the GIL's share and each thread's status "
+	"split, and the functions by own and total share, refreshed every second. Full-screen "
+	"on a terminal (keys: o, t, n sort by own, total, name; c the last interval or since the "
+	"start; Tab the next thread alone, a all threads; space pause; q quit); a plain table "
+	"every interval when stdout is not a terminal, or once with --once."
+	"\vExamples:\n"
+	"  sudo pybpfprof top -p 1234\n"
+	"  sudo pybpfprof top -m wall -p 1234 -o run.html\n"
+	"  sudo pybpfprof top --once -p 1234\n"
+	"  sudo pybpfprof top -- python3 app.py";
+
+/* ------------------------------------------------------------- showing */
+
+static int term_width(void)
+{
+	struct winsize ws;
+
+	return ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col ? ws.ws_col : 0;
+}
+
+static void head_of(const struct top *t, struct live_head *h)
+{
+	uint64_t end = t->shown.end_ns;
+
+	*h = (struct live_head){ .mode = mode_name(t->r.c.o.mode), .hz = t->r.c.o.hz,
+				 .run_secs = (double)(end - t->r.start_ns) / 1e9,
+				 .secs = (double)(end - (t->cumulative ? t->r.start_ns : t->shown.start_ns)) / 1e9,
+				 .lost = t->cumulative ? t->lost_before + t->lost_shown : t->lost_shown,
+				 .processes = run_live_targets(&t->r), .cumulative = t->cumulative,
+				 .paused = t->paused, .sort = t->sort };
+}
+
+/* The plain table on stdout, a blank line between two. */
+static int show_plain(struct top *t)
+{
+	struct live_head h;
+	struct live_view v;
+	int err;
+
+	head_of(t, &h);
+	err = live_build(t->cumulative ? t->whole : t->last, false, 0, 0, &v);
+	if (err)
+		return err;
+	live_sort(&v, t->sort);
+	live_print(stdout, &h, &v, PLAIN_ROWS, t->once ? term_width() : 0);
+	if (!t->once)
+		putchar('\n');
+	live_free(&v);
+	if (fflush(stdout) == 0)
+		return 0;
+	err = -errno;
+	if (err != -EPIPE)
+		fprintf(stderr, "pybpfprof: cannot write stdout: %s\n", strerror(errno));
+	return err;
+}
+
+/* ------------------------------------------------------------- the window's sink */
+
+/*
+ * Every window goes into the whole run's aggregate; unless paused, it is
+ * also kept as the last interval and shown.
+ */
+static int keep_window(void *ctx, const struct agg *a, const struct window *w)
+{
+	struct top *t = ctx;
+	uint64_t st[PBP_STAT__COUNT];
+	int err = agg_merge(t->whole, a, NULL, NULL);
+
+	if (err)
+		return report_error(NULL, err), err;
+	if (t->paused || (t->ending && !t->once))
+		return 0;
+	sampler_stats(t->r.c.smp, st);
+	t->lost_before += t->lost_shown;
+	t->lost_shown = st[PBP_STAT_LOST] - t->lost_before;
+	agg_reset(t->last);
+	t->shown = *w;
+	if ((err = agg_merge(t->last, a, NULL, NULL)) != 0)
+		return report_error(NULL, err), err;
+	return show_plain(t);
+}
+
+/* --once: the run ends after one interval, and its one window is shown as it closes. */
+static bool close_window(void *ctx, struct timer *tm, uint64_t now)
+{
+	struct top *t = ctx;
+
+	if (t->once)
+		return false;
+	tm->next += tm->period;
+	/* A failed window is said by its sink; stdout gone (a reader that quit): the run ends. */
+	t->failed = loop_close_window(&t->r.loop, now, false);
+	return !t->failed;
+}
+
+/* -o: the whole run's profile, as `record` writes it. */
+static int write_whole(struct top *t)
+{
+	struct record *r = &t->r;
+	struct profile_meta m = { .mode = mode_name(r->c.o.mode), .hz = r->c.o.hz,
+				  .start_unix_ns = t->start_unix_ns,
+				  .duration_ns = r->end_ns - r->start_ns };
+	int fmt = r->format >= 0 ? r->format : format_by_path(r->outpath);
+	int err;
+
+	if (r->follow && r->npids < 2)
+		agg_drop_single_root(t->whole);
+	err = profile_write_to(&r->out, fmt, t->whole, &m);
+	if (err)
+		output_error(&r->out, r->outpath, err);
+	return err ? EXIT_IO : 0;
+}
+
+static int run(struct top *t, int *go_fd)
+{
+	struct record *r = &t->r;
+	uint64_t period = (uint64_t)(t->interval * 1e9);
+	int code = run_setup(r, go_fd);
+
+	if (code)
+		return code;
+	t->shown = r->loop.win;
+	t->start_unix_ns = r->loop.win.start_unix_ns;
+	t->shown.end_ns = r->start_ns;
+	loop_add_sink(&r->loop, &(struct window_sink){ keep_window, t });
+	loop_add(&r->loop, &(struct timer){ .period = period, .next = r->start_ns + period, .fn = close_window });
+	run_loop(r);
+	t->ending = true;
+	if (t->failed || (t->failed = loop_close_window(&r->loop, r->end_ns, true)) != 0)
+		return t->failed == -EPIPE || t->failed == -EIO ? EXIT_IO : exit_code_for(t->failed);
+	if (r->follow && r->cmd && (code = launch_check_profiled(r)) != 0)
+		return code;
+	return r->outpath ? write_whole(t) : 0;
+}
+
+int top_main(int argc, char **argv)
+{
+	static const struct argp_child children[] = { { &runopts_argp, 0, NULL, 0 }, { 0 } };
+	struct argp argp = { opts, parse_opt, "[-- COMMAND [ARG...]]", doc, children, NULL, NULL };
+	static struct top t;
+	int go_fd = -1, code;
+
+	t = (struct top){ .r = { .format = -1, .c.o = { .mode = MODE_CPU, .hz = 99 },
+				 .c.ops = &bpf_sampler_ops, .quiet = true, .stats = STATS_NONE },
+			  .interval = 1.0 };
+	argp_parse(&argp, argc, argv, 0, NULL, &t);
+	t.last = agg_new();
+	t.whole = agg_new();
+	code = t.last && t.whole ? run_alloc(&t.r) : report_error(NULL, -PBP_E_NOMEM);
+	if (!code)
+		code = run(&t, &go_fd);
+	run_cleanup(&t.r, go_fd);
+	agg_free(t.last);
+	agg_free(t.whole);
+	if (t.r.child_reaped && code == EXIT_OK)
+		code = launch_status(&t.r);
+	return code;
+}
