@@ -31,11 +31,14 @@
 #include "output/formats.h"
 #include "output/live.h"
 #include "output/output.h"
+#include "output/screen.h"
 #include "output/writers.h"
 #include "sample/loop.h"
 #include "sample/sampler.h"
 
 #define PLAIN_ROWS 20           /* functions per plain table */
+#define KEYS_EVERY_NS 50000000ull       /* a key is answered within this */
+#define KEY_TAB '\t'
 
 struct top {
 	struct record r;        /* the engine, as `record` runs it */
@@ -49,8 +52,11 @@ struct top {
 	uint64_t start_unix_ns;
 	int failed;                     /* a window's sink: -errno, -PBP_E_* */
 	bool ending;                    /* the run's last window: kept, not shown */
+	uint64_t whole_end_ns;          /* the end of the last window merged into whole */
 	bool cumulative, paused;
 	enum live_sort sort;
+	bool filter;                    /* the functions of one thread: */
+	uint32_t fpid, ftid;
 };
 
 enum { OPT_ONCE = 3000, OPT_INTERVAL, OPT_SUBPROC, OPT_NO_SUBPROC };
@@ -131,7 +137,7 @@ static int term_width(void)
 
 static void head_of(const struct top *t, struct live_head *h)
 {
-	uint64_t end = t->shown.end_ns;
+	uint64_t end = t->cumulative ? t->whole_end_ns : t->shown.end_ns;
 
 	*h = (struct live_head){ .mode = mode_name(t->r.c.o.mode), .hz = t->r.c.o.hz,
 				 .run_secs = (double)(end - t->r.start_ns) / 1e9,
@@ -165,6 +171,32 @@ static int show_plain(struct top *t)
 	return err;
 }
 
+/* The full screen: the view of the last interval or the whole run, for every thread or one. */
+static int show_screen(struct top *t)
+{
+	const struct live_thread *thread = NULL;
+	struct live_head h;
+	struct live_view v;
+	int err;
+
+	head_of(t, &h);
+	err = live_build(t->cumulative ? t->whole : t->last, t->filter, t->fpid, t->ftid, &v);
+	if (err)
+		return err;
+	live_sort(&v, t->sort);
+	for (uint32_t i = 0; t->filter && i < v.nthreads; i++)
+		if (v.threads[i].pid == t->fpid && v.threads[i].tid == t->ftid)
+			thread = &v.threads[i];
+	screen_draw(&h, &v, thread ? thread : t->filter ? &(struct live_thread){ .pid = t->fpid, .tid = t->ftid } : NULL);
+	live_free(&v);
+	return 0;
+}
+
+static int show(struct top *t)
+{
+	return screen_is_open() ? show_screen(t) : show_plain(t);
+}
+
 /* ------------------------------------------------------------- the window's sink */
 
 /*
@@ -179,6 +211,7 @@ static int keep_window(void *ctx, const struct agg *a, const struct window *w)
 
 	if (err)
 		return report_error(NULL, err), err;
+	t->whole_end_ns = w->end_ns;
 	if (t->paused || (t->ending && !t->once))
 		return 0;
 	sampler_stats(t->r.c.smp, st);
@@ -188,7 +221,7 @@ static int keep_window(void *ctx, const struct agg *a, const struct window *w)
 	t->shown = *w;
 	if ((err = agg_merge(t->last, a, NULL, NULL)) != 0)
 		return report_error(NULL, err), err;
-	return show_plain(t);
+	return show(t);
 }
 
 /* --once: the run ends after one interval, and its one window is shown as it closes. */
@@ -202,6 +235,64 @@ static bool close_window(void *ctx, struct timer *tm, uint64_t now)
 	/* A failed window is said by its sink; stdout gone (a reader that quit): the run ends. */
 	t->failed = loop_close_window(&t->r.loop, now, false);
 	return !t->failed;
+}
+
+/* ------------------------------------------------------------- keys */
+
+/* The thread after the one shown alone (the first when none is), in the view's order. */
+static void next_thread(struct top *t, int step)
+{
+	struct live_view v;
+	uint32_t at = 0;
+
+	if (live_build(t->cumulative ? t->whole : t->last, false, 0, 0, &v) != 0 || !v.nthreads) {
+		live_free(&v);
+		return;
+	}
+	for (uint32_t i = 0; t->filter && i < v.nthreads; i++)
+		if (v.threads[i].pid == t->fpid && v.threads[i].tid == t->ftid)
+			at = (i + v.nthreads + (uint32_t)step) % v.nthreads;
+	if (!t->filter && step < 0)
+		at = v.nthreads - 1;
+	t->filter = true;
+	t->fpid = v.threads[at].pid;
+	t->ftid = v.threads[at].tid;
+	live_free(&v);
+}
+
+/* One key: false for q. */
+static bool on_key(struct top *t, int key)
+{
+	switch (key) {
+	case 'q': case 'Q': return false;
+	case 'o': t->sort = LIVE_BY_OWN; break;
+	case 't': t->sort = LIVE_BY_TOTAL; break;
+	case 'n': t->sort = LIVE_BY_NAME; break;
+	case 'c': t->cumulative = !t->cumulative; break;
+	case ' ': case 'p': t->paused = !t->paused; break;
+	case KEY_TAB: next_thread(t, 1); break;
+	case SCREEN_KEY_BACKTAB: next_thread(t, -1); break;
+	case 'a': t->filter = false; break;
+	}
+	return true;
+}
+
+/* Every key waiting, then the screen again (a terminal resized is a key too). */
+static bool read_keys(void *ctx, struct timer *tm, uint64_t now)
+{
+	struct top *t = ctx;
+	bool any = false;
+	int key;
+
+	(void)tm, (void)now;
+	while ((key = screen_key()) >= 0) {
+		if (!on_key(t, key))
+			return false;
+		any = true;
+	}
+	if (any)
+		show(t);
+	return true;
 }
 
 /* -o: the whole run's profile, as `record` writes it. */
@@ -235,7 +326,13 @@ static int run(struct top *t, int *go_fd)
 	t->shown.end_ns = r->start_ns;
 	loop_add_sink(&r->loop, &(struct window_sink){ keep_window, t });
 	loop_add(&r->loop, &(struct timer){ .period = period, .next = r->start_ns + period, .fn = close_window });
+	/* Full screen when both ends are a terminal that ncurses can drive; else the plain table. */
+	if (!t->once && isatty(STDOUT_FILENO) && isatty(STDIN_FILENO) && screen_open() == 0) {
+		loop_add(&r->loop, &(struct timer){ .period = KEYS_EVERY_NS, .next = r->start_ns, .fn = read_keys });
+		show(t);        /* the frame at once, filled in after the first interval */
+	}
 	run_loop(r);
+	screen_close();         /* before anything more is said on the terminal */
 	t->ending = true;
 	if (t->failed || (t->failed = loop_close_window(&r->loop, r->end_ns, true)) != 0)
 		return t->failed == -EPIPE || t->failed == -EIO ? EXIT_IO : exit_code_for(t->failed);
@@ -260,6 +357,7 @@ int top_main(int argc, char **argv)
 	code = t.last && t.whole ? run_alloc(&t.r) : report_error(NULL, -PBP_E_NOMEM);
 	if (!code)
 		code = run(&t, &go_fd);
+	screen_close();         /* a run that failed early */
 	run_cleanup(&t.r, go_fd);
 	agg_free(t.last);
 	agg_free(t.whole);
