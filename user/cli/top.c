@@ -37,7 +37,7 @@
 #include "sample/sampler.h"
 
 #define PLAIN_ROWS 20           /* functions per plain table */
-#define KEYS_EVERY_NS 50000000ull       /* a key is answered within this */
+#define KEYS_EVERY_NS 100000000ull      /* a key is answered within this */
 #define KEY_TAB '\t'
 
 struct top {
