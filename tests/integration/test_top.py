@@ -276,3 +276,38 @@ def test_screen_ctrl_c_and_target_exit(interp, start_target, tmux):
     proc.kill()
     code, modes = by_exit.ended()
     assert code == 0 and modes == {"icanon", "echo"}, (code, modes)
+
+
+def test_screen_launched_command(tmux, tmp_path):
+    """-- cmd on the full screen: the command's output goes to a pipe, its last
+    line shown above the keys, its last 4 KiB on stderr at the end; top ends
+    with the command and exits with its code."""
+    script = tmp_path / "noisy.py"
+    script.write_text("import time\nt = time.time()\nwhile time.time() - t < 4:\n"
+                      "    print('noise', flush=True)\n    x = sum(range(100000))\n"
+                      "raise SystemExit(3)\n")
+    t = tmux("%s top -- python3 %s" % (PYBPFPROF, script))
+    text = t.wait_for(lambda s: "<module>" in s and "command: noise" in s)
+    lines = text.splitlines()
+    assert lines[0].startswith("pybpfprof top ") and lines[-2] == "command: noise", text
+    assert sum(1 for l in lines if "noise" in l) == 1, text
+    code, modes = t.ended()
+    assert code == 3 and modes == {"icanon", "echo"}, (code, modes)
+    assert "noise\nnoise" in t.screen(), t.screen()
+
+
+def test_plain_reader_gone(interp, start_target):
+    """stdout a pipe whose reader quit: top ends at its next table, EXIT_IO, nothing said."""
+    pid, _ = start_two(start_target, interp)
+    p = subprocess.Popen([PYBPFPROF, "top", "-m", "wall", "-p", str(pid)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, universal_newlines=True)
+    try:
+        first = p.stdout.readline()
+        p.stdout.close()
+        _, err = p.communicate(timeout=20)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert first.startswith("pybpfprof top:")
+    assert p.returncode == 10 and err == "", (p.returncode, err)

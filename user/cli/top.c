@@ -10,6 +10,7 @@
  */
 #include <argp.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@
 #include "cli/top.h"
 #include "core/clock.h"
 #include "core/errors.h"
+#include "core/text.h"
 #include "output/formats.h"
 #include "output/live.h"
 #include "output/output.h"
@@ -39,6 +41,7 @@
 #define PLAIN_ROWS 20           /* functions per plain table */
 #define KEYS_EVERY_NS 100000000ull      /* a key is answered within this */
 #define KEY_TAB '\t'
+#define TAIL_BYTES 4096
 
 struct top {
 	struct record r;        /* the engine, as `record` runs it */
@@ -57,6 +60,11 @@ struct top {
 	enum live_sort sort;
 	bool filter;                    /* the functions of one thread: */
 	uint32_t fpid, ftid;
+	/* A launched command under the full screen: its output, read from a pipe. */
+	int cmd_fd;                     /* the pipe's end, -1 when none */
+	char tail[TAIL_BYTES];          /* its last bytes, printed when the screen closes */
+	size_t tail_len;
+	bool tail_cut;
 };
 
 enum { OPT_ONCE = 3000, OPT_INTERVAL, OPT_SUBPROC, OPT_NO_SUBPROC };
@@ -171,10 +179,100 @@ static int show_plain(struct top *t)
 	return err;
 }
 
+/* ------------------------------------------------------------- a launched command's output */
+
+static void keep_tail(struct top *t, const char *buf, size_t n)
+{
+	if (n >= TAIL_BYTES) {
+		buf += n - TAIL_BYTES, n = TAIL_BYTES;
+		t->tail_len = 0, t->tail_cut = true;
+	} else if (t->tail_len + n > TAIL_BYTES) {
+		size_t drop = t->tail_len + n - TAIL_BYTES;
+
+		memmove(t->tail, t->tail + drop, t->tail_len - drop);
+		t->tail_len -= drop, t->tail_cut = true;
+	}
+	memcpy(t->tail + t->tail_len, buf, n);
+	t->tail_len += n;
+}
+
+/* "command: LINE", its last line, escaped ("" when it said nothing yet). */
+static void command_line(const struct top *t, char *out, size_t len)
+{
+	char line[512];
+	size_t end = t->tail_len, start;
+
+	while (end && (t->tail[end - 1] == '\n' || t->tail[end - 1] == '\r'))
+		end--;
+	for (start = end; start && t->tail[start - 1] != '\n'; start--)
+		;
+	snprintf(line, sizeof(line), "%.*s", (int)(end - start), t->tail + start);
+	out[0] = '\0';
+	if (line[0]) {
+		snprintf(out, len, "command: ");
+		text_escape(out + strlen(out), len - strlen(out), line, TEXT_PLAIN);
+	}
+}
+
+/*
+ * What the command wrote since the last look, without waiting: kept under
+ * the full screen, passed on to stderr otherwise. True when it wrote.
+ */
+static bool read_command(struct top *t)
+{
+	bool got = false;
+	char buf[4096];
+
+	while (t->cmd_fd >= 0) {
+		ssize_t n = read(t->cmd_fd, buf, sizeof(buf));
+
+		if (n > 0) {
+			if (screen_is_open())
+				keep_tail(t, buf, (size_t)n);
+			else
+				fwrite(buf, 1, (size_t)n, stderr);
+			got = true;
+		} else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+			break;
+		} else {
+			close(t->cmd_fd);       /* every writer gone, or the pipe failed */
+			t->cmd_fd = -1;
+		}
+	}
+	return got;
+}
+
+/* The screen closed: its last output on stderr, where it would have been. */
+static void command_finish(struct top *t)
+{
+	if (t->tail_len) {
+		if (t->tail_cut)
+			fputs("[...]\n", stderr);
+		fwrite(t->tail, 1, t->tail_len, stderr);
+	}
+	read_command(t);
+	if (t->cmd_fd >= 0)
+		close(t->cmd_fd);
+	t->cmd_fd = -1;
+}
+
+/* Under the full screen the command writes into a pipe, not over the screen. */
+static int command_pipe(struct top *t)
+{
+	int fds[2];
+
+	if (pipe2(fds, O_CLOEXEC) != 0 || fcntl(fds[0], F_SETFL, O_NONBLOCK) != 0)
+		return report_error(NULL, -errno);
+	t->cmd_fd = fds[0];
+	t->r.command_out = fds[1];
+	return 0;
+}
+
 /* The full screen: the view of the last interval or the whole run, for every thread or one. */
 static int show_screen(struct top *t)
 {
 	const struct live_thread *thread = NULL;
+	char note[256];
 	struct live_head h;
 	struct live_view v;
 	int err;
@@ -187,7 +285,9 @@ static int show_screen(struct top *t)
 	for (uint32_t i = 0; t->filter && i < v.nthreads; i++)
 		if (v.threads[i].pid == t->fpid && v.threads[i].tid == t->ftid)
 			thread = &v.threads[i];
-	screen_draw(&h, &v, thread ? thread : t->filter ? &(struct live_thread){ .pid = t->fpid, .tid = t->ftid } : NULL);
+	command_line(t, note, sizeof(note));
+	screen_draw(&h, &v, thread ? thread : t->filter ? &(struct live_thread){ .pid = t->fpid, .tid = t->ftid } : NULL,
+		    note[0] ? note : NULL);
 	live_free(&v);
 	return 0;
 }
@@ -277,7 +377,10 @@ static bool on_key(struct top *t, int key)
 	return true;
 }
 
-/* Every key waiting, then the screen again (a terminal resized is a key too). */
+/*
+ * Every key waiting and what a launched command wrote, then the screen
+ * again (a terminal resized is a key too).
+ */
 static bool read_keys(void *ctx, struct timer *tm, uint64_t now)
 {
 	struct top *t = ctx;
@@ -290,7 +393,9 @@ static bool read_keys(void *ctx, struct timer *tm, uint64_t now)
 			return false;
 		any = true;
 	}
-	if (any)
+	if (read_command(t) && screen_is_open())
+		any = true;
+	if (any && screen_is_open())
 		show(t);
 	return true;
 }
@@ -317,8 +422,14 @@ static int run(struct top *t, int *go_fd)
 {
 	struct record *r = &t->r;
 	uint64_t period = (uint64_t)(t->interval * 1e9);
-	int code = run_setup(r, go_fd);
+	bool full = !t->once && isatty(STDOUT_FILENO) && isatty(STDIN_FILENO);
+	int code = full && r->cmd ? command_pipe(t) : 0;
 
+	if (!code)
+		code = run_setup(r, go_fd);
+	if (r->command_out > 0)
+		close(r->command_out);  /* the command has it: its end of the pipe is the command's */
+	r->command_out = 0;
 	if (code)
 		return code;
 	t->shown = r->loop.win;
@@ -327,12 +438,13 @@ static int run(struct top *t, int *go_fd)
 	loop_add_sink(&r->loop, &(struct window_sink){ keep_window, t });
 	loop_add(&r->loop, &(struct timer){ .period = period, .next = r->start_ns + period, .fn = close_window });
 	/* Full screen when both ends are a terminal that ncurses can drive; else the plain table. */
-	if (!t->once && isatty(STDOUT_FILENO) && isatty(STDIN_FILENO) && screen_open() == 0) {
-		loop_add(&r->loop, &(struct timer){ .period = KEYS_EVERY_NS, .next = r->start_ns, .fn = read_keys });
+	if (full && screen_open() == 0)
 		show(t);        /* the frame at once, filled in after the first interval */
-	}
+	if (screen_is_open() || t->cmd_fd >= 0)
+		loop_add(&r->loop, &(struct timer){ .period = KEYS_EVERY_NS, .next = r->start_ns, .fn = read_keys });
 	run_loop(r);
 	screen_close();         /* before anything more is said on the terminal */
+	command_finish(t);
 	t->ending = true;
 	if (t->failed || (t->failed = loop_close_window(&r->loop, r->end_ns, true)) != 0)
 		return t->failed == -EPIPE || t->failed == -EIO ? EXIT_IO : exit_code_for(t->failed);
@@ -350,7 +462,7 @@ int top_main(int argc, char **argv)
 
 	t = (struct top){ .r = { .format = -1, .c.o = { .mode = MODE_CPU, .hz = 99 },
 				 .c.ops = &bpf_sampler_ops, .quiet = true, .stats = STATS_NONE },
-			  .interval = 1.0 };
+			  .interval = 1.0, .cmd_fd = -1 };
 	argp_parse(&argp, argc, argv, 0, NULL, &t);
 	t.last = agg_new();
 	t.whole = agg_new();
@@ -358,6 +470,7 @@ int top_main(int argc, char **argv)
 	if (!code)
 		code = run(&t, &go_fd);
 	screen_close();         /* a run that failed early */
+	command_finish(&t);
 	run_cleanup(&t.r, go_fd);
 	agg_free(t.last);
 	agg_free(t.whole);

@@ -133,7 +133,7 @@ static void draw_head(const struct live_head *h, const struct live_view *v)
 static void draw_bar(int y, int x, const char *bar)
 {
 	move(y, x);
-	for (const char *p = bar; *p; p++) {
+	for (const char *p = bar; *p && getcurx(stdscr) < COLS - 1; p++) {
 		short pair = 0;
 
 		for (uint32_t s = 0; colour && s < ST__COUNT; s++)
@@ -223,7 +223,8 @@ static void draw_functions(int y, int last, const struct live_head *h, const str
 		line(y, A_NORMAL, "");
 }
 
-void screen_draw(const struct live_head *h, const struct live_view *v, const struct live_thread *thread)
+void screen_draw(const struct live_head *h, const struct live_view *v, const struct live_thread *thread,
+		 const char *note)
 {
 	int y;
 
@@ -232,7 +233,9 @@ void screen_draw(const struct live_head *h, const struct live_view *v, const str
 	draw_head(h, v);
 	y = draw_threads(2, v, (LINES - 6) / 3 > 1 ? (LINES - 6) / 3 : 1);
 	y = draw_legend(y);
-	draw_functions(y, LINES - 2, h, v, thread);
+	draw_functions(y, note ? LINES - 3 : LINES - 2, h, v, thread);
+	if (note)
+		line(LINES - 2, A_DIM, note);
 	bar_line(LINES - 1, " o/t/n sort by own/total/name  c cumulative  Tab/a one thread/all  space pause  q quit");
 	refresh();
 }

@@ -24,8 +24,10 @@ int screen_key(void);
 /*
  * Everything, at the terminal's size now: the header, one status bar per
  * thread (as many as fit in a third of the rows), the functions, the keys.
- * thread: which thread the functions are of (v->filtered), NULL for all.
+ * thread: which thread the functions are of (v->filtered), NULL for all;
+ * note: a line above the keys (a launched command's last output), or NULL.
  */
-void screen_draw(const struct live_head *h, const struct live_view *v, const struct live_thread *thread);
+void screen_draw(const struct live_head *h, const struct live_view *v, const struct live_thread *thread,
+		 const char *note);
 
 #endif /* PBP_OUTPUT_SCREEN_H */
