@@ -246,6 +246,12 @@ def test_screen(interp, start_target, tmux):
     assert len(screen_funcs(text)) >= 1
     t.keys("a")
     t.wait_for(lambda s: "(all threads" in s)
+    # Cumulative: the samples since the start, growing by an interval's each second.
+    t.keys("c")
+    first = t.wait_for(lambda s: "since the start" in s)
+    n = int(first.splitlines()[1].split()[1])
+    t.wait_for(lambda s: int(s.splitlines()[1].split()[1]) >= n + 200)
+    assert abs(screen_funcs(t.screen())["work"][0] - 100 / 3) <= TOLERANCE
     t.keys("q")
     code, modes = t.ended()
     assert code == 0 and modes == {"icanon", "echo"}, (code, modes, t.screen())

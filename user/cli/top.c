@@ -434,7 +434,7 @@ static int run(struct top *t, int *go_fd)
 		return code;
 	t->shown = r->loop.win;
 	t->start_unix_ns = r->loop.win.start_unix_ns;
-	t->shown.end_ns = r->start_ns;
+	t->shown.end_ns = t->whole_end_ns = r->start_ns;
 	loop_add_sink(&r->loop, &(struct window_sink){ keep_window, t });
 	loop_add(&r->loop, &(struct timer){ .period = period, .next = r->start_ns + period, .fn = close_window });
 	/* Full screen when both ends are a terminal that ncurses can drive; else the plain table. */
