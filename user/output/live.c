@@ -41,6 +41,16 @@ static int by_thread(const void *pa, const void *pb)
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
+/* Busiest first: the rows that fit on a screen are those that matter. */
+static int by_samples(const void *pa, const void *pb)
+{
+	const struct live_thread *x = pa, *y = pb;
+
+	if (x->samples != y->samples)
+		return x->samples > y->samples ? -1 : 1;
+	return by_thread(pa, pb);
+}
+
 /* One row per stack first (sorted, then folded per thread): no hash table for a few hundred threads. */
 static int count_threads(const struct agg *a, struct live_view *v)
 {
@@ -72,6 +82,7 @@ static int count_threads(const struct agg *a, struct live_view *v)
 			t[k++] = t[i];
 		}
 	}
+	qsort(t, k, sizeof(*t), by_samples);
 	for (uint32_t i = 0; i < k; i++)
 		t[i].name = agg_thread_name(a, t[i].pid, t[i].tid);
 	v->threads = t;

@@ -30,7 +30,7 @@ enum live_sort { LIVE_BY_OWN, LIVE_BY_TOTAL, LIVE_BY_NAME };
 struct live_view {
 	uint64_t samples;               /* of every thread */
 	uint64_t status[ST__COUNT];     /* of every thread */
-	struct live_thread *threads;    /* by pid, then tid */
+	struct live_thread *threads;    /* the busiest first, then by pid and tid */
 	uint32_t nthreads;
 	bool filtered;                  /* the functions are one thread's: */
 	uint32_t pid, tid;
