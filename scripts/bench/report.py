@@ -183,7 +183,7 @@ METHOD = """\
   (- 0.25 s), VmHWM at that point.
 - top: `pybpfprof top -p PID -F 99 -d %(top_run_s)g -o FILE` full-screen on an 80x24
   pseudo-terminal (TERM=xterm-256color, read as it is written: the screen's
-  refresh every second and the key reads every 100 ms), against the cost
+  refresh every second, a look for keys at least every second), against the cost
   scenario's process %(depth)d deep; its CPU (schedstat) between %(warm_s)g s and the end
   (- 0.25 s), as a share of one core and over the samples per second (from
   the -o profile); "top / recording" divides that by a recording's (`-F 99

@@ -66,7 +66,7 @@ def run_top(pid, secs, window, out):
 
 def top(bench, it):
     """Per repetition, in rotated order: `pybpfprof top` (full screen, 99 Hz,
-    refreshed every second, keys read every 100 ms) and `pybpfprof -F 99`
+    refreshed every second, no key pressed) and `pybpfprof -F 99`
     recording the same target. Figures: top's CPU share of one core after
     start-up, its CPU per sample, and that over the recording's."""
     d, w = bench.cfg["top_run_s"], bench.cfg["warm_s"]

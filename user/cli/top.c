@@ -11,6 +11,7 @@
 #include <argp.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +40,14 @@
 #include "sample/sampler.h"
 
 #define PLAIN_ROWS 20           /* functions per plain table */
-#define KEYS_EVERY_NS 100000000ull      /* a key is answered within this */
+/*
+ * A key wakes the loop (sampler_wake_on) and is answered at once. A resize
+ * is a signal, not input: it is seen within KEYS_LOOK_NS. Where the
+ * terminal cannot wake the loop, keys are looked for every KEYS_EVERY_NS,
+ * and so is a launched command's output, lest its pipe fill and stop it.
+ */
+#define KEYS_LOOK_NS 1000000000ull
+#define KEYS_EVERY_NS 100000000ull
 #define KEY_TAB '\t'
 #define TAIL_BYTES 4096
 
@@ -62,6 +70,7 @@ struct top {
 	uint32_t fpid, ftid;
 	/* A launched command under the full screen: its output, read from a pipe. */
 	int cmd_fd;                     /* the pipe's end, -1 when none */
+	uint64_t keys_next;             /* keys (a resize) looked for then, input or not */
 	char tail[TAIL_BYTES];          /* its last bytes, printed when the screen closes */
 	size_t tail_len;
 	bool tail_cut;
@@ -377,27 +386,62 @@ static bool on_key(struct top *t, int key)
 	return true;
 }
 
-/*
- * Every key waiting and what a launched command wrote, then the screen
- * again (a terminal resized is a key too).
- */
+/* Every key waiting, then the screen again (a terminal resized is a key too). */
 static bool read_keys(void *ctx, struct timer *tm, uint64_t now)
 {
 	struct top *t = ctx;
 	bool any = false;
 	int key;
 
-	(void)tm, (void)now;
+	(void)tm;
+	t->keys_next = now + KEYS_LOOK_NS;
 	while ((key = screen_key()) >= 0) {
 		if (!on_key(t, key))
 			return false;
 		any = true;
 	}
-	if (read_command(t) && screen_is_open())
-		any = true;
-	if (any && screen_is_open())
+	if (any)
 		show(t);
 	return true;
+}
+
+/*
+ * Due at once when the terminal has input (it woke the loop), else at
+ * keys_next. A terminal hung up stays readable: SIGHUP ends the run, and
+ * the loop must not spin meanwhile.
+ */
+static uint64_t keys_due(void *ctx)
+{
+	const struct top *t = ctx;
+	struct pollfd p = { .fd = STDIN_FILENO, .events = POLLIN };
+
+	if (poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL)) == POLLIN)
+		return TIMER_NOW;
+	return t->keys_next;
+}
+
+/* What a launched command wrote: its last line on the screen. */
+static bool read_output(void *ctx, struct timer *tm, uint64_t now)
+{
+	struct top *t = ctx;
+
+	(void)tm, (void)now;
+	if (read_command(t) && screen_is_open())
+		show(t);
+	return true;
+}
+
+/* The full screen's timers: keys woken by the terminal where it can, a command's output polled. */
+static void add_terminal_timers(struct top *t)
+{
+	struct record *r = &t->r;
+
+	if (screen_is_open() && sampler_wake_on(r->c.smp, STDIN_FILENO) == 0)
+		loop_add(&r->loop, &(struct timer){ .due = keys_due, .fn = read_keys });
+	else if (screen_is_open())
+		loop_add(&r->loop, &(struct timer){ .period = KEYS_EVERY_NS, .next = TIMER_NOW, .fn = read_keys });
+	if (t->cmd_fd >= 0)
+		loop_add(&r->loop, &(struct timer){ .period = KEYS_EVERY_NS, .next = TIMER_NOW, .fn = read_output });
 }
 
 /* -o: the whole run's profile, as `record` writes it. */
@@ -440,8 +484,8 @@ static int run(struct top *t, int *go_fd)
 	/* Full screen when both ends are a terminal that ncurses can drive; else the plain table. */
 	if (full && screen_open() == 0)
 		show(t);        /* the frame at once, filled in after the first interval */
-	if (screen_is_open() || t->cmd_fd >= 0)
-		loop_add(&r->loop, &(struct timer){ .period = KEYS_EVERY_NS, .next = r->start_ns, .fn = read_keys });
+	t->keys_next = r->start_ns + KEYS_LOOK_NS;
+	add_terminal_timers(t);
 	run_loop(r);
 	screen_close();         /* before anything more is said on the terminal */
 	command_finish(t);
