@@ -34,6 +34,9 @@ Scenarios (--only takes their names):
   pool      a launched parent forking 8 workers spinning 30 deep (every
             process followed, each forked child warm) against one worker, at
             99 Hz: profiler CPU per sample after start-up, and 8 / 1
+  top       `pybpfprof top` full-screen in a pseudo-terminal (80x24), 99 Hz, a
+            target held 30 deep: its CPU share of one core after start-up and
+            per sample, and that over a recording's of the same target
   deep      recursion 500 deep at 999 Hz: profiler CPU per sample, BPF time
             per sample, and the share of stacks finished in user space
   rate      -F 10,000, 20,000 and 50,000 on a busy target: the rate pybpfprof

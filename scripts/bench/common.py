@@ -10,19 +10,22 @@ PBP = os.environ.get("PBP_BIN") or os.path.join(REPO, "build", "pybpfprof")
 DEFAULT_RESULTS = os.path.join(REPO, "bench", "RESULTS.md")
 PYENV = os.environ.get("PYENV_ROOT") or "/root/.pyenv"
 CHROOT = os.environ.get("PBP_CHROOT", "/var/cache/pybpfprof/sid-chroot").rstrip("/")
-SCENARIOS = ["slowdown", "cost", "reads", "wall", "host", "pool", "deep", "rate"]
+SCENARIOS = ["slowdown", "cost", "reads", "wall", "host", "pool", "top", "deep", "rate"]
 ANALYSIS_BEGIN = "<!-- analysis: begin (hand-written, kept across runs) -->"
 ANALYSIS_END = "<!-- analysis: end -->"
 
 # Run lengths and repetitions: full, and BENCH_QUICK.
 # run_s: 5 s spans two of the sampler's +u/-u rate-jitter pairs (one draw a second
 # after the first): the achieved rate over it is not biased by the jitter.
+# top_run_s: whole seconds of top's refresh inside the measured window.
 # low_run_s: the 99 Hz cost runs and their idle baseline; at 99 Hz a 5 s run
 # holds too few samples to tell a few µs per sample from the noise here.
 FULL = dict(reps=5, slow_reps=9, deep_reps=5, work_s=2.0, run_s=5.0, low_run_s=15.0,
-            warm_s=1.0, host_run_s=6.0, host_warm_s=2.5, host_procs=50, pool_run_s=10.0)
+            warm_s=1.0, host_run_s=6.0, host_warm_s=2.5, host_procs=50, pool_run_s=10.0,
+            top_run_s=15.0)
 QUICK = dict(reps=2, slow_reps=2, deep_reps=2, work_s=0.4, run_s=1.2, low_run_s=1.2,
-             warm_s=0.5, host_run_s=2.5, host_warm_s=1.2, host_procs=50, pool_run_s=3.0)
+             warm_s=0.5, host_run_s=2.5, host_warm_s=1.2, host_procs=50, pool_run_s=3.0,
+             top_run_s=4.0)
 
 RATES = [99, 999, 9999]
 HIGH_RATES = [10000, 20000, 50000]
@@ -52,6 +55,7 @@ TARGETS = {
     "host_core_pct": ("<", 1.0),
     "host_hwm_mb": ("<", 100.0),
     "pool_ratio": ("<=", 1.5),
+    "top_core_pct": ("<", 1.0),
 }
 
 

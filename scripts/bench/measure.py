@@ -9,6 +9,7 @@ import cost
 import host
 import pool
 import slowdown
+import top
 import wall
 from common import PBP, SCENARIOS, log
 from targets import kill_all
@@ -48,7 +49,7 @@ class Bench(object):
                     log("%s on %s" % (scen, it.name))
                     t = time.monotonic()
                     {"slowdown": slowdown.slowdown, "cost": cost.cost, "reads": cost.cost,
-                     "wall": wall.wall, "host": host.host, "pool": pool.pool, "deep": cost.deep,
+                     "wall": wall.wall, "host": host.host, "pool": pool.pool, "top": top.top, "deep": cost.deep,
                      "rate": host.rate}[scen](self, it)
                     log("  %.0f s" % (time.monotonic() - t))
             finally:

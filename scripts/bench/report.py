@@ -21,6 +21,7 @@ ROWS = [
     ("wakers_ms", "wall"), ("wakers_read", "wall"), ("wakers_target", "wall"),
     ("host_core_pct", "host"), ("host_hwm_mb", "host"),
     ("pool_us@1", "pool"), ("pool_us@%d" % POOL, "pool"), ("pool_ratio", "pool"),
+    ("top_core_pct", "top"), ("top_us", "top"), ("top_ratio", "top"),
     ("deep_cost_us", "deep"), ("deep_kernel_us", "deep"), ("deep_completed", "deep"),
 ] + [("rate_%s@%d" % (k, hz), "rate") for hz in HIGH_RATES
      for k in ("ran", "irq", "achieved", "share")]
@@ -180,6 +181,13 @@ METHOD = """\
 - host: %(host_procs)d processes (2 spinning, the rest in `time.sleep(0.1)` loops),
   all named `pbpbench` (prctl), %(host_how)s `-F 19 -d %(host_run_s)g`; CPU share between %(host_warm_s)g s and the end
   (- 0.25 s), VmHWM at that point.
+- top: `pybpfprof top -p PID -F 99 -d %(top_run_s)g -o FILE` full-screen on an 80x24
+  pseudo-terminal (TERM=xterm-256color, read as it is written: the screen's
+  refresh every second, a look for keys at least every second), against the cost
+  scenario's process %(depth)d deep; its CPU (schedstat) between %(warm_s)g s and the end
+  (- 0.25 s), as a share of one core and over the samples per second (from
+  the -o profile); "top / recording" divides that by a recording's (`-F 99
+  -d %(top_run_s)g`, the same window) in the same repetition.
 - deep: as cost, a process %(deep)d frames deep, 999 Hz.
 """
 

@@ -39,7 +39,7 @@ def test_bench_quick_results_structure(tmp_path):
     results = tmp_path / "RESULTS.md"
     results.write_text("old\n<!-- analysis: begin (hand-written, kept across runs) -->\n%s\n"
                        "<!-- analysis: end -->\n" % KEPT)
-    r = bench("--quick", "--only", "slowdown,cost,pool", "--pythons", "3.11",
+    r = bench("--quick", "--only", "slowdown,cost,pool,top", "--pythons", "3.11",
               "--results", str(results))
     assert r.returncode == 0, r.stdout + r.stderr
     text = results.read_text()
@@ -73,6 +73,10 @@ def test_bench_quick_results_structure(tmp_path):
                   "launched pool of 8 fork workers, 99 Hz: profiler CPU per sample (µs)"):
         assert re.match(r"^[\d.]+ \[", body.get(label, ["", ""])[1]), (label, sorted(body))
     assert body["pool of 8 / 1: profiler CPU per sample"][3] in ("PASS", "FAIL")
+    label = "top, full screen, 99 Hz, 30 deep: profiler CPU, share of one core (%)"
+    assert re.match(r"^[\d.]+ \[", body.get(label, ["", ""])[1]), (label, sorted(body))
+    assert body[label][3] in ("PASS", "FAIL")
+    assert "top / recording at 99 Hz: profiler CPU per sample" in body
 
     # Misses are listed (or "None."), and the analysis survived the rerun.
     misses = text.split("## Misses")[1].split("## Why")[0].strip()

@@ -127,7 +127,7 @@ def test_unknown_subcommand(argv):
     r = run(*argv)
     assert r.returncode == EXIT_USAGE, r.stderr
     assert r.stderr.splitlines() == [
-        "pybpfprof: unknown subcommand '%s' (dump, convert, diff or agent; a command to profile goes "
+        "pybpfprof: unknown subcommand '%s' (top, dump, convert, diff or agent; a command to profile goes "
         "after --)" % argv[0]]
 
 

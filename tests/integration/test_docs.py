@@ -18,7 +18,7 @@ COMPLETION = os.path.join(REPO, "scripts", "pybpfprof.bash-completion")
 HEADER = os.path.join(REPO, "user", "core", "errors.h")
 ERRORS_C = os.path.join(REPO, "user", "core", "errors.c")
 
-SUBCOMMANDS = ["record", "dump", "convert", "diff", "agent"]    # "record": no subcommand word
+SUBCOMMANDS = ["record", "top", "dump", "convert", "diff", "agent"]    # "record": no subcommand word
 ARGP_STANDARD = {"help", "usage", "version"}    # argp adds these to every subcommand
 LONGOPT = re.compile(r"(?<![\w-])--([a-z][a-z0-9]*(?:-[a-z0-9]+)*)")
 
@@ -88,7 +88,8 @@ def md_section(text, heading):
 
 # --- (a) options -------------------------------------------------------------------
 
-MAN_SECTION_OF = {"record": "OPTIONS", "dump": "DUMP", "convert": "CONVERT", "diff": "DIFF", "agent": "AGENT"}
+MAN_SECTION_OF = {"record": "OPTIONS", "top": "TOP", "dump": "DUMP", "convert": "CONVERT", "diff": "DIFF",
+                  "agent": "AGENT"}
 
 
 @pytest.mark.parametrize("sub", SUBCOMMANDS)
@@ -113,7 +114,8 @@ def test_readme_usage_options_match_help(options):
     assert sorted(documented - every) == [], "in README's Usage but in no --help"
 
 
-@pytest.mark.parametrize("sub,heading", [("dump", "dump: every thread's stack, once"),
+@pytest.mark.parametrize("sub,heading", [("top", "top: a live view"),
+                                         ("dump", "dump: every thread's stack, once"),
                                          ("convert", "convert: collapsed stacks to any format"),
                                          ("diff", "diff: two profiles compared"),
                                          ("agent", "agent: continuous profiling for a fleet")])
@@ -222,6 +224,8 @@ def test_completion_loads_and_completes_options():
     assert complete("-m", "") == ["cpu", "wall", "gil"]
     assert complete("--format", "p") == ["pprof", "pstats"]
     assert complete("d") == ["dump", "diff"]
+    assert complete("to") == ["top"]
+    assert complete("top", "--on") == ["--once"]
     assert complete("dump", "--j") == ["--json"]
     assert complete("convert", "--in") == ["--input"]
 

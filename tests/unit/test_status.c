@@ -45,10 +45,12 @@ static void test_rows_complete(void)
 		CHECK(r->label && r->label[0]);
 		CHECK(label_matches_name(r));
 		CHECK(is_colour(r->colour));
+		CHECK(r->mark > ' ' && r->mark < 0x7f);
 		CHECK_EQ_INT(status_by_label(r->label), s);
 		for (uint32_t t = 0; t < s; t++) {
 			CHECK(strcmp(r->label, status_label(t)) != 0);
 			CHECK(strcmp(r->colour, status_info(t)->colour) != 0);
+			CHECK(r->mark != status_info(t)->mark);
 		}
 	}
 }

@@ -24,13 +24,13 @@
  * a forgotten row in the middle would be a silent hole of NULLs).
  */
 static const struct status_info rows[] = {
-	/* ST_RUNNING */  { "[running]", "running", "#3aa655" },
-	/* ST_NATIVE */   { "[native, no GIL]", "native, no GIL", "#4b72d9" },
-	/* ST_RUNNABLE */ { "[runnable]", "runnable", "#f0c419" },
-	/* ST_GIL_WAIT */ { "[gil wait]", "gil wait", "#e0393e" },
-	/* ST_SLEEPING */ { "[sleeping]", "sleeping", "#a9a9b6" },
-	/* ST_DISK */     { "[disk]", "disk", "#f07f26" },
-	/* ST_UNKNOWN */  { "[unknown]", "unknown", "#cdb8f0" },
+	/* ST_RUNNING */  { "[running]", "running", "#3aa655", 'R' },
+	/* ST_NATIVE */   { "[native, no GIL]", "native, no GIL", "#4b72d9", 'N' },
+	/* ST_RUNNABLE */ { "[runnable]", "runnable", "#f0c419", 'r' },
+	/* ST_GIL_WAIT */ { "[gil wait]", "gil wait", "#e0393e", 'G' },
+	/* ST_SLEEPING */ { "[sleeping]", "sleeping", "#a9a9b6", 'S' },
+	/* ST_DISK */     { "[disk]", "disk", "#f07f26", 'D' },
+	/* ST_UNKNOWN */  { "[unknown]", "unknown", "#cdb8f0", '?' },
 };
 
 _Static_assert(sizeof(rows) / sizeof(rows[0]) == ST__COUNT,

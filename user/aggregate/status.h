@@ -23,6 +23,7 @@ struct status_info {
 	const char *label;      /* the leaf frame and the summary's word: "[gil wait]" */
 	const char *name;       /* the label without brackets: pprof's "status" label */
 	const char *colour;     /* "#rrggbb" in the svg and html flame graphs */
+	char mark;              /* one character in `top`'s status bars: 'G' for gil wait */
 };
 
 /* The row of a status; out of range is ST_UNKNOWN's. */

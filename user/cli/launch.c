@@ -72,6 +72,9 @@ static int fork_command(struct record *r, int *go_fd)
 		signal(SIGPIPE, SIG_DFL);       /* ignored here (install_signals), not for the command */
 		if (read(pipefd[0], &c, 1) != 1)
 			_exit(125);     /* the profiler died before it was ready */
+		if (r->command_out > 0 && (dup2(r->command_out, STDOUT_FILENO) < 0 ||
+					   dup2(r->command_out, STDERR_FILENO) < 0))
+			_exit(125);
 		drop_to_invoking_user();
 		privs_for_command();
 		/*

@@ -26,6 +26,7 @@
 #include "cli/profload.h"
 #include "cli/record.h"
 #include "cli/report.h"
+#include "cli/top.h"
 #include "core/errors.h"
 #include "cpython/process.h"
 #include "output/formats.h"
@@ -208,6 +209,10 @@ int main(int argc, char **argv)
 		argv[1] = "pybpfprof dump";
 		return dump_main(argc - 1, argv + 1);
 	}
+	if (argc > 1 && strcmp(argv[1], "top") == 0) {
+		argv[1] = "pybpfprof top";
+		return top_main(argc - 1, argv + 1);
+	}
 	if (argc > 1 && strcmp(argv[1], "agent") == 0) {
 		argv[1] = "pybpfprof agent";
 		return agent_main(argc - 1, argv + 1);
@@ -217,7 +222,7 @@ int main(int argc, char **argv)
 	 * command to profile comes after "--", which starts with '-'.
 	 */
 	if (argc > 1 && argv[1][0] != '-') {
-		fprintf(stderr, "pybpfprof: unknown subcommand '%s' (dump, convert, diff or agent; a command to "
+		fprintf(stderr, "pybpfprof: unknown subcommand '%s' (top, dump, convert, diff or agent; a command to "
 			"profile goes after --)\n", argv[1]);
 		return EXIT_USAGE;
 	}

@@ -122,15 +122,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *st)
 	case ARGP_KEY_ARG:
 		return ARGP_ERR_UNKNOWN;
 	case ARGP_KEY_END:
-		if (!r->npids && !r->cmd && !r->all)
-			argp_error(st, "give -p PID, -a, or a command after --");
-		if ((r->npids || r->all) && r->cmd)
-			argp_error(st, "-p and -a cannot be used with a command");
-		if (r->all && r->subprocesses)
-			argp_error(st, "--subprocesses and --no-subprocesses go with -p or a command");
-		if (r->npids && r->subprocesses < 0)
-			argp_error(st, "--no-subprocesses goes with a command (-p follows none by default)");
-		r->follow = r->cmd ? r->subprocesses >= 0 : r->subprocesses > 0;
+		runopts_end_targets(st, r);
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -144,9 +136,10 @@ static const char doc[] =
 	"The format follows the -o extension: .txt/.collapsed (collapsed stacks), .html "
 	"(interactive flame graph), .svg, .json (speedscope), .pb.gz/.pprof (pprof), .pstats; "
 	"any of them + .gz: gzipped (.gz alone: collapsed).\n\n"
-	"Subcommands: 'pybpfprof dump -p PID' prints every thread's stack once; "
+	"Subcommands: 'pybpfprof top -p PID' shows where the time goes, live; "
+	"'pybpfprof dump -p PID' prints every thread's stack once; "
 	"'pybpfprof convert' turns collapsed stacks into another format. "
-	"See 'pybpfprof dump --help', 'pybpfprof convert --help' and man pybpfprof."
+	"See 'pybpfprof top --help', 'pybpfprof dump --help', 'pybpfprof convert --help' and man pybpfprof."
 	"\vExamples:\n"
 	"  sudo pybpfprof -p 1234 -d 10 -o profile.html\n"
 	"  sudo pybpfprof -p 1234 -F 99 -d 10 -o profile.txt\n"

@@ -31,6 +31,8 @@ int exit_code_for(int err)
 	case PBP_E_NOMEM: return EXIT_RESOURCES;
 	case PBP_E_ADDRINUSE:
 	case PBP_E_NET: return EXIT_LISTEN;
+	case PBP_E_IO: return EXIT_IO;
+	case PBP_E_INVAL: return EXIT_USAGE;
 	default: return EXIT_INTERNAL;
 	}
 }

@@ -141,6 +141,7 @@ struct record {
 	bool quiet, verbose;
 	char **cmd;
 	int subprocesses;       /* --subprocesses 1, --no-subprocesses -1, neither 0 */
+	int command_out;        /* > 0: the launched command's stdout and stderr (top's full screen) */
 	bool follow;            /* descendants are followed: a command's by default */
 	/* state */
 	struct collector c;

@@ -144,4 +144,17 @@ static error_t parse_opt(int key, char *arg, struct argp_state *st)
 	return 0;
 }
 
+void runopts_end_targets(struct argp_state *st, struct record *r)
+{
+	if (!r->npids && !r->cmd && !r->all)
+		argp_error(st, "give -p PID, -a, or a command after --");
+	if ((r->npids || r->all) && r->cmd)
+		argp_error(st, "-p and -a cannot be used with a command");
+	if (r->all && r->subprocesses)
+		argp_error(st, "--subprocesses and --no-subprocesses go with -p or a command");
+	if (r->npids && r->subprocesses < 0)
+		argp_error(st, "--no-subprocesses goes with a command (-p follows none by default)");
+	r->follow = r->cmd ? r->subprocesses >= 0 : r->subprocesses > 0;
+}
+
 const struct argp runopts_argp = { opts, parse_opt, NULL, NULL, NULL, NULL, NULL };

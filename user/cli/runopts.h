@@ -12,4 +12,11 @@
  */
 extern const struct argp runopts_argp;
 
+struct record;
+/*
+ * At the parent's ARGP_KEY_END, once the command (r->cmd) is known: one of
+ * -p, -a or a command, and who is followed (--subprocesses and its opposite).
+ */
+void runopts_end_targets(struct argp_state *st, struct record *r);
+
 #endif /* PBP_CLI_RUNOPTS_H */

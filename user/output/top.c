@@ -81,12 +81,16 @@ static int map_locations(const struct agg *a, struct functab *t)
 }
 
 /* seen[f] == i + 1 once function f was counted for stack i: totals count a sample once. */
-static void count_stack(const struct agg *a, struct functab *t, uint32_t i, uint32_t *seen)
+static void count_stack(const struct agg *a, struct functab *t, uint32_t i, uint32_t *seen,
+			functab_keep_fn keep, void *ctx)
 {
 	uint32_t n, last = FUNC_NONE;
 	uint64_t count;
-	const uint32_t *locs = agg_stack(a, i, &n, &count, NULL);
+	const struct stack_tags *tags;
+	const uint32_t *locs = agg_stack(a, i, &n, &count, &tags);
 
+	if (keep && !keep(tags, ctx))
+		return;
 	for (uint32_t j = 0; j < n; j++) {
 		uint32_t f = t->of_loc[locs[j]];
 
@@ -105,6 +109,11 @@ static void count_stack(const struct agg *a, struct functab *t, uint32_t i, uint
 
 int functab_build(const struct agg *a, struct functab *t)
 {
+	return functab_build_where(a, t, NULL, NULL);
+}
+
+int functab_build_where(const struct agg *a, struct functab *t, functab_keep_fn keep, void *ctx)
+{
 	uint32_t *seen;
 
 	memset(t, 0, sizeof(*t));
@@ -114,7 +123,7 @@ int functab_build(const struct agg *a, struct functab *t)
 	if (!seen)
 		goto nomem;
 	for (uint32_t i = 0; i < agg_nstacks(a); i++)
-		count_stack(a, t, i, seen);
+		count_stack(a, t, i, seen, keep, ctx);
 	free(seen);
 	return 0;
 nomem:

@@ -28,6 +28,10 @@ struct functab {
 };
 
 int functab_build(const struct agg *a, struct functab *t);     /* -PBP_E_NOMEM */
+struct stack_tags;
+/* Count only the stacks keep accepts (a thread's, for the live view); functions of the others stay, at 0. */
+typedef bool (*functab_keep_fn)(const struct stack_tags *tags, void *ctx);
+int functab_build_where(const struct agg *a, struct functab *t, functab_keep_fn keep, void *ctx);
 void functab_free(struct functab *t);
 /* The end-of-run table: the top `rows` (<= 0: 10) functions by own, then total, samples. */
 void top_print(const struct agg *a, const struct profile_meta *m, FILE *o, int rows);

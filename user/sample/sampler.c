@@ -665,13 +665,21 @@ int sampler_wait(struct sampler *s, uint64_t ns)
 {
 	static bool no_pwait2;  /* older kernels, and valgrind, lack it */
 	struct timespec ts = { (time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull) };
-	struct epoll_event ev[2];
+	struct epoll_event ev[3];          /* the rings, and a terminal (sampler_wake_on) */
 
-	if (!no_pwait2 && epoll_pwait2(s->efd, ev, 2, &ts, NULL) < 0 && errno == ENOSYS)
+	if (!no_pwait2 && epoll_pwait2(s->efd, ev, 3, &ts, NULL) < 0 && errno == ENOSYS)
 		no_pwait2 = true;
 	if (no_pwait2)
-		epoll_wait(s->efd, ev, 2, (int)((ns + 999999) / 1000000));
+		epoll_wait(s->efd, ev, 3, (int)((ns + 999999) / 1000000));
 	return sampler_drain(s);
+}
+
+/* Edge-triggered as the rings are: a wait ends once per arrival, whoever reads it later. */
+int sampler_wake_on(struct sampler *s, int fd)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u32 = 2 };
+
+	return epoll_ctl(s->efd, EPOLL_CTL_ADD, fd, &ev) != 0 ? -errno : 0;
 }
 
 void sampler_stats(struct sampler *s, uint64_t out[PBP_STAT__COUNT])

@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `top` on a terminal: ncurses draws the view into its virtual screen and
+ * sends only what changed, every interval and after each key. Colour comes
+ * from the status table (each status's #rrggbb, taken to the nearest of the
+ * terminal's eight colours) unless NO_COLOR is set or the terminal has
+ * none; the status marks ('R', 'G', ...) say the same without it.
+ */
+#include <curses.h>
+#include <locale.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "output/screen.h"
+#include "aggregate/status.h"
+#include "core/errors.h"
+#include "output/live.h"
+
+#define MIN_BAR 10
+#define MAX_BAR 40
+#define WHO_WIDTH 22
+
+static SCREEN *scr;
+static bool colour;
+
+bool screen_is_open(void)
+{
+	return scr != NULL;
+}
+
+/* The nearest of the eight ANSI colours to "#rrggbb": each channel on or off. */
+static short basic_colour(const char *hex)
+{
+	unsigned rgb = (unsigned)strtoul(hex + 1, NULL, 16);
+	short c = 0;
+
+	if (((rgb >> 16) & 0xff) >= 0x80)
+		c |= COLOR_RED;
+	if (((rgb >> 8) & 0xff) >= 0x80)
+		c |= COLOR_GREEN;
+	if ((rgb & 0xff) >= 0x80)
+		c |= COLOR_BLUE;
+	return c;
+}
+
+/* Pair s + 1 is status s's colour on the terminal's own background. */
+static void init_colours(void)
+{
+	const char *no = getenv("NO_COLOR");
+
+	colour = (!no || !no[0]) && has_colors() && start_color() == OK;
+	if (!colour)
+		return;
+	use_default_colors();
+	for (uint32_t s = 0; s < ST__COUNT; s++)
+		init_pair((short)(s + 1), basic_colour(status_info(s)->colour), -1);
+}
+
+int screen_open(void)
+{
+	setlocale(LC_CTYPE, "");        /* UTF-8 names drawn as characters */
+	scr = newterm(NULL, stdout, stdin);
+	if (!scr)
+		return -PBP_E_NOENT;
+	cbreak();       /* not raw(): Ctrl-C stays SIGINT, which ends the run as for record */
+	noecho();
+	nodelay(stdscr, TRUE);
+	keypad(stdscr, TRUE);
+	curs_set(0);
+	init_colours();
+	return 0;
+}
+
+void screen_close(void)
+{
+	if (!scr)
+		return;
+	endwin();
+	delscreen(scr);
+	scr = NULL;
+}
+
+int screen_key(void)
+{
+	int c = scr ? getch() : ERR;
+
+	if (c == ERR)
+		return -1;
+	if (c == KEY_BTAB)
+		return SCREEN_KEY_BACKTAB;
+	return c >= KEY_MIN ? SCREEN_KEY_OTHER : c;
+}
+
+/* One line of text at row y, the rest of it cleared; cut at the right edge. */
+static void line(int y, attr_t a, const char *s)
+{
+	move(y, 0);
+	clrtoeol();
+	attron(a);
+	addnstr(s, COLS);
+	attroff(a);
+}
+
+/* A reversed line across the whole width (our own ASCII text: one byte, one column). */
+static void bar_line(int y, const char *s)
+{
+	char pad[1024];
+
+	snprintf(pad, sizeof(pad), "%-*s", COLS < (int)sizeof(pad) ? COLS : (int)sizeof(pad) - 1, s);
+	line(y, A_REVERSE, pad);
+}
+
+static void draw_head(const struct live_head *h, const struct live_view *v)
+{
+	char s[512];
+
+	snprintf(s, sizeof(s), "pybpfprof top  %.0f s  %s mode %u Hz  %d process%s  %s  by %s%s", h->run_secs,
+		 h->mode, h->hz, h->processes, h->processes == 1 ? "" : "es",
+		 h->cumulative ? "since the start" : "last interval", live_sort_name(h->sort),
+		 h->paused ? "  [paused]" : "");
+	bar_line(0, s);
+	snprintf(s, sizeof(s), "samples %llu (%.1f/s)  lost %llu  GIL held %.1f%%  waited for %.1f%%",
+		 (unsigned long long)v->samples, h->secs > 0 ? (double)v->samples / h->secs : 0.0,
+		 (unsigned long long)h->lost, live_pct(v->status[ST_RUNNING], v->samples),
+		 live_pct(v->status[ST_GIL_WAIT], v->samples));
+	line(1, A_NORMAL, s);
+}
+
+/* The bar in its colours: one run of marks per status. */
+static void draw_bar(int y, int x, const char *bar)
+{
+	move(y, x);
+	for (const char *p = bar; *p && getcurx(stdscr) < COLS - 1; p++) {
+		short pair = 0;
+
+		for (uint32_t s = 0; colour && s < ST__COUNT; s++)
+			if (status_info(s)->mark == *p)
+				pair = (short)(s + 1);
+		if (pair)
+			attron(COLOR_PAIR(pair) | A_BOLD);
+		addch((chtype)(unsigned char)*p);
+		if (pair)
+			attroff(COLOR_PAIR(pair) | A_BOLD);
+	}
+}
+
+/* The busiest status after the bar, when there is room: "sleeping 71%". */
+static void draw_main_status(const struct live_thread *t)
+{
+	int best = 0;
+	char s[64];
+
+	for (int i = 1; i < ST__COUNT; i++)
+		if (t->status[i] > t->status[best])
+			best = i;
+	snprintf(s, sizeof(s), " %s %.0f%%", status_info((uint32_t)best)->name,
+		 live_pct(t->status[best], t->samples));
+	addnstr(s, COLS - getcurx(stdscr));
+}
+
+static int draw_threads(int y, const struct live_view *v, int rows)
+{
+	int bar_w = COLS - WHO_WIDTH - 11 - 18;
+	char who[256], bar[MAX_BAR + 1], s[512];
+
+	bar_w = bar_w < MIN_BAR ? MIN_BAR : bar_w > MAX_BAR ? MAX_BAR : bar_w;
+	snprintf(s, sizeof(s), "%-*s %8s  STATUS", WHO_WIDTH, "THREAD", "SAMPLES");
+	line(y++, A_BOLD, s);
+	for (uint32_t i = 0; i < v->nthreads && (int)i < rows; i++) {
+		const struct live_thread *t = &v->threads[i];
+
+		live_thread_text(t, who, sizeof(who), WHO_WIDTH);
+		snprintf(s, sizeof(s), "%-*s %8llu  ", WHO_WIDTH, who, (unsigned long long)t->samples);
+		line(y, A_NORMAL, s);
+		live_bar(t->status, t->samples, bar, bar_w);
+		draw_bar(y, getcurx(stdscr), bar);
+		draw_main_status(t);
+		y++;
+	}
+	if (v->nthreads > (uint32_t)rows) {
+		snprintf(s, sizeof(s), "(%u more threads)", v->nthreads - (uint32_t)rows);
+		line(y++, A_DIM, s);
+	}
+	return y;
+}
+
+/* "R running  N native, no GIL ...": what the marks mean, in their colours. */
+static int draw_legend(int y)
+{
+	move(y, 0);
+	clrtoeol();
+	for (uint32_t s = 0; s < ST__COUNT && getcurx(stdscr) < COLS - 16; s++) {
+		char mark[2] = { status_info(s)->mark, 0 };
+
+		draw_bar(y, getcurx(stdscr), mark);
+		printw(" %s  ", status_info(s)->name);
+	}
+	return y + 1;
+}
+
+static void draw_functions(int y, int last, const struct live_head *h, const struct live_view *v,
+			   const struct live_thread *thread)
+{
+	char who[256], s[1280], text[1024];
+
+	if (thread)
+		live_thread_text(thread, who, sizeof(who), COLS / 3);
+	snprintf(s, sizeof(s), "%6s %7s  FUNCTION  FILE:LINE   (%s%s, by %s)", "%OWN", "%TOTAL",
+		 thread ? "thread " : "all threads", thread ? who : "", live_sort_name(h->sort));
+	line(y++, A_BOLD, s);
+	for (uint32_t i = 0; i < v->norder && y <= last; i++, y++) {
+		const struct func_stat *f = &v->ft.f[v->order[i]];
+
+		live_func_text(f, text, sizeof(text), COLS - 17);
+		snprintf(s, sizeof(s), "%6.1f %7.1f  %s", live_pct(f->own, v->fsamples),
+			 live_pct(f->total, v->fsamples), text);
+		line(y, A_NORMAL, s);
+	}
+	for (; y <= last; y++)
+		line(y, A_NORMAL, "");
+}
+
+void screen_draw(const struct live_head *h, const struct live_view *v, const struct live_thread *thread,
+		 const char *note)
+{
+	int y;
+
+	if (!scr)
+		return;
+	draw_head(h, v);
+	y = draw_threads(2, v, (LINES - 6) / 3 > 1 ? (LINES - 6) / 3 : 1);
+	y = draw_legend(y);
+	draw_functions(y, note ? LINES - 3 : LINES - 2, h, v, thread);
+	if (note)
+		line(LINES - 2, A_DIM, note);
+	bar_line(LINES - 1, " o/t/n sort by own/total/name  c cumulative  Tab/a one thread/all  space pause  q quit");
+	refresh();
+}
