@@ -236,23 +236,25 @@ static void add_awaiter(struct walk *w, struct aio_task *t, uint64_t addr)
 /* A set's live keys. Deleted slots hold a dummy key, which is no task: it counts as unknown. */
 static void read_set(struct walk *w, struct aio_task *t, uint64_t set)
 {
+	const struct pyver *v = w->v;
 	uint8_t hdr[256], *table;
 	uint64_t used, mask;
-	size_t hdr_len = w->v->set_mask + 8u;
+	/* The header up to the last of the three words read. */
+	size_t hdr_len = (v->set_mask > v->set_used ? v->set_mask : v->set_used);
 
-	if (hdr_len > sizeof(hdr) || w->v->set_used + 8u > sizeof(hdr) ||
-	    w->v->set_table + 8u > sizeof(hdr) || rd(w, set, hdr, hdr_len) != 0) {
+	hdr_len = (v->set_table > hdr_len ? v->set_table : hdr_len) + 8u;
+	if (hdr_len > sizeof(hdr) || rd(w, set, hdr, hdr_len) != 0) {
 		w->g->st.set_faults++;
 		return;
 	}
-	used = load_u64(hdr, w->v->set_used);
-	mask = load_u64(hdr, w->v->set_mask);
+	used = load_u64(hdr, v->set_used);
+	mask = load_u64(hdr, v->set_mask);
 	if (mask >= AIO_MAX_SET || (mask & (mask + 1)) != 0 || used > mask + 1) {
 		w->g->st.set_corrupt++;
 		return;
 	}
 	table = malloc((mask + 1) * 16);
-	if (!table || rd(w, load_u64(hdr, w->v->set_table), table, (mask + 1) * 16) != 0) {
+	if (!table || rd(w, load_u64(hdr, v->set_table), table, (mask + 1) * 16) != 0) {
 		w->g->st.set_faults++;
 		free(table);
 		return;
