@@ -5,6 +5,7 @@ churn it must stay bounded; before 3.14 it says it cannot, in one line."""
 
 import json
 import os
+import re
 import resource
 import time
 
@@ -38,7 +39,7 @@ def test_tasks_match_target(interp, start_target, pybpfprof):
     want = {t["name"]: t for t in ready["tasks"]}
     seen = {t["name"]: t for t in got["tasks"]}
     assert sorted(seen) == sorted(want)
-    assert len(want) == 5 and any(n.startswith("Task-") for n in want), "the tree changed"
+    assert len(want) == 6 and any(n.startswith("Task-") for n in want), "the tree changed"
     for name, w in want.items():
         d = seen[name]
         assert d["id"] == w["id"], name
@@ -56,9 +57,13 @@ def test_tasks_match_target(interp, start_target, pybpfprof):
         assert d["awaiters_unknown"] == 0, name
     # The text form says the same, grouped under the loop's thread.
     text = dump_async(pybpfprof, pid).stdout
-    assert "5 asyncio tasks" in text.splitlines()[0]
+    assert "6 asyncio tasks" in text.splitlines()[0]
     assert 'Task "spinner" (%s) running, awaited by "main"' % want["spinner"]["id"] in text
     assert 'Task "sleeper" (%s) pending, awaited by "main"' % want["sleeper"]["id"] in text
+    leaf = [n for n in want if n.startswith("Task-")][0]
+    assert want[leaf]["awaited_by"] == ["cowaiter", "waiter"], "leaf's awaiters are no set"
+    assert re.search(r'Task "%s" \(0x[0-9a-f]+\) pending, awaited by "(co)?waiter", "(co)?waiter"'
+                     % leaf, text)
 
 
 def test_unsupported_before_314(interp, start_target, pybpfprof):

@@ -4,6 +4,7 @@
     sleeper  awaits asyncio.sleep(3600)
     waiter   awaits helper(), a coroutine that awaits the task leaf
     leaf     (named by asyncio: Task-N) awaits an Event that never fires
+    cowaiter awaits leaf too (leaf's awaiters are then a set)
     spinner  runs: spins in CPU, never yields again
 
 Once every other task is parked, spinner writes $PBP_READY with what
@@ -65,8 +66,13 @@ async def helper(t):
     await t
 
 
+async def cowaiter(t):
+    await t
+
+
 async def waiter(ev):
     t = asyncio.ensure_future(leaf(ev))
+    asyncio.create_task(cowaiter(t), name="cowaiter")
     await helper(t)
 
 
