@@ -11,6 +11,8 @@ import time
 
 import pytest
 
+from profile import func_of, parse_collapsed, run_profile, total
+
 EXIT_UNSUPPORTED = 5
 
 
@@ -114,3 +116,62 @@ def test_churn_bounded(interp, start_target, pybpfprof):
     assert worst < 5
     assert rss_kib < 200 * 1024
     assert deep_seen >= 30, "the parked task went missing in most reads"
+
+
+# --- record --async ----------------------------------------------------------------
+
+def record_async(pid, mode, tmp_path):
+    out = str(tmp_path / ("%s.txt" % mode))
+    r = run_profile("-p", pid, "-d", 2, "--mode", mode, "--async", "-q", "-o", out)
+    assert r.returncode == 0, r.stderr
+    with open(out) as f:
+        return parse_collapsed(f.read())
+
+
+@pytest.mark.parametrize("mode", ["cpu", "wall"])
+def test_record_running_task(interp, start_target, tmp_path, mode):
+    """The spinning task's samples sit under 'task main;task spinner', between the
+    loop's frames and its coroutine: the gather's task awaits it."""
+    needs_314(interp)
+    proc, pid, ready = start_target(interp, "aiotree.py")
+    stacks = record_async(pid, mode, tmp_path)
+    spin = [(f, c) for f, c in stacks if func_of(f[-1]) == "spinner"]
+    assert total(spin) > 0.8 * total(stacks), stacks[:5]
+    for frames, count in spin:
+        funcs = [func_of(x) for x in frames]
+        i = funcs.index("Handle._run")
+        assert funcs[i + 1:] == ["task main", "task spinner", "spinner"], funcs
+
+
+def test_record_switching_tasks(interp, start_target, tmp_path):
+    """Two tasks taking turns every 2 ms: each sample names the task whose
+    code it holds, or none (a switch between the sample and its naming)."""
+    needs_314(interp)
+    proc, pid, ready = start_target(interp, "aioswitch.py")
+    stacks = record_async(pid, "cpu", tmp_path)
+    work = {"alpha_work": "alpha", "beta_work": "beta"}
+    tasked = untasked = 0
+    for frames, count in stacks:
+        funcs = [func_of(x) for x in frames]
+        leafwork = [f for f in funcs if f in work]
+        if not leafwork:
+            continue
+        tasks = [f for f in funcs if f.startswith("task ")]
+        if not tasks:
+            untasked += count
+            continue
+        tasked += count
+        assert tasks == ["task main", "task " + work[leafwork[0]]], funcs
+        assert funcs[funcs.index(tasks[-1]) + 1] == work[leafwork[0]], funcs
+    print("switching: %d samples named with their task, %d left without" % (tasked, untasked))
+    assert tasked > 0.3 * (tasked + untasked)
+
+
+def test_record_async_before_314(interp, start_target, tmp_path):
+    """Before 3.14 --async adds nothing, and the profile is the plain one."""
+    if interp.version >= (3, 14) or interp.version < (3, 7):
+        pytest.skip("3.7 to 3.13")
+    proc, pid, ready = start_target(interp, "aioswitch.py")
+    stacks = record_async(pid, "cpu", tmp_path)
+    assert total(stacks) > 0
+    assert not any(func_of(x).startswith("task ") for f, _ in stacks for x in f)

@@ -131,6 +131,67 @@ int aio_read_tasks(struct pyproc *p, const struct aio_layout *l, const struct py
 	return err;
 }
 
+/* Whether the object at addr is a task: its is_task byte says so. */
+static bool is_task(struct pyproc *p, const struct aio_layout *l, uint64_t addr)
+{
+	uint8_t b = 0;
+
+	return addr && remote_read(p->r, addr + l->task_is_task, &b, 1) == 0 && b == 1;
+}
+
+/* The first task of an awaited-by set: its table's first key that is one. */
+static uint64_t first_in_set(struct pyproc *p, uint64_t set)
+{
+	const struct pyver *v = &p->v;
+	uint64_t mask, table, key;
+
+	if (remote_ptr(p->r, set + v->set_mask, &mask) != 0 || mask >= AIO_MAX_SET ||
+	    remote_ptr(p->r, set + v->set_table, &table) != 0)
+		return 0;
+	for (uint64_t i = 0; i <= mask; i++)
+		if (remote_ptr(p->r, table + 16 * i, &key) == 0 && key)
+			return key;     /* a dummy (deleted) key fails is_task */
+	return 0;
+}
+
+static uint64_t first_awaiter(struct pyproc *p, const struct aio_layout *l, uint64_t task)
+{
+	uint64_t by;
+	uint8_t is_set;
+
+	if (remote_ptr(p->r, task + l->task_awaited_by, &by) != 0 || !by ||
+	    remote_read(p->r, task + l->task_awaited_by_is_set, &is_set, 1) != 0)
+		return 0;
+	return is_set ? first_in_set(p, by) : by;
+}
+
+int aio_running_chain(struct pyproc *p, const struct aio_layout *l, uint64_t tstate,
+		      uint64_t *tasks, size_t max, size_t *n)
+{
+	uint64_t t;
+	int err = remote_ptr(p->r, tstate + l->ts_running_task, &t);
+
+	*n = 0;
+	while (!err && *n < max && is_task(p, l, t)) {
+		for (size_t i = 0; i < *n; i++)
+			if (tasks[i] == t)
+				return -PBP_E_CORRUPT;
+		tasks[(*n)++] = t;
+		t = first_awaiter(p, l, t);
+	}
+	return err;
+}
+
+uint64_t aio_task_code(struct pyproc *p, const struct aio_layout *l, uint64_t task)
+{
+	uint64_t coro, code;
+
+	if (remote_ptr(p->r, task + l->task_coro, &coro) != 0 || !coro ||
+	    remote_ptr(p->r, coro + p->v.gen_iframe + p->v.k.fr_code, &code) != 0)
+		return 0;
+	return code & ~(uint64_t)p->v.k.exec_tag_bits;
+}
+
 void aio_task_name(struct pyproc *p, uint64_t name, char *out, size_t len)
 {
 	uint64_t n;

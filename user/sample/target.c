@@ -390,6 +390,8 @@ int target_init(struct collector *c, struct target *t)
 
 void target_fini(struct collector *c, struct target *t)
 {
+	async_state_free(t->aio);
+	t->aio = NULL;
 	for (uint32_t i = 0; i < t->tc_cap; i++) {
 		/* A target dropped while the run goes on (it exec'd, or -a): its threads go too. */
 		if (t->tc[i].tid && c->smp) {
@@ -522,6 +524,8 @@ void target_on_sample(struct collector *c, struct target *t, const struct pbp_sa
 	remote_invalidate_all(t->p->r);
 	/* Python frames go after room for the root labels, which count() puts before them. */
 	symbolize(t->p, ks, c->agg, c->locs + off, MAX_LOCS - off - 1, &n, &c->sym);
+	if (c->o.async && n)
+		async_join(&t->aio, t->p, c->agg, e->tstate, c->locs + off, &n, MAX_LOCS - off - 1, &c->async);
 	if (c->o.mode == MODE_CPU) {
 		bool known = ks->flags & PBP_F_GIL_KNOWN, holds = ks->flags & PBP_F_HOLDS_GIL;
 
@@ -595,6 +599,8 @@ static int tick_stack(struct collector *c, struct target *t, struct tcache *e,
 	err = symbolize_thread(t->p, e->tstate, c->agg, c->locs, MAX_LOCS - 2, &n, &c->sym);
 	if (err && n == 0)
 		return err;
+	if (c->o.async)
+		async_join(&t->aio, t->p, c->agg, e->tstate, c->locs, &n, MAX_LOCS - 2, &c->async);
 	err = keep_stack(e, c->locs, n);
 	e->kernel_ns = 0;
 	e->switch_snap = false;
