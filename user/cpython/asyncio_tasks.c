@@ -165,21 +165,25 @@ static uint64_t first_awaiter(struct pyproc *p, const struct aio_layout *l, uint
 	return is_set ? first_in_set(p, by) : by;
 }
 
-int aio_running_chain(struct pyproc *p, const struct aio_layout *l, uint64_t tstate,
-		      uint64_t *tasks, size_t max, size_t *n)
+int aio_running_task(struct pyproc *p, const struct aio_layout *l, uint64_t tstate, uint64_t *task)
 {
-	uint64_t t;
-	int err = remote_ptr(p->r, tstate + l->ts_running_task, &t);
+	return remote_ptr(p->r, tstate + l->ts_running_task, task);
+}
+
+int aio_task_chain(struct pyproc *p, const struct aio_layout *l, uint64_t task,
+		   uint64_t *tasks, size_t max, size_t *n)
+{
+	uint64_t t = task;
 
 	*n = 0;
-	while (!err && *n < max && is_task(p, l, t)) {
+	while (*n < max && is_task(p, l, t)) {
 		for (size_t i = 0; i < *n; i++)
 			if (tasks[i] == t)
 				return -PBP_E_CORRUPT;
 		tasks[(*n)++] = t;
 		t = first_awaiter(p, l, t);
 	}
-	return err;
+	return 0;
 }
 
 uint64_t aio_task_code(struct pyproc *p, const struct aio_layout *l, uint64_t task)

@@ -23,13 +23,15 @@ int aio_find_layout(struct pyproc *p, struct aio_layout *l);
  */
 int aio_read_tasks(struct pyproc *p, const struct aio_layout *l, const struct pythread *ts,
 		   size_t n, struct aio_graph *g);
+/* The task the thread of tstate runs now (0: none). */
+int aio_running_task(struct pyproc *p, const struct aio_layout *l, uint64_t tstate, uint64_t *task);
 /*
- * The task the thread of tstate runs now, then the task awaiting it, and so
- * on (the first task of an awaited-by set): at most max into tasks, *n of
- * them (0: no task runs). A cycle or a failed read ends the chain.
+ * task, then the task awaiting it, and so on (the first task of an
+ * awaited-by set): at most max into tasks, *n of them (0: task is none).
+ * A cycle ends the chain (-PBP_E_CORRUPT), a failed read too.
  */
-int aio_running_chain(struct pyproc *p, const struct aio_layout *l, uint64_t tstate,
-		      uint64_t *tasks, size_t max, size_t *n);
+int aio_task_chain(struct pyproc *p, const struct aio_layout *l, uint64_t task,
+		   uint64_t *tasks, size_t max, size_t *n);
 /* The code object of the task's own coroutine frame (0: none readable). */
 uint64_t aio_task_code(struct pyproc *p, const struct aio_layout *l, uint64_t task);
 /* A task's name ("Task-7" for one still an int), or "<unreadable>"; out NUL-terminated. */

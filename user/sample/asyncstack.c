@@ -6,10 +6,13 @@
  *
  *   <module>;run;...;_run;task main;task waiter;waiter;helper;...
  *
- * The running task and its awaiters are read when the sample is named, a
- * few milliseconds after it was taken (the kernel does not copy them): a
- * task switch in between can name another task, which an await point must
- * have come between, so a task that computes is named right.
+ * The kernel copies the running task's address into each sample once the
+ * layout is known (pbp_offsets.ts_running_task); its name and awaiters are
+ * read when the sample is named, a few milliseconds later. A stack read
+ * now (a wall tick), or sampled before the kernel was told, gets the task
+ * running now. Task frames go only where the task's own coroutine is on
+ * the stack, so a task that changed in between leaves the sample as it
+ * was rather than naming another task.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -36,8 +39,11 @@ void async_state_free(struct async_state *s)
 	free(s);
 }
 
-/* The layout, once found; false while there is none (yet, or ever: before 3.14). */
-static bool layout(struct async_state *s, struct pyproc *p)
+/*
+ * The layout, once found; false while there is none (yet, or ever: before
+ * 3.14). Found, the kernel is to copy the running task into each sample.
+ */
+static bool layout(struct async_state *s, struct pyproc *p, bool *tell)
 {
 	uint64_t now;
 	int err;
@@ -51,6 +57,10 @@ static bool layout(struct async_state *s, struct pyproc *p)
 	s->ok = err == 0;
 	s->never = err == -PBP_E_VERSION || err == -PBP_E_CORRUPT;
 	s->retry_ns = now + RETRY_NS;
+	if (s->ok && s->l.ts_running_task < 0xffff) {
+		p->v.k.ts_running_task = (__u16)s->l.ts_running_task;
+		*tell = true;
+	}
 	return s->ok;
 }
 
@@ -94,19 +104,24 @@ static int task_locs(struct pyproc *p, struct agg *a, const struct aio_layout *l
 	return 0;
 }
 
-int async_join(struct async_state **sp, struct pyproc *p, struct agg *a, uint64_t tstate,
-	       uint32_t *locs, uint32_t *n, uint32_t max, struct async_stats *st)
+int async_join(struct async_state **sp, struct pyproc *p, struct agg *a, const struct async_src *src,
+	       uint32_t *locs, uint32_t *n, uint32_t max, struct async_stats *st, bool *tell)
 {
-	uint64_t tasks[ASYNC_MAX_TASKS];
+	uint64_t tasks[ASYNC_MAX_TASKS], task = src->task;
 	uint32_t ids[ASYNC_MAX_TASKS];
 	size_t nt = 0;
 	long at;
 	int err;
 
+	*tell = false;
 	if (!*sp && !(*sp = calloc(1, sizeof(**sp))))
 		return -PBP_E_NOMEM;
-	if (!layout(*sp, p) || aio_running_chain(p, &(*sp)->l, tstate, tasks, ASYNC_MAX_TASKS, &nt) != 0 ||
-	    nt == 0)
+	if (!layout(*sp, p, tell))
+		return 0;
+	/* Not the kernel's copy: the task running now, a little after the stack was taken. */
+	if (!src->from_kernel && aio_running_task(p, &(*sp)->l, src->tstate, &task) != 0)
+		return 0;
+	if (aio_task_chain(p, &(*sp)->l, task, tasks, ASYNC_MAX_TASKS, &nt) != 0 || nt == 0)
 		return 0;
 	at = coroutine_at(p, a, aio_task_code(p, &(*sp)->l, tasks[0]), locs, *n);
 	if (at < 0 || *n + nt > max) {

@@ -21,14 +21,23 @@ struct async_stats {
 };
 
 void async_state_free(struct async_state *s);
+/* Where a stack's running task comes from. */
+struct async_src {
+	uint64_t tstate;        /* its thread's state */
+	bool from_kernel;       /* task is the kernel's copy at the sample (ts_running_task was set) */
+	uint64_t task;
+};
+
 /*
- * The stack locs[0..*n) (root first) of the thread of tstate in process p
+ * The stack locs[0..*n) (root first) of the thread of src->tstate in p
  * gets, when a task runs on it, a frame "task NAME" for the task and one for
  * each task awaiting it, outermost first, just above the task's own
- * coroutine frame. At most max locations in all. *sp is made on first use.
- * 0, or -PBP_E_NOMEM; what cannot be read leaves the stack as it was.
+ * coroutine frame. At most max locations in all. *sp is made on first use;
+ * when the layout is found, p->v.k.ts_running_task is set and *tell says
+ * the kernel must be told. 0, or -PBP_E_NOMEM; what cannot be read leaves
+ * the stack as it was.
  */
-int async_join(struct async_state **sp, struct pyproc *p, struct agg *a, uint64_t tstate,
-	       uint32_t *locs, uint32_t *n, uint32_t max, struct async_stats *st);
+int async_join(struct async_state **sp, struct pyproc *p, struct agg *a, const struct async_src *src,
+	       uint32_t *locs, uint32_t *n, uint32_t max, struct async_stats *st, bool *tell);
 
 #endif /* PBP_SAMPLE_ASYNCSTACK_H */

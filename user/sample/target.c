@@ -374,6 +374,17 @@ static int tell_kernel(struct collector *c, struct target *t)
 	return c->ops->add_proc(c->smp, t->pid, &kp) != 0 ? -PBP_E_BPF : 0;
 }
 
+/* --async: task frames into a stack; the kernel learns the layout when it is found. */
+static void join_tasks(struct collector *c, struct target *t, const struct async_src *src,
+		       uint32_t *locs, uint32_t *n, uint32_t max)
+{
+	bool tell = false;
+
+	async_join(&t->aio, t->p, c->agg, src, locs, n, max, &c->async, &tell);
+	if (tell)
+		tell_kernel(c, t);
+}
+
 int target_init(struct collector *c, struct target *t)
 {
 	t->proc_loc = -1;
@@ -525,7 +536,8 @@ void target_on_sample(struct collector *c, struct target *t, const struct pbp_sa
 	/* Python frames go after room for the root labels, which count() puts before them. */
 	symbolize(t->p, ks, c->agg, c->locs + off, MAX_LOCS - off - 1, &n, &c->sym);
 	if (c->o.async && n)
-		async_join(&t->aio, t->p, c->agg, e->tstate, c->locs + off, &n, MAX_LOCS - off - 1, &c->async);
+		join_tasks(c, t, &(struct async_src){ e->tstate, t->p->v.k.ts_running_task != 0, ks->task },
+			   c->locs + off, &n, MAX_LOCS - off - 1);
 	if (c->o.mode == MODE_CPU) {
 		bool known = ks->flags & PBP_F_GIL_KNOWN, holds = ks->flags & PBP_F_HOLDS_GIL;
 
@@ -600,7 +612,7 @@ static int tick_stack(struct collector *c, struct target *t, struct tcache *e,
 	if (err && n == 0)
 		return err;
 	if (c->o.async)
-		async_join(&t->aio, t->p, c->agg, e->tstate, c->locs, &n, MAX_LOCS - 2, &c->async);
+		join_tasks(c, t, &(struct async_src){ e->tstate, false, 0 }, c->locs, &n, MAX_LOCS - 2);
 	err = keep_stack(e, c->locs, n);
 	e->kernel_ns = 0;
 	e->switch_snap = false;
