@@ -448,8 +448,10 @@ static __always_inline bool walk(struct pbp_sample *s, const struct pbp_offsets 
 		__u64 task = 0;
 
 		/* With the stack, the task it belongs to: user space names it later. */
-		if (read_ptr(&task, tstate + o->ts_running_task) == 0)
+		if (read_ptr(&task, tstate + o->ts_running_task) == 0) {
 			s->task = task;
+			s->flags |= PBP_F_TASK;
+		}
 	}
 	c.frame = first_frame(o, tstate, &c.err);
 	if (!c.err)

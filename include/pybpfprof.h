@@ -117,6 +117,7 @@ enum pbp_sample_flags {
 	PBP_F_GIL_KNOWN = 1 << 4,  /* the GIL state could be read */
 	PBP_F_SWITCH_OUT = 1 << 5, /* taken as the thread left the CPU, at .switches */
 	PBP_F_TSTATE_FOUND = 1 << 6, /* not in the threads map: .tstate found by the kernel */
+	PBP_F_TASK = 1 << 7,       /* .task is the kernel's copy (ts_running_task was set) */
 };
 
 /* Ring buffer record: header, then nframes struct pbp_frame, innermost first. */

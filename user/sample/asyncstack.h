@@ -24,7 +24,7 @@ void async_state_free(struct async_state *s);
 /* Where a stack's running task comes from. */
 struct async_src {
 	uint64_t tstate;        /* its thread's state */
-	bool from_kernel;       /* task is the kernel's copy at the sample (ts_running_task was set) */
+	bool from_kernel;       /* task is the kernel's copy at the sample (PBP_F_TASK) */
 	uint64_t task;
 };
 

@@ -536,7 +536,7 @@ void target_on_sample(struct collector *c, struct target *t, const struct pbp_sa
 	/* Python frames go after room for the root labels, which count() puts before them. */
 	symbolize(t->p, ks, c->agg, c->locs + off, MAX_LOCS - off - 1, &n, &c->sym);
 	if (c->o.async && n)
-		join_tasks(c, t, &(struct async_src){ e->tstate, t->p->v.k.ts_running_task != 0, ks->task },
+		join_tasks(c, t, &(struct async_src){ e->tstate, ks->flags & PBP_F_TASK, ks->task },
 			   c->locs + off, &n, MAX_LOCS - off - 1);
 	if (c->o.mode == MODE_CPU) {
 		bool known = ks->flags & PBP_F_GIL_KNOWN, holds = ks->flags & PBP_F_HOLDS_GIL;
