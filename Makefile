@@ -174,7 +174,7 @@ ASAN_INTERPS ?= 3.11-debian-static,3.13
 ASAN_TESTS := tests/integration/test_hostile.py tests/integration/test_record.py \
 	tests/integration/test_formats.py tests/integration/test_modes.py \
 	tests/integration/test_dump.py tests/integration/test_threadnames.py \
-	tests/integration/test_lifetimes.py \
+	tests/integration/test_lifetimes.py tests/integration/test_asyncio.py \
 	tests/integration/test_host.py::test_all_processes_every_version \
 	tests/integration/test_host.py::test_filters tests/integration/test_cli.py \
 	tests/integration/test_pidns.py::test_inner_ids_shown \

@@ -444,6 +444,15 @@ static __always_inline bool walk(struct pbp_sample *s, const struct pbp_offsets 
 	struct walk_ctx c = { .o = *o, .buf = buf, .tgid = s->tgid };
 
 	span_check(&c);
+	if (o->ts_running_task) {
+		__u64 task = 0;
+
+		/* With the stack, the task it belongs to: user space names it later. */
+		if (read_ptr(&task, tstate + o->ts_running_task) == 0) {
+			s->task = task;
+			s->flags |= PBP_F_TASK;
+		}
+	}
 	c.frame = first_frame(o, tstate, &c.err);
 	if (!c.err)
 		bpf_loop(MAX_WALK, walk_step, &c, 0);
@@ -578,6 +587,7 @@ static __always_inline void start_record(struct pbp_sample *s, __u32 tgid, __u32
 	s->resume = 0;
 	s->switches = switches;
 	s->tstate = tstate;
+	s->task = 0;
 }
 
 /* ------------------------------------------------------------ finding a thread's state */

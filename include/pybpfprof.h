@@ -47,7 +47,12 @@ struct pbp_offsets {
 	__u8 owner_cstack;     /* owner value that marks a C-stack shim frame, 0xff none */
 	__u8 owner_interp;     /* 3.14: owner value of interpreter-owned frames, 0xff none */
 	__u8 exec_tag_bits;    /* 3.14 _PyStackRef: mask of low tag bits to clear off f_executable */
-	__u8 pad[2];
+	/*
+	 * 3.14+ with --async, once the _asyncio module is found: offset of the
+	 * thread state's asyncio_running_task, copied into each sample's .task.
+	 * 0: not asked (or not known yet).
+	 */
+	__u16 ts_running_task;
 };
 
 /* Per target process, keyed by tgid in the "procs" map. */
@@ -112,6 +117,7 @@ enum pbp_sample_flags {
 	PBP_F_GIL_KNOWN = 1 << 4,  /* the GIL state could be read */
 	PBP_F_SWITCH_OUT = 1 << 5, /* taken as the thread left the CPU, at .switches */
 	PBP_F_TSTATE_FOUND = 1 << 6, /* not in the threads map: .tstate found by the kernel */
+	PBP_F_TASK = 1 << 7,       /* .task is the kernel's copy (ts_running_task was set) */
 };
 
 /* Ring buffer record: header, then nframes struct pbp_frame, innermost first. */
@@ -120,6 +126,7 @@ struct pbp_sample {
 	__u64 tstate;
 	__u64 resume;          /* frame address where the kernel stopped, if flagged */
 	__u64 switches;        /* PBP_F_SWITCH_OUT: the thread's switch count after leaving */
+	__u64 task;            /* ts_running_task set: the thread's running asyncio task, 0 none */
 	__u32 tgid;
 	__u32 tid;
 	__u32 cpu;

@@ -68,7 +68,7 @@ DEFAULT_EXPECTED = ["3.6", "3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13",
                     "3.11-debian-static", "3.14-sid-chroot", "3.13-sid-chroot",
                     "3.13-dbg-sid-chroot", "3.14-dbg-sid-chroot"]
 # Interpreters of the sid chroot besides its python3.14: name -> path inside.
-EXTRA_SUITES = {"test_dump", "test_record", "test_modes", "test_formats", "test_threadnames",
+EXTRA_SUITES = {"test_dump", "test_asyncio", "test_record", "test_modes", "test_formats", "test_threadnames",
                 "test_versions", "test_harness", "test_host"}
 SID_EXTRA = [("3.13-sid-chroot", "/usr/bin/python3.13"),
              ("3.13-dbg-sid-chroot", "/usr/bin/python3.13d"),

@@ -41,11 +41,16 @@ const char *argp_program_bug_address = "the project's issue tracker";
 struct dump_args {
 	pid_t pid;
 	bool json;
+	bool async;
 };
+
+#define OPT_ASYNC 0x100
 
 static const struct argp_option dump_opts[] = {
 	{ "pid", 'p', "PID", 0, "Process to read (required)", 0 },
 	{ "json", 'j', NULL, 0, "Print JSON instead of text", 0 },
+	{ "async", OPT_ASYNC, NULL, 0, "Print every asyncio task instead (Python 3.14+): its name, "
+	  "state, coroutine chain and the tasks awaiting it", 0 },
 	{ 0 },
 };
 
@@ -60,6 +65,9 @@ static error_t dump_parse(int key, char *arg, struct argp_state *st)
 		break;
 	case 'j':
 		a->json = true;
+		break;
+	case OPT_ASYNC:
+		a->async = true;
 		break;
 	case ARGP_KEY_ARG:
 		argp_error(st, "unexpected argument '%s'", arg);
@@ -80,7 +88,16 @@ static const char dump_doc[] =
 	"first. Needs no BPF (root or CAP_SYS_PTRACE suffices)."
 	"\vExamples:\n"
 	"  pybpfprof dump -p 1234\n"
-	"  pybpfprof dump -p 1234 --json | jq .";
+	"  pybpfprof dump -p 1234 --json | jq .\n"
+	"  pybpfprof dump -p 1234 --async";
+
+/* Before 3.14 there is no _asyncio table to read tasks by (or it disagrees with the runtime's). */
+static int async_unsupported(const struct pyproc *p)
+{
+	fprintf(stderr, "pybpfprof: pid %d: --async: not supported on Python %u.%u (needs 3.14's "
+		"_asyncio debug offsets)\n", (int)p->pid, p->v.major, p->v.minor);
+	return EXIT_UNSUPPORTED;
+}
 
 static int dump_main(int argc, char **argv)
 {
@@ -100,9 +117,12 @@ static int dump_main(int argc, char **argv)
 		pyproc_close(p);
 		return code;
 	}
-	err = exited_error(a.pid, dump_process(p, stdout, a.json));
+	err = exited_error(a.pid, a.async ? dump_async(p, stdout, a.json) : dump_process(p, stdout, a.json));
 	snprintf(what, sizeof(what), "pid %d", (int)a.pid);
-	code = err ? report_error(what, err) : EXIT_OK;
+	if (a.async && -err == PBP_E_VERSION)
+		code = async_unsupported(p);
+	else
+		code = err ? report_error(what, err) : EXIT_OK;
 	pyproc_close(p);
 	if (fflush(stdout) != 0)
 		return EXIT_IO;

@@ -53,7 +53,7 @@ static void on_signal(int sig)
 
 /* ------------------------------------------------------------- options */
 
-enum { OPT_STATS = 1000, OPT_STATUS, OPT_SUBPROC, OPT_NO_SUBPROC };
+enum { OPT_STATS = 1000, OPT_STATUS, OPT_SUBPROC, OPT_NO_SUBPROC, OPT_ASYNC };
 
 static const struct argp_option opts[] = {
 	{ "subprocesses", OPT_SUBPROC, NULL, 0,
@@ -70,6 +70,9 @@ static const struct argp_option opts[] = {
 	{ "status", OPT_STATUS, NULL, 0,
 	  "Add a leaf frame with the thread's status: [running], [native, no GIL], [runnable], "
 	  "[gil wait], [sleeping], [disk]", 3 },
+	{ "async", OPT_ASYNC, NULL, 0,
+	  "Python 3.14+: put a frame 'task NAME' for the asyncio task a sample's thread runs, and "
+	  "one for each task awaiting it, above the task's coroutine frames", 3 },
 	{ "stats", OPT_STATS, "FORM", OPTION_ARG_OPTIONAL,
 	  "End-of-run figures on stderr: text (the summary and cache and read statistics; "
 	  "--stats alone), json (all of them as one JSON line, no summary or table), "
@@ -107,6 +110,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *st)
 	case 'o': r->outpath = arg; break;
 	case 't': r->c.o.per_thread = true; break;
 	case OPT_STATUS: r->c.o.status = true; break;
+	case OPT_ASYNC: r->c.o.async = true; break;
 	case 'q': r->quiet = true; break;
 	case OPT_SUBPROC: r->subprocesses = 1; break;
 	case OPT_NO_SUBPROC: r->subprocesses = -1; break;

@@ -71,6 +71,15 @@ enum nfield {
 };
 
 /*
+ * The words asyncio task graphs read (3.14+). Optional like thread names:
+ * without them only `--async` is refused (async_ok false).
+ */
+enum afield {
+	A_GEN_IFRAME, A_GEN_STATE, A_FR_STACKPOINTER, A_SET_USED, A_SET_TABLE, A_SET_MASK,
+	A__COUNT
+};
+
+/*
  * What thread names need that _Py_DebugOffsets leaves out, from offsetof()
  * on the version's headers (the crosscheck block of offsets_gen.h, which the
  * unit tests compare these with).
@@ -112,6 +121,7 @@ struct dlayout {
 	struct dsec_pos sec[S__COUNT];
 	struct dfield_pos field[F__COUNT];
 	struct dfield_pos nfield[N__COUNT];
+	struct dfield_pos afield[A__COUNT];     /* all zero: not in this version's table */
 	const struct name_facts *names;
 	uint8_t owner_cstack, owner_interp, exec_tag_bits;
 };
@@ -220,6 +230,15 @@ static const struct dlayout layout_314 = {
 	.nfield = {
 		COMMON_NFIELDS,
 		[N_IS_MODULES] = { S_INTERP, 6, 8 },
+	},
+	/* gen_object {size, gi_name, gi_iframe, gi_frame_state}; frame's stackpointer; set_object. */
+	.afield = {
+		[A_GEN_IFRAME] = { S_GEN, 2, 8 },
+		[A_GEN_STATE] = { S_GEN, 3, 1 },
+		[A_FR_STACKPOINTER] = { S_FRAME, 6, 8 },
+		[A_SET_USED] = { S_SET, 1, 8 },
+		[A_SET_TABLE] = { S_SET, 2, 8 },
+		[A_SET_MASK] = { S_SET, 3, 8 },
 	},
 	.names = &names_313,
 	/*
@@ -516,6 +535,35 @@ static void debug_names(const uint8_t *blob, const struct dlayout *l, struct pyv
 	v->is_modules = nword(blob, l, N_IS_MODULES);
 }
 
+static bool afield_ok(const uint8_t *blob, const struct dlayout *l, enum afield f)
+{
+	const struct dfield_pos *p = &l->afield[f];
+
+	return p->width && l->sec[p->sec].nwords > p->word &&
+	       dword(blob, l, p->sec, p->word) + p->width <= dword(blob, l, p->sec, 0);
+}
+
+/*
+ * Coroutines and sets for asyncio task graphs, when this version's table has
+ * them (3.14) and they agree: a coroutine's frame must fit whole inside it.
+ */
+static void debug_async(const uint8_t *blob, const struct dlayout *l, struct pyver *v)
+{
+	v->async_ok = false;
+	for (int f = 0; f < A__COUNT; f++)
+		if (!afield_ok(blob, l, f))
+			return;
+	v->gen_iframe = (uint32_t)dword(blob, l, S_GEN, 2);
+	v->gen_frame_state = (uint32_t)dword(blob, l, S_GEN, 3);
+	v->fr_stackpointer = (uint32_t)dword(blob, l, S_FRAME, 6);
+	v->set_used = (uint32_t)dword(blob, l, S_SET, 1);
+	v->set_table = (uint32_t)dword(blob, l, S_SET, 2);
+	v->set_mask = (uint32_t)dword(blob, l, S_SET, 3);
+	if ((uint64_t)v->gen_iframe + v->fr_size > dword(blob, l, S_GEN, 0))
+		return;
+	v->async_ok = true;
+}
+
 static int debug_layout(const uint8_t *b, const struct dlayout *l, struct pyver *out)
 {
 	int err = check_sections(b, l);
@@ -531,6 +579,7 @@ static int debug_layout(const uint8_t *b, const struct dlayout *l, struct pyver 
 	if (err)
 		return err;
 	debug_kernel(b, l, &out->k);
+	debug_async(b, l, out);
 	/*
 	 * Thread names rest on facts the table does not give (dict and module
 	 * layouts): for a newer version, or objects with a debug build's

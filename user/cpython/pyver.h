@@ -80,6 +80,15 @@ struct pyver {
 	uint32_t long_size;         /* signed ob_size (<= 3.11) or lv_tag (3.12+) */
 	uint32_t long_digit, long_shift;        /* ob_digit[], bits per digit */
 	bool long_tagged;           /* 3.12+: ndigits = lv_tag >> 3, sign in lv_tag & 3 */
+
+	/*
+	 * asyncio task graphs (3.14+, asyncio_tasks.c): a coroutine's embedded
+	 * frame and state, a frame's stack pointer (what a suspended coroutine
+	 * awaits is its top), a set's table. Only meaningful when async_ok.
+	 */
+	bool async_ok;
+	uint32_t gen_iframe, gen_frame_state, fr_stackpointer;
+	uint32_t set_used, set_table, set_mask;
 };
 
 #define PYVER_NOOFF 0xffffffffu

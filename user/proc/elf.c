@@ -419,6 +419,48 @@ static int find_python(Elf *elf, const char *name_hint, struct elf_info *out)
 	return out->runtime_vaddr ? 0 : -PBP_E_NOTPY;
 }
 
+/* The allocated section named name: its address and size. */
+static int find_section(Elf *elf, const char *name, struct elf_section *out)
+{
+	struct sections s;
+	struct elf_info li = { 0 };
+	GElf_Ehdr eh;
+
+	if (!elf || !gelf_getehdr(elf, &eh) || get_sections(elf, &s) != 0)
+		return -PBP_E_NOTPY;
+	for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn));) {
+		GElf_Shdr sh;
+		const char *sn;
+
+		if (!gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_ALLOC) || sh.sh_addr == 0)
+			continue;
+		sn = section_name(elf, &s, &sh);
+		if (!sn || strcmp(sn, name) != 0)
+			continue;
+		load_segments(elf, &li);
+		out->addr = sh.sh_addr;
+		out->size = sh.sh_size;
+		out->first_load_vaddr = li.first_load_vaddr;
+		out->is_shared = eh.e_type == ET_DYN;
+		return 0;
+	}
+	return -PBP_E_NOENT;
+}
+
+int elf_find_section(const char *path, const char *name, struct elf_section *out)
+{
+	int fd, ret;
+	Elf *elf;
+
+	if (!out || !name)
+		return -PBP_E_INVAL;
+	memset(out, 0, sizeof(*out));
+	elf = open_elf_file(path, &fd);
+	ret = find_section(elf, name, out);
+	close_elf(elf, fd, NULL);
+	return ret;
+}
+
 int elf_find_python(const char *path, struct elf_info *out)
 {
 	int fd, ret;

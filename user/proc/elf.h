@@ -49,4 +49,17 @@ int elf_find_version_string(const char *path, char *out, size_t outlen);
 /* Same, from an in-memory image (no file name to take major.minor from). */
 int elf_find_version_string_mem(const void *buf, size_t len, char *out, size_t outlen);
 
+/* One allocated section of an ELF file, and where the file expects to be loaded. */
+struct elf_section {
+	uint64_t addr, size;        /* sh_addr, sh_size */
+	uint64_t first_load_vaddr;  /* as in struct elf_info: for the load bias */
+	bool is_shared;             /* ET_DYN: addr is relative to the load bias */
+};
+
+/*
+ * The allocated section named name (".AsyncioDebug") of the ELF file at
+ * path. 0 found; -PBP_E_NOENT absent; -PBP_E_NOTPY not readable as ELF.
+ */
+int elf_find_section(const char *path, const char *name, struct elf_section *out);
+
 #endif /* PBP_PROC_ELF_H */

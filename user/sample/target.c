@@ -375,6 +375,17 @@ static int tell_kernel(struct collector *c, struct target *t)
 	return c->ops->add_proc(c->smp, t->pid, &kp) != 0 ? -PBP_E_BPF : 0;
 }
 
+/* --async: task frames into a stack; the kernel learns the layout when it is found. */
+static void join_tasks(struct collector *c, struct target *t, const struct async_src *src,
+		       uint32_t *locs, uint32_t *n, uint32_t max)
+{
+	bool tell = false;
+
+	async_join(&t->aio, t->p, c->agg, src, locs, n, max, &c->async, &tell);
+	if (tell)
+		tell_kernel(c, t);
+}
+
 int target_init(struct collector *c, struct target *t)
 {
 	t->proc_loc = -1;
@@ -391,6 +402,8 @@ int target_init(struct collector *c, struct target *t)
 
 void target_fini(struct collector *c, struct target *t)
 {
+	async_state_free(t->aio);
+	t->aio = NULL;
 	for (uint32_t i = 0; i < t->tc_cap; i++) {
 		/* A target dropped while the run goes on (it exec'd, or -a): its threads go too. */
 		if (t->tc[i].tid && c->smp) {
@@ -529,6 +542,9 @@ void target_on_sample(struct collector *c, struct target *t, const struct pbp_sa
 	remote_invalidate_all(t->p->r);
 	/* Python frames go after room for the root labels, which count() puts before them. */
 	symbolize(t->p, ks, c->agg, c->locs + off, MAX_LOCS - off - 1, &n, &c->sym);
+	if (c->o.async && n)
+		join_tasks(c, t, &(struct async_src){ e->tstate, ks->flags & PBP_F_TASK, ks->task },
+			   c->locs + off, &n, MAX_LOCS - off - 1);
 	if (c->o.mode == MODE_CPU) {
 		bool known = ks->flags & PBP_F_GIL_KNOWN, holds = ks->flags & PBP_F_HOLDS_GIL;
 
@@ -602,6 +618,8 @@ static int tick_stack(struct collector *c, struct target *t, struct tcache *e,
 	err = symbolize_thread(t->p, e->tstate, c->agg, c->locs, MAX_LOCS - 2, &n, &c->sym);
 	if (err && n == 0)
 		return err;
+	if (c->o.async)
+		join_tasks(c, t, &(struct async_src){ e->tstate, false, 0 }, c->locs, &n, MAX_LOCS - 2);
 	err = keep_stack(e, c->locs, n);
 	e->kernel_ns = 0;
 	e->switch_snap = false;

@@ -10,6 +10,7 @@
 
 #include "pybpfprof.h"
 
+#include "sample/asyncstack.h"
 #include "symbol/symbolize.h"
 
 struct proc_meta;
@@ -35,6 +36,7 @@ struct profile_opts {
 	 * samples carry its comm (so not with per_thread roots, baked in).
 	 */
 	bool names_late;
+	bool async;             /* asyncio: "task NAME" frames above a running task's (3.14+) */
 };
 
 /* Where samples and ticks of every target end up. */
@@ -54,6 +56,7 @@ struct collector {
 	uint64_t read_now;      /* wall/gil: stack read from the target at the tick */
 	uint64_t late_switches; /* wall/gil: a switch between the tick instant and the look */
 	uint64_t rescans, rescan_ns;    /* thread-list reads, and the time they took */
+	struct async_stats async;
 };
 
 struct tcache;
@@ -85,6 +88,7 @@ struct target {
 	uint64_t labels_ns;     /* when they were made */
 	char comm[16];          /* names_late: the process's command name, "" until needed */
 	uint64_t gil_ticks, gil_held, gil_contended;
+	struct async_state *aio;        /* --async: the asyncio layout, NULL until looked for */
 };
 
 /* Register a freshly opened process with the sampler and read its threads. */

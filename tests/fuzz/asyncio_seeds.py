@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""Write the seeds of tests/fuzz/fuzz_asyncio.c into tests/fuzz/corpus/asyncio/.
+
+Each is a memory image at MEM_BASE laid out as 3.14.10's release build lays
+out tasks (AsyncioDebug: TaskObj 168 bytes, name 136, awaited_by 96,
+is_task 108, awaited_by_is_set 109, coro 128, node 152) and coroutines
+(_Py_DebugOffsets: gi_iframe 72, gi_frame_state 67; the frame's
+f_executable 0, instr_ptr 56, stackpointer 64; a set's used 24, mask 32,
+table 40), behind the harness's first byte (and table). See the harness
+for what each seed holds."""
+
+import os
+import struct
+
+BASE = 0x10000
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "asyncio")
+TABLE = struct.pack("<13Q", 168, 136, 96, 108, 109, 128, 152, 225864, 10880, 936, 864, 872, 880)
+CORO_TYPE, FUT_TYPE, CODE = BASE + 0x3f00, BASE + 0x3f40, BASE + 0x3f80
+
+
+class Mem:
+    def __init__(self, size=0x4000):
+        self.b = bytearray(size)
+
+    def q(self, off, val):
+        struct.pack_into("<Q", self.b, off, val)
+
+    def byte(self, off, val):
+        struct.pack_into("<b", self.b, off, val)
+
+
+def task(m, off, coro, name=0, by=0, is_set=0):
+    m.q(off + 96, by)
+    m.byte(off + 108, 1)
+    m.byte(off + 109, is_set)
+    m.q(off + 128, coro)
+    m.q(off + 136, name)
+
+
+def coro(m, off, state, awaits=None, slot=None, typ=CORO_TYPE):
+    """A coroutine at off; suspended in an await (state -1) its stack top at slot is awaits."""
+    m.q(off + 8, typ)
+    m.byte(off + 67, state)
+    m.q(off + 72, CODE | 1)             # f_executable, tagged
+    m.q(off + 72 + 56, CODE + 0x40)     # instr_ptr
+    if awaits is not None:
+        m.q(off + 72 + 64, BASE + slot + 8)
+        m.q(slot, awaits | 1)
+
+
+def link(m, head, nodes):
+    """A circular list: head, then the nodes, back to head."""
+    ring = [BASE + head] + [BASE + n for n in nodes]
+    for i, n in enumerate(ring):
+        m.q(n - BASE, ring[(i + 1) % len(ring)])
+        m.q(n - BASE + 8, ring[i - 1])
+
+
+def three():
+    m = Mem()
+    link(m, 0, [0x100 + 152, 0x300 + 152, 0x500 + 152])
+    link(m, 0x10, [])
+    task(m, 0x100, BASE + 0x800, name=BASE + 0x3000)                    # running
+    task(m, 0x300, BASE + 0x900, by=BASE + 0xd00, is_set=1)             # awaited by a set
+    task(m, 0x500, BASE + 0xb00, by=BASE + 0x100)                       # awaited by the first
+    coro(m, 0x800, 0)
+    coro(m, 0x900, -1, awaits=BASE + 0xa00, slot=0xc00)
+    coro(m, 0xa00, -2)
+    coro(m, 0xb00, -1, awaits=BASE + 0x3f00, slot=0xc10)                # a future: the chain ends
+    m.q(0x3f00 + 8, FUT_TYPE)
+    m.q(0xd00 + 24, 2)
+    m.q(0xd00 + 32, 3)
+    m.q(0xd00 + 40, BASE + 0xe00)
+    m.q(0xe00, BASE + 0x100)
+    m.q(0xe10, BASE + 0x500)
+    m.q(0xe20, BASE + 0x3f40)                                           # a dummy key
+    return m
+
+
+def seeds():
+    m = three()
+    yield "three", b"\0" + m.b
+    yield "three_table", b"\1" + TABLE + m.b
+    m = three()
+    m.q(0x500 + 152, BASE + 0x100 + 152)                                # back into the list
+    yield "list_cycle", b"\0" + m.b
+    m = three()
+    coro(m, 0xa00, -1, awaits=BASE + 0xa00, slot=0xc20)                 # awaits itself
+    yield "self_await", b"\0" + m.b
+    m = Mem(0x8000)                                                     # deeper than the bound
+    link(m, 0, [0x100 + 152])
+    link(m, 0x10, [])
+    task(m, 0x100, BASE + 0x1000)
+    for i in range(100):
+        at = 0x1000 + 0xa0 * i
+        coro(m, at, -1, awaits=BASE + at + 0xa0, slot=0x7000 + 16 * i)
+    yield "deep_chain", b"\0" + m.b
+    m = three()
+    m.q(0xd00 + 32, 1 << 40)                                            # an absurd mask
+    yield "set_mask", b"\0" + m.b
+
+
+if __name__ == "__main__":
+    os.makedirs(OUT, exist_ok=True)
+    for name, data in seeds():
+        with open(os.path.join(OUT, name), "wb") as f:
+            f.write(data)

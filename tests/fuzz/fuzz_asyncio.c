@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libFuzzer harness for the asyncio readers: aio_layout_decode() (the
+ * _asyncio module's AsyncioDebug table) and aio_graph_read() (task lists,
+ * coroutine chains, awaited-by sets), over arbitrary bytes standing for
+ * the target's memory.
+ *
+ *   make fuzz            (all harnesses; see the Makefile)
+ *   build/fuzz/fuzz_asyncio -max_total_time=60 /tmp/aio tests/fuzz/corpus/asyncio
+ *
+ * Input layout:
+ *   byte 0      odd: bytes 1..104 are an AsyncioDebug table, decoded, and
+ *               used when accepted (else 3.14.10's); even: 3.14.10's table
+ *   the rest    memory at MEM_BASE (after the table when there is one);
+ *               anything outside it is unmapped. The thread's task list is
+ *               headed at MEM_BASE, the interpreter's at MEM_BASE + 16, and
+ *               the thread's running task is MEM_BASE + 0x100.
+ *
+ * It aborts when an accepted table puts a field outside the size it claims,
+ * or the graph breaks its bounds: more than AIO_MAX_TASKS tasks, a chain
+ * longer than AIO_MAX_CHAIN, an awaiter index out of range or repeated, one
+ * task twice, a running task other than the running one.
+ *
+ * Seeds (tests/fuzz/corpus/asyncio/, made by tests/fuzz/asyncio_seeds.py):
+ * a list of three tasks (one running, one awaited by a set of two, one
+ * by a single task) with chained coroutines; the same with its table; a
+ * list that loops back into itself; a coroutine awaiting itself; a chain
+ * deeper than the bound; a set with an absurd mask.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/errors.h"
+#include "cpython/asyncio_graph.h"
+#include "cpython/asyncio_offsets.h"
+#include "cpython/pyver.h"
+
+#define MUST(c) do { if (!(c)) { fprintf(stderr, "invariant failed: %s\n", #c); __builtin_trap(); } } while (0)
+
+#define MEM_BASE 0x10000ull
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+struct mem {
+	const uint8_t *b;
+	size_t len;
+};
+
+static int mem_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	const struct mem *m = ctx;
+
+	if (addr < MEM_BASE || addr - MEM_BASE > m->len || len > m->len - (addr - MEM_BASE))
+		return -PBP_E_FAULT;
+	memcpy(buf, m->b + (addr - MEM_BASE), len);
+	return 0;
+}
+
+/* The _Py_DebugOffsets facts the readers use, as 3.14.10's release build has them. */
+static void pyver_314(struct pyver *v)
+{
+	memset(v, 0, sizeof(*v));
+	v->major = 3;
+	v->minor = 14;
+	v->is_size = 225864;
+	v->ts_size = 832;
+	v->ob_type = 8;
+	v->fr_size = 88;
+	v->k.fr_code = 0;
+	v->k.fr_instr = 56;
+	v->k.exec_tag_bits = 3;
+	v->fr_stackpointer = 64;
+	v->gen_iframe = 72;
+	v->gen_frame_state = 67;
+	v->set_used = 24;
+	v->set_table = 40;
+	v->set_mask = 32;
+	v->async_ok = true;
+}
+
+/* 3.14.10's AsyncioDebug words. */
+static const struct aio_layout layout_314 = {
+	.task_size = 168, .task_name = 136, .task_awaited_by = 96, .task_is_task = 108,
+	.task_awaited_by_is_set = 109, .task_coro = 128, .task_node = 152,
+	.is_tasks_head = 10880,
+	.ts_running_loop = 864, .ts_running_task = 872, .ts_tasks_head = 880,
+};
+
+static void check_layout(const struct aio_layout *l)
+{
+	MUST(l->task_size >= 16 && l->task_size <= 4096);
+	MUST(l->task_name + 8 <= l->task_size && l->task_coro + 8 <= l->task_size);
+	MUST(l->task_awaited_by + 8 <= l->task_size && l->task_node + 16 <= l->task_size);
+	MUST(l->task_is_task < l->task_size && l->task_awaited_by_is_set < l->task_size);
+}
+
+static void check_graph(const struct aio_graph *g, uint64_t running)
+{
+	MUST(g->n <= AIO_MAX_TASKS);
+	for (size_t i = 0; i < g->n; i++) {
+		const struct aio_task *t = &g->tasks[i];
+
+		MUST(t->nframes <= AIO_MAX_CHAIN && t->nawaiters <= AIO_MAX_AWAITERS);
+		MUST(!t->running || t->addr == running);
+		for (size_t k = 0; k < i; k++)
+			MUST(g->tasks[k].addr != t->addr);
+		for (unsigned a = 0; a < t->nawaiters; a++) {
+			MUST(t->awaiters[a] < g->n);
+			for (unsigned b = 0; b < a; b++)
+				MUST(t->awaiters[a] != t->awaiters[b]);
+		}
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct aio_graph g;
+	struct pyver v;
+	struct aio_layout l = layout_314;
+	struct mem m;
+	struct aio_mem am = { mem_read, &m };
+	struct aio_source src[2] = {
+		{ MEM_BASE, MEM_BASE + 0x100, 0 },
+		{ MEM_BASE + 16, 0, -1 },
+	};
+	size_t skip = 1;
+
+	if (size < 1)
+		return 0;
+	if (!g.tasks && aio_graph_init(&g) != 0)
+		abort();
+	pyver_314(&v);
+	if (data[0] & 1) {
+		struct aio_layout dl;
+
+		if (size < 1 + AIO_OFFSETS_SIZE)
+			return 0;
+		skip += AIO_OFFSETS_SIZE;
+		if (aio_layout_decode(&v, data + 1, AIO_OFFSETS_SIZE, &dl) == 0) {
+			check_layout(&dl);
+			l = dl;
+		}
+	}
+	m.b = data + skip;
+	m.len = size - skip;
+	MUST(aio_graph_read(&am, &v, &l, src, 2, &g) == 0);
+	check_graph(&g, src[0].running_task);
+	return 0;
+}

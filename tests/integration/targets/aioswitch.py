@@ -1,0 +1,56 @@
+"""Two asyncio tasks taking turns on the CPU (issue 22), for `record
+--async`: alpha and beta (gathered by main) each compute about 2 ms in a
+function of its own, then yield to the other (asyncio.sleep(0)), forever.
+A sample named with the wrong task would show alpha's function under
+"task beta" or the reverse.
+
+Writes $PBP_READY ({"pid", "version"}) once both have run. Python 3.7+."""
+
+import asyncio
+import json
+import os
+import sys
+import time
+
+READY = os.environ["PBP_READY"]
+
+
+def alpha_work():
+    end = time.perf_counter() + 0.002
+    while time.perf_counter() < end:
+        pass
+
+
+def beta_work():
+    end = time.perf_counter() + 0.002
+    while time.perf_counter() < end:
+        pass
+
+
+async def alpha():
+    while True:
+        alpha_work()
+        await asyncio.sleep(0)
+
+
+async def beta():
+    while True:
+        beta_work()
+        await asyncio.sleep(0)
+
+
+async def ready():
+    await asyncio.sleep(0.1)
+    tmp = READY + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump({"pid": os.getpid(), "version": list(sys.version_info[:3])}, f)
+    os.rename(tmp, READY)
+
+
+async def main():
+    asyncio.current_task().set_name("main")
+    await asyncio.gather(asyncio.create_task(alpha(), name="alpha"),
+                         asyncio.create_task(beta(), name="beta"), ready())
+
+
+asyncio.run(main())

@@ -1,0 +1,95 @@
+"""A known asyncio task tree (issue 22), for `pybpfprof dump --async`:
+
+    main     gathers sleeper, waiter and spinner
+    sleeper  awaits asyncio.sleep(3600)
+    waiter   awaits helper(), a coroutine that awaits the task leaf
+    leaf     (named by asyncio: Task-N) awaits an Event that never fires
+    cowaiter awaits leaf too (leaf's awaiters are then a set)
+    spinner  runs: spins in CPU, never yields again
+
+Once every other task is parked, spinner writes $PBP_READY with what
+asyncio says of each task: its name (Task.get_name), its coroutine chain
+from the task's coroutine down the cr_await links while they are
+coroutines (function, file, line; Task.get_stack()'s one frame is its
+first), and the names of the tasks awaiting it (3.14's
+_asyncio_awaited_by). Then spinner spins until killed. Any Python 3.7+
+runs it; the awaiters are reported on 3.14+ only."""
+
+import asyncio
+import json
+import os
+import sys
+import types
+
+READY = os.environ["PBP_READY"]
+
+
+def chain(coro):
+    out = []
+    while isinstance(coro, types.CoroutineType) and coro.cr_frame is not None:
+        code = coro.cr_code
+        out.append({"function": getattr(code, "co_qualname", code.co_name),
+                    "file": code.co_filename, "line": coro.cr_frame.f_lineno})
+        coro = coro.cr_await
+    return out
+
+
+def describe(task):
+    coro = task.get_coro()
+    stack = task.get_stack()
+    d = {"name": task.get_name(), "id": hex(id(task)), "frames": chain(coro),
+         "running": task is asyncio.current_task(),
+         "get_stack": [f.f_code.co_name for f in stack]}
+    by = getattr(task, "_asyncio_awaited_by", None)
+    d["awaited_by"] = sorted(t.get_name() for t in by) if by else []
+    return d
+
+
+def report():
+    tasks = [describe(t) for t in asyncio.all_tasks()]
+    tmp = READY + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump({"pid": os.getpid(), "version": list(sys.version_info[:3]),
+                   "tasks": tasks}, f)
+    os.rename(tmp, READY)
+
+
+async def sleeper():
+    await asyncio.sleep(3600)
+
+
+async def leaf(ev):
+    await ev.wait()
+
+
+async def helper(t):
+    await t
+
+
+async def cowaiter(t):
+    await t
+
+
+async def waiter(ev):
+    t = asyncio.ensure_future(leaf(ev))
+    asyncio.create_task(cowaiter(t), name="cowaiter")
+    await helper(t)
+
+
+async def spinner():
+    await asyncio.sleep(0.3)    # every other task parks meanwhile
+    report()
+    n = 0
+    while True:
+        n += 1
+
+
+async def main():
+    asyncio.current_task().set_name("main")
+    ev = asyncio.Event()
+    await asyncio.gather(asyncio.create_task(sleeper(), name="sleeper"),
+                         asyncio.create_task(waiter(ev), name="waiter"),
+                         asyncio.create_task(spinner(), name="spinner"))
+
+
+asyncio.run(main())

@@ -1,0 +1,191 @@
+"""`pybpfprof dump --async` (issue 22): the asyncio tasks it reads from
+outside a 3.14 process must be the ones the process reports of itself
+(names, running or pending, coroutine chains, who awaits whom); under task
+churn it must stay bounded; before 3.14 it says it cannot, in one line."""
+
+import json
+import os
+import re
+import resource
+import time
+
+import pytest
+
+from profile import func_of, parse_collapsed, run_profile, total
+
+EXIT_UNSUPPORTED = 5
+
+
+def needs_314(interp):
+    if interp.version < (3, 14):
+        pytest.skip("--async reads 3.14's _asyncio debug offsets")
+
+
+def dump_async(pybpfprof, pid, *extra):
+    r = pybpfprof("dump", "-p", pid, "--async", *extra, timeout=20)
+    assert r.returncode == 0, r.stderr
+    return r
+
+
+def frames(fs):
+    return [(f["function"], f["file"], f["line"]) for f in fs]
+
+
+def test_tasks_match_target(interp, start_target, pybpfprof):
+    needs_314(interp)
+    proc, pid, ready = start_target(interp, "aiotree.py")
+    got = json.loads(dump_async(pybpfprof, pid, "--json").stdout)
+
+    assert got["asyncio_loaded"] is True
+    assert all(v == 0 for v in got["unread"].values()), got["unread"]
+    want = {t["name"]: t for t in ready["tasks"]}
+    seen = {t["name"]: t for t in got["tasks"]}
+    assert sorted(seen) == sorted(want)
+    assert len(want) == 6 and any(n.startswith("Task-") for n in want), "the tree changed"
+    for name, w in want.items():
+        d = seen[name]
+        assert d["id"] == w["id"], name
+        assert d["thread"] == pid, name
+        assert d["state"] == ("running" if w["running"] else "pending"), name
+        assert d["chain_complete"] is True, name
+        chain = list(reversed(d["frames"]))    # dump: innermost first; the target: outermost
+        if w["running"]:
+            # It spins on: only where it runs is fixed, not the line.
+            assert [f[:2] for f in frames(chain)] == [f[:2] for f in frames(w["frames"])], name
+        else:
+            assert frames(chain) == frames(w["frames"]), name
+            assert chain[0]["function"] == w["get_stack"][0], name
+        assert sorted(a["name"] for a in d["awaited_by"]) == w["awaited_by"], name
+        assert d["awaiters_unknown"] == 0, name
+    # The text form says the same, grouped under the loop's thread.
+    text = dump_async(pybpfprof, pid).stdout
+    assert "6 asyncio tasks" in text.splitlines()[0]
+    assert 'Task "spinner" (%s) running, awaited by "main"' % want["spinner"]["id"] in text
+    assert 'Task "sleeper" (%s) pending, awaited by "main"' % want["sleeper"]["id"] in text
+    leaf = [n for n in want if n.startswith("Task-")][0]
+    assert want[leaf]["awaited_by"] == ["cowaiter", "waiter"], "leaf's awaiters are no set"
+    assert re.search(r'Task "%s" \(0x[0-9a-f]+\) pending, awaited by "(co)?waiter", "(co)?waiter"'
+                     % leaf, text)
+
+
+def test_unsupported_before_314(interp, start_target, pybpfprof):
+    if interp.version >= (3, 14):
+        pytest.skip("supported")
+    proc, pid, ready = start_target(interp, "parked.py")
+    r = pybpfprof("dump", "-p", pid, "--async")
+    assert r.returncode == EXIT_UNSUPPORTED
+    assert r.stdout == ""
+    assert r.stderr == ("pybpfprof: pid %d: --async: not supported on Python %d.%d (needs "
+                        "3.14's _asyncio debug offsets)\n" % (pid, interp.version[0],
+                                                              interp.version[1]))
+
+
+def test_no_asyncio_no_tasks(interp, start_target, pybpfprof):
+    needs_314(interp)
+    proc, pid, ready = start_target(interp, "parked.py")
+    got = json.loads(dump_async(pybpfprof, pid, "--json").stdout)
+    if got["asyncio_loaded"]:
+        pytest.skip("parked.py's interpreter loaded _asyncio")
+    assert got["tasks"] == []
+
+
+def test_churn_bounded(interp, start_target, pybpfprof):
+    """Thousands of tasks made and cancelled a second: 40 reads in a row,
+    none crashing, hanging or failing, each bounded in time and memory; the
+    parked chain deeper than the bound is cut, and said to be."""
+    needs_314(interp)
+    proc, pid, ready = start_target(interp, "aiochurn.py")
+    assert ready["rate"] > 2000, "the target churns too slowly to test anything"
+    worst, unread, deep_seen, counts = 0.0, {}, 0, []
+    for _ in range(40):
+        t0 = time.monotonic()
+        got = json.loads(dump_async(pybpfprof, pid, "--json").stdout)
+        worst = max(worst, time.monotonic() - t0)
+        counts.append(len(got["tasks"]))
+        for k, v in got["unread"].items():
+            unread[k] = unread.get(k, 0) + v
+        for t in got["tasks"]:
+            if t["name"] == "deep":
+                deep_seen += 1
+                assert t["chain_complete"] is False and len(t["frames"]) == 64
+    assert proc.poll() is None, "the target died"
+    rss_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    print("churn: %.0f tasks/s; %d reads, %d-%d tasks each, slowest %.2f s, max RSS %d KiB, "
+          "unread %s" % (ready["rate"], len(counts), min(counts), max(counts), worst,
+                         rss_kib, unread))
+    assert worst < 5
+    assert rss_kib < 200 * 1024
+    assert deep_seen >= 30, "the parked task went missing in most reads"
+
+
+# --- record --async ----------------------------------------------------------------
+
+def record_async(pid, mode, tmp_path):
+    out = str(tmp_path / ("%s.txt" % mode))
+    r = run_profile("-p", pid, "-d", 2, "--mode", mode, "--async", "-q", "-o", out)
+    assert r.returncode == 0, r.stderr
+    with open(out) as f:
+        return parse_collapsed(f.read())
+
+
+@pytest.mark.parametrize("mode", ["cpu", "wall"])
+def test_record_running_task(interp, start_target, tmp_path, mode):
+    """The spinning task's samples sit under 'task main;task spinner', between the
+    loop's frames and its coroutine: the gather's task awaits it."""
+    needs_314(interp)
+    proc, pid, ready = start_target(interp, "aiotree.py")
+    stacks = record_async(pid, mode, tmp_path)
+    spin = [(f, c) for f, c in stacks if func_of(f[-1]) == "spinner"]
+    assert total(spin) > 0.8 * total(stacks), stacks[:5]
+    for frames, count in spin:
+        funcs = [func_of(x) for x in frames]
+        i = funcs.index("Handle._run")
+        assert funcs[i + 1:] == ["task main", "task spinner", "spinner"], funcs
+
+
+def test_record_switching_tasks(interp, start_target, tmp_path):
+    """Two tasks taking turns every 2 ms: each sample names the task whose
+    code it holds, or none (a switch between the sample and its naming)."""
+    needs_314(interp)
+    proc, pid, ready = start_target(interp, "aioswitch.py")
+    stacks = record_async(pid, "cpu", tmp_path)
+    work = {"alpha_work": "alpha", "beta_work": "beta"}
+    tasked = untasked = 0
+    for frames, count in stacks:
+        funcs = [func_of(x) for x in frames]
+        leafwork = [f for f in funcs if f in work]
+        if not leafwork:
+            continue
+        tasks = [f for f in funcs if f.startswith("task ")]
+        if not tasks:
+            untasked += count
+            continue
+        tasked += count
+        assert tasks == ["task main", "task " + work[leafwork[0]]], funcs
+        assert funcs[funcs.index(tasks[-1]) + 1] == work[leafwork[0]], funcs
+    print("switching: %d samples named with their task, %d left without" % (tasked, untasked))
+    assert tasked > 0.8 * (tasked + untasked)
+
+
+def test_record_async_before_314(interp, start_target, tmp_path):
+    """Before 3.14 --async adds nothing, and the profile is the plain one."""
+    if interp.version >= (3, 14) or interp.version < (3, 7):
+        pytest.skip("3.7 to 3.13")
+    proc, pid, ready = start_target(interp, "aioswitch.py")
+    stacks = record_async(pid, "cpu", tmp_path)
+    assert total(stacks) > 0
+    assert not any(func_of(x).startswith("task ") for f, _ in stacks for x in f)
+
+
+def test_record_churn(interp, start_target, tmp_path):
+    """Tasks made and cancelled by the thousand a second while sampled: the
+    run ends normally and the loop's own task is named. (About half the
+    samples get no task: the loop's own code between tasks, a task being
+    stepped before its coroutine runs, or one freed by the time it is named.)"""
+    needs_314(interp)
+    proc, pid, ready = start_target(interp, "aiochurn.py")
+    stacks = record_async(pid, "cpu", tmp_path)
+    assert proc.poll() is None, "the target died"
+    named = sum(c for f, c in stacks if any(func_of(x).startswith("task ") for x in f))
+    print("churn record: %d of %d samples under a task" % (named, total(stacks)))
+    assert named > 0.2 * total(stacks)

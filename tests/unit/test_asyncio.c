@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The asyncio readers (issue 22): the _asyncio module's table is accepted
+ * as 3.14.10 has it and refused when a field leaves its struct or it
+ * disagrees with _Py_DebugOffsets; _Py_DebugOffsets gives coroutine and set
+ * offsets on 3.14 only; the task graph of the fuzzer's seeds
+ * (../fuzz/corpus/asyncio, tests/fuzz/asyncio_seeds.py) is what they hold,
+ * and each bad one ends in its counted failure.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "unit.h"
+#include "core/errors.h"
+#include "cpython/asyncio_graph.h"
+#include "cpython/asyncio_offsets.h"
+#include "cpython/debugoffsets.h"
+#include "cpython/pyver.h"
+
+#define MEM_BASE 0x10000ull
+
+static uint8_t *load(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *buf = NULL;
+	long n;
+
+	*len = 0;
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0) {
+		buf = malloc((size_t)n);
+		if (buf && fread(buf, 1, (size_t)n, f) == (size_t)n)
+			*len = (size_t)n;
+	}
+	fclose(f);
+	if (!*len) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+static int pyver_of(const char *path, struct pyver *v)
+{
+	size_t len;
+	uint8_t *blob = load(path, &len);
+	int err = blob ? pyver_from_debug_offsets(blob, len, v) : -PBP_E_NOENT;
+
+	free(blob);
+	return err;
+}
+
+static const uint64_t table_314[13] = {
+	168, 136, 96, 108, 109, 128, 152, 225864, 10880, 936, 864, 872, 880,
+};
+
+static void test_debug_offsets(void)
+{
+	struct pyver v;
+
+	CHECK_EQ_INT(pyver_of("data/debug_offsets_3.14.bin", &v), 0);
+	CHECK(v.async_ok);
+	CHECK_EQ_INT(v.gen_iframe, 72);
+	CHECK_EQ_INT(v.gen_frame_state, 67);
+	CHECK_EQ_INT(v.fr_stackpointer, 64);
+	CHECK_EQ_INT(v.set_used, 24);
+	CHECK_EQ_INT(v.set_mask, 32);
+	CHECK_EQ_INT(v.set_table, 40);
+	CHECK_EQ_INT(pyver_of("data/debug_offsets_3.13.bin", &v), 0);
+	CHECK(!v.async_ok);
+}
+
+static void test_layout(void)
+{
+	struct pyver v, v13;
+	struct aio_layout l;
+	uint64_t t[13];
+
+	CHECK_EQ_INT(pyver_of("data/debug_offsets_3.14.bin", &v), 0);
+	CHECK_EQ_INT(aio_layout_decode(&v, table_314, sizeof(table_314), &l), 0);
+	CHECK_EQ_INT(l.task_node, 152);
+	CHECK_EQ_INT(l.ts_tasks_head, 880);
+	CHECK_EQ_INT(l.is_tasks_head, 10880);
+	CHECK_EQ_INT(aio_layout_decode(&v, table_314, sizeof(table_314) - 1, &l), -PBP_E_CORRUPT);
+	/* Each offset moved to its struct's end no longer fits. */
+	for (int w = 0; w < 13; w++) {
+		if (w == 0 || w == 7 || w == 9)
+			continue;
+		memcpy(t, table_314, sizeof(t));
+		t[w] = t[w < 7 ? 0 : w < 9 ? 7 : 9];
+		CHECK_EQ_INT(aio_layout_decode(&v, t, sizeof(t), &l), -PBP_E_CORRUPT);
+		t[w] = UINT64_MAX - 4;
+		CHECK_EQ_INT(aio_layout_decode(&v, t, sizeof(t), &l), -PBP_E_CORRUPT);
+	}
+	/* Another build's interpreter state (3.14d's, 16 bytes more): not this runtime's module. */
+	memcpy(t, table_314, sizeof(t));
+	t[7] = 225880;
+	CHECK_EQ_INT(aio_layout_decode(&v, t, sizeof(t), &l), -PBP_E_CORRUPT);
+	CHECK_EQ_INT(pyver_of("data/debug_offsets_3.13.bin", &v13), 0);
+	CHECK_EQ_INT(aio_layout_decode(&v13, table_314, sizeof(table_314), &l), -PBP_E_VERSION);
+}
+
+struct mem {
+	const uint8_t *b;
+	size_t len;
+};
+
+static int mem_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	const struct mem *m = ctx;
+
+	if (addr < MEM_BASE || addr - MEM_BASE > m->len || len > m->len - (addr - MEM_BASE))
+		return -PBP_E_FAULT;
+	memcpy(buf, m->b + (addr - MEM_BASE), len);
+	return 0;
+}
+
+/* A seed's graph, read as the harness reads it (the table at its head skipped). */
+static int seed_graph(const char *name, struct aio_graph *g)
+{
+	char path[128];
+	size_t len;
+	uint8_t *b;
+	struct pyver v;
+	struct aio_layout l;
+	struct mem m;
+	struct aio_mem am = { mem_read, &m };
+	struct aio_source src[2] = { { MEM_BASE, MEM_BASE + 0x100, 0 }, { MEM_BASE + 16, 0, -1 } };
+	int err;
+
+	snprintf(path, sizeof(path), "../fuzz/corpus/asyncio/%s", name);
+	b = load(path, &len);
+	if (!b || pyver_of("data/debug_offsets_3.14.bin", &v) != 0 ||
+	    aio_layout_decode(&v, table_314, sizeof(table_314), &l) != 0) {
+		free(b);
+		return -PBP_E_NOENT;
+	}
+	m.b = b + ((b[0] & 1) ? 1 + AIO_OFFSETS_SIZE : 1);
+	m.len = len - ((b[0] & 1) ? 1 + AIO_OFFSETS_SIZE : 1);
+	err = aio_graph_read(&am, &v, &l, src, 2, g);
+	free(b);
+	return err;
+}
+
+static void test_three(struct aio_graph *g)
+{
+	CHECK_EQ_INT(seed_graph("three", g), 0);
+	CHECK_EQ_INT(g->n, 3);
+	if (g->n != 3)
+		return;
+	CHECK(g->tasks[0].running && !g->tasks[1].running && !g->tasks[2].running);
+	CHECK_EQ_INT(g->tasks[0].addr, MEM_BASE + 0x100);
+	CHECK_EQ_INT(g->tasks[0].name, MEM_BASE + 0x3000);
+	CHECK_EQ_INT(g->tasks[0].nframes, 1);
+	CHECK_EQ_INT(g->tasks[0].frames[0].code, MEM_BASE + 0x3f80);   /* tag bit cleared */
+	CHECK_EQ_INT(g->tasks[1].nframes, 2);                           /* coroutine awaiting coroutine */
+	CHECK_EQ_INT(g->tasks[1].nawaiters, 2);                         /* a set of two and a dummy */
+	CHECK_EQ_INT(g->tasks[1].awaiters[0], 0);
+	CHECK_EQ_INT(g->tasks[1].awaiters[1], 2);
+	CHECK_EQ_INT(g->tasks[1].awaiters_unknown, 1);
+	CHECK_EQ_INT(g->tasks[2].nframes, 1);                           /* awaits a future: ends */
+	CHECK(!g->tasks[2].chain_cut);
+	CHECK_EQ_INT(g->tasks[2].nawaiters, 1);
+	CHECK_EQ_INT(g->tasks[2].awaiters[0], 0);
+	CHECK_EQ_INT(g->st.list_faults + g->st.chain_faults + g->st.set_faults + g->st.set_corrupt, 0);
+	CHECK_EQ_INT(seed_graph("three_table", g), 0);
+	CHECK_EQ_INT(g->n, 3);
+}
+
+static void test_bad(struct aio_graph *g)
+{
+	CHECK_EQ_INT(seed_graph("list_cycle", g), 0);
+	CHECK_EQ_INT(g->n, 3);
+	CHECK_EQ_INT(g->st.list_cycles, 1);
+	CHECK_EQ_INT(seed_graph("self_await", g), 0);
+	CHECK_EQ_INT(g->st.chain_cycles, 1);
+	CHECK(g->n == 3 && g->tasks[1].chain_cut && g->tasks[1].nframes == 2);
+	CHECK_EQ_INT(seed_graph("deep_chain", g), 0);
+	CHECK(g->n == 1 && g->tasks[0].nframes == AIO_MAX_CHAIN && g->tasks[0].chain_cut);
+	CHECK_EQ_INT(g->st.chain_long, 1);
+	CHECK_EQ_INT(seed_graph("set_mask", g), 0);
+	CHECK_EQ_INT(g->st.set_corrupt, 1);
+	CHECK(g->n == 3 && g->tasks[1].nawaiters == 0);
+}
+
+int main(void)
+{
+	struct aio_graph g;
+
+	test_debug_offsets();
+	test_layout();
+	if (aio_graph_init(&g) != 0)
+		return 1;
+	test_three(&g);
+	test_bad(&g);
+	aio_graph_free(&g);
+	return unit_done("test_asyncio");
+}

@@ -1,0 +1,325 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * asyncio_graph.c: a process's asyncio tasks, how they chain and who awaits
+ * whom, read from outside while it runs (3.14+).
+ *
+ * Where 3.14 keeps them (Modules/_asynciomodule.c, pycore_tstate.h): every
+ * pending asyncio.Task is on a circular doubly linked list of struct
+ * llist_node {next, prev} embedded in the task (task_node), headed in its
+ * thread's _PyThreadStateImpl (asyncio_tasks_head), or in the interpreter's
+ * when that thread has ended. A task leaves the list when it finishes, so a
+ * listed task is pending, or running when it is its thread's
+ * asyncio_running_task. Its coroutine (task_coro) embeds its frame
+ * (gi_iframe); suspended in an await (gi_frame_state ==
+ * FRAME_SUSPENDED_YIELD_FROM, -1) the awaited object is the top of that
+ * frame's value stack (stackpointer[-1], a _PyStackRef: tag bits set), and
+ * the chain goes on while that object is a coroutine of the same type.
+ * task_awaited_by is NULL, one awaiting task, or (task_awaited_by_is_set) a
+ * set of them.
+ *
+ * Nothing is trusted: every list walk and chain is bounded, cycles end it,
+ * each failure is counted in struct aio_stats and what was read is kept.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpython/asyncio_graph.h"
+#include "core/bytes.h"
+#include "core/errors.h"
+#include "cpython/asyncio_offsets.h"
+#include "cpython/pyver.h"
+
+#define FRAME_SUSPENDED_YIELD_FROM (-1)
+#define FRAME_COMPLETED 1       /* this and above (FRAME_CLEARED, 4): no frame left */
+
+/* Addresses seen, for cycles and for finding a task by address: open addressing. */
+#define SEEN_SLOTS (2 * AIO_MAX_TASKS)
+
+struct walk {
+	const struct aio_mem *m;
+	const struct pyver *v;
+	const struct aio_layout *l;
+	struct aio_graph *g;
+	uint64_t seen[SEEN_SLOTS];      /* task addresses; index + 1 in slot_task */
+	uint32_t slot_task[SEEN_SLOTS];
+};
+
+static int rd(const struct walk *w, uint64_t addr, void *buf, size_t len)
+{
+	if (addr == 0 || addr + len < addr)
+		return -PBP_E_FAULT;
+	return w->m->read(w->m->ctx, addr, buf, len);
+}
+
+static int rd_u64(const struct walk *w, uint64_t addr, uint64_t *out)
+{
+	uint8_t b[8];
+	int err = rd(w, addr, b, sizeof(b));
+
+	if (!err)
+		*out = load_u64(b, 0);
+	return err;
+}
+
+static size_t slot_of(uint64_t addr)
+{
+	return (size_t)((addr >> 3) * 0x9e3779b97f4a7c15ull >> 40) % SEEN_SLOTS;
+}
+
+/* The task at addr: its index, or -1. */
+static long find_task(const struct walk *w, uint64_t addr)
+{
+	for (size_t i = slot_of(addr), k = 0; k < SEEN_SLOTS; i = (i + 1) % SEEN_SLOTS, k++) {
+		if (w->seen[i] == 0)
+			return -1;
+		if (w->seen[i] == addr)
+			return (long)w->slot_task[i] - 1;
+	}
+	return -1;
+}
+
+static void remember(struct walk *w, uint64_t addr, size_t idx)
+{
+	size_t i = slot_of(addr);
+
+	while (w->seen[i] != 0)         /* never full: at most AIO_MAX_TASKS of 2x slots */
+		i = (i + 1) % SEEN_SLOTS;
+	w->seen[i] = addr;
+	w->slot_task[i] = (uint32_t)idx + 1;
+}
+
+/* The task whose node is at node: read it, check it is one, keep it. */
+static int add_task(struct walk *w, uint64_t node, const struct aio_source *s)
+{
+	const struct aio_layout *l = w->l;
+	uint8_t obj[4096];
+	uint64_t addr = node - l->task_node;
+	struct aio_task *t;
+	int err = rd(w, addr, obj, l->task_size);
+
+	if (err)
+		return err;
+	if (obj[l->task_is_task] != 1) {
+		w->g->st.not_tasks++;
+		return -PBP_E_CORRUPT;
+	}
+	t = &w->g->tasks[w->g->n];
+	memset(t, 0, sizeof(*t));
+	t->addr = addr;
+	t->name = load_u64(obj, l->task_name);
+	t->owner = s->owner;
+	t->running = s->running_task == addr;
+	remember(w, addr, w->g->n++);
+	return 0;
+}
+
+/* One list: bounded by the tasks it may add, ended by a task already seen. */
+static void walk_list(struct walk *w, const struct aio_source *s)
+{
+	uint64_t node;
+
+	if (rd_u64(w, s->head, &node) != 0) {
+		w->g->st.list_faults++;
+		return;
+	}
+	while (node != s->head) {
+		if (w->g->n >= AIO_MAX_TASKS) {
+			w->g->st.list_long++;
+			return;
+		}
+		if (node < w->l->task_node || find_task(w, node - w->l->task_node) >= 0) {
+			w->g->st.list_cycles++;
+			return;
+		}
+		if (add_task(w, node, s) != 0 || rd_u64(w, node, &node) != 0) {
+			w->g->st.list_faults++;
+			return;
+		}
+	}
+}
+
+/* The object a coroutine suspended in an await awaits, from the top of its frame's stack. */
+static int awaited(const struct walk *w, const uint8_t *frame, uint64_t *obj)
+{
+	uint64_t sp = load_u64(frame, w->v->fr_stackpointer) & ~7ull;
+	int err = sp ? rd_u64(w, sp - 8, obj) : -PBP_E_CORRUPT;
+
+	if (!err)
+		*obj &= ~(uint64_t)w->v->k.exec_tag_bits;
+	return err;
+}
+
+static bool in_chain(const uint64_t *coros, size_t n, uint64_t c)
+{
+	for (size_t i = 0; i < n; i++)
+		if (coros[i] == c)
+			return true;
+	return false;
+}
+
+/* One coroutine: its frame into t; *next the coroutine it awaits, 0 for none. */
+static int chain_step(struct walk *w, struct aio_task *t, uint64_t coro, uint64_t *next)
+{
+	const struct pyver *v = w->v;
+	uint8_t gen[1024];
+	size_t len = (size_t)v->gen_iframe + v->fr_size;
+	const uint8_t *frame = gen + v->gen_iframe;
+	uint64_t type, inner, inner_type;
+	int err;
+
+	*next = 0;
+	if (len > sizeof(gen))
+		return -PBP_E_CORRUPT;
+	err = rd(w, coro, gen, len);
+	if (err)
+		return err;
+	if ((int8_t)gen[v->gen_frame_state] >= FRAME_COMPLETED)
+		return 0;
+	t->frames[t->nframes].code = load_u64(frame, v->k.fr_code) & ~(uint64_t)v->k.exec_tag_bits;
+	t->frames[t->nframes].instr = load_u64(frame, v->k.fr_instr);
+	t->nframes++;
+	if ((int8_t)gen[v->gen_frame_state] != FRAME_SUSPENDED_YIELD_FROM)
+		return 0;
+	/* Awaiting something else than a coroutine of its own type (a future): the chain ends. */
+	type = load_u64(gen, v->ob_type);
+	err = awaited(w, frame, &inner);
+	if (!err && inner)
+		err = rd_u64(w, inner + v->ob_type, &inner_type);
+	if (!err && inner && inner_type == type)
+		*next = inner;
+	return err;
+}
+
+static void read_chain(struct walk *w, struct aio_task *t)
+{
+	uint64_t coros[AIO_MAX_CHAIN];
+	uint64_t coro;
+
+	if (rd_u64(w, t->addr + w->l->task_coro, &coro) != 0) {
+		t->chain_cut = true;
+		w->g->st.chain_faults++;
+		return;
+	}
+	while (coro) {
+		if (t->nframes >= AIO_MAX_CHAIN) {
+			w->g->st.chain_long++;
+			break;
+		}
+		if (in_chain(coros, t->nframes, coro)) {
+			w->g->st.chain_cycles++;
+			break;
+		}
+		coros[t->nframes] = coro;
+		if (chain_step(w, t, coro, &coro) != 0) {
+			w->g->st.chain_faults++;
+			break;
+		}
+	}
+	t->chain_cut = coro != 0;
+}
+
+static void add_awaiter(struct walk *w, struct aio_task *t, uint64_t addr)
+{
+	long i = find_task(w, addr);
+
+	if (i < 0 || t->nawaiters >= AIO_MAX_AWAITERS) {
+		if (t->awaiters_unknown < UINT16_MAX)
+			t->awaiters_unknown++;
+		return;
+	}
+	for (unsigned k = 0; k < t->nawaiters; k++)
+		if (t->awaiters[k] == (uint32_t)i)
+			return;
+	t->awaiters[t->nawaiters++] = (uint32_t)i;
+}
+
+/* A set's live keys. Deleted slots hold a dummy key, which is no task: it counts as unknown. */
+static void read_set(struct walk *w, struct aio_task *t, uint64_t set)
+{
+	const struct pyver *v = w->v;
+	uint8_t hdr[256], *table;
+	uint64_t used, mask;
+	/* The header up to the last of the three words read. */
+	size_t hdr_len = (v->set_mask > v->set_used ? v->set_mask : v->set_used);
+
+	hdr_len = (v->set_table > hdr_len ? v->set_table : hdr_len) + 8u;
+	if (hdr_len > sizeof(hdr) || rd(w, set, hdr, hdr_len) != 0) {
+		w->g->st.set_faults++;
+		return;
+	}
+	used = load_u64(hdr, v->set_used);
+	mask = load_u64(hdr, v->set_mask);
+	if (mask >= AIO_MAX_SET || (mask & (mask + 1)) != 0 || used > mask + 1) {
+		w->g->st.set_corrupt++;
+		return;
+	}
+	table = malloc((mask + 1) * 16);
+	if (!table || rd(w, load_u64(hdr, v->set_table), table, (mask + 1) * 16) != 0) {
+		w->g->st.set_faults++;
+		free(table);
+		return;
+	}
+	for (uint64_t i = 0; i <= mask; i++)
+		if (load_u64(table, (uint32_t)(16 * i)) != 0)
+			add_awaiter(w, t, load_u64(table, (uint32_t)(16 * i)));
+	free(table);
+}
+
+static void read_awaiters(struct walk *w, struct aio_task *t)
+{
+	uint8_t b[8], is_set;
+	uint64_t by;
+
+	if (rd(w, t->addr + w->l->task_awaited_by, b, 8) != 0 ||
+	    rd(w, t->addr + w->l->task_awaited_by_is_set, &is_set, 1) != 0) {
+		w->g->st.set_faults++;
+		return;
+	}
+	by = load_u64(b, 0);
+	if (!by)
+		return;
+	if (is_set)
+		read_set(w, t, by);
+	else
+		add_awaiter(w, t, by);
+}
+
+int aio_graph_init(struct aio_graph *g)
+{
+	memset(g, 0, sizeof(*g));
+	g->tasks = calloc(AIO_MAX_TASKS, sizeof(*g->tasks));
+	return g->tasks ? 0 : -PBP_E_NOMEM;
+}
+
+void aio_graph_free(struct aio_graph *g)
+{
+	free(g->tasks);
+	memset(g, 0, sizeof(*g));
+}
+
+int aio_graph_read(const struct aio_mem *m, const struct pyver *v, const struct aio_layout *l,
+		   const struct aio_source *src, size_t nsrc, struct aio_graph *g)
+{
+	struct walk *w;
+
+	if (l->task_size > 4096 || !v->async_ok)
+		return -PBP_E_CORRUPT;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -PBP_E_NOMEM;
+	w->m = m;
+	w->v = v;
+	w->l = l;
+	w->g = g;
+	g->n = 0;
+	memset(&g->st, 0, sizeof(g->st));
+	for (size_t i = 0; i < nsrc; i++)
+		walk_list(w, &src[i]);
+	/* All tasks first: an awaiter is joined by address to a task already read. */
+	for (size_t i = 0; i < g->n; i++) {
+		read_chain(w, &g->tasks[i]);
+		read_awaiters(w, &g->tasks[i]);
+	}
+	free(w);
+	return 0;
+}

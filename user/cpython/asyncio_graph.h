@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef PBP_CPYTHON_ASYNCIO_GRAPH_H
+#define PBP_CPYTHON_ASYNCIO_GRAPH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct aio_layout;
+struct pyver;
+
+/* Bounds of one read of a process's task graph: memory read from it is untrusted. */
+#define AIO_MAX_TASKS 8192      /* tasks kept, all lists together */
+#define AIO_MAX_CHAIN 64        /* coroutine frames of one task */
+#define AIO_MAX_AWAITERS 16     /* awaiters of one task */
+#define AIO_MAX_SET 4096        /* slots of an awaited-by set's table */
+
+/* How the target's memory is read: 0 or -PBP_E_* (the fuzzer gives a buffer). */
+struct aio_mem {
+	int (*read)(void *ctx, uint64_t addr, void *buf, size_t len);
+	void *ctx;
+};
+
+/* One task list: a thread state's (owner >= 0: the thread's index) or an interpreter's. */
+struct aio_source {
+	uint64_t head;          /* address of the struct llist_node that heads it */
+	uint64_t running_task;  /* the thread's asyncio_running_task, 0 if none */
+	int owner;              /* the caller's thread index, -1: the interpreter's list */
+};
+
+struct aio_frame {
+	uint64_t code;          /* code object (tag bits cleared) */
+	uint64_t instr;         /* the frame's instr_ptr */
+};
+
+struct aio_task {
+	uint64_t addr;
+	uint64_t name;          /* task_name: a str, or an int (the n of "Task-n") */
+	int owner;              /* the source's owner */
+	bool running;           /* its thread's running task */
+	bool chain_cut;         /* the chain ended on a bound or a failed read */
+	uint8_t nframes;
+	uint8_t nawaiters;
+	uint16_t awaiters_unknown;      /* awaiters not among the tasks read (or past the bound) */
+	struct aio_frame frames[AIO_MAX_CHAIN];     /* outermost (the task's coroutine) first */
+	uint32_t awaiters[AIO_MAX_AWAITERS];        /* indexes into the graph's tasks */
+};
+
+/* Every bounded failure, counted: a graph read from a running process is a best effort. */
+struct aio_stats {
+	unsigned list_faults;   /* a list read failed part way (a task freed mid-read) */
+	unsigned list_cycles;   /* a list came back to a task it had given */
+	unsigned list_long;     /* AIO_MAX_TASKS reached */
+	unsigned not_tasks;     /* a list node whose object is no task */
+	unsigned chain_faults, chain_cycles, chain_long;
+	unsigned set_faults, set_corrupt;
+};
+
+struct aio_graph {
+	struct aio_task *tasks; /* AIO_MAX_TASKS of them, n used */
+	size_t n;
+	struct aio_stats st;
+};
+
+int aio_graph_init(struct aio_graph *g);
+void aio_graph_free(struct aio_graph *g);
+/*
+ * Walk each source's task list, then every task's coroutine chain and
+ * awaiters. Never fails on what it reads: what cannot be read is counted in
+ * g->st and left out. Returns 0, or -PBP_E_NOMEM.
+ */
+int aio_graph_read(const struct aio_mem *m, const struct pyver *v, const struct aio_layout *l,
+		   const struct aio_source *src, size_t nsrc, struct aio_graph *g);
+
+#endif /* PBP_CPYTHON_ASYNCIO_GRAPH_H */

@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * asyncstack.c: `--async` stacks. A sample of a thread whose event loop runs
+ * a task gets that task, and the tasks awaiting it, as frames "task NAME"
+ * between the loop's frames and the task's coroutine frames:
+ *
+ *   <module>;run;...;_run;task main;task waiter;waiter;helper;...
+ *
+ * The kernel copies the running task's address into each sample once the
+ * layout is known (pbp_offsets.ts_running_task); its name and awaiters are
+ * read when the sample is named, a few milliseconds later. A stack read
+ * now (a wall tick), or sampled before the kernel was told, gets the task
+ * running now. Task frames go only where the task's own coroutine is on
+ * the stack, so a task that changed in between leaves the sample as it
+ * was rather than naming another task.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sample/asyncstack.h"
+#include "aggregate/aggregate.h"
+#include "core/clock.h"
+#include "core/errors.h"
+#include "cpython/asyncio_tasks.h"
+#include "cpython/codeobj.h"
+#include "cpython/process.h"
+#include "proc/remote.h"
+
+#define RETRY_NS 1000000000ull  /* asyncio not loaded yet: look again a second later */
+
+struct async_state {
+	bool ok, never;
+	uint64_t retry_ns;
+	struct aio_layout l;
+};
+
+void async_state_free(struct async_state *s)
+{
+	free(s);
+}
+
+/*
+ * The layout, once found; false while there is none (yet, or ever: before
+ * 3.14). Found, the kernel is to copy the running task into each sample.
+ */
+static bool layout(struct async_state *s, struct pyproc *p, bool *tell)
+{
+	uint64_t now;
+	int err;
+
+	if (s->ok || s->never)
+		return s->ok;
+	now = mono_ns();
+	if (now < s->retry_ns)
+		return false;
+	err = aio_find_layout(p, &s->l);
+	s->ok = err == 0;
+	s->never = err == -PBP_E_VERSION || err == -PBP_E_CORRUPT;
+	s->retry_ns = now + RETRY_NS;
+	if (s->ok && s->l.ts_running_task < 0xffff) {
+		p->v.k.ts_running_task = (__u16)s->l.ts_running_task;
+		*tell = true;
+	}
+	return s->ok;
+}
+
+/* Where the task's coroutine frame is in locs (root first): the first with its name and file. */
+static long coroutine_at(struct pyproc *p, struct agg *a, uint64_t code, const uint32_t *locs,
+			 uint32_t n)
+{
+	int err;
+	const struct codeinfo *ci = code ? codecache_get(p->codes, p, code, NULL, &err) : NULL;
+
+	for (uint32_t i = 0; ci && i < n; i++) {
+		const char *name, *file;
+		int line;
+		uint32_t kind;
+
+		agg_loc_info(a, locs[i], &name, &file, &line, &kind);
+		if (name && file && strcmp(name, ci->name) == 0 && strcmp(file, ci->file) == 0)
+			return (long)i;
+	}
+	return -1;
+}
+
+/* "task NAME" of each task, outermost awaiter first, into ids. */
+static int task_locs(struct pyproc *p, struct agg *a, const struct aio_layout *l,
+		     const uint64_t *tasks, size_t nt, uint32_t *ids)
+{
+	for (size_t i = 0; i < nt; i++) {
+		char name[128], frame[140];
+		uint64_t obj;
+		int64_t id;
+
+		if (remote_ptr(p->r, tasks[nt - 1 - i] + l->task_name, &obj) != 0)
+			obj = 0;
+		aio_task_name(p, obj, name, sizeof(name));
+		snprintf(frame, sizeof(frame), "task %s", name);
+		id = agg_loc(a, frame, NULL, -1, LOC_PY);
+		if (id < 0)
+			return (int)id;
+		ids[i] = (uint32_t)id;
+	}
+	return 0;
+}
+
+int async_join(struct async_state **sp, struct pyproc *p, struct agg *a, const struct async_src *src,
+	       uint32_t *locs, uint32_t *n, uint32_t max, struct async_stats *st, bool *tell)
+{
+	uint64_t tasks[ASYNC_MAX_TASKS], task = src->task;
+	uint32_t ids[ASYNC_MAX_TASKS];
+	size_t nt = 0;
+	long at;
+	int err;
+
+	*tell = false;
+	if (!*sp && !(*sp = calloc(1, sizeof(**sp))))
+		return -PBP_E_NOMEM;
+	if (!layout(*sp, p, tell))
+		return 0;
+	/* Not the kernel's copy: the task running now, a little after the stack was taken. */
+	if (!src->from_kernel && aio_running_task(p, &(*sp)->l, src->tstate, &task) != 0)
+		return 0;
+	if (aio_task_chain(p, &(*sp)->l, task, tasks, ASYNC_MAX_TASKS, &nt) != 0 || nt == 0)
+		return 0;
+	at = coroutine_at(p, a, aio_task_code(p, &(*sp)->l, tasks[0]), locs, *n);
+	if (at < 0 || *n + nt > max) {
+		st->unplaced++;
+		return 0;
+	}
+	err = task_locs(p, a, &(*sp)->l, tasks, nt, ids);
+	if (err)
+		return err;
+	memmove(locs + at + nt, locs + at, (*n - (uint32_t)at) * sizeof(*locs));
+	memcpy(locs + at, ids, nt * sizeof(*ids));
+	*n += (uint32_t)nt;
+	st->tasked++;
+	return 0;
+}
