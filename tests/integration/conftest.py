@@ -513,6 +513,10 @@ def pytest_generate_tests(metafunc):
             interps = [i for i in interps if i.name in only]
         if metafunc.module.__name__ not in EXTRA_SUITES:
             interps = [i for i in interps if not i.extra]
+        # A suite may name the interpreters it is about (INTERPRETERS = [...]).
+        own = getattr(metafunc.module, "INTERPRETERS", None)
+        if own is not None:
+            interps = [i for i in interps if i.name in own]
         metafunc.parametrize("interp", interps, ids=[i.name for i in interps],
                              indirect=True)
 
