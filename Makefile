@@ -39,7 +39,7 @@ SAN       := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-
 # Keep what only pattern rules name: make would delete it as intermediate.
 .SECONDARY: $(BPF_OBJS) $(SKELS) $(PROTO_C) $(PROTO_H)
 
-.PHONY: all deps test unit unit-asan integration integration-asan fuzz fuzz-regress bench demo \
+.PHONY: all deps test unit unit-asan integration integration-asan fuzz fuzz-regress bench demo freethreaded \
 	install clean chroot soak layers
 
 all: $(BUILD)/pybpfprof
@@ -207,6 +207,11 @@ test: deps
 
 chroot:
 	@scripts/sid-chroot.sh
+
+# Not part of `make test` (README: Free-threaded builds): a free-threaded 3.14t
+# in the sid chroot, from Debian's python3.14 source package or PBP_FT_SRC.
+freethreaded:
+	@scripts/build-freethreaded.sh
 
 # Not part of `make test`: 30 minutes (SOAK_SECONDS to change) at 999 Hz of a
 # churning target; pybpfprof's RSS and fds every 10 s go to bench/soak.csv.

@@ -19,7 +19,8 @@
  *
  * Seeds (tests/fuzz/corpus/debug_offsets/): the real blobs of 3.13 and 3.14
  * (tests/unit/data/debug_offsets_3.1[34].bin), 3.14's saying it is 3.15
- * (3.14+as_3.15), and each of the two padded to 760 bytes
+ * (3.14+as_3.15), the free-threaded 3.14t's (3.14t, made from the headers:
+ * scripts/debug-offsets-blob.c), and each of the two padded to 760 bytes
  * and followed by a compact str, an int and a dict keys header laid out as
  * that version lays them out.
  */

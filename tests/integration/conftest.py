@@ -23,6 +23,11 @@ Interpreters
                 names, versions, harness, -a), not the hostile, lifetime,
                 namespace, CLI and output-file suites, whose code paths do
                 not depend on the layout: minutes of `make test` each.
+  3.14t         free-threaded 3.14 ("3.14t-sid-chroot") that
+                scripts/build-freethreaded.sh builds into the same chroot:
+                only looked for, never built by the tests (no part of CI, see
+                README). Listed as SKIPPED with why: not built (the reason of
+                the last attempt), or built but not readable by pybpfprof yet.
 
 Which were used and which skipped, and why, is printed in the terminal summary.
 PBP_EXPECTED (comma-separated names) replaces the default list of interpreters
@@ -62,11 +67,12 @@ PYBPFPROF = os.environ.get("PBP_BIN") or os.path.join(REPO, "build", "pybpfprof"
 SANITIZED = os.environ.get("PBP_SANITIZED", "") not in ("", "0")
 SANITIZER_LOGS = os.environ.get("PBP_SANITIZER_LOGS", "")
 SID_CHROOT_SH = os.path.join(REPO, "scripts", "sid-chroot.sh")
+FREETHREADED_SH = os.path.join(REPO, "scripts", "build-freethreaded.sh")
 
 MIN_VERSION = (3, 6)
 DEFAULT_EXPECTED = ["3.6", "3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13",
                     "3.11-debian-static", "3.14-sid-chroot", "3.13-sid-chroot",
-                    "3.13-dbg-sid-chroot", "3.14-dbg-sid-chroot"]
+                    "3.13-dbg-sid-chroot", "3.14-dbg-sid-chroot", "3.14t-sid-chroot"]
 # Interpreters of the sid chroot besides its python3.14: name -> path inside.
 EXTRA_SUITES = {"test_dump", "test_asyncio", "test_record", "test_modes", "test_formats", "test_threadnames",
                 "test_versions", "test_harness", "test_host"}
@@ -322,6 +328,39 @@ def _sid_extras(main):
     return found
 
 
+def _discover_freethreaded(main):
+    """The free-threaded 3.14t that scripts/build-freethreaded.sh builds into
+    the sid chroot. Never built here (it is no part of CI): only found. It is
+    reported as skipped, with why, when it is not there, and also when it is:
+    pybpfprof does not read free-threaded targets yet (exit 5)."""
+    interp = Interp("3.14t-sid-chroot", "sid-chroot", [], executable="/opt/python3.14t/src/python")
+    if main.skip_reason:
+        interp.skip_reason = main.skip_reason
+        return interp
+    r = subprocess.run(["bash", FREETHREADED_SH, "--check"], capture_output=True,
+                       universal_newlines=True, timeout=60,
+                       env=dict(os.environ, PBP_CHROOT=main.root))
+    if r.returncode != 0:
+        try:
+            with open(main.root.rstrip("/") + ".python3.14t.failed") as f:
+                last = "last attempt: " + f.read().strip()
+        except OSError:
+            last = "never attempted"
+        interp.skip_reason = ("no cached build (scripts/build-freethreaded.sh builds it; %s)"
+                              % last)
+        return interp
+    stamp = {}
+    try:
+        with open(main.host_path("/opt/python3.14t/.pbp-stamp")) as f:
+            stamp = dict(l.split(": ", 1) for l in f.read().splitlines() if ": " in l)
+    except OSError:
+        pass
+    interp.skip_reason = ("built (%s, make %s s), but pybpfprof does not read free-threaded "
+                          "targets yet: it refuses them with exit 5 (issue #20)"
+                          % (stamp.get("sys_version", "?"), stamp.get("make_seconds", "?")))
+    return interp
+
+
 def _sessions_dir(root):
     """Where sessions that mounted /proc inside the chroot sign in, by pid."""
     return os.path.realpath(root) + ".pbp-sessions"
@@ -406,7 +445,8 @@ def _discover():
     if _interps is not None:
         return _interps
     sid = _discover_sid_chroot()
-    found = _discover_pyenv() + [_discover_debian(), sid] + _sid_extras(sid)
+    found = (_discover_pyenv() + [_discover_debian(), sid] + _sid_extras(sid) +
+             [_discover_freethreaded(sid)])
     for interp in found:
         if interp.skip_reason is None:
             _probe(interp)
@@ -473,6 +513,10 @@ def pytest_generate_tests(metafunc):
             interps = [i for i in interps if i.name in only]
         if metafunc.module.__name__ not in EXTRA_SUITES:
             interps = [i for i in interps if not i.extra]
+        # A suite may name the interpreters it is about (INTERPRETERS = [...]).
+        own = getattr(metafunc.module, "INTERPRETERS", None)
+        if own is not None:
+            interps = [i for i in interps if i.name in own]
         metafunc.parametrize("interp", interps, ids=[i.name for i in interps],
                              indirect=True)
 

@@ -66,3 +66,4 @@ def test_free_threaded_refused_by_name(debug_offsets, start_target, pybpfprof):
     lines = r.stderr.strip().splitlines()
     want = "unsupported Python version %s free-threaded" % ".".join(map(str, ready["version"]))
     assert len(lines) == 1 and want in lines[0], r.stderr
+    assert "free-threaded builds are not read yet" in lines[0], r.stderr

@@ -647,6 +647,59 @@ static void test_fuzz(const uint8_t *orig, size_t len)
 	CHECK(accepted > 0);
 }
 
+/*
+ * data/debug_offsets_3.14t.bin: the table a free-threaded 3.14.10 publishes,
+ * from scripts/debug-offsets-blob.c compiled with -DPy_GIL_DISABLED against
+ * sid's 3.14.10 headers (the same program without it gives, byte for byte,
+ * data/debug_offsets_3.14.bin, read from the running 3.14.10). Its values
+ * are those offsetof() gives on those headers.
+ */
+#define D14_FRAME 248
+#define D14_CODE 312
+#define D14_INTERP 48
+
+static void test_free_threaded(const uint8_t *b14, const uint8_t *bt, size_t len)
+{
+	struct pyver v;
+
+	CHECK_EQ_INT(get64(bt, D13_FREE_THREADED), 1);
+	CHECK_EQ_INT(pyver_from_debug_offsets(bt, len, &v), 0);
+	CHECK(v.free_threaded && v.minor == 14 && v.micro == 10 && !v.newer);
+	CHECK(sane(&v));
+	CHECK_EQ_INT(v.ob_type, 24);            /* ob_tid, flags, mutex, gc bits, refcounts first */
+	CHECK_EQ_INT(v.fr_tlbc_index, 72);
+	CHECK_EQ_INT(v.k.fr_owner, 78);
+	CHECK_EQ_INT(v.k.fr_code, 0);
+	CHECK_EQ_INT(v.k.fr_instr, 56);
+	CHECK_EQ_INT(v.k.exec_tag_bits, 3);     /* covers the free-threaded Py_TAG_BITS, 1 */
+	CHECK_EQ_INT(v.code_size, 240);
+	CHECK_EQ_INT(v.code_tlbc, 224);
+	CHECK_EQ_INT(v.code_code_adaptive, 232);
+	CHECK_EQ_INT(v.k.code_firstlineno, 84);
+	CHECK_EQ_INT(v.k.code_name, 136);
+	CHECK_EQ_INT(v.ascii_size, 56);
+	CHECK_EQ_INT(v.bytes_sval, 48);
+	/* The GIL struct starts with enabled; last_holder and locked move by 8. */
+	CHECK_EQ_INT(v.gil_enabled, 0);
+	CHECK_EQ_INT(v.gil_last_holder, 16);
+	CHECK_EQ_INT(v.gil_locked, 24);
+	CHECK_EQ_INT(v.gil_cond, PYVER_NOOFF);
+	/* Thread names need dict layouts the table does not give: off. */
+	CHECK_EQ_INT(v.is_modules, PYVER_NOOFF);
+	/* The GIL build's table saying free_threaded: its tlbc words are 0. */
+	CHECK_EQ_INT(parse_with(b14, len, D13_FREE_THREADED, 1), -PBP_E_VERSION);
+	CHECK_EQ_INT(parse_with(bt, len, D14_FRAME + 7 * 8, 0), -PBP_E_VERSION);
+	CHECK_EQ_INT(parse_with(bt, len, D14_CODE + 10 * 8, 0), -PBP_E_VERSION);
+	CHECK_EQ_INT(parse_with(bt, len, D14_CODE + 10 * 8, 240), -PBP_E_CORRUPT);
+	/* tlbc_index is 4 bytes: one that ends past the frame is refused. */
+	CHECK_EQ_INT(parse_with(bt, len, D14_FRAME + 7 * 8, 86), -PBP_E_VERSION);
+	/* The GIL's enabled count must lie inside the interpreter. */
+	CHECK_EQ_INT(parse_with(bt, len, D14_INTERP + 11 * 8, 1u << 20), -PBP_E_CORRUPT);
+	/* A newer free-threaded version is never tried with 3.14's layout. */
+	CHECK_EQ_INT(parse_with(bt, len, D13_VERSION, 0x030f00f0), -PBP_E_VERSION);
+	CHECK(pyver_from_debug_offsets(b14, len, &v) == 0 && !v.free_threaded);
+}
+
 static void test_instr_offset(void)
 {
 	struct pyver v;
@@ -679,9 +732,11 @@ static void test_instr_offset_313(const uint8_t *b, size_t len)
 
 int main(void)
 {
-	size_t len13 = 0, len14 = 0;
+	size_t len13 = 0, len14 = 0, lent = 0;
 	uint8_t *b13 = load_fixture(13, &len13);
 	uint8_t *b14 = load_fixture(14, &len14);
+	const char *path_t = "data/debug_offsets_3.14t.bin";
+	uint8_t *bt;
 
 	test_table();
 	test_table_spot_values();
@@ -706,7 +761,14 @@ int main(void)
 		test_newer(b14, len14);
 		test_fuzz(b14, len14);
 	}
+	bt = load(path_t, &lent);
+	CHECK(bt != NULL && lent == 760);
+	if (b14 && len14 == 760 && bt && lent == 760) {
+		test_free_threaded(b14, bt, lent);
+		test_fuzz(bt, lent);
+	}
 	free(b13);
 	free(b14);
+	free(bt);
 	return unit_done("pyver");
 }

@@ -3,7 +3,9 @@
  * Errors as the user sees them: one line on stderr and the documented exit
  * code for each internal error.
  */
+#include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -85,8 +87,11 @@ int report_attach_error(pid_t pid, int err, const struct pyproc *p)
 
 	err = exited_error(pid, err);
 	if (-err == PBP_E_VERSION && p && p->version[0]) {
-		fprintf(stderr, "pybpfprof: pid %d: unsupported Python version %s (supported: 3.6 to 3.14)\n",
-			(int)pid, p->version);
+		/* "3.14.10 free-threaded": its number is in range, its build is not. */
+		bool ft = strstr(p->version, "free-threaded") != NULL;
+
+		fprintf(stderr, "pybpfprof: pid %d: unsupported Python version %s (supported: 3.6 to 3.14%s)\n",
+			(int)pid, p->version, ft ? ", with the GIL: free-threaded builds are not read yet" : "");
 		return exit_code_for(err);
 	}
 	snprintf(what, sizeof(what), "pid %d", (int)pid);

@@ -114,6 +114,13 @@ static const struct name_facts names_313 = {
 	.managed_dict_before = 24, .long_shift = 30,
 };
 
+/*
+ * The words only a free-threaded (Py_GIL_DISABLED) build fills in: its GIL
+ * build writes 0 there. gil_enabled is relative to the GIL struct, unlike
+ * locked and holder, which are relative to the interpreter.
+ */
+enum tfield { T_FR_TLBC_INDEX, T_CO_TLBC, T_IS_GIL_ENABLED, T__COUNT };
+
 /* One version's _Py_DebugOffsets, plus the facts its table leaves out. */
 struct dlayout {
 	unsigned minor;
@@ -122,6 +129,8 @@ struct dlayout {
 	struct dfield_pos field[F__COUNT];
 	struct dfield_pos nfield[N__COUNT];
 	struct dfield_pos afield[A__COUNT];     /* all zero: not in this version's table */
+	struct dfield_pos tfield[T__COUNT];    /* all nwords 0: no free-threaded layout known */
+	bool ft_known;
 	const struct name_facts *names;
 	uint8_t owner_cstack, owner_interp, exec_tag_bits;
 };
@@ -240,11 +249,19 @@ static const struct dlayout layout_314 = {
 		[A_SET_TABLE] = { S_SET, 2, 8 },
 		[A_SET_MASK] = { S_SET, 3, 8 },
 	},
+	/* tlbc_index is an int32_t, co_tlbc a pointer, the GIL's enabled an int. */
+	.tfield = {
+		[T_FR_TLBC_INDEX] = { S_FRAME, 7, 4 },
+		[T_CO_TLBC] = { S_CODE, 10, 8 },
+		[T_IS_GIL_ENABLED] = { S_INTERP, 11, 4 },
+	},
+	.ft_known = true,
 	.names = &names_313,
 	/*
 	 * pycore_interpframe_structs.h: FRAME_OWNED_BY_INTERPRETER = 3 was put
 	 * before FRAME_OWNED_BY_CSTACK, which moved to 4. pycore_stackref.h
-	 * (GIL build): Py_TAG_BITS = 3, the mask of f_executable's tag bits.
+	 * (GIL build): Py_TAG_BITS = 3, the mask of f_executable's tag bits;
+	 * the free-threaded build's is 1, which the same mask clears.
 	 */
 	.owner_cstack = 4,
 	.owner_interp = 3,
@@ -356,7 +373,8 @@ static int check_version(uint64_t ver, const struct dlayout **lp, bool *newer)
 	return 0;
 }
 
-static int check_header(const uint8_t *blob, size_t len, const struct dlayout **lp, bool *newer)
+static int check_header(const uint8_t *blob, size_t len, const struct dlayout **lp, bool *newer,
+			bool *free_threaded)
 {
 	uint64_t ft;
 	int err;
@@ -366,12 +384,16 @@ static int check_header(const uint8_t *blob, size_t len, const struct dlayout **
 	err = check_version(load_u64(blob, HDR_VERSION), lp, newer);
 	if (err)
 		return err;
-	/* Free-threaded builds lay out objects and frames differently. */
+	/*
+	 * Free-threaded builds lay out objects and frames differently: only a
+	 * known version whose free-threaded words are known is read (debug_ft).
+	 */
 	ft = load_u64(blob, HDR_FREE_THREADED);
 	if (ft > 1)
 		return -PBP_E_CORRUPT;
-	if (ft)
+	if (ft && (*newer || !(*lp)->ft_known))
 		return -PBP_E_VERSION;
+	*free_threaded = ft == 1;
 	if (len < (*lp)->size)
 		return *newer ? -PBP_E_VERSION : -PBP_E_CORRUPT;
 	return 0;
@@ -466,13 +488,39 @@ static int debug_objects(const uint8_t *blob, const struct dlayout *l, struct py
 	return 0;
 }
 
-static bool nfield_ok(const uint8_t *blob, const struct dlayout *l, enum nfield f)
+/* A word of a sized sub-struct that must hold a field of width bytes. */
+static bool pos_ok(const uint8_t *blob, const struct dlayout *l, const struct dfield_pos *p)
 {
-	const struct dfield_pos *p = &l->nfield[f];
-
 	/* check_sections() bounded the word by the size, the size by MAX_*_SIZE. */
 	return l->sec[p->sec].nwords > p->word &&
 	       dword(blob, l, p->sec, p->word) + p->width <= dword(blob, l, p->sec, 0);
+}
+
+/*
+ * A free-threaded table must fill in what only such a build has: a table
+ * that says free_threaded with those words 0 (a GIL build's) or out of
+ * their structs is of no build we can read.
+ */
+static int debug_ft(const uint8_t *blob, const struct dlayout *l, struct pyver *v)
+{
+	const struct dfield_pos *t = l->tfield;
+	uint64_t gil = dfield(blob, l, F_IS_GIL);
+
+	for (int f = 0; f < T__COUNT; f++)
+		if (!pos_ok(blob, l, &t[f]))
+			return -PBP_E_VERSION;
+	v->fr_tlbc_index = (uint32_t)dword(blob, l, t[T_FR_TLBC_INDEX].sec, t[T_FR_TLBC_INDEX].word);
+	v->code_tlbc = (uint32_t)dword(blob, l, t[T_CO_TLBC].sec, t[T_CO_TLBC].word);
+	v->gil_enabled = (uint32_t)dword(blob, l, t[T_IS_GIL_ENABLED].sec, t[T_IS_GIL_ENABLED].word);
+	if (!v->fr_tlbc_index || !v->code_tlbc || gil + v->gil_enabled + 4 > v->is_size)
+		return -PBP_E_VERSION;
+	v->free_threaded = true;
+	return 0;
+}
+
+static bool nfield_ok(const uint8_t *blob, const struct dlayout *l, enum nfield f)
+{
+	return pos_ok(blob, l, &l->nfield[f]);
 }
 
 static uint32_t nword(const uint8_t *blob, const struct dlayout *l, enum nfield f)
@@ -564,7 +612,7 @@ static void debug_async(const uint8_t *blob, const struct dlayout *l, struct pyv
 	v->async_ok = true;
 }
 
-static int debug_layout(const uint8_t *b, const struct dlayout *l, struct pyver *out)
+static int debug_layout(const uint8_t *b, const struct dlayout *l, bool ft, struct pyver *out)
 {
 	int err = check_sections(b, l);
 
@@ -576,6 +624,8 @@ static int debug_layout(const uint8_t *b, const struct dlayout *l, struct pyver 
 	err = debug_gil(b, l, out);
 	if (!err)
 		err = debug_objects(b, l, out);
+	if (!err && ft)
+		err = debug_ft(b, l, out);
 	if (err)
 		return err;
 	debug_kernel(b, l, &out->k);
@@ -598,10 +648,10 @@ int pyver_from_debug_offsets(const void *blob, size_t len, struct pyver *v)
 	const struct dlayout *l = NULL;
 	struct pyver out;
 	uint64_t ver;
-	bool newer = false;
+	bool newer = false, ft = false;
 	int err;
 
-	err = check_header(b, len, &l, &newer);
+	err = check_header(b, len, &l, &newer, &ft);
 	if (err)
 		return err;
 	memset(&out, 0, sizeof(out));
@@ -612,7 +662,7 @@ int pyver_from_debug_offsets(const void *blob, size_t len, struct pyver *v)
 	out.hexversion = (uint32_t)ver;
 	out.from_debug_offsets = true;
 	out.newer = newer;
-	err = debug_layout(b, l, &out);
+	err = debug_layout(b, l, ft, &out);
 	/* A newer version whose table does not fit the newest layout: not one we can read. */
 	if (err)
 		return newer ? -PBP_E_VERSION : err;

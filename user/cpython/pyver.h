@@ -37,6 +37,16 @@ struct pyver {
 	uint32_t ts_next, ts_interp, ts_thread_id, ts_native_thread_id; /* native: NOOFF <= 3.10 */
 	uint32_t ts_size;
 
+	/*
+	 * Free-threaded (3.14t, from _Py_DebugOffsets): a frame's instr_ptr is in
+	 * its thread's copy of the bytecode, entries[tlbc_index] of the code
+	 * object's co_tlbc array (entry 0: co_code_adaptive). Valid when set.
+	 */
+	bool free_threaded;
+	uint32_t fr_tlbc_index;     /* int32_t _PyInterpreterFrame.tlbc_index */
+	uint32_t code_tlbc;         /* _PyCodeArray *PyCodeObject.co_tlbc */
+	uint32_t gil_enabled;       /* int enabled, relative to the GIL struct: 0 = no GIL */
+
 	/* frame walking: the kernel's subset */
 	struct pbp_offsets k;
 	uint32_t fr_size;

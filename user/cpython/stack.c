@@ -18,6 +18,7 @@
 #include "cpython/linetable.h"
 #include "cpython/process.h"
 #include "cpython/pyver.h"
+#include "cpython/tlbc.h"
 #include "proc/remote.h"
 
 #define FRAME_READ_MAX 512
@@ -139,9 +140,14 @@ const char *elided_name(char *buf, size_t len, size_t n)
 	return buf;
 }
 
+/* The largest bytecode offset believed, as pyver_instr_offset() bounds it. */
+#define TLBC_OFFSET_MAX ((uint64_t)1 << 28)
+
 int frame_line(const struct pyproc *p, const struct codeinfo *ci, uint64_t instr)
 {
-	int64_t off = pyver_instr_offset(&p->v, ci->addr, instr);
+	/* 3.14t: instr is in its thread's copy of the bytecode, maybe not the code object's. */
+	int64_t off = p->v.free_threaded ? tlbc_instr_offset(p, ci->addr, instr, TLBC_OFFSET_MAX) :
+		pyver_instr_offset(&p->v, ci->addr, instr);
 
 	if (off < 0)
 		return (int)ci->firstlineno;

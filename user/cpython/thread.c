@@ -310,6 +310,13 @@ int pygil_read(struct pyproc *p, uint64_t interp, struct gilstate *g)
 	int err;
 
 	memset(g, 0, sizeof(*g));
+	/*
+	 * 3.14t: a GIL struct exists but is off (enabled 0) unless an extension
+	 * or PYTHON_GIL=1 turns it on; its locked word would read as "nobody
+	 * holds it" and make every thread look GIL-less. Not read: unknown.
+	 */
+	if (v->free_threaded)
+		return 0;
 	if (v->rt_gil != PYVER_NOOFF) {
 		g->addr = p->runtime + v->rt_gil;
 		err = 0;

@@ -1,0 +1,113 @@
+"""Four threads spinning at once, each in its own function, resting apart so
+that their CPU shares differ (the test reads the truth from each thread).
+
+    fourspin.py
+
+Pinned to 2 CPUs (the first two it may use): four threads contend for 2 CPUs (with a GIL, for one).
+Thread i runs spin_<i>(), which sleeps 2*i ms every 1000 turns of its loop,
+and keeps its own time.thread_time in a shared dict; $PBP_READY.times gets
+{name: seconds} every 0.1 s. $PBP_READY: {"pid", "version", "script",
+"threads": [{"name", "native_id", "function", "lines": [first, last]}]} where
+lines is the span of the function's loop. The main thread sleeps until killed.
+Works on Python 3.6+ (3.6, 3.7: no get_native_id; CLOCK_THREAD_CPUTIME_ID).
+"""
+
+import ctypes
+import json
+import os
+import sys
+import threading
+import time
+
+READY = os.environ["PBP_READY"]
+spent = {}
+started = []
+lock = threading.Lock()
+
+
+def native_id():
+    if hasattr(threading, "get_native_id"):
+        return threading.get_native_id()
+    return ctypes.CDLL(None).syscall(186)  # SYS_gettid on x86-64
+
+
+# Called straight from the loops, never through a Python function: the top
+# frame of a spinning thread is always its spin_<i>.
+clock = time.clock_gettime
+CPU = time.CLOCK_THREAD_CPUTIME_ID
+
+
+def spin_0(name):
+    x = 0
+    while True:  # mark: spin_0-first
+        x = (x + 1) % 1000
+        if not x:
+            time.sleep(0 * 0.002)
+        spent[name] = clock(CPU)  # mark: spin_0-last
+
+
+def spin_1(name):
+    y = 0
+    while True:  # mark: spin_1-first
+        y = (y + 1) % 1000
+        if not y:
+            time.sleep(1 * 0.002)
+        spent[name] = clock(CPU)  # mark: spin_1-last
+
+
+def spin_2(name):
+    z = 0
+    while True:  # mark: spin_2-first
+        z = (z + 1) % 1000
+        if not z:
+            time.sleep(2 * 0.002)
+        spent[name] = clock(CPU)  # mark: spin_2-last
+
+
+def spin_3(name):
+    w = 0
+    while True:  # mark: spin_3-first
+        w = (w + 1) % 1000
+        if not w:
+            time.sleep(3 * 0.002)
+        spent[name] = clock(CPU)  # mark: spin_3-last
+
+
+SPINS = [spin_0, spin_1, spin_2, spin_3]
+
+
+def marks():
+    with open(__file__) as f:
+        return {t.split("# mark: ")[1].strip(): n for n, t in enumerate(f, 1) if "# mark: " in t}
+
+
+def run(i):
+    name = "spin-%d" % i
+    with lock:
+        started.append({"name": name, "native_id": native_id(), "function": SPINS[i].__name__})
+    SPINS[i](name)
+
+
+def main():
+    os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:2])  # the first two allowed
+    m = marks()
+    for i in range(4):
+        threading.Thread(target=run, args=(i,), name="spin-%d" % i, daemon=True).start()
+    while len(started) < 4:
+        time.sleep(0.01)
+    time.sleep(0.3)
+    for t in started:
+        t["lines"] = [m[t["function"] + "-first"], m[t["function"] + "-last"]]
+    info = {"pid": os.getpid(), "version": list(sys.version_info[:3]),
+            "script": os.path.abspath(__file__), "threads": started}
+    with open(READY + ".tmp", "w") as f:
+        json.dump(info, f)
+    os.replace(READY + ".tmp", READY)
+    while True:
+        with open(READY + ".times.tmp", "w") as f:
+            json.dump(dict(spent), f)
+        os.replace(READY + ".times.tmp", READY + ".times")
+        time.sleep(0.1)
+
+
+main()
