@@ -1,0 +1,126 @@
+/* page/view.js: events, the view in the URL fragment, start-up. */
+/* ------------------------------------------------------------ events */
+
+function zoomTo(i) {
+  zoom = i;
+  tip.style.display = "none";
+  render();
+  saveView();
+}
+
+/* ------------------------------------------------------------ the view in the URL */
+
+/* Thread filter, search, zoom (the frame texts from the root down) and the
+   selected function in the fragment, so a link or a reload opens the same
+   view: #filter=g2&search=fib&zoom=...&fn=... (nothing leaves the page). */
+function saveView() {
+  const p = new URLSearchParams();
+  const q = $("search").value.trim();
+  if ($("filter").value !== "all") p.set("filter", $("filter").value);
+  if (q) p.set("search", q);
+  if (zoom) {
+    const path = [];
+    for (let i = zoom; i > 0; i = par[i]) path.unshift(text(loc[i]));
+    p.set("zoom", path.join("\n"));
+  }
+  if (selFn >= 0) p.set("fn", fnName[selFn]);
+  const h = p.toString();
+  try { history.replaceState(null, "", h ? "#" + h : location.pathname + location.search); } catch (e) { /* a sandboxed page */ }
+}
+
+/* The node the frame texts lead to from the root, or as far as they go. */
+function nodeAtPath(texts) {
+  let n = 0;
+  for (const t of texts) {
+    let c = n + 1;
+    while (c < end[n] && text(loc[c]) !== t) c = end[c];
+    if (c >= end[n]) break;
+    n = c;
+  }
+  return n;
+}
+
+function restoreView(saved) {
+  const fn = fnName.indexOf(saved.get("fn") || "");
+  if (saved.get("search")) {
+    $("search").value = saved.get("search");
+    setSearch(saved.get("search"));
+  }
+  if (fn >= 0) markFn(fn);
+  if (saved.get("zoom")) zoom = nodeAtPath(saved.get("zoom").split("\n"));
+  saveView();
+}
+
+function applyFilter() {
+  build(maskFor($("filter").value));
+  zoom = 0;                             /* node numbers changed */
+  info();
+  legend();
+  showMatched();
+  fnTable();
+  render();
+  saveView();
+}
+
+canvas.addEventListener("mousemove", (ev) => {
+  const i = nodeAt(ev.offsetX, ev.offsetY);
+  if (i < 0) tip.style.display = "none";
+  else showTip(i, ev.clientX, ev.clientY);
+});
+canvas.addEventListener("mouseleave", () => { tip.style.display = "none"; });
+canvas.addEventListener("click", (ev) => {
+  const i = nodeAt(ev.offsetX, ev.offsetY);
+  if (i > 0) markFn(fnOf[loc[i]]);      /* its row selected, its other frames highlighted */
+  if (i >= 0 && i !== zoom) zoomTo(i); else render();
+});
+$("reset").addEventListener("click", () => zoomTo(0));
+$("filter").addEventListener("change", applyFilter);
+$("colour").addEventListener("change", render);
+$("search").addEventListener("input", (ev) => setSearch(ev.target.value.trim()));
+document.addEventListener("keydown", (ev) => {
+  if (ev.key === "Escape") zoomTo(0);
+});
+let resizing = false;
+addEventListener("resize", () => {
+  if (resizing) return;
+  resizing = true;
+  requestAnimationFrame(() => { resizing = false; render(); });
+});
+
+/* ------------------------------------------------------------ start */
+
+$("colour-box").hidden = statusName.size === 0 || !!DIFF;
+if (DIFF) document.querySelector("h1").textContent = "pybpfprof differential flame graph";
+setupFilter();
+const saved = new URLSearchParams(location.hash.slice(1));
+if ([...$("filter").options].some((o) => o.value === saved.get("filter"))) $("filter").value = saved.get("filter");
+build(maskFor($("filter").value));
+const tBuilt = performance.now();
+info();
+legend();
+fnTable();
+restoreView(saved);
+render();
+const tRendered = performance.now();
+
+/* For tests and the curious: timings (ms since navigation start) and a view
+   of what is on screen. "data-rendered" is set once the first frame painted. */
+window.pbp = {
+  timings: { start: t0, parsed: tParsed, built: tBuilt, rendered: tRendered, painted: 0, nodes: N },
+  state: () => ({ zoom: zoom ? text(loc[zoom]) : "all", zoomTotal: tot[zoom], viewTotal: tot[0], total: META.total,
+                  matched: $("matched").textContent, filter: $("filter").value, nodes: N }),
+  frames: () => {
+    const r = canvas.getBoundingClientRect();
+    return dN.map((i, k) => Object.assign({ text: i > 0 ? text(loc[i]) : "all", depth: dep[i], samples: tot[i], x: dX[k], w: dW[k],
+                               cx: r.left + dX[k] + dW[k] / 2, cy: r.top + dep[i] * ROW + ROW / 2, fill: fill(i) },
+                               DIFF ? { before: totB[i], after: totA[i], delta: delta(i) } : {}));
+  },
+  /* the function table's rows as shown, in order */
+  table: () => fnShown.map((r) => Object.assign({ name: fnName[r.f] }, r)),
+  selectFunction: (name) => { selectFn(fnName.indexOf(name)); return selFn; },
+  selectedFunction: () => (selFn >= 0 ? fnName[selFn] : null),
+};
+requestAnimationFrame(() => setTimeout(() => {
+  window.pbp.timings.painted = performance.now();
+  document.documentElement.dataset.rendered = String(window.pbp.timings.painted);
+}, 0));
