@@ -1,8 +1,9 @@
 /* page/graph.js: drawing the graph on the canvas, its tooltip, the header. */
 /* ------------------------------------------------------------ drawing */
 
-const canvas = $("fg"), ctx = canvas.getContext("2d", { alpha: false });
-let zoom = 0, charW = 7, byStatus = false;
+const canvas = $("fg");
+let ctx = canvas.getContext("2d", { alpha: false });
+let zoom = 0, charW = 7, byStatus = false, upRows = 0;   /* upRows: drawing upside down, that many rows */
 let dN = [], dX = [], dW = [];          /* what the last render drew, for hovering */
 
 function fill(i) {
@@ -22,7 +23,7 @@ function label(i, w) {
 }
 
 function box(i, x, w, dim) {
-  const y = dep[i] * ROW, s = label(i, w);
+  const y = (upRows ? upRows - 1 - dep[i] : dep[i]) * ROW, s = label(i, w);
   ctx.globalAlpha = dim ? 0.5 : 1;
   ctx.fillStyle = fill(i);
   ctx.fillRect(x, y, w >= 2 ? w - 1 : w, ROW - 1);
@@ -32,25 +33,26 @@ function box(i, x, w, dim) {
 
 /* The zoomed node spans the width and its ancestors stay above it (dimmed);
    one pass over its subtree in pre-order, skipping subtrees too narrow to see. */
-function render() {
+function render(cv = canvas, up = false) {
   const empty = !(tot[0] > 0);
-  $("empty").hidden = !empty;
-  canvas.hidden = empty;
+  if (!up) { $("empty").hidden = !empty; canvas.hidden = empty; }
   dN = []; dX = []; dW = [];
   if (empty) return;
   const dpr = window.devicePixelRatio || 1, W = Math.max(300, $("chart").clientWidth - 32);
   const maxRows = Math.floor(32000 / (ROW * dpr)), rows = Math.min(mdep[zoom] + 1, maxRows);
-  canvas.width = Math.round(W * dpr);
-  canvas.height = Math.round(rows * ROW * dpr);
-  canvas.style.width = W + "px";
-  canvas.style.height = rows * ROW + "px";
+  ctx = cv.getContext("2d", { alpha: false });
+  upRows = up ? rows : 0;
+  cv.width = Math.round(W * dpr);
+  cv.height = Math.round(rows * ROW * dpr);
+  cv.style.width = W + "px";
+  cv.style.height = rows * ROW + "px";
   ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
   ctx.fillStyle = "#fff";
   ctx.fillRect(0, 0, W, rows * ROW);
   ctx.font = FONT;
   ctx.textBaseline = "middle";
   charW = ctx.measureText("MMMMMMMMMM").width / 10;
-  byStatus = $("colour").value === "status" && statusName.size > 0;
+  byStatus = $("colour").value === "status" && statusName.size > 0 && view === "graph";
   for (let a = par[zoom]; a >= 0; a = par[a]) box(a, 0, W, true);
   box(zoom, 0, W, false);
   ctx.globalAlpha = 1;
@@ -64,7 +66,8 @@ function render() {
     box(i, x, w, false);
     i++;
   }
-  crumbs();
+  upRows = 0;
+  if (!up) crumbs();
 }
 
 function crumbs() {

@@ -94,6 +94,7 @@ function fnDraw() {
   $("fns-more").textContent = rows.length > FN_ROWS ? `${fmt(rows.length - FN_ROWS)} more functions: search to narrow` : "";
 }
 
+/* Over the tree as built from the page's stacks (views.js keeps it so). */
 function fnTable() {
   fnRows = fnStats();
   $("fns-title").textContent = DIFF ? "Functions: share of each profile's samples" : "Functions";

@@ -10,17 +10,25 @@ for (let p = 0; p < ST.length; p += ST[p + 1] + 4) {
   cap += ST[p + 1];
   maxLen = Math.max(maxLen, ST[p] + ST[p + 1]);
 }
-const loc = new Int32Array(cap), par = new Int32Array(cap), dep = new Int32Array(cap);
-const end = new Int32Array(cap), mdep = new Int32Array(cap);
-const tot = new Float64Array(cap), self = new Float64Array(cap);
-const xs = new Float64Array(cap), acc = new Float64Array(cap);   /* layout scratch */
+let loc, par, dep, end, mdep, tot, self, xs, acc;   /* xs, acc: layout scratch */
 /* Diff mode: samples before and after under each node (tot and self are then shares, see diffWeights). */
-const totB = DIFF && new Float64Array(cap), totA = DIFF && new Float64Array(cap);
-const selfB = DIFF && new Float64Array(cap), selfA = DIFF && new Float64Array(cap);
+let totB = null, totA = null, selfB = null, selfA = null;
+/* Room for n nodes (a view's tree can have more nodes than the page's). */
+function grow(n) {
+  if (loc && n <= loc.length) return;
+  const I = () => new Int32Array(n), F = () => new Float64Array(n);
+  loc = I(); par = I(); dep = I(); end = I(); mdep = I();
+  tot = F(); self = F(); xs = F(); acc = F();
+  if (DIFF) { totB = F(); totA = F(); selfB = F(); selfA = F(); }
+}
+grow(cap);
 let N = 1, maxDelta = 0;
 
-/* Merge the stacks whose group passes mask. */
-function build(mask) {
+/* Merge the stacks whose group passes mask; from: the stacks as the page
+   came (ST) or as a view made them (views.js), in the same encoding. */
+function build(mask, from = { st: ST, sb: SB, sa: SA }) {
+  const ST = from.st, SB = from.sb, SA = from.sa;
+  if (from.nodes) grow(from.nodes);
   const cur = new Int32Array(maxLen), path = new Int32Array(maxLen + 1);
   let n = 1, lastLen = -1, runMin = Infinity, si = 0;
   loc[0] = -1; par[0] = -1; dep[0] = 0; tot[0] = 0; self[0] = 0;
@@ -191,7 +199,7 @@ function setSearch(q) {
     for (let l = 0; l < NLOC; l++) matchLoc[l] = test(text(l)) ? 1 : 0;
   }
   showMatched();
-  fnTable();
+  fnDraw();
   render();
   saveView();
 }

@@ -24,6 +24,8 @@ function saveView() {
     p.set("zoom", path.join("\n"));
   }
   if (selFn >= 0) p.set("fn", fnName[selFn]);
+  if (view !== "graph") p.set("view", view);
+  if (sandFn >= 0) p.set("sandwich", fnName[sandFn]);
   const h = p.toString();
   try { history.replaceState(null, "", h ? "#" + h : location.pathname + location.search); } catch (e) { /* a sandboxed page */ }
 }
@@ -52,12 +54,7 @@ function restoreView(saved) {
 }
 
 function applyFilter() {
-  build(maskFor($("filter").value));
-  zoom = 0;                             /* node numbers changed */
-  info();
-  legend();
-  showMatched();
-  fnTable();
+  rebuild();
   render();
   saveView();
 }
@@ -75,7 +72,7 @@ canvas.addEventListener("click", (ev) => {
 });
 $("reset").addEventListener("click", () => zoomTo(0));
 $("filter").addEventListener("change", applyFilter);
-$("colour").addEventListener("change", render);
+$("colour").addEventListener("change", () => render());
 $("search").addEventListener("input", (ev) => setSearch(ev.target.value.trim()));
 document.addEventListener("keydown", (ev) => {
   if (ev.key === "Escape") zoomTo(0);
@@ -94,11 +91,11 @@ if (DIFF) document.querySelector("h1").textContent = "pybpfprof differential fla
 setupFilter();
 const saved = new URLSearchParams(location.hash.slice(1));
 if ([...$("filter").options].some((o) => o.value === saved.get("filter"))) $("filter").value = saved.get("filter");
-build(maskFor($("filter").value));
+sandFn = fnName.indexOf(saved.get("sandwich") || "");
+if (saved.get("view") === "inverted" || (saved.get("view") === "sandwich" && sandFn >= 0)) view = saved.get("view");
+else sandFn = -1;
+rebuild();
 const tBuilt = performance.now();
-info();
-legend();
-fnTable();
 restoreView(saved);
 render();
 const tRendered = performance.now();
@@ -119,6 +116,10 @@ window.pbp = {
   table: () => fnShown.map((r) => Object.assign({ name: fnName[r.f] }, r)),
   selectFunction: (name) => { selectFn(fnName.indexOf(name)); return selFn; },
   selectedFunction: () => (selFn >= 0 ? fnName[selFn] : null),
+  /* "graph", "inverted" or "sandwich"; the sandwich's callers drawn above, as frames() */
+  view: () => ({ view, sandwich: sandFn >= 0 ? fnName[sandFn] : null }),
+  setView: (v, name) => { setView(v, name === undefined ? selFn : fnName.indexOf(name)); return view; },
+  callers: () => upFrames,
 };
 requestAnimationFrame(() => setTimeout(() => {
   window.pbp.timings.painted = performance.now();
