@@ -6,9 +6,11 @@ the URL fragment. Driven in headless Chromium as test_html.py does.
 """
 
 import collections
+import json
+import os
 
-from test_html import (KNOWN, KNOWN_TOTAL, artifact, assert_clean, browser, convert, frame,  # noqa: F401
-                       frames, open_page, page)
+from test_html import (KNOWN, KNOWN_TOTAL, artifact, assert_clean, big_profile, browser, convert,  # noqa: F401
+                       frame, frames, open_page, page)
 from test_html_table import function_of
 
 
@@ -128,3 +130,77 @@ def test_views_kept_in_the_fragment(tmp_path, browser):  # noqa: F811
             assert_clean(second)
         finally:
             second.close()
+
+
+def status_totals(text):
+    got = collections.Counter()
+    for line in text.splitlines():
+        stack, _, n = line.rpartition(" ")
+        got[stack.split(";")[-1]] += int(n)
+    return got
+
+
+def untick(page, status):
+    page.eval("(() => { const b = document.querySelector('#legend .item[data-status=\"%s\"] input');"
+              " b.checked = false; b.dispatchEvent(new Event('change', { bubbles: true })); })()" % status)
+
+
+def test_status_filter_removes_exactly_its_samples(tmp_path, browser):  # noqa: F811
+    path = convert(tmp_path, "known", KNOWN, ".html")
+    per = status_totals(KNOWN)
+    page = browser.new_page()
+    try:
+        open_page(page, path)
+        untick(page, "[sleeping]")
+        assert page.eval("pbp.state()")["viewTotal"] == KNOWN_TOTAL - per["[sleeping]"]
+        assert page.eval("document.getElementById('info-samples').textContent") == "samples 90 of 120"
+        table = {r["name"]: r["total"] for r in page.eval("pbp.table()")}
+        assert "[sleeping]" not in table and "wait_io (/usr/lib/python3.11/socket.py)" not in table
+        assert table["[running]"] == per["[running]"] and table["main (app.py)"] == 50
+        assert not any(f["text"] == "[sleeping]" for f in frames(page))
+        untick(page, "[running]")
+        want = KNOWN_TOTAL - per["[sleeping]"] - per["[running]"]
+        assert page.eval("pbp.state()")["viewTotal"] == want
+        press(page, "invert")                       # the inverted view is filtered too
+        assert page.eval("pbp.state()")["viewTotal"] == want
+        assert {f["text"] for f in frames(page) if f["depth"] == 1} == {
+            "np_dot (/usr/lib/python3/dist-packages/numpy/core/multiarray.py:10)", "work (app.py:40)"}
+        page.screenshot(artifact("html-status-filter.png"))
+        url = page.eval("location.href")
+        assert "hide=" in url
+        assert_clean(page)
+    finally:
+        page.close()
+    second = reopen(browser, url)
+    try:
+        assert second.eval("pbp.view()")["view"] == "inverted"
+        assert second.eval("pbp.state()")["viewTotal"] == want
+        ticked = second.eval("[...document.querySelectorAll('#legend input')].map(b => [b.parentNode.dataset.status, b.checked])")
+        assert dict(ticked) == {"[running]": False, "[sleeping]": False, "[native, no GIL]": True, "[gil wait]": True}
+        second.screenshot(artifact("html-status-filter-restored.png"))
+        assert_clean(second)
+    finally:
+        second.close()
+
+
+def test_views_of_50k_stacks(tmp_path, page):  # noqa: F811
+    """The other views of test_html.py's 50,000-stack profile: built and
+    drawn, their times reported (build/test-artifacts/html-50k-views.json), not asserted."""
+    path = convert(tmp_path, "big", big_profile(), ".html")
+    open_page(page, path, timeout=60)
+    total = page.eval("pbp.state()")["total"]
+    top = page.eval("pbp.table()")[0]["name"]
+    took = {}
+    for view, name in (("inverted", None), ("sandwich", top), ("graph", None)):
+        took[view] = page.eval("(() => { const t = performance.now(); pbp.setView(%r%s);"
+                               " return performance.now() - t; })()" % (view, ", %r" % name if name else ""))
+        assert page.eval("pbp.view()")["view"] == view
+        if view != "sandwich":
+            assert page.eval("pbp.state()")["viewTotal"] == total
+        else:
+            page.screenshot(artifact("html-50k-sandwich.png"))
+    report = {"bytes": os.path.getsize(path), "ms": {k: round(v, 1) for k, v in took.items()}, "sandwich_of": top}
+    with open(artifact("html-50k-views.json"), "w") as f:
+        json.dump(report, f, indent=1)
+    print(report)
+    assert_clean(page)

@@ -26,7 +26,7 @@ let N = 1, maxDelta = 0;
 
 /* Merge the stacks whose group passes mask; from: the stacks as the page
    came (ST) or as a view made them (views.js), in the same encoding. */
-function build(mask, from = { st: ST, sb: SB, sa: SA }) {
+function build(mask, from = { st: ST, sb: SB, sa: SA, own: true }) {
   const ST = from.st, SB = from.sb, SA = from.sa;
   if (from.nodes) grow(from.nodes);
   const cur = new Int32Array(maxLen), path = new Int32Array(maxLen + 1);
@@ -40,7 +40,7 @@ function build(mask, from = { st: ST, sb: SB, sa: SA }) {
     const count = ST[p++], g = ST[p++], s = si++;
     /* common prefix with the last stack taken = least "keep" since then */
     if (keep < runMin) runMin = keep;
-    if (!mask[g]) continue;
+    if (!mask[g] || (from.own && statusHidden(cur, len))) continue;
     for (let d = lastLen < 0 ? 0 : Math.min(runMin, lastLen); d < len; d++) {
       loc[n] = cur[d]; par[n] = path[d]; dep[n] = d + 1; tot[n] = 0; self[n] = 0;
       if (DIFF) { totB[n] = totA[n] = selfB[n] = selfA[n] = 0; }
@@ -160,6 +160,11 @@ const statusName = new Map();           /* status -> its label, for those presen
 for (let l = 0; l < NLOC; l++)
   if (kindOf(l) === STATUS && !statusName.has(LOCS[4 * l + 3])) statusName.set(LOCS[4 * l + 3], STRS[LOCS[4 * l + 1]]);
 
+/* The statuses whose samples the filter leaves out (their legend boxes unticked). */
+const hideStatus = new Set();
+const statusHidden = (fr, len) => hideStatus.size > 0 && len > 0 && kindOf(fr[len - 1]) === STATUS &&
+  hideStatus.has(LOCS[4 * fr[len - 1] + 3]);
+
 function legend() {
   const box = $("legend"), share = new Float64Array(STATUS_COLOUR.length);
   box.hidden = statusName.size === 0;
@@ -167,12 +172,16 @@ function legend() {
   for (let i = 1; i < N; i++) if (kindOf(loc[i]) === STATUS) share[LOCS[4 * loc[i] + 3]] += self[i];
   box.replaceChildren();
   for (const [s, name] of [...statusName].sort((a, b) => a[0] - b[0])) {
-    const item = document.createElement("span"), sw = document.createElement("i");
+    const item = document.createElement("label"), sw = document.createElement("i"), on = document.createElement("input");
     item.className = "item";
     item.dataset.status = name;
+    item.title = "Untick to leave this status's samples out of the graph and the table";
+    on.type = "checkbox";
+    on.checked = !hideStatus.has(s);
+    on.dataset.s = s;
     sw.className = "sw";
     sw.style.background = STATUS_COLOUR[s] || ROOT_COLOUR;
-    item.append(sw, `${name} ${tot[0] ? pct(share[s] / tot[0]) : "-"}`);
+    item.append(on, sw, `${name} ${on.checked ? (tot[0] ? pct(share[s] / tot[0]) : "-") : "left out"}`);
     box.append(item);
   }
 }

@@ -26,6 +26,7 @@ function saveView() {
   if (selFn >= 0) p.set("fn", fnName[selFn]);
   if (view !== "graph") p.set("view", view);
   if (sandFn >= 0) p.set("sandwich", fnName[sandFn]);
+  if (hideStatus.size) p.set("hide", [...hideStatus].map((s) => statusName.get(s)).join("\n"));
   const h = p.toString();
   try { history.replaceState(null, "", h ? "#" + h : location.pathname + location.search); } catch (e) { /* a sandboxed page */ }
 }
@@ -91,6 +92,7 @@ if (DIFF) document.querySelector("h1").textContent = "pybpfprof differential fla
 setupFilter();
 const saved = new URLSearchParams(location.hash.slice(1));
 if ([...$("filter").options].some((o) => o.value === saved.get("filter"))) $("filter").value = saved.get("filter");
+for (const [s, name] of statusName) if ((saved.get("hide") || "").split("\n").includes(name)) hideStatus.add(s);
 sandFn = fnName.indexOf(saved.get("sandwich") || "");
 if (saved.get("view") === "inverted" || (saved.get("view") === "sandwich" && sandFn >= 0)) view = saved.get("view");
 else sandFn = -1;

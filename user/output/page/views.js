@@ -21,7 +21,9 @@ function derive(make) {
     p += 2;
     cur.length = keep;
     for (let k = 0; k < nn; k++) cur.push(ST[p++]);
-    const count = ST[p++], g = ST[p++], fr = make(cur);
+    const count = ST[p++], g = ST[p++];
+    if (statusHidden(cur, cur.length)) continue;
+    const fr = make(cur);
     if (fr) { out.push({ fr, count, g, s }); nodes += fr.length; }
   }
   out.sort((a, b) => {
@@ -114,5 +116,12 @@ upCanvas.addEventListener("mousemove", (ev) => {
   tip.style.top = ev.clientY + 18 + "px";
 });
 upCanvas.addEventListener("mouseleave", () => { tip.style.display = "none"; });
+$("legend").addEventListener("change", (ev) => {
+  const s = +ev.target.dataset.s;
+  if (ev.target.checked) hideStatus.delete(s); else hideStatus.add(s);
+  rebuild();
+  render();
+  saveView();
+});
 $("invert").addEventListener("click", () => setView("inverted"));
 $("sandwich").addEventListener("click", () => setView("sandwich"));
