@@ -53,7 +53,7 @@ function fnCell(r, key) {
   if (key === "name") { td.textContent = fnName[r.f]; td.title = fnName[r.f]; }
   else if (key === "change") { td.textContent = signed(r.change); td.className = r.change > 0 ? "grew" : r.change < 0 ? "shrank" : ""; }
   else if (DIFF) td.textContent = pct(r[key]);
-  else td.textContent = `${fmt(r[key])} (${pct(r[key] / (tot[0] || 1))})`;
+  else td.textContent = `${fmt(r[key])} (${pct(r[key] / (fnAll || 1))})`;
   return td;
 }
 
@@ -95,8 +95,10 @@ function fnDraw() {
 }
 
 /* Over the tree as built from the page's stacks (views.js keeps it so). */
+let fnAll = 0;                          /* the samples the table's shares are of */
 function fnTable() {
   fnRows = fnStats();
+  fnAll = tot[0];
   $("fns-title").textContent = DIFF ? "Functions: share of each profile's samples" : "Functions";
   fnDraw();
 }

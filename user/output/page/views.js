@@ -71,12 +71,10 @@ function calleesOf(f) {
 
 /* The tree for the filter and view. The table, legend and header always
    count the page's own stacks; a sandwich's callers are drawn here, once. */
-function rebuild() {
+function rebuild(own = true) {
   const mask = maskFor($("filter").value);
-  build(mask);
-  info();
-  legend();
-  fnTable();
+  if (own || view === "graph") build(mask);
+  if (own) { info(); legend(); fnTable(); }
   zoom = 0;                             /* node numbers changed */
   upFrames = [];
   upCanvas.hidden = $("sand-title").hidden = view !== "sandwich";
@@ -100,7 +98,7 @@ function setView(v, f = selFn) {
   if (v === "sandwich" && f < 0) return;
   view = v === view && (v !== "sandwich" || f === sandFn) ? "graph" : v;
   sandFn = view === "sandwich" ? f : -1;
-  rebuild();
+  rebuild(false);                       /* the filter is the same: table, legend and header too */
   render();
   saveView();
 }
