@@ -204,3 +204,47 @@ def test_views_of_50k_stacks(tmp_path, page):  # noqa: F811
         json.dump(report, f, indent=1)
     print(report)
     assert_clean(page)
+
+
+def test_keyboard_navigation(tmp_path, page):  # noqa: F811
+    open_page(page, convert(tmp_path, "known", KNOWN, ".html"))
+    zoomed = lambda: page.eval("pbp.state()")["zoom"]  # noqa: E731
+    page.key("ArrowDown")                             # the widest child of all
+    assert zoomed() == "process 42 python3 app.py"
+    for want in ("thread 100 MainThread", "<module> (app.py:10)", "main (app.py:5)", "compute (app.py:20)"):
+        page.key("ArrowDown")
+        assert zoomed() == want
+    assert page.eval("pbp.selectedFunction()") == "compute (app.py)"
+    page.key("ArrowRight")
+    assert zoomed() == "wait_io (/usr/lib/python3.11/socket.py:700)"
+    page.key("ArrowRight")                            # no sibling further right
+    assert zoomed() == "wait_io (/usr/lib/python3.11/socket.py:700)"
+    page.key("ArrowLeft")
+    page.key("ArrowUp")
+    assert zoomed() == "main (app.py:5)"
+    page.screenshot(artifact("html-keyboard.png"))
+    page.key("/")
+    assert page.eval("document.activeElement.id") == "search"
+    page.key("Escape")
+    assert zoomed() == "all" and page.eval("document.activeElement.id") != "search"
+    assert_clean(page)
+
+
+def test_dark_theme_and_toggle(tmp_path, page):  # noqa: F811
+    path = convert(tmp_path, "known", KNOWN, ".html")
+    page.call("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+    try:
+        open_page(page, path)
+        assert page.eval("pbp.theme()") == "#17171c"
+        # the canvas background follows: the gap between the first two rows of frames
+        assert page.eval("Array.from(document.getElementById('fg').getContext('2d')"
+                         ".getImageData(2, Math.floor(17.5 * devicePixelRatio), 1, 1).data).slice(0, 3)") == [23, 23, 28]
+        page.screenshot(artifact("html-dark.png"))
+        press(page, "theme")
+        assert page.eval("pbp.theme()") == "#fff"
+        page.screenshot(artifact("html-dark-toggled.png"))
+        press(page, "theme")
+        assert page.eval("pbp.theme()") == "#17171c"
+        assert_clean(page)
+    finally:
+        page.call("Emulation.setEmulatedMedia", {"features": []})

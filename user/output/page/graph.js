@@ -47,7 +47,7 @@ function render(cv = canvas, up = false) {
   cv.style.width = W + "px";
   cv.style.height = rows * ROW + "px";
   ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-  ctx.fillStyle = "#fff";
+  ctx.fillStyle = getComputedStyle(document.documentElement).getPropertyValue("--bg").trim() || "#fff";
   ctx.fillRect(0, 0, W, rows * ROW);
   ctx.font = FONT;
   ctx.textBaseline = "middle";

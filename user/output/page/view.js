@@ -75,8 +75,43 @@ $("reset").addEventListener("click", () => zoomTo(0));
 $("filter").addEventListener("change", applyFilter);
 $("colour").addEventListener("change", () => render());
 $("search").addEventListener("input", (ev) => setSearch(ev.target.value.trim()));
+/* Keys: the arrows move the zoomed (and selected) frame: up to its parent,
+   down to its widest child, left and right to its siblings; / goes to the
+   search; Esc leaves a field and shows the whole graph again. */
+function stepFrom(i, key) {
+  if (key === "ArrowUp") return i > 0 ? par[i] : -1;
+  const p = par[i];
+  let best = -1, prev = -1;
+  if (key === "ArrowDown") {
+    for (let c = i + 1; c < end[i]; c = end[c]) if (best < 0 || tot[c] > tot[best]) best = c;
+    return best;
+  }
+  if (i === 0 || (key !== "ArrowLeft" && key !== "ArrowRight")) return -1;
+  for (let c = p + 1; c < end[p]; prev = c, c = end[c]) {
+    if (key === "ArrowLeft" && c === i) return prev;
+    if (key === "ArrowRight" && prev === i) return c;
+  }
+  return -1;
+}
+
 document.addEventListener("keydown", (ev) => {
-  if (ev.key === "Escape") zoomTo(0);
+  const field = ev.target.closest && ev.target.closest("input, select, textarea");
+  if (ev.key === "Escape") { if (field) field.blur(); zoomTo(0); return; }
+  if (field || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+  if (ev.key === "/") { ev.preventDefault(); $("search").focus(); return; }
+  const next = stepFrom(zoom, ev.key);
+  if (next < 0) return;
+  ev.preventDefault();
+  if (next > 0) markFn(fnOf[loc[next]]);
+  zoomTo(next);
+});
+
+/* The toggle flips what is shown (the system's choice at first), for this page only. */
+$("theme").addEventListener("click", () => {
+  const dark = getComputedStyle(document.documentElement).getPropertyValue("--bg").trim() !== "#fff";
+  document.documentElement.dataset.theme = dark ? "light" : "dark";
+  if (view === "sandwich") rebuild(false);   /* its callers' canvas drawn again */
+  render();
 });
 let resizing = false;
 addEventListener("resize", () => {
@@ -122,6 +157,7 @@ window.pbp = {
   view: () => ({ view, sandwich: sandFn >= 0 ? fnName[sandFn] : null }),
   setView: (v, name) => { setView(v, name === undefined ? selFn : fnName.indexOf(name)); return view; },
   callers: () => upFrames,
+  theme: () => getComputedStyle(document.documentElement).getPropertyValue("--bg").trim(),
 };
 requestAnimationFrame(() => setTimeout(() => {
   window.pbp.timings.painted = performance.now();
