@@ -11,6 +11,7 @@ import os
 
 from test_html import (KNOWN, KNOWN_TOTAL, artifact, assert_clean, big_profile, browser, convert,  # noqa: F401
                        frame, frames, open_page, page)
+from conftest import pybpfprof
 from test_html_table import function_of
 
 
@@ -44,6 +45,12 @@ def test_sandwich_of_a_known_function(tmp_path, page):  # noqa: F811
         (2, "wait_io (/usr/lib/python3.11/socket.py:700)"): 30, (3, "[sleeping]"): 30}
     assert page.eval("pbp.state()")["total"] == KNOWN_TOTAL      # the header still counts all
     assert page.eval("document.getElementById('fg-up').hidden") is False
+    # the callers' canvas lights up as the search matches: <module>'s row (the middle one of five)
+    up_pixel = ("Array.from(document.getElementById('fg-up').getContext('2d')"
+                ".getImageData(Math.round(5 * devicePixelRatio), Math.round(18 * 2.5 * devicePixelRatio), 1, 1).data)")
+    before = page.eval(up_pixel)
+    page.type_into("#search", "<module>")
+    assert page.eval(up_pixel) != before
     page.screenshot(artifact("html-sandwich.png"))
     press(page, "sandwich")                                        # again: back to the graph
     assert page.eval("pbp.view()")["view"] == "graph"
@@ -248,3 +255,24 @@ def test_dark_theme_and_toggle(tmp_path, page):  # noqa: F811
         assert_clean(page)
     finally:
         page.call("Emulation.setEmulatedMedia", {"features": []})
+
+
+def test_sandwich_and_inverted_of_a_diff(tmp_path, page):  # noqa: F811
+    """pybpfprof diff's page: a view keeps each frame's samples before and after."""
+    before, after = tmp_path / "before.txt", tmp_path / "after.txt"
+    before.write_text(KNOWN)
+    after.write_text(KNOWN.replace("[running] 50", "[running] 90"))
+    html = tmp_path / "diff.html"
+    r = pybpfprof("diff", before, after, "-o", html)
+    assert r.returncode == 0, r.stderr
+    open_page(page, str(html))
+    click_row(page, "main (app.py)")
+    press(page, "sandwich")
+    got = {f["text"]: (f["before"], f["after"]) for f in frames(page) if f["depth"] == 2}
+    assert got == {"compute (app.py:20)": (50, 90), "wait_io (/usr/lib/python3.11/socket.py:700)": (30, 30)}
+    assert frame(page, "compute (app.py:20)")["delta"] > 0
+    press(page, "invert")
+    roots = {f["text"]: (f["before"], f["after"]) for f in frames(page) if f["depth"] == 1}
+    assert roots["compute (app.py:20)"] == (50, 90) and roots["fib (fib.py:4)"] == (20, 20)
+    page.screenshot(artifact("html-diff-inverted.png"))
+    assert_clean(page)

@@ -68,6 +68,7 @@ function render(cv = canvas, up = false) {
   }
   upRows = 0;
   if (!up) crumbs();
+  if (!up && view === "sandwich") repaintUp();
 }
 
 function crumbs() {
@@ -109,7 +110,8 @@ function showTip(i, cx, cy) {
   tip.replaceChildren();
   tipLine(i > 0 ? text(loc[i]) : "all samples", "t");
   if (DIFF) diffTip(i); else {
-  tipLine(`${fmt(v)} samples, ${pct(v / all)} of ${$("filter").value === "all" ? "all" : "this filter"}`);
+  const of = view === "sandwich" ? `those through ${fnName[sandFn]}` : $("filter").value === "all" && !hideStatus.size ? "all" : "this filter";
+  tipLine(`${fmt(v)} samples, ${pct(v / all)} of ${of}`);
   if (zoom && i > zoom && i < end[zoom]) tipLine(`${pct(v / tot[zoom])} of the zoomed frame`);
   if (self[i] > 0 && i > 0) tipLine(`self: ${fmt(self[i])} samples (${pct(self[i] / all)})`);
   if (META.hz) tipLine(`\u2248 ${(v / META.hz).toFixed(v / META.hz < 10 ? 2 : 1)} s at ${META.hz} Hz`);

@@ -84,13 +84,26 @@ function rebuild(own = true) {
     render(upCanvas, true);
     const rows = Math.round(upCanvas.height / (window.devicePixelRatio || 1) / ROW);
     upFrames = dN.map((i, k) => ({ text: i > 0 ? text(loc[i]) : "all", depth: dep[i], samples: tot[i],
-                                   x: dX[k], w: dW[k], y: (rows - 1 - dep[i]) * ROW }));
+                                   x: dX[k], w: dW[k], y: (rows - 1 - dep[i]) * ROW, l: loc[i], label: label(i, dW[k]),
+                                   base: i === 0 ? ROOT_COLOUR : DIFF ? diffColour(i) : colourOfLoc(loc[i]) }));
     $("sand-title").textContent = `Sandwich of ${fnName[sandFn]}: its callers above (${fmt(tot[0])} samples), its callees below. Press the button again to leave.`;
     build(mask, derive(calleesOf(sandFn)));
   }
   $("invert").setAttribute("aria-pressed", String(view === "inverted"));
   $("sandwich").setAttribute("aria-pressed", String(view === "sandwich"));
   showMatched();
+}
+
+/* The callers drawn again from what was drawn, as the search and the
+   selection light frames up (their tree is gone: the callees' is built). */
+function repaintUp() {
+  const c = upCanvas.getContext("2d", { alpha: false });
+  for (const u of upFrames) {
+    const lit = u.l >= 0 && ((matchLoc && matchLoc[u.l]) || (selFn >= 0 && fnOf[u.l] === selFn));
+    c.fillStyle = lit ? HIGHLIGHT : u.base;
+    c.fillRect(u.x, u.y, u.w >= 2 ? u.w - 1 : u.w, ROW - 1);
+    if (u.label) { c.fillStyle = "#15151a"; c.fillText(u.label, u.x + 3, u.y + ROW / 2); }
+  }
 }
 
 /* Switch view (to the graph when asked for the one shown). */
