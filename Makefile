@@ -62,10 +62,12 @@ $(BUILD)/proto/%.pb-c.c $(BUILD)/proto/%.pb-c.h: proto/%.proto
 	@mkdir -p $(BUILD)/proto
 	protoc-c --proto_path=proto --c_out=$(BUILD)/proto $<
 
-# The flame graph page is a template that html.c includes as bytes.
-$(BUILD)/flamegraph.html.inc: user/output/flamegraph.html.tmpl
+# The flame graph page is a template that html.c includes as bytes, joined
+# from its parts (one concern each; the script is one scope across them).
+PAGE_PARTS := $(addprefix user/output/page/,head.html data.js tree.js table.js views.js graph.js view.js foot.html)
+$(BUILD)/flamegraph.html.inc: $(PAGE_PARTS)
 	@mkdir -p $(BUILD)
-	xxd -i < $< > $@.tmp && mv $@.tmp $@
+	cat $(PAGE_PARTS) | xxd -i > $@.tmp && mv $@.tmp $@
 
 # One set of rules per build flavour: $(call flavour,DIR,COMPILER,FLAGS)
 # compiles the library into DIR/libpybpfprof.a and the unit tests into

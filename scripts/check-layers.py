@@ -46,6 +46,10 @@ def main():
                 bad.append("%s: %s (a higher stage) includes %s/%s" % (path, stage, folder, name))
             if path.endswith(".h"):
                 graph.setdefault(path[5:], set()).add(folder + "/" + name)
+    for path in sorted(glob.glob("user/output/page/*")):   # the html page's parts
+        lines = open(path, encoding="utf-8").read().count("\n")
+        if lines > MAX_LINES:
+            bad.append("%s: %d lines (at most %d: split it by what it holds)" % (path, lines, MAX_LINES))
     if re.search(r'#include "pyprof\.h"', "".join(open(p).read() for p in glob.glob("user/*/*.[ch]"))):
         bad.append("an umbrella header is back: include each module's own header instead")
     bad += cycles(graph)

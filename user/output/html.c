@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Interactive flame graph: one self-contained HTML page (no network when
- * opened). The page itself (markup, style, script) is user/flamegraph.html.tmpl,
+ * opened). The page itself (markup, style, script) is user/output/page/'s parts,
  * compiled in by the Makefile; this file fills in its title and its data.
  *
  * The data is one JSON object in a <script type="application/json">, which
@@ -39,7 +39,7 @@
 #include "output/flame.h"
 #include "output/writers.h"
 
-/* user/flamegraph.html.tmpl as bytes (xxd -i): not NUL-terminated. */
+/* user/output/page/'s parts joined, as bytes (xxd -i): not NUL-terminated. */
 static const char page[] = {
 #include "flamegraph.html.inc"
 };
@@ -300,7 +300,7 @@ static void write_groups(FILE *o, const struct page_data *d)
  * A number as 5 bits a character, least significant first; a character from
  * the upper half of the alphabet means more follow. Ids below 1024 take two
  * characters, prefix lengths and small counts one; none needs escaping.
- * The page's decoder (flamegraph.html.tmpl) has the same alphabet.
+ * The page's decoder (page/data.js) has the same alphabet.
  */
 static void put_num(FILE *o, uint64_t v)
 {

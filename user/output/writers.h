@@ -62,7 +62,7 @@ int gecko_write(const struct agg *a, const struct profile_meta *m, FILE *o);
 int pprof_write(const struct agg *a, const struct profile_meta *m, FILE *o);
 /* pstats.c: the marshal'ed dict Python's pstats reads; see pstats.c for the figures. */
 int pstats_write(const struct agg *a, const struct profile_meta *m, FILE *o);
-/* html.c: a self-contained interactive flame graph page (user/flamegraph.html.tmpl). */
+/* html.c: a self-contained interactive flame graph page (user/output/page/). */
 int html_write(const struct agg *a, const struct profile_meta *m, FILE *o);
 /*
  * diffout.c: before and after as collapsed lines with two counts, flamegraph.pl's
