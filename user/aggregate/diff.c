@@ -12,6 +12,7 @@
 
 #include "aggregate/diff.h"
 #include "aggregate/aggregate.h"
+#include "aggregate/merge.h"
 #include "core/errors.h"
 #include "core/limits.h"
 
@@ -36,29 +37,14 @@ static int reserve(struct agg_diff *d, uint32_t i)
 	return 0;
 }
 
-static int add_stack(struct agg_diff *d, int side, const struct agg *src, uint32_t i, int64_t *map,
-		     uint32_t *locs)
+static int add_stack(struct agg_diff *d, int side, const struct agg *src, uint32_t i, struct agg_copier *c)
 {
-	const struct stack_tags *t;
-	const char *name, *file, *tname;
 	uint64_t count;
-	uint32_t n, kind;
-	int line, err;
-	const uint32_t *s = agg_stack(src, i, &n, &count, &t);
+	uint32_t n;
+	int err;
 
-	n = n < PBP_MAX_LOCS ? n : PBP_MAX_LOCS;
-	for (uint32_t j = 0; j < n; j++) {
-		if (map[s[j]] < 0) {
-			agg_loc_info(src, s[j], &name, &file, &line, &kind);
-			if ((map[s[j]] = agg_loc(d->u, name, file, line, kind)) < 0)
-				return (int)map[s[j]];
-		}
-		locs[j] = (uint32_t)map[s[j]];
-	}
-	tname = agg_thread_name(src, t->pid, t->tid);
-	if (tname && !agg_thread_name(d->u, t->pid, t->tid) && agg_set_thread_name(d->u, t->pid, t->tid, tname))
-		return -PBP_E_NOMEM;
-	if ((err = agg_add(d->u, t, locs, n, count)) != 0)
+	agg_stack(src, i, &n, &count, NULL);
+	if ((err = agg_copy_stack(d->u, src, i, c)) != 0)
 		return err;
 	/* folded into "[other threads]": more threads of one process than the union keeps */
 	if (agg_last(d->u) < 0)
@@ -72,17 +58,12 @@ static int add_stack(struct agg_diff *d, int side, const struct agg *src, uint32
 
 static int add_side(struct agg_diff *d, int side, const struct agg *src)
 {
-	uint32_t nlocs = agg_nlocs(src);
-	int64_t *map = malloc(((size_t)nlocs + 1) * sizeof(*map));
-	uint32_t *locs = malloc(PBP_MAX_LOCS * sizeof(*locs));
-	int err = map && locs ? 0 : -PBP_E_NOMEM;
+	struct agg_copier c;
+	int err = agg_copier_init(&c, src);
 
-	for (uint32_t i = 0; !err && i < nlocs; i++)
-		map[i] = -1;
 	for (uint32_t i = 0; !err && i < agg_nstacks(src); i++)
-		err = add_stack(d, side, src, i, map, locs);
-	free(map);
-	free(locs);
+		err = add_stack(d, side, src, i, &c);
+	agg_copier_free(&c);
 	return err;
 }
 

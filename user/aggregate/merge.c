@@ -33,8 +33,33 @@ static int copy_process(struct agg *dst, const struct proc_meta *m)
 	return m && !agg_process(dst, m->pid) ? agg_set_process(dst, m) : 0;
 }
 
-static int copy_stack(struct agg *dst, const struct agg *src, uint32_t i, int64_t *map, uint32_t *locs)
+int agg_copier_init(struct agg_copier *c, const struct agg *src)
 {
+	uint32_t nlocs = agg_nlocs(src);
+
+	c->map = malloc(((size_t)nlocs + 1) * sizeof(*c->map));
+	c->locs = malloc(PBP_MAX_LOCS * sizeof(*c->locs));
+	if (!c->map || !c->locs) {
+		agg_copier_free(c);
+		return -PBP_E_NOMEM;
+	}
+	for (uint32_t i = 0; i < nlocs; i++)
+		c->map[i] = -1;
+	return 0;
+}
+
+void agg_copier_free(struct agg_copier *c)
+{
+	free(c->map);
+	free(c->locs);
+	c->map = NULL;
+	c->locs = NULL;
+}
+
+int agg_copy_stack(struct agg *dst, const struct agg *src, uint32_t i, struct agg_copier *c)
+{
+	int64_t *map = c->map;
+	uint32_t *locs = c->locs;
 	const struct stack_tags *tags;
 	const char *name;
 	uint64_t count;
@@ -57,13 +82,9 @@ static int copy_stack(struct agg *dst, const struct agg *src, uint32_t i, int64_
 
 int agg_merge(struct agg *dst, const struct agg *src, agg_keep_fn keep, void *ctx)
 {
-	uint32_t nlocs = agg_nlocs(src);
-	int64_t *map = malloc(((size_t)nlocs + 1) * sizeof(*map));
-	uint32_t *locs = malloc(PBP_MAX_LOCS * sizeof(*locs));
-	int err = map && locs ? 0 : -PBP_E_NOMEM;
+	struct agg_copier c;
+	int err = agg_copier_init(&c, src);
 
-	for (uint32_t i = 0; !err && i < nlocs; i++)
-		map[i] = -1;
 	for (uint32_t i = 0; !err && i < agg_nstacks(src); i++) {
 		uint32_t pid;
 		const struct proc_meta *m = agg_stack_process(src, i, &pid);
@@ -72,9 +93,8 @@ int agg_merge(struct agg *dst, const struct agg *src, agg_keep_fn keep, void *ct
 			continue;
 		err = copy_process(dst, m);
 		if (!err)
-			err = copy_stack(dst, src, i, map, locs);
+			err = agg_copy_stack(dst, src, i, &c);
 	}
-	free(map);
-	free(locs);
+	agg_copier_free(&c);
 	return err;
 }
