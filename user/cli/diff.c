@@ -44,8 +44,6 @@ static bool diffable(int fmt)
 static error_t diff_parse(int key, char *arg, struct argp_state *st)
 {
 	struct diff_args *a = st->input;
-	unsigned long long hz;
-	int mode;
 
 	switch (key) {
 	case 'o': a->out = arg; break;
@@ -55,14 +53,8 @@ static error_t diff_parse(int key, char *arg, struct argp_state *st)
 		a->format = arg;
 		break;
 	case 'F':
-		if (parse_uint(arg, 1, 100000, &hz))
-			argp_error(st, "invalid frequency '%s' (1 to 100000 Hz)", arg);
-		a->hz = (unsigned)hz;
-		break;
 	case 'm':
-		if ((mode = mode_by_name(arg)) < 0)
-			argp_error(st, "invalid mode '%s' (cpu, wall or gil)", arg);
-		a->mode = mode_name(mode);
+		profload_meta_option(key, arg, st, &a->hz, &a->mode);
 		break;
 	case ARGP_KEY_ARG:
 		if (a->nin == 2)

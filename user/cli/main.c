@@ -150,8 +150,6 @@ static const struct argp_option convert_opts[] = {
 static error_t convert_parse(int key, char *arg, struct argp_state *st)
 {
 	struct convert_args *a = st->input;
-	unsigned long long hz;
-	int mode;
 
 	switch (key) {
 	case 'i': a->in = arg; break;
@@ -162,15 +160,8 @@ static error_t convert_parse(int key, char *arg, struct argp_state *st)
 		a->format = arg;
 		break;
 	case 'F':
-		if (parse_uint(arg, 1, 100000, &hz))
-			argp_error(st, "invalid frequency '%s' (1 to 100000 Hz)", arg);
-		a->hz = (unsigned)hz;
-		break;
 	case 'm':
-		mode = mode_by_name(arg);
-		if (mode < 0)
-			argp_error(st, "invalid mode '%s' (cpu, wall or gil)", arg);
-		a->mode = mode_name(mode);
+		profload_meta_option(key, arg, st, &a->hz, &a->mode);
 		break;
 	case ARGP_KEY_ARG:
 		argp_error(st, "unexpected argument '%s'", arg);

@@ -25,6 +25,7 @@
 #include "aggregate/aggregate.h"
 #include "aggregate/convert.h"
 #include "aggregate/pprofread.h"
+#include "cli/args.h"
 #include "core/errors.h"
 
 #define PEEK 4096
@@ -158,4 +159,19 @@ int profile_load(const char *path, struct agg *a)
 	gzclose_r(s->z);
 	free(s);
 	return code;
+}
+
+void profload_meta_option(int key, const char *arg, struct argp_state *st, unsigned *hz, const char **mode)
+{
+	unsigned long long v;
+	int m;
+
+	if (key == 'F' && parse_uint(arg, 1, 100000, &v) == 0)
+		*hz = (unsigned)v;
+	else if (key == 'F')
+		argp_error(st, "invalid frequency '%s' (1 to 100000 Hz)", arg);
+	else if ((m = mode_by_name(arg)) >= 0)
+		*mode = mode_name(m);
+	else
+		argp_error(st, "invalid mode '%s' (cpu, wall or gil)", arg);
 }

@@ -2,6 +2,7 @@
 #ifndef PBP_CLI_PROFLOAD_H
 #define PBP_CLI_PROFLOAD_H
 
+#include <argp.h>
 #include <stdio.h>
 
 struct agg;
@@ -14,5 +15,10 @@ struct agg;
  * EXIT_INTERNAL: out of memory).
  */
 int profile_load(const char *path, struct agg *a);
+/*
+ * -F HZ and -m MODE of a profile read back (convert, diff): what the file
+ * does not say. Sets *hz or *mode, or says why with argp_error().
+ */
+void profload_meta_option(int key, const char *arg, struct argp_state *st, unsigned *hz, const char **mode);
 
 #endif /* PBP_CLI_PROFLOAD_H */
