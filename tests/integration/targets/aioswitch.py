@@ -47,10 +47,18 @@ async def ready():
     os.rename(tmp, READY)
 
 
+def named(coro, name):
+    """A task of coro called name: 3.7's tasks have no names (set_name is 3.8's)."""
+    task = asyncio.ensure_future(coro)
+    if hasattr(task, "set_name"):
+        task.set_name(name)
+    return task
+
+
 async def main():
-    asyncio.current_task().set_name("main")
-    await asyncio.gather(asyncio.create_task(alpha(), name="alpha"),
-                         asyncio.create_task(beta(), name="beta"), ready())
+    if hasattr(asyncio.current_task(), "set_name"):
+        asyncio.current_task().set_name("main")
+    await asyncio.gather(named(alpha(), "alpha"), named(beta(), "beta"), ready())
 
 
 asyncio.run(main())
