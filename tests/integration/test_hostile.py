@@ -448,7 +448,9 @@ def test_abort_during_read(start_target, tmp_path):
 
 def exit_during_read(interp, start_target, tmp_path, how):
     results, lock = [], threading.Lock()
-    proc, pid, ready = start_target(interp, "exiter.py", how, "0.5")
+    # Under ASan a dump takes longer to start than the 0.5 s the target lives
+    # once ready (three at once beside a recording: once, none read it whole).
+    proc, pid, ready = start_target(interp, "exiter.py", how, "1.5" if SANITIZED else "0.5")
     p = start(["-p", pid, "-d", 3, "-m", "wall", "-o", tmp_path / "wall.txt"])
 
     def hammer():
