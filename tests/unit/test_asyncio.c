@@ -21,32 +21,10 @@
 
 #define MEM_BASE 0x10000ull
 
-static uint8_t *load(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	uint8_t *buf = NULL;
-	long n;
-
-	*len = 0;
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0) {
-		buf = malloc((size_t)n);
-		if (buf && fread(buf, 1, (size_t)n, f) == (size_t)n)
-			*len = (size_t)n;
-	}
-	fclose(f);
-	if (!*len) {
-		free(buf);
-		return NULL;
-	}
-	return buf;
-}
-
 static int pyver_of(const char *path, struct pyver *v)
 {
 	size_t len;
-	uint8_t *blob = load(path, &len);
+	uint8_t *blob = unit_load_file(path, &len);
 	int err = blob ? pyver_from_debug_offsets(blob, len, v) : -PBP_E_NOENT;
 
 	free(blob);
@@ -132,7 +110,7 @@ static int seed_graph(const char *name, struct aio_graph *g)
 	int err;
 
 	snprintf(path, sizeof(path), "../fuzz/corpus/asyncio/%s", name);
-	b = load(path, &len);
+	b = unit_load_file(path, &len);
 	if (!b || pyver_of("data/debug_offsets_3.14.bin", &v) != 0 ||
 	    aio_layout_decode(&v, table_314, sizeof(table_314), &l) != 0) {
 		free(b);

@@ -33,28 +33,6 @@
 
 #define SEEDS "../fuzz/corpus/elf/"
 
-static void *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	long n;
-
-	*len = 0;
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0) {
-		buf = malloc((size_t)n);
-		if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-			free(buf);
-			buf = NULL;
-		}
-		if (buf)
-			*len = (size_t)n;
-	}
-	fclose(f);
-	return buf;
-}
-
 static int write_file(const char *path, const void *buf, size_t len)
 {
 	FILE *f = fopen(path, "wb");
@@ -320,7 +298,7 @@ static void check_real(const char *path, const char *ver, uint32_t hex)
 	/* the in-memory API finds the same; it knows major.minor only from DT_SONAME */
 	{
 		size_t len;
-		void *buf = slurp(path, &len);
+		void *buf = unit_load_file(path, &len);
 		struct elf_info em;
 
 		CHECK(buf != NULL);
@@ -412,7 +390,7 @@ static void check_real(const char *path, const char *ver, uint32_t hex)
 static void check_stripped_copy(const char *path, uint64_t want_runtime)
 {
 	size_t len, i;
-	uint8_t *buf = slurp(path, &len);
+	uint8_t *buf = unit_load_file(path, &len);
 	struct elf_info ei;
 	uint64_t shoff;
 	uint16_t shentsize, shnum;
@@ -594,7 +572,7 @@ static void test_seeds(void)
 		int r;
 
 		snprintf(path, sizeof(path), SEEDS "%s", s->name);
-		buf = slurp(path, &len);
+		buf = unit_load_file(path, &len);
 		if (!buf) {
 			printf("SKIP seed %s: not found\n", path);
 			continue;
@@ -656,7 +634,7 @@ static void test_names(void)
 	};
 	char dir[] = "/tmp/test_elf.XXXXXX", path[512], vs[64];
 	size_t len, i;
-	uint8_t *buf = slurp(SEEDS "nopython.so", &len);
+	uint8_t *buf = unit_load_file(SEEDS "nopython.so", &len);
 	struct elf_info ei;
 
 	if (!buf) {
@@ -708,7 +686,7 @@ static void test_corrupt(void)
 		int iter;
 
 		snprintf(path, sizeof(path), SEEDS "%s", names[k]);
-		buf = slurp(path, &len);
+		buf = unit_load_file(path, &len);
 		if (!buf) {
 			printf("SKIP corrupt %s: not found\n", path);
 			continue;
@@ -747,8 +725,8 @@ static void test_cache(void)
 {
 	char dir[] = "/tmp/test_elfcache.XXXXXX", lib[512], named[512], vs[64], vs2[64];
 	size_t len, len2;
-	uint8_t *py = slurp(SEEDS "lib312_pyruntime_section.so", &len);
-	uint8_t *nopy = slurp(SEEDS "nopython.so", &len2);
+	uint8_t *py = unit_load_file(SEEDS "lib312_pyruntime_section.so", &len);
+	uint8_t *nopy = unit_load_file(SEEDS "nopython.so", &len2);
 	struct timespec later[2] = { { 1000000, 0 }, { 1000000, 0 } };
 	struct elf_info want, got;
 	unsigned long h0, m0, h, m;

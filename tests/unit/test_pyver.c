@@ -48,28 +48,6 @@ static uint64_t rnd(void)
 	return xorshift_state = x;
 }
 
-static uint8_t *load(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	uint8_t *buf = NULL;
-	long n;
-
-	*len = 0;
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0) {
-		buf = malloc((size_t)n);
-		if (buf && fread(buf, 1, (size_t)n, f) == (size_t)n)
-			*len = (size_t)n;
-	}
-	fclose(f);
-	if (!*len) {
-		free(buf);
-		return NULL;
-	}
-	return buf;
-}
-
 static void put64(uint8_t *blob, size_t off, uint64_t val)
 {
 	memcpy(blob + off, &val, sizeof(val));
@@ -343,7 +321,7 @@ static uint8_t *load_fixture(unsigned minor, size_t *len)
 	char path[64];
 
 	snprintf(path, sizeof(path), "data/debug_offsets_3.%u.bin", minor);
-	return load(path, len);
+	return unit_load_file(path, len);
 }
 
 static void test_crosscheck(void)
@@ -761,7 +739,7 @@ int main(void)
 		test_newer(b14, len14);
 		test_fuzz(b14, len14);
 	}
-	bt = load(path_t, &lent);
+	bt = unit_load_file(path_t, &lent);
 	CHECK(bt != NULL && lent == 760);
 	if (b14 && len14 == 760 && bt && lent == 760) {
 		test_free_threaded(b14, bt, lent);

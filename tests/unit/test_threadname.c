@@ -50,26 +50,6 @@ static void put32(uint8_t *b, size_t off, uint32_t x)
 	memcpy(b + off, &x, sizeof(x));
 }
 
-static uint8_t *load(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	uint8_t *buf;
-	long n;
-
-	*len = 0;
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) <= 0 || fseek(f, 0, SEEK_SET) != 0) {
-		fclose(f);
-		return NULL;
-	}
-	buf = malloc((size_t)n);
-	if (buf && fread(buf, 1, (size_t)n, f) == (size_t)n)
-		*len = (size_t)n;
-	fclose(f);
-	return buf;
-}
-
 /* Every layout we know: 3.8-3.12 from the table, 3.13/3.14 from real _Py_DebugOffsets. */
 static size_t all_versions(struct pyver *vs, size_t max)
 {
@@ -84,7 +64,7 @@ static size_t all_versions(struct pyver *vs, size_t max)
 		uint8_t *blob;
 
 		snprintf(path, sizeof(path), "data/debug_offsets_3.%u.bin", minor);
-		blob = load(path, &len);
+		blob = unit_load_file(path, &len);
 		CHECK(blob != NULL);
 		if (blob && pyver_from_debug_offsets(blob, len, &vs[n]) == 0)
 			n++;

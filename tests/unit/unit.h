@@ -3,6 +3,7 @@
 #ifndef UNIT_H
 #define UNIT_H
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int unit_passed, unit_failed;
@@ -23,6 +24,27 @@ static int unit_passed, unit_failed;
 	if (_a && _b && strcmp(_a, _b) == 0) unit_passed++; \
 	else { unit_failed++; fprintf(stderr, "%s:%d: %s == \"%s\", expected \"%s\"\n", __FILE__, __LINE__, #a, _a ? _a : "(null)", _b ? _b : "(null)"); } \
 } while (0)
+
+/* A whole file into a malloc'd buffer (*len its size): NULL (*len 0) if unreadable or empty. */
+static inline void *unit_load_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	long n;
+
+	*len = 0;
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&
+	    (buf = malloc((size_t)n)) != NULL && fread(buf, 1, (size_t)n, f) == (size_t)n)
+		*len = (size_t)n;
+	fclose(f);
+	if (!*len) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
 
 /* Prints the closing line CI reads and returns the exit status. */
 static inline int unit_done(const char *name)
