@@ -64,7 +64,7 @@ $(BUILD)/proto/%.pb-c.c $(BUILD)/proto/%.pb-c.h: proto/%.proto
 
 # The flame graph page is a template that html.c includes as bytes, joined
 # from its parts (one concern each; the script is one scope across them).
-PAGE_PARTS := $(addprefix user/output/page/,head.html data.js tree.js table.js views.js graph.js view.js foot.html)
+PAGE_PARTS := $(addprefix user/output/page/,head.html data.js tree.js table.js views.js source.js graph.js view.js foot.html)
 $(BUILD)/flamegraph.html.inc: $(PAGE_PARTS)
 	@mkdir -p $(BUILD)
 	cat $(PAGE_PARTS) | xxd -i > $@.tmp && mv $@.tmp $@

@@ -91,6 +91,9 @@ int run_start_target(struct record *r, struct target *t)
 
 	if (!err)
 		run_label_target(r, t);
+	/* Its root held now, while it runs: a file it lacks is said in the page. */
+	if (!err && r->roots)
+		srcroots_add(r->roots, t->pid);
 	return err;
 }
 

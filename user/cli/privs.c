@@ -21,7 +21,10 @@
  *     SIGTERM on Ctrl-C: CAP_KILL;
  *   - -a attaches processes that start later, reading their binaries as set
  *     up did: CAP_DAC_READ_SEARCH, for those under directories root cannot
- *     search without it (someone's 0700 home, a container's root).
+ *     search without it (someone's 0700 home, a container's root);
+ *   - an html profile embeds the targets' source files, read at the end:
+ *     CAP_DAC_READ_SEARCH too, for the same places (srcroot.c reads only
+ *     what the target itself may read).
  *
  * Raw capget/capset/prctl system calls: the few bits needed here do not
  * warrant libcap.
@@ -58,6 +61,7 @@ struct capsets {
 static const char *outpath;     /* privs_note_output(): NULL for stdout */
 static bool signal_child;       /* privs_note_child() */
 static bool attach_later;       /* privs_note_attach() */
+static bool read_sources;       /* privs_note_sources() */
 
 static int caps_get(struct capsets *c)
 {
@@ -154,6 +158,11 @@ void privs_note_child(void)
 	signal_child = true;
 }
 
+void privs_note_sources(void)
+{
+	read_sources = true;
+}
+
 void privs_note_attach(void)
 {
 	attach_later = true;
@@ -237,7 +246,7 @@ void privs_drop_after_setup(void)
 	sudo_ids(&sudo_uid, &sudo_gid);
 	if (signal_child && sudo_uid != (uid_t)-1)
 		pr.keep |= BIT(CAP_KILL);
-	if (attach_later)
+	if (attach_later || read_sources)
 		pr.keep |= BIT(CAP_DAC_READ_SEARCH);
 	if (pthread_create(&th, NULL, probe_thread, &pr) != 0 || pthread_join(th, NULL) != 0)
 		return;         /* without the probe, nothing is known to be unneeded */

@@ -16,6 +16,7 @@ int privs_check(void);
 void privs_note_output(const char *path);   /* the profile is written there at the end */
 void privs_note_child(void);                /* a launched command is signalled at the end */
 void privs_note_attach(void);               /* -a: processes found later are attached too */
+void privs_note_sources(void);              /* the targets' source files are read at the end */
 /*
  * Once the sampler is attached and the targets registered: drop every
  * capability but CAP_SYS_PTRACE (and the few the notes above and the kernel

@@ -27,6 +27,7 @@
 #include "pybpfprof.h"
 #include "cli/record.h"
 #include "aggregate/aggregate.h"
+#include "aggregate/sources.h"
 #include "cli/args.h"
 #include "cli/privs.h"
 #include "cli/report.h"
@@ -39,6 +40,7 @@
 #include "output/output.h"
 #include "output/writers.h"
 #include "proc/pidns.h"
+#include "proc/srcroot.h"
 #include "sample/loop.h"
 #include "sample/sampler.h"
 #include "sample/target.h"
@@ -466,20 +468,40 @@ static int open_output(struct record *r)
 
 /* ------------------------------------------------------------- sinks */
 
+static uint32_t source_root(void *ctx, uint32_t pid)
+{
+	uint32_t root = srcroots_of(ctx, pid);
+
+	return root == SRCROOT_NONE ? SRC_NO_ROOT : root;
+}
+
+static int read_source(void *ctx, uint32_t root, const char *path, size_t max, char **text, size_t *len,
+		       size_t *size, char *why, size_t whylen)
+{
+	return srcroots_read(ctx, root, path, max, text, len, size, why, whylen);
+}
+
 /* The profile file (-o, or stdout), opened before sampling started. */
 static int write_profile(void *ctx, const struct agg *a, const struct window *w)
 {
 	struct record *r = ctx;
+	struct sources src = { 0 };
 	struct profile_meta m = { .mode = mode_name(r->c.o.mode), .hz = r->c.o.hz,
 				  .start_unix_ns = w->start_unix_ns,
 				  .duration_ns = w->end_ns - w->start_ns, .timeline = r->c.timeline };
-	int err;
+	int err = 0;
+
+	if (r->roots) {
+		err = sources_collect(a, &(struct src_reader){ source_root, read_source, r->roots }, &src);
+		m.sources = &src;
+	}
 
 	if (r->c.timeline && r->c.timeline->full)
 		fprintf(stderr, "pybpfprof: warning: more than %zu samples: the Gecko profile has no sample "
 			"times, its samples are laid out by status and stack\n", r->c.timeline->max);
-	err = profile_write_to(&r->out, output_format(r), a, &m);
-
+	if (!err)
+		err = profile_write_to(&r->out, output_format(r), a, &m);
+	sources_free(&src);
 	if (err)
 		output_error(&r->out, r->outpath, err);
 	return err;
@@ -548,6 +570,9 @@ void run_cleanup(struct record *r, int go_fd)
 	sampler_close(r->c.smp);
 	agg_free(r->c.agg);
 	timeline_free(&r->timeline);
+	if (r->roots)
+		srcroots_close(r->roots);
+	free(r->roots);
 	free(r->c.locs);
 	free(r->targets);
 	free(r->skipped);
@@ -596,6 +621,8 @@ int run_setup(struct record *r, int *go_fd)
 		privs_note_child();
 	if (r->all)
 		privs_note_attach();
+	if (r->roots)
+		privs_note_sources();
 	privs_drop_after_setup();
 	r->start_ns = mono_ns();
 	r->loop.agg = r->c.agg;
@@ -637,6 +664,11 @@ int run_alloc(struct record *r)
 	timeline_init(&r->timeline, TIMELINE_MAX);
 	if (output_format(r) == format_by_name("gecko"))
 		r->c.timeline = &r->timeline;   /* the one format that shows when samples were taken */
+	/* The one format that shows source lines; the agent writes no file. */
+	if (!r->no_output && output_format(r) == format_by_name("html") && !(r->roots = malloc(sizeof(*r->roots))))
+		return report_error(NULL, -PBP_E_NOMEM);
+	if (r->roots)
+		srcroots_init(r->roots);
 	r->targets = calloc((size_t)r->max_processes, sizeof(*r->targets));
 	r->skipped = calloc(MAX_SKIPPED, sizeof(*r->skipped));
 	if (!r->c.agg || !r->c.locs || !r->targets || !r->skipped)

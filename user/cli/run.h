@@ -18,6 +18,7 @@
 #include "core/limits.h"
 #include "cpython/process.h"
 #include "output/output.h"
+#include "proc/srcroot.h"
 #include "sample/loop.h"
 #include "sample/target.h"
 
@@ -145,6 +146,7 @@ struct record {
 	bool follow;            /* descendants are followed: a command's by default */
 	/* state */
 	struct collector c;
+	struct srcroots *roots;         /* html: where each target's source files are read, else NULL */
 	pid_t child;
 	int child_status;       /* as waitpid gives it, once child_reaped */
 	bool child_reaped;

@@ -21,6 +21,11 @@
  *   diff    only for `pybpfprof diff`: total (before, after samples), and
  *           before and after, each stack's samples in each profile, in the
  *           stacks' order and encoding (the stacks' own count is their sum)
+ *   src     the source files, for the line heat (aggregate/sources.h): why
+ *           (none were read, and why), or budget (total, per file), pids
+ *           (pid, root a process: its files are read under that root; -1
+ *           none), files (path, root, index into texts or -1, why not read),
+ *           hottest first, and texts (each distinct contents once)
  * Sorted stacks share long prefixes, so the stacks take about as many ids
  * as the call tree has nodes, and the page merges them into that tree in
  * one pass without lookups.
@@ -33,6 +38,7 @@
 
 #include "aggregate/aggregate.h"
 #include "aggregate/diff.h"
+#include "aggregate/sources.h"
 #include "aggregate/status.h"
 #include "core/errors.h"
 #include "core/text.h"
@@ -211,6 +217,7 @@ struct page_data {
 	struct flame_order fo;
 	struct groups gs;
 	struct strs strs;
+	long *text_of;          /* per source file, its index into the page's texts (-1: none) */
 };
 
 static int strs_build(struct page_data *d)
@@ -347,6 +354,67 @@ static void write_diff(FILE *o, const struct page_data *d)
 	fputc('}', o);
 }
 
+/* Each file's index into the page's texts: the first file of the same contents', or -1. */
+static int texts_build(struct page_data *d)
+{
+	const struct sources *s = d->m->sources;
+	long k = 0;
+
+	if (!s)
+		return 0;
+	d->text_of = calloc(s->n + 1, sizeof(*d->text_of));
+	if (!d->text_of)
+		return -PBP_E_NOMEM;
+	for (uint32_t i = 0; i < s->n; i++) {
+		const struct src_file *f = &s->f[i];
+
+		d->text_of[i] = -1;
+		for (uint32_t j = 0; f->text && j < i && d->text_of[i] < 0; j++)
+			if (s->f[j].text && s->f[j].len == f->len && !memcmp(s->f[j].text, f->text, f->len))
+				d->text_of[i] = d->text_of[j];
+		if (f->text && d->text_of[i] < 0)
+			d->text_of[i] = k++;
+	}
+	return 0;
+}
+
+static void write_sources(FILE *o, const struct page_data *d)
+{
+	const struct sources *s = d->m->sources;
+
+	fputs(",\n\"src\":{", o);
+	if (!s) {
+		fputs("\"why\":", o);
+		text_put_quoted(o, d->m->diff ? "a comparison of two profiles holds no source files"
+				: "this profile holds no source files: it was converted from collapsed stacks or "
+				  "pprof, which do not keep them", TEXT_HTML_JSON);
+		fputc('}', o);
+		return;
+	}
+	fprintf(o, "\"budget\":[%u,%u],\"embedded\":%zu,\"pids\":[", SRC_BUDGET, SRC_FILE_MAX, s->embedded);
+	for (uint32_t i = 0; i < s->npids; i++)
+		fprintf(o, "%s%u,%ld", i ? "," : "", s->pids[i].pid,
+			s->pids[i].root == SRC_NO_ROOT ? -1L : (long)s->pids[i].root);
+	fputs("],\"files\":[", o);
+	for (uint32_t i = 0; i < s->n; i++) {
+		const struct src_file *f = &s->f[i];
+
+		fputs(i ? ",[" : "[", o);
+		text_put_quoted(o, f->path, TEXT_HTML_JSON);
+		fprintf(o, ",%ld,%ld,", f->root == SRC_NO_ROOT ? -1L : (long)f->root, d->text_of[i]);
+		text_put_quoted(o, f->text ? "" : f->why, TEXT_HTML_JSON);
+		fputc(']', o);
+	}
+	fputs("],\"texts\":[", o);
+	for (uint32_t i = 0, k = 0; i < s->n; i++) {
+		if (d->text_of[i] != (long)k)
+			continue;       /* no text, or another file's */
+		fputs(k++ ? "," : "", o);
+		text_put_quoted(o, s->f[i].text, TEXT_HTML_JSON);
+	}
+	fputs("]}", o);
+}
+
 static void write_data(FILE *o, const struct page_data *d)
 {
 	fputs("{\"v\":1,", o);
@@ -358,6 +426,7 @@ static void write_data(FILE *o, const struct page_data *d)
 	write_stacks(o, d);
 	if (d->m->diff)
 		write_diff(o, d);
+	write_sources(o, d);
 	fputs("}", o);
 }
 
@@ -399,7 +468,10 @@ int html_write(const struct agg *a, const struct profile_meta *m, FILE *o)
 	if (!err)
 		err = strs_build(&d);
 	if (!err)
+		err = texts_build(&d);
+	if (!err)
 		err = write_page(o, &d);
+	free(d.text_of);
 	free(d.strs.s);
 	groups_free(&d.gs);
 	flame_order_free(&d.fo);

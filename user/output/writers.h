@@ -9,6 +9,7 @@
 
 struct agg;
 struct agg_diff;
+struct sources;
 struct timeline;
 
 /*
@@ -33,6 +34,11 @@ struct profile_meta {
 	 * aggregate given is diff->u.
 	 */
 	const struct agg_diff *diff;
+	/*
+	 * html only: the source files read at the end of a recording, for the
+	 * page's line heat; NULL: none were (convert, diff), which the page says.
+	 */
+	const struct sources *sources;
 	/* gecko only: when each sample was taken (a recording's); NULL: not kept */
 	const struct timeline *timeline;
 };

@@ -113,6 +113,7 @@ function selectFn(f) {
 function markFn(f) {
   selFn = f;
   saveView();
+  showSource();
   for (const tr of $("fns-body").children) {
     tr.className = +tr.dataset.f === selFn ? "sel" : "";
     if (tr.className) tr.scrollIntoView({ block: "nearest" });

@@ -157,6 +157,8 @@ window.pbp = {
   view: () => ({ view, sandwich: sandFn >= 0 ? fnName[sandFn] : null }),
   setView: (v, name) => { setView(v, name === undefined ? selFn : fnName.indexOf(name)); return view; },
   callers: () => upFrames,
+  /* the source panel's blocks: path, why (not shown) or lines {line, self, total, text} */
+  source: () => srcShown,
   theme: () => getComputedStyle(document.documentElement).getPropertyValue("--bg").trim(),
 };
 requestAnimationFrame(() => setTimeout(() => {

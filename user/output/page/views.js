@@ -74,7 +74,7 @@ function calleesOf(f) {
 function rebuild(own = true) {
   const mask = maskFor($("filter").value);
   if (own || view === "graph") build(mask);
-  if (own) { info(); legend(); fnTable(); }
+  if (own) { info(); legend(); fnTable(); showSource(); }
   zoom = 0;                             /* node numbers changed */
   upFrames = [];
   upCanvas.hidden = $("sand-title").hidden = view !== "sandwich";

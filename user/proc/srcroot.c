@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The profiled processes' roots and working directories, held open so that
+ * their source files can be read at the end of a run (the html page's line
+ * heat), inside the process's own view of the file system: openat2 with
+ * RESOLVE_IN_ROOT keeps every path, symlinks and ".." included, under the
+ * directory it starts from, as the process would see it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "proc/srcroot.h"
+#include "core/errors.h"
+
+void srcroots_init(struct srcroots *s)
+{
+	memset(s, 0, sizeof(*s));
+}
+
+/* Its fsuid and groups (fsgid first), from /proc/PID/status: who may read what. */
+static int read_creds(pid_t pid, struct srcroot *r)
+{
+	char path[64], line[1024];
+	unsigned long u[4];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (!(f = fopen(path, "re")))
+		return -PBP_E_GONE;
+	r->ngid = 0;
+	r->uid = (uid_t)-1;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Uid: %lu %lu %lu %lu", &u[0], &u[1], &u[2], &u[3]) == 4)
+			r->uid = (uid_t)u[3];
+		else if (sscanf(line, "Gid: %lu %lu %lu %lu", &u[0], &u[1], &u[2], &u[3]) == 4 && !r->ngid)
+			r->gid[r->ngid++] = (gid_t)u[3];
+		else if (!strncmp(line, "Groups:", 7)) {
+			char *p = line + 7, *e;
+
+			for (unsigned long g; r->ngid < SRCROOT_GROUPS && (g = strtoul(p, &e, 10), e != p); p = e)
+				r->gid[r->ngid++] = (gid_t)g;
+		}
+	}
+	fclose(f);
+	return r->uid == (uid_t)-1 ? -PBP_E_GONE : 0;
+}
+
+static int open_dir(pid_t pid, const char *what, int *fd, dev_t *dev, ino_t *ino)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, what);
+	*fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (*fd < 0)
+		return errno == EACCES || errno == EPERM ? -PBP_E_PERM
+			: errno == EMFILE || errno == ENFILE ? -PBP_E_MFILE : -PBP_E_GONE;
+	if (fstat(*fd, &st) != 0) {
+		close(*fd);
+		*fd = -1;
+		return -PBP_E_GONE;
+	}
+	*dev = st.st_dev;
+	*ino = st.st_ino;
+	return 0;
+}
+
+static int find_root(const struct srcroots *s, const struct srcroot *r)
+{
+	for (uint32_t i = 0; i < s->n; i++)
+		if (s->r[i].root_dev == r->root_dev && s->r[i].root_ino == r->root_ino &&
+		    s->r[i].cwd_dev == r->cwd_dev && s->r[i].cwd_ino == r->cwd_ino && s->r[i].uid == r->uid)
+			return (int)i;
+	return -1;
+}
+
+/* pid's entry: one already held for the same root, cwd and user, or a new one. */
+static int open_root(struct srcroots *s, pid_t pid, uint32_t *idx)
+{
+	struct srcroot r = { .root_fd = -1, .cwd_fd = -1 };
+	int err = read_creds(pid, &r), k;
+
+	if (!err)
+		err = open_dir(pid, "root", &r.root_fd, &r.root_dev, &r.root_ino);
+	if (!err)
+		err = open_dir(pid, "cwd", &r.cwd_fd, &r.cwd_dev, &r.cwd_ino);
+	if (!err && (k = find_root(s, &r)) >= 0)
+		*idx = (uint32_t)k;
+	else if (!err && s->n >= SRCROOT_MAX)
+		err = -PBP_E_LIMIT;
+	else if (!err) {
+		*idx = s->n;
+		s->r[s->n++] = r;
+		return 0;
+	}
+	if (r.root_fd >= 0)
+		close(r.root_fd);
+	if (r.cwd_fd >= 0)
+		close(r.cwd_fd);
+	return err;
+}
+
+/* The first pid slot at or above pid (pids are kept sorted). */
+static uint32_t pid_slot(const struct srcroots *s, uint32_t pid)
+{
+	uint32_t lo = 0, hi = s->npids;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (s->pids[mid].pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+uint32_t srcroots_of(const struct srcroots *s, uint32_t pid)
+{
+	uint32_t k = pid_slot(s, pid);
+
+	return k < s->npids && s->pids[k].pid == pid ? s->pids[k].root : SRCROOT_NONE;
+}
+
+int srcroots_add(struct srcroots *s, pid_t pid)
+{
+	uint32_t idx = SRCROOT_NONE, k;
+	int err;
+
+	if (srcroots_of(s, (uint32_t)pid) != SRCROOT_NONE)
+		return 0;       /* its first root kept: an exec'd process is the same process */
+	if (s->npids >= SRCROOT_MAX_PIDS)
+		return -PBP_E_LIMIT;
+	if (!s->pids && !(s->pids = calloc(SRCROOT_MAX_PIDS, sizeof(*s->pids))))
+		return -PBP_E_NOMEM;
+	err = open_root(s, pid, &idx);
+	if (err)
+		return err;
+	k = pid_slot(s, (uint32_t)pid);
+	memmove(&s->pids[k + 1], &s->pids[k], (s->npids - k) * sizeof(*s->pids));
+	s->pids[k].pid = (uint32_t)pid;
+	s->pids[k].root = idx;
+	s->npids++;
+	return 0;
+}
+
+/* What the process could read itself: the file's owner, group or other bits. */
+static bool may_read(const struct srcroot *r, const struct stat *st)
+{
+	if (r->uid == 0 || st->st_mode & S_IROTH)
+		return true;
+	if (st->st_uid == r->uid)
+		return st->st_mode & S_IRUSR;
+	for (int i = 0; i < r->ngid; i++)
+		if (st->st_gid == r->gid[i])
+			return st->st_mode & S_IRGRP;
+	return false;
+}
+
+static bool is_py(const char *path)
+{
+	size_t n = strlen(path);
+
+	return n > 3 && !strcmp(path + n - 3, ".py");
+}
+
+static int say(char *why, size_t len, int err, const char *fmt, const char *arg)
+{
+	snprintf(why, len, fmt, arg);
+	return err;
+}
+
+/* The whole of fd (at most max + 1 bytes read) into *text. */
+static int read_all(int fd, size_t size, size_t max, char **text, size_t *len, char *why, size_t wl)
+{
+	size_t n = 0, cap = (size < max ? size : max) + 2;
+	char *buf = malloc(cap);
+	ssize_t got;
+
+	if (!buf)
+		return -PBP_E_NOMEM;
+	while (n < cap - 1 && (got = read(fd, buf + n, cap - 1 - n)) != 0) {
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			free(buf);
+			return say(why, wl, -PBP_E_IO, "%s", strerror(errno));
+		}
+		n += (size_t)got;
+	}
+	if (n > max) {
+		free(buf);
+		return -PBP_E_LIMIT;
+	}
+	buf[n] = '\0';
+	if (memchr(buf, '\0', n)) {
+		free(buf);
+		return say(why, wl, -PBP_E_INVAL, "%s", "it holds NUL bytes: not source text");
+	}
+	*text = buf;
+	*len = n;
+	return 0;
+}
+
+int srcroots_read(const struct srcroots *s, uint32_t root, const char *path, size_t max, char **text,
+		  size_t *len, size_t *size, char *why, size_t whylen)
+{
+	struct open_how how = { .flags = O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC,
+				.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+	const struct srcroot *r;
+	struct stat st;
+	int fd, err;
+
+	*text = NULL;
+	*size = 0;
+	if (root >= s->n)
+		return say(why, whylen, -PBP_E_GONE, "%s", "the process's root was not opened");
+	if (!is_py(path))
+		return say(why, whylen, -PBP_E_INVAL, "%s", "not a .py file");
+	r = &s->r[root];
+	fd = (int)syscall(SYS_openat2, path[0] == '/' ? r->root_fd : r->cwd_fd, path, &how, sizeof(how));
+	if (fd < 0)
+		return say(why, whylen, errno == ENOENT ? -PBP_E_NOENT : -PBP_E_IO, "%s", strerror(errno));
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+		err = say(why, whylen, -PBP_E_INVAL, "%s", "not a regular file");
+	else if (!may_read(r, &st))
+		err = say(why, whylen, -PBP_E_PERM, "%s", "the process itself may not read it");
+	else {
+		*size = (size_t)st.st_size;
+		err = (size_t)st.st_size > max ? -PBP_E_LIMIT : read_all(fd, *size, max, text, len, why, whylen);
+	}
+	close(fd);
+	return err;
+}
+
+void srcroots_close(struct srcroots *s)
+{
+	for (uint32_t i = 0; i < s->n; i++) {
+		close(s->r[i].root_fd);
+		close(s->r[i].cwd_fd);
+	}
+	free(s->pids);
+	srcroots_init(s);
+}
