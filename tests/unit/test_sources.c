@@ -22,7 +22,7 @@
 static uint32_t fake_root(void *ctx, uint32_t pid)
 {
 	(void)ctx;
-	return pid == 1 ? 0 : pid == 2 ? 1 : SRC_NO_ROOT;
+	return pid == 1 ? 0 : pid == 2 ? 1 : pid == 4 ? SRC_ROOTS_FULL : SRC_NO_ROOT;
 }
 
 /* Sizes by name: huge.py over the per-file cap, mN.py 500 KiB each, others a line. */
@@ -75,25 +75,27 @@ static void test_ranked_within_budget(void)
 	add(a, 1, twice, 3, 100);               /* a.py twice in a stack: counted once */
 	add(a, 2, twice, 3, 7);                 /* the same path under another root: another file */
 	add(a, 3, twice, 1, 5);                 /* a process whose root was never opened */
+	add(a, 4, twice, 1, 4);                 /* one past the table of roots */
 	add(a, 1, huge, 1, 90);
 	add(a, 1, gone, 1, 80);
 	for (uint32_t i = 0; i < 5; i++)
 		add(a, 1, &m[i], 1, 60 - i);    /* m1 hottest: m1-m4 fit the budget, m5 does not */
 	CHECK_EQ_INT(sources_collect(a, &rd, &s), 0);
-	CHECK_EQ_INT(s.n, 12);
+	CHECK_EQ_INT(s.n, 13);
 	CHECK_EQ_STR(s.f[0].path, "a.py");
 	CHECK_EQ_INT(s.f[0].samples, 100);
 	CHECK(s.f[0].text && s.f[0].len == 8);
 	CHECK_EQ_INT(find(&s, 1, "a.py")->samples, 7);
 	CHECK(find(&s, 1, "a.py")->text != NULL);
 	CHECK_EQ_STR(find(&s, SRC_NO_ROOT, "a.py")->why, "the process had exited before its files could be opened");
+	CHECK_EQ_STR(find(&s, SRC_ROOTS_FULL, "a.py")->why, "too many processes' roots were held already");
 	CHECK_EQ_STR(find(&s, 0, "huge.py")->why, "left out: 600 KiB, over the 512 KiB a file may take");
 	CHECK_EQ_STR(find(&s, 0, "gone.py")->why, "No such file or directory");
 	CHECK(find(&s, 0, "m4.py")->text != NULL);
 	CHECK(find(&s, 0, "m5.py")->text == NULL);
 	CHECK(strstr(find(&s, 0, "m5.py")->why, "more than the ") != NULL);
 	CHECK(s.embedded <= SRC_BUDGET);
-	CHECK_EQ_INT(s.npids, 3);
+	CHECK_EQ_INT(s.npids, 4);
 	sources_free(&s);
 	agg_free(a);
 }
@@ -126,9 +128,20 @@ static void test_reader(void)
 	snprintf(path, sizeof(path), "%s/none.py", dir);
 	CHECK_EQ_INT(srcroots_read(&r, 0, path, 100, &text, &len, &size, why, sizeof(why)), -PBP_E_NOENT);
 	CHECK_EQ_STR(why, "No such file or directory");
-	CHECK_EQ_INT(srcroots_read(&r, 0, "/etc/passwd", 1 << 20, &text, &len, &size, why, sizeof(why)),
+	CHECK_EQ_INT(srcroots_read(&r, 0, "/no/such/notes.txt", 1 << 20, &text, &len, &size, why, sizeof(why)),
 		     -PBP_E_INVAL);
 	CHECK_EQ_STR(why, "not a .py file");
+	CHECK_EQ_INT(srcroots_read(&r, 0, "/etc/passwd", 1 << 20, &text, &len, &size, why, sizeof(why)),
+		     -PBP_E_INVAL);     /* no extension, and no #! line naming python */
+	CHECK_EQ_STR(why, "not a .py file, nor a script whose #! line names python");
+	CHECK(text == NULL);
+	snprintf(path, sizeof(path), "%s/tool", dir);
+	f = fopen(path, "w");
+	fputs("#!/usr/bin/python3\nimport sys\n", f);
+	fclose(f);
+	CHECK_EQ_INT(srcroots_read(&r, 0, path, 100, &text, &len, &size, why, sizeof(why)), 0);
+	free(text);
+	unlink(path);
 	snprintf(path, sizeof(path), "%s/nul.py", dir);
 	f = fopen(path, "w");
 	fwrite("a\0b", 1, 3, f);

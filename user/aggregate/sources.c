@@ -165,8 +165,11 @@ static int read_files(const struct src_reader *rd, struct sources *s)
 		size_t size = 0;
 		int err;
 
-		if (f->root == SRC_NO_ROOT) {
-			snprintf(f->why, sizeof(f->why), "the process had exited before its files could be opened");
+		if (!SRC_IS_ROOT(f->root)) {
+			snprintf(f->why, sizeof(f->why), "%s", f->root == SRC_NO_ROOT
+				 ? "the process had exited before its files could be opened"
+				 : f->root == SRC_ROOTS_FULL ? "too many processes' roots were held already"
+				 : "not allowed to open the process's root");
 			continue;
 		}
 		if (!left) {

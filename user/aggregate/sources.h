@@ -17,10 +17,14 @@ struct agg;
 #define SRC_BUDGET (2u << 20)       /* bytes of source a page embeds, all files together */
 #define SRC_FILE_MAX (512u << 10)   /* bytes of one file */
 #define SRC_MAX_FILES 4096          /* files listed (the hottest); the rest are not named */
-#define SRC_NO_ROOT UINT32_MAX      /* a process whose root was not known */
+/* Not a root: why a process's files cannot be read (see srcroot.h, which has the same codes). */
+#define SRC_NO_ROOT UINT32_MAX          /* its root was never opened: it had exited first */
+#define SRC_ROOTS_FULL (UINT32_MAX - 1) /* too many roots were held already */
+#define SRC_ROOT_DENIED (UINT32_MAX - 2) /* not allowed to open its root */
+#define SRC_IS_ROOT(r) ((r) < SRC_ROOT_DENIED)
 
 struct src_file {
-	uint32_t root;          /* the reader's root index, or SRC_NO_ROOT */
+	uint32_t root;          /* the reader's root index, or why none (SRC_NO_ROOT, ...) */
 	const char *path;       /* the frames' file name (the aggregate's string) */
 	uint64_t samples;       /* of the stacks through it, each once */
 	char *text;             /* read whole: its contents (NUL-terminated), else NULL */
@@ -45,7 +49,7 @@ struct sources {
  * is larger than max, another -PBP_E_* with why filled.
  */
 struct src_reader {
-	uint32_t (*root_of)(void *ctx, uint32_t pid);   /* SRC_NO_ROOT: not known */
+	uint32_t (*root_of)(void *ctx, uint32_t pid);   /* a root, or why none (SRC_NO_ROOT, ...) */
 	int (*read)(void *ctx, uint32_t root, const char *path, size_t max, char **text, size_t *len,
 		    size_t *size, char *why, size_t whylen);
 	void *ctx;

@@ -472,7 +472,8 @@ static uint32_t source_root(void *ctx, uint32_t pid)
 {
 	uint32_t root = srcroots_of(ctx, pid);
 
-	return root == SRCROOT_NONE ? SRC_NO_ROOT : root;
+	return root == SRCROOT_NONE ? SRC_NO_ROOT : root == SRCROOT_FULL ? SRC_ROOTS_FULL
+		: root == SRCROOT_DENIED ? SRC_ROOT_DENIED : root;
 }
 
 static int read_source(void *ctx, uint32_t root, const char *path, size_t max, char **text, size_t *len,

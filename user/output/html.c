@@ -23,8 +23,8 @@
  *           stacks' order and encoding (the stacks' own count is their sum)
  *   src     the source files, for the line heat (aggregate/sources.h): why
  *           (none were read, and why), or budget (total, per file), pids
- *           (pid, root a process: its files are read under that root; -1
- *           none), files (path, root, index into texts or -1, why not read),
+ *           (pid, root a process: its files are read under that root; < 0
+ *           none, see root_id), files (path, root, index into texts or -1, why not read),
  *           hottest first, and texts (each distinct contents once)
  * Sorted stacks share long prefixes, so the stacks take about as many ids
  * as the call tree has nodes, and the page merges them into that tree in
@@ -378,6 +378,12 @@ static int texts_build(struct page_data *d)
 	return 0;
 }
 
+/* A root as the page has it: its index, or why none as -1, -2, -3 (SRC_NO_ROOT, ...). */
+static long root_id(uint32_t root)
+{
+	return SRC_IS_ROOT(root) ? (long)root : (long)root - (long)UINT32_MAX - 1;
+}
+
 static void write_sources(FILE *o, const struct page_data *d)
 {
 	const struct sources *s = d->m->sources;
@@ -394,14 +400,14 @@ static void write_sources(FILE *o, const struct page_data *d)
 	fprintf(o, "\"budget\":[%u,%u],\"embedded\":%zu,\"pids\":[", SRC_BUDGET, SRC_FILE_MAX, s->embedded);
 	for (uint32_t i = 0; i < s->npids; i++)
 		fprintf(o, "%s%u,%ld", i ? "," : "", s->pids[i].pid,
-			s->pids[i].root == SRC_NO_ROOT ? -1L : (long)s->pids[i].root);
+			root_id(s->pids[i].root));
 	fputs("],\"files\":[", o);
 	for (uint32_t i = 0; i < s->n; i++) {
 		const struct src_file *f = &s->f[i];
 
 		fputs(i ? ",[" : "[", o);
 		text_put_quoted(o, f->path, TEXT_HTML_JSON);
-		fprintf(o, ",%ld,%ld,", f->root == SRC_NO_ROOT ? -1L : (long)f->root, d->text_of[i]);
+		fprintf(o, ",%ld,%ld,", root_id(f->root), d->text_of[i]);
 		text_put_quoted(o, f->text ? "" : f->why, TEXT_HTML_JSON);
 		fputc(']', o);
 	}

@@ -76,39 +76,61 @@ static int open_dir(pid_t pid, const char *what, int *fd, dev_t *dev, ino_t *ino
 	return 0;
 }
 
-static int find_root(const struct srcroots *s, const struct srcroot *r)
+static int find_root(const struct srcroots *s, const struct srcroot *r, bool with_cwd)
 {
-	for (uint32_t i = 0; i < s->n; i++)
-		if (s->r[i].root_dev == r->root_dev && s->r[i].root_ino == r->root_ino &&
-		    s->r[i].cwd_dev == r->cwd_dev && s->r[i].cwd_ino == r->cwd_ino && s->r[i].uid == r->uid)
+	for (uint32_t i = 0; i < s->n; i++) {
+		const struct srcroot *e = &s->r[i];
+
+		if (e->root_dev != r->root_dev || e->root_ino != r->root_ino || e->uid != r->uid)
+			continue;
+		if (with_cwd ? e->cwd_fd >= 0 && e->cwd_dev == r->cwd_dev && e->cwd_ino == r->cwd_ino
+			     : e->cwd_fd < 0)
 			return (int)i;
+	}
 	return -1;
 }
 
-/* pid's entry: one already held for the same root, cwd and user, or a new one. */
+/*
+ * pid's entry: one held for the same root, cwd and user; a new one while
+ * there is room for cwds; then one for the root and user alone, without a
+ * cwd (not another's: its relative paths would name other files).
+ */
+static int pick_root(struct srcroots *s, struct srcroot *r, uint32_t *idx)
+{
+	int k = find_root(s, r, true);
+
+	if (k < 0 && s->n >= SRCROOT_MAX_CWD) {
+		close(r->cwd_fd);
+		r->cwd_fd = -1;
+		k = find_root(s, r, false);
+	}
+	if (k >= 0) {
+		*idx = (uint32_t)k;
+		return 1;       /* r is not kept */
+	}
+	if (s->n >= SRCROOT_MAX)
+		return -PBP_E_LIMIT;
+	*idx = s->n;
+	s->r[s->n++] = *r;
+	return 0;
+}
+
 static int open_root(struct srcroots *s, pid_t pid, uint32_t *idx)
 {
 	struct srcroot r = { .root_fd = -1, .cwd_fd = -1 };
-	int err = read_creds(pid, &r), k;
+	int err = read_creds(pid, &r);
 
 	if (!err)
 		err = open_dir(pid, "root", &r.root_fd, &r.root_dev, &r.root_ino);
 	if (!err)
 		err = open_dir(pid, "cwd", &r.cwd_fd, &r.cwd_dev, &r.cwd_ino);
-	if (!err && (k = find_root(s, &r)) >= 0)
-		*idx = (uint32_t)k;
-	else if (!err && s->n >= SRCROOT_MAX)
-		err = -PBP_E_LIMIT;
-	else if (!err) {
-		*idx = s->n;
-		s->r[s->n++] = r;
+	if (!err && (err = pick_root(s, &r, idx)) == 0)
 		return 0;
-	}
 	if (r.root_fd >= 0)
 		close(r.root_fd);
 	if (r.cwd_fd >= 0)
 		close(r.cwd_fd);
-	return err;
+	return err > 0 ? 0 : err;
 }
 
 /* The first pid slot at or above pid (pids are kept sorted). */
@@ -146,14 +168,16 @@ int srcroots_add(struct srcroots *s, pid_t pid)
 	if (!s->pids && !(s->pids = calloc(SRCROOT_MAX_PIDS, sizeof(*s->pids))))
 		return -PBP_E_NOMEM;
 	err = open_root(s, pid, &idx);
-	if (err)
+	if (err == -PBP_E_LIMIT || err == -PBP_E_PERM || err == -PBP_E_MFILE)
+		idx = err == -PBP_E_PERM ? SRCROOT_DENIED : SRCROOT_FULL;  /* said in the page */
+	else if (err)
 		return err;
 	k = pid_slot(s, (uint32_t)pid);
 	memmove(&s->pids[k + 1], &s->pids[k], (s->npids - k) * sizeof(*s->pids));
 	s->pids[k].pid = (uint32_t)pid;
 	s->pids[k].root = idx;
 	s->npids++;
-	return 0;
+	return err;
 }
 
 /* What the process could read itself: the file's owner, group or other bits. */
@@ -169,11 +193,29 @@ static bool may_read(const struct srcroot *r, const struct stat *st)
 	return false;
 }
 
-static bool is_py(const char *path)
+static bool ends_with(const char *s, const char *end)
 {
-	size_t n = strlen(path);
+	size_t n = strlen(s), k = strlen(end);
 
-	return n > 3 && !strcmp(path + n - 3, ".py");
+	return n > k && !strcmp(s + n - k, end);
+}
+
+/* A Python source by its name, or a script with no extension (checked by its first line). */
+static bool is_py_name(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	return ends_with(path, ".py") || ends_with(path, ".pyw") || !strchr(base ? base + 1 : path, '.');
+}
+
+/* A script named without .py: its first line is a #! naming python (pytest-3, gunicorn). */
+static bool is_py_script(const char *path, const char *text)
+{
+	const char *nl = strchr(text, '\n');
+	size_t n = nl ? (size_t)(nl - text) : strlen(text);
+
+	return ends_with(path, ".py") || ends_with(path, ".pyw") ||
+	       (!strncmp(text, "#!", 2) && memmem(text, n, "python", 6));
 }
 
 static int say(char *why, size_t len, int err, const char *fmt, const char *arg)
@@ -227,9 +269,12 @@ int srcroots_read(const struct srcroots *s, uint32_t root, const char *path, siz
 	*size = 0;
 	if (root >= s->n)
 		return say(why, whylen, -PBP_E_GONE, "%s", "the process's root was not opened");
-	if (!is_py(path))
+	if (!is_py_name(path))
 		return say(why, whylen, -PBP_E_INVAL, "%s", "not a .py file");
 	r = &s->r[root];
+	if (path[0] != '/' && r->cwd_fd < 0)
+		return say(why, whylen, -PBP_E_INVAL, "%s", "a relative path, and the process's working "
+			   "directory was not kept (too many processes' were)");
 	fd = (int)syscall(SYS_openat2, path[0] == '/' ? r->root_fd : r->cwd_fd, path, &how, sizeof(how));
 	if (fd < 0)
 		return say(why, whylen, errno == ENOENT ? -PBP_E_NOENT : -PBP_E_IO, "%s", strerror(errno));
@@ -241,6 +286,11 @@ int srcroots_read(const struct srcroots *s, uint32_t root, const char *path, siz
 		*size = (size_t)st.st_size;
 		err = (size_t)st.st_size > max ? -PBP_E_LIMIT : read_all(fd, *size, max, text, len, why, whylen);
 	}
+	if (!err && !is_py_script(path, *text)) {
+		free(*text);
+		*text = NULL;
+		err = say(why, whylen, -PBP_E_INVAL, "%s", "not a .py file, nor a script whose #! line names python");
+	}
 	close(fd);
 	return err;
 }
@@ -249,7 +299,8 @@ void srcroots_close(struct srcroots *s)
 {
 	for (uint32_t i = 0; i < s->n; i++) {
 		close(s->r[i].root_fd);
-		close(s->r[i].cwd_fd);
+		if (s->r[i].cwd_fd >= 0)
+			close(s->r[i].cwd_fd);
 	}
 	free(s->pids);
 	srcroots_init(s);

@@ -12,13 +12,20 @@
  * run: its root and working directory, opened when it became a target and
  * held, so its files can be read after it exited (and not from the host's
  * path, which may be another file). Processes that share both share one
- * entry. Only a file the process itself may read (its owner, group or
- * other bits against the process's uid and groups), regular, named *.py,
- * is read: a target names its files, and pybpfprof reads as root.
+ * entry (once SRCROOT_MAX_CWD are held, processes share an entry by root
+ * alone, without a cwd). Only a file the process itself may read (its owner, group or
+ * other bits against the process's uid and groups), regular, named *.py
+ * (or *.pyw, or with no extension and a #! line naming python: a script
+ * such as pytest-3), is read: a target names its files, and pybpfprof reads
+ * as root.
  */
-#define SRCROOT_MAX 64          /* distinct (root, cwd) pairs held, two descriptors each */
+#define SRCROOT_MAX 64          /* entries held, two descriptors each at most */
+#define SRCROOT_MAX_CWD 48      /* past this many, a new entry keeps no cwd (relative paths are refused) */
 #define SRCROOT_MAX_PIDS 65536
-#define SRCROOT_NONE UINT32_MAX /* a process whose root was not opened */
+/* Not an entry: why a process has none. */
+#define SRCROOT_NONE UINT32_MAX         /* never opened: it had exited first */
+#define SRCROOT_FULL (UINT32_MAX - 1)   /* SRCROOT_MAX entries held already */
+#define SRCROOT_DENIED (UINT32_MAX - 2) /* not allowed to open its root */
 #define SRCROOT_GROUPS 32
 
 struct srcroot {
@@ -38,9 +45,12 @@ struct srcroots {
 };
 
 void srcroots_init(struct srcroots *s);
-/* Open pid's root and cwd (once a pid): 0, or -PBP_E_* (gone, not allowed, table full). */
+/*
+ * Open pid's root and cwd (once a pid): 0, or -PBP_E_* (gone, not allowed,
+ * table full; srcroots_of then says which).
+ */
 int srcroots_add(struct srcroots *s, pid_t pid);
-/* The entry pid's files are read under, SRCROOT_NONE when none. */
+/* The entry pid's files are read under, or why none: SRCROOT_NONE, _FULL, _DENIED. */
 uint32_t srcroots_of(const struct srcroots *s, uint32_t pid);
 /*
  * path (absolute: under the root; relative: under the cwd) read whole into

@@ -144,8 +144,7 @@ function showSource() {
   const blocks = new Map();
   for (const [root, h] of lineHeat(f)) {
     const e = srcFile.get(root + "\0" + file);
-    const why = root < 0 ? "the process had exited before its files could be opened"
-      : !e ? `not among the ${fmt(SOURCES.files.length)} hottest files listed` : e.why;
+    const why = e ? e.why : `not among the ${fmt(SOURCES.files.length)} hottest files listed`;
     const key = e && e.t >= 0 ? "t" + e.t : "w" + why;
     let b = blocks.get(key);
     if (!b) blocks.set(key, (b = { text: e && e.t >= 0 ? SOURCES.texts[e.t] : null, why, lines: new Map(), total: 0, pids: [] }));
