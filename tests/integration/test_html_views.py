@@ -99,6 +99,20 @@ def test_inverted_roots_are_leaf_functions(tmp_path, page):  # noqa: F811
     under = [f["text"] for f in drawn if f["depth"] > 1 and f["x"] >= frame(page, "compute (app.py:20)")["x"]
              and f["x"] < frame(page, "compute (app.py:20)")["x"] + 1]
     assert under[:3] == ["main (app.py:5)", "<module> (app.py:10)", "thread 100 MainThread"]
+    # each stack's status is kept, last: under the process label, as the graph's leaves
+    leaves = collections.Counter()
+    for f in drawn:
+        if f["text"].startswith("[") and f["depth"] > 1:
+            leaves[f["text"]] += f["samples"]
+    assert leaves == status_totals(KNOWN)
+    assert [f["text"] for f in drawn if f["x"] == frame(page, "compute (app.py:20)")["x"]][-2:] == [
+        "process 42 python3 app.py", "[running]"]
+    # so colouring by status works there: compute's chain ran, wait_io's slept
+    page.eval("(() => { const s = document.getElementById('colour'); s.value = 'status';"
+              " s.dispatchEvent(new Event('change')); })()")
+    fills = {f["text"]: f["fill"] for f in frames(page)}
+    assert fills["compute (app.py:20)"] == fills["[running]"] != fills["[sleeping]"]
+    assert fills["wait_io (/usr/lib/python3.11/socket.py:700)"] == fills["[sleeping]"]
     # the table still counts the page's own stacks
     assert page.eval("pbp.table()") == table
     page.screenshot(artifact("html-inverted.png"))
@@ -237,7 +251,7 @@ def test_keyboard_navigation(tmp_path, page):  # noqa: F811
     assert_clean(page)
 
 
-def test_dark_theme_and_toggle(tmp_path, page):  # noqa: F811
+def test_dark_theme_and_toggle(tmp_path, browser, page):  # noqa: F811
     path = convert(tmp_path, "known", KNOWN, ".html")
     page.call("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
     try:
@@ -250,11 +264,20 @@ def test_dark_theme_and_toggle(tmp_path, page):  # noqa: F811
         press(page, "theme")
         assert page.eval("pbp.theme()") == "#fff"
         page.screenshot(artifact("html-dark-toggled.png"))
+        assert "theme=light" in page.eval("location.href")
         press(page, "theme")
         assert page.eval("pbp.theme()") == "#17171c"
+        url = page.eval("location.href")
+        assert "theme=dark" in url
         assert_clean(page)
     finally:
         page.call("Emulation.setEmulatedMedia", {"features": []})
+    second = reopen(browser, url)               # a light system: the link keeps the page dark
+    try:
+        assert second.eval("pbp.theme()") == "#17171c"
+        assert_clean(second)
+    finally:
+        second.close()
 
 
 def test_sandwich_and_inverted_of_a_diff(tmp_path, page):  # noqa: F811

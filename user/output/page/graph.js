@@ -52,7 +52,8 @@ function render(cv = canvas, up = false) {
   ctx.font = FONT;
   ctx.textBaseline = "middle";
   charW = ctx.measureText("MMMMMMMMMM").width / 10;
-  byStatus = $("colour").value === "status" && statusName.size > 0 && view === "graph";
+  /* not a sandwich: its callers' canvas has no statuses to colour by */
+  byStatus = $("colour").value === "status" && statusName.size > 0 && view !== "sandwich";
   for (let a = par[zoom]; a >= 0; a = par[a]) box(a, 0, W, true);
   box(zoom, 0, W, false);
   ctx.globalAlpha = 1;

@@ -10,8 +10,9 @@ function zoomTo(i) {
 
 /* ------------------------------------------------------------ the view in the URL */
 
-/* Thread filter, search, zoom (the frame texts from the root down) and the
-   selected function in the fragment, so a link or a reload opens the same
+/* Thread filter, search, zoom (the frame texts from the root down), the
+   selected function, the view, statuses left out and the theme (once
+   toggled) in the fragment, so a link or a reload opens the same
    view: #filter=g2&search=fib&zoom=...&fn=... (nothing leaves the page). */
 function saveView() {
   const p = new URLSearchParams();
@@ -27,6 +28,7 @@ function saveView() {
   if (view !== "graph") p.set("view", view);
   if (sandFn >= 0) p.set("sandwich", fnName[sandFn]);
   if (hideStatus.size) p.set("hide", [...hideStatus].map((s) => statusName.get(s)).join("\n"));
+  if (document.documentElement.dataset.theme) p.set("theme", document.documentElement.dataset.theme);
   const h = p.toString();
   try { history.replaceState(null, "", h ? "#" + h : location.pathname + location.search); } catch (e) { /* a sandboxed page */ }
 }
@@ -112,6 +114,7 @@ $("theme").addEventListener("click", () => {
   document.documentElement.dataset.theme = dark ? "light" : "dark";
   if (view === "sandwich") rebuild(false);   /* its callers' canvas drawn again */
   render();
+  saveView();
 });
 let resizing = false;
 addEventListener("resize", () => {
@@ -126,6 +129,7 @@ $("colour-box").hidden = statusName.size === 0 || !!DIFF;
 if (DIFF) document.querySelector("h1").textContent = "pybpfprof differential flame graph";
 setupFilter();
 const saved = new URLSearchParams(location.hash.slice(1));
+if (["light", "dark"].includes(saved.get("theme"))) document.documentElement.dataset.theme = saved.get("theme");
 if ([...$("filter").options].some((o) => o.value === saved.get("filter"))) $("filter").value = saved.get("filter");
 for (const [s, name] of statusName) if ((saved.get("hide") || "").split("\n").includes(name)) hideStatus.add(s);
 sandFn = fnName.indexOf(saved.get("sandwich") || "");

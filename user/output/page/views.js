@@ -46,7 +46,9 @@ function derive(make) {
 }
 
 /* Bottom-up: the Python frames leaf first (a stack without any: its
-   status), then the thread and process labels; statuses left out. */
+   status), then the thread and process labels, then the status, kept last:
+   under each caller chain its samples split by status, which colouring by
+   status reads as in the graph. */
 function inverted(fr) {
   const fns = [], labels = [];
   let status = -1;
@@ -54,8 +56,9 @@ function inverted(fr) {
     const k = kindOf(l);
     if (k === PY) fns.push(l); else if (k === STATUS) status = l; else labels.push(l);
   }
-  if (!fns.length && status >= 0) fns.push(status);
-  return fns.reverse().concat(labels.reverse());
+  const out = (fns.length ? fns : status >= 0 ? [status] : []).reverse().concat(labels.reverse());
+  if (fns.length && status >= 0) out.push(status);
+  return out;
 }
 
 /* A stack through function f, from its outermost call of f (so a recursive
