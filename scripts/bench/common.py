@@ -10,7 +10,7 @@ PBP = os.environ.get("PBP_BIN") or os.path.join(REPO, "build", "pybpfprof")
 DEFAULT_RESULTS = os.path.join(REPO, "bench", "RESULTS.md")
 PYENV = os.environ.get("PYENV_ROOT") or "/root/.pyenv"
 CHROOT = os.environ.get("PBP_CHROOT", "/var/cache/pybpfprof/sid-chroot").rstrip("/")
-SCENARIOS = ["slowdown", "cost", "reads", "wall", "host", "pool", "top", "deep", "rate"]
+SCENARIOS = ["slowdown", "cost", "reads", "wall", "host", "pool", "top", "deep", "rate", "page"]
 ANALYSIS_BEGIN = "<!-- analysis: begin (hand-written, kept across runs) -->"
 ANALYSIS_END = "<!-- analysis: end -->"
 
@@ -22,10 +22,10 @@ ANALYSIS_END = "<!-- analysis: end -->"
 # holds too few samples to tell a few µs per sample from the noise here.
 FULL = dict(reps=5, slow_reps=9, deep_reps=5, work_s=2.0, run_s=5.0, low_run_s=15.0,
             warm_s=1.0, host_run_s=6.0, host_warm_s=2.5, host_procs=50, pool_run_s=10.0,
-            top_run_s=15.0)
+            top_run_s=15.0, page_reps=5)
 QUICK = dict(reps=2, slow_reps=2, deep_reps=2, work_s=0.4, run_s=1.2, low_run_s=1.2,
              warm_s=0.5, host_run_s=2.5, host_warm_s=1.2, host_procs=50, pool_run_s=3.0,
-             top_run_s=4.0)
+             top_run_s=4.0, page_reps=2)
 
 RATES = [99, 999, 9999]
 HIGH_RATES = [10000, 20000, 50000]
@@ -56,6 +56,8 @@ TARGETS = {
     "host_hwm_mb": ("<", 100.0),
     "pool_ratio": ("<=", 1.5),
     "top_core_pct": ("<", 1.0),
+    "page_open_ms": ("<", 2000.0),
+    "page_size_ratio": ("<=", 1.5),
 }
 
 

@@ -7,6 +7,7 @@ import time
 
 import cost
 import host
+import page
 import pool
 import slowdown
 import top
@@ -23,6 +24,7 @@ class Bench(object):
         self.cfg, self.interps, self.only = cfg, interps, only
         self.figs = {}          # interp name -> {key: Figure}
         self.detail = {}        # scenario -> list of markdown lines
+        self.page_figs = []     # the page scenario's: not per interpreter
         self.tmp = tempfile.mkdtemp(prefix="pbp-bench-out-")
         self.has_all = "--all" in subprocess.run([PBP, "--help"], capture_output=True,
                                                  text=True).stdout
@@ -39,8 +41,13 @@ class Bench(object):
     # -- driver
 
     def run(self):
-        order = [s for s in SCENARIOS if s in self.only]
-        for it in self.interps:
+        order = [s for s in SCENARIOS if s in self.only and s != "page"]
+        if "page" in self.only:
+            log("page (once: not per interpreter)")
+            t = time.monotonic()
+            page.page(self)
+            log("  %.0f s" % (time.monotonic() - t))
+        for it in self.interps if order else []:
             it.setup(it.name)
             try:
                 for scen in order:

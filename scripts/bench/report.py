@@ -76,6 +76,23 @@ def table(b, keys, markdown):
     return [fmt % tuple(head), fmt % tuple("-" * w for w in widths)] + [fmt % tuple(r) for r in rows]
 
 
+def page_table(b, markdown):
+    """The page scenario's figures: one column, since they are not per interpreter."""
+    head = ["figure (median [min–max])", "value", "target"] + (["pass/fail"] if markdown else [])
+    rows = []
+    for f in b.page_figs:
+        v = f.verdict()
+        rows.append([f.label + (" (%s)" % f.unit if f.unit and f.unit != "x" else ""),
+                     f.cell() + (" " + v if v and not markdown else ""), f.target_text()]
+                    + ([v or "-"] if markdown else []))
+    if markdown:
+        return (["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+                + ["| " + " | ".join(r) + " |" for r in rows])
+    widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
+    fmt = "  ".join("%%-%ds" % w for w in widths)
+    return [fmt % tuple(head), fmt % tuple("-" * w for w in widths)] + [fmt % tuple(r) for r in rows]
+
+
 def machine(interps):
     model = "?"
     try:
@@ -189,12 +206,23 @@ METHOD = """\
   the -o profile); "top / recording" divides that by a recording's (`-F 99
   -d %(top_run_s)g`, the same window) in the same repetition.
 - deep: as cost, a process %(deep)d frames deep, 999 Hz.
+- page (once, not per interpreter): the html page `pybpfprof convert` writes
+  for tests/integration/bigprofile.py's 50,000 distinct stacks (3 processes,
+  24 threads, 3000 functions in 300 files, depth 3-60), opened %(page_reps)d times
+  in headless Chromium (cdp.py), each in a new tab after one unmeasured open
+  that warms the browser up; the page times itself (pbp.timings: ms from
+  navigation start to its first painted frame, to its JSON parsed, and from
+  there to its call tree built). In the last tab the table's top function is
+  selected, the inverted view switched to and back, and the sandwich view
+  switched to, each timed from the click to the next painted frame. The file
+  is compared with the page the same profile made before issue #23's report
+  (its budget: 1.5 times that).
 """
 
 
 def report(b, path, missing, wall_s, quick):
     names = [it.name for it in b.interps]
-    screen = table(b, [k for k, _ in ROWS], False)
+    screen = table(b, [k for k, _ in ROWS], False) if b.figs else []
     lines = ["# pybpfprof: what it costs", "",
              "Written by `make bench` (scripts/bench%s) in %.0f s. Do not edit by hand "
              "except between the analysis markers." % (" --quick" if quick else "", wall_s), "",
@@ -202,6 +230,9 @@ def report(b, path, missing, wall_s, quick):
     if missing:
         lines += ["Not measured: %s" % "; ".join("%s (%s)" % m for m in missing), ""]
     lines += ["## Summary", ""] + table(b, [k for k, _ in ROWS], True) + [""]
+    if b.page_figs:
+        lines += ["## The html report (once, not per interpreter)", ""] + page_table(b, True) + [""]
+        screen = screen + ([""] if screen else []) + page_table(b, False)
     lines += ["## Method", "", METHOD % dict(
         guard=GUARD_S, depth=DEPTH, deep=DEEP, chunks=CHUNKS, fast_mode=FAST_MODE, host_how="`-a --comm '^pbpbench$'`" if b.has_all else
         "`-p` with the list of their pids (this build has no `-a`),", **b.cfg)]
@@ -209,6 +240,7 @@ def report(b, path, missing, wall_s, quick):
     for scen, rows in b.detail.items():
         lines += ["### %s" % scen, "", "| python | runs | |", "|---|---|---|"] + rows + [""]
     fails = [(n, f) for n in names for f in b.figs.get(n, {}).values() if f.verdict() == "FAIL"]
+    fails += [("the html report", f) for f in b.page_figs if f.verdict() == "FAIL"]
     lines += ["## Misses", ""]
     lines += ["- %s on %s: %s, target %s" % (f.label, n, f.cell(), f.target_text())
               for n, f in fails] or ["None."]

@@ -39,14 +39,15 @@ def test_bench_quick_results_structure(tmp_path):
     results = tmp_path / "RESULTS.md"
     results.write_text("old\n<!-- analysis: begin (hand-written, kept across runs) -->\n%s\n"
                        "<!-- analysis: end -->\n" % KEPT)
-    r = bench("--quick", "--only", "slowdown,cost,pool,top", "--pythons", "3.11",
+    r = bench("--quick", "--only", "slowdown,cost,pool,top,page", "--pythons", "3.11",
               "--results", str(results))
     assert r.returncode == 0, r.stdout + r.stderr
     text = results.read_text()
 
     # Sections, in order.
     heads = re.findall(r"^## (.+)$", text, re.M)
-    assert heads == ["Machine", "Summary", "Method", "Details", "Misses", "Why"], heads
+    assert heads == ["Machine", "Summary", "The html report (once, not per interpreter)", "Method", "Details",
+                     "Misses", "Why"], heads
     for key in ("CPU", "Kernel", "Date", "Pythons", "pybpfprof"):
         assert re.search(r"^- %s: \S" % key, text, re.M), key
     assert "3.11 = 3.11." in text
@@ -77,6 +78,16 @@ def test_bench_quick_results_structure(tmp_path):
     assert re.match(r"^[\d.]+ \[", body.get(label, ["", ""])[1]), (label, sorted(body))
     assert body[label][3] in ("PASS", "FAIL")
     assert "top / recording at 99 Hz: profiler CPU per sample" in body
+
+    # The html page's own table: one value column, not per interpreter.
+    page = text.split("## The html report")[1].split("## Method")[0]
+    rows = [[c.strip() for c in l.strip().strip("|").split("|")] for l in page.splitlines() if l.startswith("|")]
+    assert rows[0] == ["figure (median [min–max])", "value", "target", "pass/fail"], rows[0]
+    body = {c[0]: c for c in rows[2:]}
+    opened = body["50,000-stack page: open to first paint (ms)"]
+    assert re.match(r"^\d+ \[\d+–\d+\]$", opened[1]) and opened[2] == "< 2000" and opened[3] in ("PASS", "FAIL"), opened
+    ratio = [c for k, c in body.items() if k.startswith("its file / before #23's")]
+    assert ratio and re.match(r"^[\d.]+$", ratio[0][1]) and ratio[0][2] == "≤ 1.500", body
 
     # Misses are listed (or "None."), and the analysis survived the rerun.
     misses = text.split("## Misses")[1].split("## Why")[0].strip()

@@ -8,7 +8,6 @@ Screenshots go to build/test-artifacts/. Chromium comes from Debian
 
 import json
 import os
-import random
 import re
 import subprocess
 import time
@@ -17,6 +16,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 import cdp
+from bigprofile import BEFORE_23_BYTES, SIZE_BUDGET, big_profile  # noqa: F401 (test_html_views takes it)
 from conftest import REPO, pybpfprof
 
 ARTIFACTS = os.path.join(REPO, "build", "test-artifacts")
@@ -341,32 +341,6 @@ def test_html_empty_profile(tmp_path, page):
 
 # --- html: a big profile -------------------------------------------------------
 
-def big_profile(n_stacks=50000, seed=7):
-    """Distinct stacks from a random call graph: 3 processes, 24 threads,
-    3000 functions in 300 files (app, stdlib, site-packages), depth 3-60."""
-    rng = random.Random(seed)
-    files = (["/srv/app/mod%d.py" % i for i in range(150)]
-             + ["/usr/lib/python3.11/lib%d.py" % i for i in range(80)]
-             + ["/usr/lib/python3/dist-packages/pkg%d/m%d.py" % (i % 20, i) for i in range(70)])
-    funcs = ["f%d_%s (%s:%d)" % (i, "x" * (i % 17), rng.choice(files), rng.randint(1, 3000))
-             for i in range(3000)]
-    calls = [rng.sample(range(3000), 4) for _ in range(3000)]
-    statuses = ["[running]", "[gil wait]", "[sleeping]", "[native, no GIL]", "[runnable]"]
-    roots = ["process %d python3 srv%d.py;thread %d worker-%d" % (100 + t % 3, t % 3, 1000 + t, t)
-             for t in range(24)]
-    seen, lines = set(), []
-    while len(lines) < n_stacks:
-        f, frames_ = rng.randrange(40), []
-        for _ in range(rng.randint(3, 60)):
-            frames_.append(funcs[f])
-            f = rng.choice(calls[f])
-        stack = ";".join([rng.choice(roots)] + frames_ + [rng.choice(statuses)])
-        if stack not in seen:
-            seen.add(stack)
-            lines.append("%s %d" % (stack, rng.randint(1, 40)))
-    return "\n".join(lines) + "\n"
-
-
 def test_html_50k_stacks_open(tmp_path, page):
     text = big_profile()
     t0 = time.monotonic()
@@ -378,6 +352,7 @@ def test_html_50k_stacks_open(tmp_path, page):
     took_load = time.monotonic() - t0
     timings = page.eval("pbp.timings")
     report = {"stacks": 50000, "html_bytes": size, "collapsed_bytes": len(text),
+              "size_vs_before_23": round(size / BEFORE_23_BYTES, 4),
               "convert_s": round(took_convert, 3), "load_wall_s": round(took_load, 3),
               "page_ms": {k: round(v, 1) for k, v in timings.items()}}
     with open(artifact("html-50k.json"), "w") as f:
@@ -388,6 +363,7 @@ def test_html_50k_stacks_open(tmp_path, page):
     # a timed test fails on a busy machine (standards: figures belong in make bench).
     assert timings["painted"] > 0, report
     assert size < len(text) / 3, report        # much smaller than the collapsed text
+    assert size <= SIZE_BUDGET * BEFORE_23_BYTES, report   # the report's size budget (#23), exact: no timing
     # Still usable: search and zoom on the big tree.
     page.type_into("#search", "worker-3")
     assert text_of(page, "#matched").startswith("Matched: ")
