@@ -9,8 +9,14 @@ load). Driven in headless Chromium as test_html.py does.
 """
 
 import os
+import shutil
+import subprocess
+import time
+import uuid
 
-from conftest import pybpfprof
+import pytest
+
+from conftest import _discover, pybpfprof
 from profile import run_profile
 from test_html import KNOWN, artifact, assert_clean, browser, convert, open_page, page  # noqa: F401
 from test_html_views import click_row
@@ -111,4 +117,58 @@ def test_converted_profile_has_no_source(tmp_path, page):  # noqa: F811
         "Source not shown: this profile holds no source files: it was converted from collapsed "
         "stacks or pprof, which do not keep them."]
     page.screenshot(artifact("html-source-converted.png"))
+    assert_clean(page)
+
+
+def test_same_path_in_two_roots(tmp_path, page):  # noqa: F811
+    """-a (narrowed by -p to two targets): one path, two processes, two roots
+    holding different files there (the chroot's copy has a line more on top):
+    one table row, and a block for each root, each with its own text and the
+    samples of its own process at its own lines."""
+    usable = {i.name: i for i in _discover() if not i.skip_reason}
+    host, jail = usable.get(INTERPRETERS[0]), usable.get(INTERPRETERS[1])
+    if not host or not jail or not jail.chrooted:
+        pytest.skip("needs %s and the chroot's %s" % tuple(INTERPRETERS))
+    where = "/tmp/pbp-src-%s" % uuid.uuid4().hex[:8]
+    with open(TARGET) as f:
+        code = f.read()
+    procs = []
+    try:
+        for it, text in ((host, code), (jail, "# the chroot's copy\n" + code)):
+            d = it.host_path(where)
+            os.makedirs(d)
+            os.chmod(d, 0o777)
+            with open(os.path.join(d, "srcheat.py"), "w") as f:
+                f.write(text)
+            procs.append((subprocess.Popen(it.cmd(where + "/srcheat.py"), stdin=subprocess.DEVNULL,
+                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                           env=dict(os.environ, PBP_READY=where + "/ready.json")), d))
+        for proc, d in procs:
+            deadline = time.monotonic() + 30
+            while not os.path.exists(os.path.join(d, "ready.json")):
+                assert proc.poll() is None and time.monotonic() < deadline, "target not ready"
+                time.sleep(0.05)
+        out = tmp_path / "two.html"
+        r = run_profile("-a", "-p", ",".join(str(p.pid) for p, _ in procs), "-m", "wall", "-F", 199,
+                        "-d", 1.5, "-o", out)
+        assert r.returncode == 0, r.stderr
+    finally:
+        for proc, d in procs:
+            proc.kill()
+            proc.wait()
+        for it in (host, jail):
+            shutil.rmtree(it.host_path(where), ignore_errors=True)
+    open_page(page, str(out))
+    row = row_named(page, "hot (")
+    click_row(page, row["name"])
+    blocks = page.eval("pbp.source()")
+    assert len(blocks) == 2, blocks
+    assert sorted(b["pids"][0] for b in blocks) == sorted(p.pid for p, _ in procs)
+    assert sum(b["total"] for b in blocks) == row["total"]
+    for b in blocks:
+        lines = {ln["line"]: ln for ln in b["lines"]}
+        shift = 1 if b["pids"][0] == procs[1][0].pid else 0      # the chroot's copy: a line lower
+        assert "# HOT LINE" in lines[HOT_LINE + shift]["text"], b
+        assert lines[HOT_LINE + shift]["self"] > 0.5 * b["total"], b
+    page.screenshot(artifact("html-source-two-roots.png"), full_page=True)
     assert_clean(page)
