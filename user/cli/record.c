@@ -482,6 +482,14 @@ static int read_source(void *ctx, uint32_t root, const char *path, size_t max, c
 	return srcroots_read(ctx, root, path, max, text, len, size, why, whylen);
 }
 
+int run_sources(struct record *r, const struct agg *a, struct sources *src, struct profile_meta *m)
+{
+	if (!r->roots)
+		return 0;
+	m->sources = src;
+	return sources_collect(a, &(struct src_reader){ source_root, read_source, r->roots }, src);
+}
+
 /* The profile file (-o, or stdout), opened before sampling started. */
 static int write_profile(void *ctx, const struct agg *a, const struct window *w)
 {
@@ -490,12 +498,7 @@ static int write_profile(void *ctx, const struct agg *a, const struct window *w)
 	struct profile_meta m = { .mode = mode_name(r->c.o.mode), .hz = r->c.o.hz,
 				  .start_unix_ns = w->start_unix_ns,
 				  .duration_ns = w->end_ns - w->start_ns, .timeline = r->c.timeline };
-	int err = 0;
-
-	if (r->roots) {
-		err = sources_collect(a, &(struct src_reader){ source_root, read_source, r->roots }, &src);
-		m.sources = &src;
-	}
+	int err = run_sources(r, a, &src, &m);
 
 	if (r->c.timeline && r->c.timeline->full)
 		fprintf(stderr, "pybpfprof: warning: more than %zu samples: the Gecko profile has no sample "

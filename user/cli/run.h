@@ -25,6 +25,8 @@
 struct agg;
 struct cgroup_info;
 struct proc_meta;
+struct profile_meta;
+struct sources;
 
 #define MAX_PIDS 1024           /* -p lists and --exclude-pid lists */
 #define DEFAULT_MAX_PROCESSES 256
@@ -184,6 +186,8 @@ int run_setup(struct record *r, int *go_fd);
 /* Sample until a timer or a signal ends it; samples still in the ring buffer taken in. */
 void run_loop(struct record *r);
 void run_cleanup(struct record *r, int go_fd);
+/* html: the targets' source files for a's page into src and m->sources (nothing for other formats). */
+int run_sources(struct record *r, const struct agg *a, struct sources *src, struct profile_meta *m);
 
 /* attach.c: the target table, -a discovery, processes that exec'd */
 /* The caches of a process opened: -p (and -- cmd, followed children) a few, generous; -a many, small. */

@@ -22,6 +22,7 @@
 
 #include "pybpfprof.h"
 #include "aggregate/aggregate.h"
+#include "aggregate/sources.h"
 #include "aggregate/merge.h"
 #include "cli/args.h"
 #include "cli/report.h"
@@ -452,11 +453,15 @@ static int write_whole(struct top *t)
 				  .start_unix_ns = t->start_unix_ns,
 				  .duration_ns = r->end_ns - r->start_ns };
 	int fmt = r->format >= 0 ? r->format : format_by_path(r->outpath);
+	struct sources src = { 0 };
 	int err;
 
 	if (r->follow && r->npids < 2)
 		agg_drop_single_root(t->whole);
-	err = profile_write_to(&r->out, fmt, t->whole, &m);
+	err = run_sources(r, t->whole, &src, &m);
+	if (!err)
+		err = profile_write_to(&r->out, fmt, t->whole, &m);
+	sources_free(&src);
 	if (err)
 		output_error(&r->out, r->outpath, err);
 	return err ? EXIT_IO : 0;
