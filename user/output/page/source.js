@@ -127,11 +127,11 @@ function showSource() {
   const box = $("src"), f = selFn, l0 = f >= 0 ? fnLoc[f] : -1;
   srcShown = [];
   box.replaceChildren();
-  box.hidden = l0 < 0 || kindOf(l0) !== PY || !!DIFF;
+  box.hidden = l0 < 0 || kindOf(l0) !== PY;
   if (box.hidden) return;
   const name = STRS[LOCS[4 * l0 + 1]], file = LOCS[4 * l0 + 2] >= 0 ? STRS[LOCS[4 * l0 + 2]] : "";
   const title = document.createElement("h2");
-  title.textContent = "Source lines";
+  title.textContent = "Source lines of the selected function";
   box.append(title);
   if (SOURCES.why) {
     const why = document.createElement("div");
