@@ -16,7 +16,8 @@ struct agg;
  */
 #define SRC_BUDGET (2u << 20)       /* bytes of source a page embeds, all files together */
 #define SRC_FILE_MAX (512u << 10)   /* bytes of one file */
-#define SRC_MAX_FILES 1024          /* files listed (the hottest; the page says why each is not shown: 200 KB at most); the rest are not named */
+/* Files listed, the hottest (each not shown says why: 200 KB at most); the rest are not named. */
+#define SRC_MAX_FILES 1024
 /* Not a root: why a process's files cannot be read (see srcroot.h, which has the same codes). */
 #define SRC_NO_ROOT UINT32_MAX          /* its root was never opened: it had exited first */
 #define SRC_ROOTS_FULL (UINT32_MAX - 1) /* too many roots were held already */
