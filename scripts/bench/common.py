@@ -25,7 +25,7 @@ FULL = dict(reps=5, slow_reps=9, deep_reps=5, work_s=2.0, run_s=5.0, low_run_s=1
             top_run_s=15.0, page_reps=5)
 QUICK = dict(reps=2, slow_reps=2, deep_reps=2, work_s=0.4, run_s=1.2, low_run_s=1.2,
              warm_s=0.5, host_run_s=2.5, host_warm_s=1.2, host_procs=50, pool_run_s=3.0,
-             top_run_s=4.0, page_reps=2)
+             top_run_s=4.0, page_reps=1)
 
 RATES = [99, 999, 9999]
 HIGH_RATES = [10000, 20000, 50000]
