@@ -77,6 +77,21 @@ def three():
     return m
 
 
+def future_iter():
+    """three, but the third task awaits the second through a future's iterator:
+    an object of type "_asyncio.FutureIter" whose word after the header is the task."""
+    m = three()
+    coro(m, 0xb00, -1, awaits=BASE + 0x3e00, slot=0xc10)
+    m.q(0x3e00 + 8, BASE + 0x3ec0)                                      # the iterator
+    m.q(0x3e00 + 16, BASE + 0x300)
+    m.q(0x3ec0 + 24, BASE + 0x3800)                                     # its type's tp_name
+    m.b[0x3800:0x3800 + 20] = b"_asyncio.FutureIter\0"
+    m.q(0x300 + 8, BASE + 0x3e80)                                       # the task's type
+    m.q(0x3e80 + 24, BASE + 0x3840)
+    m.b[0x3840:0x3840 + 14] = b"_asyncio.Task\0"
+    return m
+
+
 def seeds():
     m = three()
     yield "three", b"\0" + m.b
@@ -98,6 +113,7 @@ def seeds():
     m = three()
     m.q(0xd00 + 32, 1 << 40)                                            # an absurd mask
     yield "set_mask", b"\0" + m.b
+    yield "future_iter", b"\0" + future_iter().b
 
 
 if __name__ == "__main__":

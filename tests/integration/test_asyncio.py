@@ -128,19 +128,70 @@ def record_async(pid, mode, tmp_path):
         return parse_collapsed(f.read())
 
 
-@pytest.mark.parametrize("mode", ["cpu", "wall"])
-def test_record_running_task(interp, start_target, tmp_path, mode):
+def check_running(stacks):
     """The spinning task's samples sit under 'task main;task spinner', between the
     loop's frames and its coroutine: the gather's task awaits it."""
-    needs_314(interp)
-    proc, pid, ready = start_target(interp, "aiotree.py")
-    stacks = record_async(pid, mode, tmp_path)
     spin = [(f, c) for f, c in stacks if func_of(f[-1]) == "spinner"]
     assert total(spin) > 0.8 * total(stacks), stacks[:5]
     for frames, count in spin:
         funcs = [func_of(x) for x in frames]
         i = funcs.index("Handle._run")
         assert funcs[i + 1:] == ["task main", "task spinner", "spinner"], funcs
+    return total(spin)
+
+
+def test_record_running_task(interp, start_target, tmp_path):
+    needs_314(interp)
+    proc, pid, ready = start_target(interp, "aiotree.py")
+    check_running(record_async(pid, "cpu", tmp_path))
+
+
+def waiting_stacks(ready):
+    """What a wall tick counts for each waiting task of aiotree: its awaiters'
+    task frames (the first of a set: either of leaf's two), the task, its
+    coroutine chain as the target reports it (asyncio's own coroutines at its
+    end folded into the leaf), and the leaf."""
+    tasks = {t["name"]: t for t in ready["tasks"]}
+    leaf = [n for n in tasks if n.startswith("Task-")][0]
+
+    def chain(name, n):
+        return [(f["function"], f["line"]) for f in tasks[name]["frames"][:n]]
+    return {
+        "main": [["task main"]], "sleeper": [["task main", "task sleeper"]],
+        "waiter": [["task main", "task waiter"]], "cowaiter": [["task cowaiter"]],
+        leaf: [["task main", "task waiter", "task " + leaf], ["task cowaiter", "task " + leaf]],
+    }, {
+        "main": (chain("main", 1), "[awaiting] _GatheringFuture"),
+        "sleeper": (chain("sleeper", 1), "[awaiting] asyncio.sleep"),
+        "waiter": (chain("waiter", 2), "[awaiting] task " + leaf),
+        "cowaiter": (chain("cowaiter", 1), "[awaiting] task " + leaf),
+        leaf: (chain(leaf, 1), "[awaiting] asyncio.Event.wait"),
+    }
+
+
+def test_record_wall_tasks(interp, start_target, tmp_path):
+    """Wall mode: the running task as in cpu mode, and each waiting task once a
+    tick as its own stack, awaiters, chain (exact lines) and what it awaits:
+    each as many samples as the loop's thread, within 10%."""
+    needs_314(interp)
+    proc, pid, ready = start_target(interp, "aiotree.py")
+    stacks = record_async(pid, "wall", tmp_path)
+    waiting = [(f, c) for f, c in stacks if f[-1].startswith("[awaiting] ")]
+    thread = check_running([(f, c) for f, c in stacks if (f, c) not in waiting])
+    roots, chains = waiting_stacks(ready)
+    got = {}
+    for frames, count in waiting:
+        tasks = [x for x in frames if x.startswith("task ")]
+        name = tasks[-1][5:]
+        assert tasks in roots[name], frames
+        assert frames[:len(tasks)] == tasks, frames
+        body = [(func_of(x), int(re.search(r":(\d+)\)$", x).group(1))) for x in frames[len(tasks):-1]]
+        assert (body, frames[-1]) == chains[name], frames
+        got[name] = got.get(name, 0) + count
+    print("wall --async: thread %d samples, waiting tasks %s" % (thread, got))
+    assert sorted(got) == sorted(chains)
+    for name, n in got.items():
+        assert 0.9 * thread <= n <= 1.1 * thread, (name, n, thread)
 
 
 def test_record_switching_tasks(interp, start_target, tmp_path):

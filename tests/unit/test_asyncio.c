@@ -18,8 +18,9 @@
 #include "cpython/asyncio_offsets.h"
 #include "cpython/debugoffsets.h"
 #include "cpython/pyver.h"
+#include "fakemem.h"
 
-#define MEM_BASE 0x10000ull
+#define MEM_BASE FAKEMEM_BASE
 
 static int pyver_of(const char *path, struct pyver *v)
 {
@@ -81,21 +82,6 @@ static void test_layout(void)
 	CHECK_EQ_INT(aio_layout_decode(&v13, table_314, sizeof(table_314), &l), -PBP_E_VERSION);
 }
 
-struct mem {
-	const uint8_t *b;
-	size_t len;
-};
-
-static int mem_read(void *ctx, uint64_t addr, void *buf, size_t len)
-{
-	const struct mem *m = ctx;
-
-	if (addr < MEM_BASE || addr - MEM_BASE > m->len || len > m->len - (addr - MEM_BASE))
-		return -PBP_E_FAULT;
-	memcpy(buf, m->b + (addr - MEM_BASE), len);
-	return 0;
-}
-
 /* A seed's graph, read as the harness reads it (the table at its head skipped). */
 static int seed_graph(const char *name, struct aio_graph *g)
 {
@@ -104,8 +90,8 @@ static int seed_graph(const char *name, struct aio_graph *g)
 	uint8_t *b;
 	struct pyver v;
 	struct aio_layout l;
-	struct mem m;
-	struct aio_mem am = { mem_read, &m };
+	struct fakemem m;
+	struct aio_mem am = { fakemem_read, &m };
 	struct aio_source src[2] = { { MEM_BASE, MEM_BASE + 0x100, 0 }, { MEM_BASE + 16, 0, -1 } };
 	int err;
 
@@ -141,11 +127,26 @@ static void test_three(struct aio_graph *g)
 	CHECK_EQ_INT(g->tasks[1].awaiters_unknown, 1);
 	CHECK_EQ_INT(g->tasks[2].nframes, 1);                           /* awaits a future: ends */
 	CHECK(!g->tasks[2].chain_cut);
+	CHECK(g->tasks[2].awaits != 0 && g->tasks[2].awaits_task == -1);  /* a future, no task */
+	CHECK_EQ_INT(g->tasks[0].awaits, 0);                            /* running: no await */
 	CHECK_EQ_INT(g->tasks[2].nawaiters, 1);
 	CHECK_EQ_INT(g->tasks[2].awaiters[0], 0);
 	CHECK_EQ_INT(g->st.list_faults + g->st.chain_faults + g->st.set_faults + g->st.set_corrupt, 0);
 	CHECK_EQ_INT(seed_graph("three_table", g), 0);
 	CHECK_EQ_INT(g->n, 3);
+}
+
+/* A task awaiting a task holds the future's iterator: seen through to the task. */
+static void test_future_iter(struct aio_graph *g)
+{
+	CHECK_EQ_INT(seed_graph("future_iter", g), 0);
+	CHECK_EQ_INT(g->n, 3);
+	if (g->n != 3)
+		return;
+	CHECK_EQ_INT(g->tasks[2].awaits, MEM_BASE + 0x300);
+	CHECK_EQ_INT(g->tasks[2].awaits_task, 1);
+	CHECK_EQ_STR(g->tasks[2].awaits_name, "_asyncio.Task");
+	CHECK_EQ_INT(g->tasks[1].awaits_task, -1);          /* a coroutine of another type */
 }
 
 static void test_bad(struct aio_graph *g)
@@ -174,6 +175,7 @@ int main(void)
 		return 1;
 	test_three(&g);
 	test_bad(&g);
+	test_future_iter(&g);
 	aio_graph_free(&g);
 	return unit_done("test_asyncio");
 }

@@ -15,7 +15,9 @@
  * frame's value stack (stackpointer[-1], a _PyStackRef: tag bits set), and
  * the chain goes on while that object is a coroutine of the same type.
  * task_awaited_by is NULL, one awaiting task, or (task_awaited_by_is_set) a
- * set of them.
+ * set of them. A coroutine awaiting a future (or a task) holds the future's
+ * iterator (_asyncio.FutureIter, {PyObject_HEAD; future}), which is seen
+ * through to the future, so that a task awaiting a task says which.
  *
  * Nothing is trusted: every list walk and chain is bounded, cycles end it,
  * each failure is counted in struct aio_stats and what was read is kept.
@@ -42,6 +44,7 @@ struct walk {
 	struct aio_graph *g;
 	uint64_t seen[SEEN_SLOTS];      /* task addresses; index + 1 in slot_task */
 	uint32_t slot_task[SEEN_SLOTS];
+	uint64_t iter_type;             /* _asyncio.FutureIter's type once seen */
 };
 
 static int rd(const struct walk *w, uint64_t addr, void *buf, size_t len)
@@ -109,6 +112,7 @@ static int add_task(struct walk *w, uint64_t node, const struct aio_source *s)
 	t->name = load_u64(obj, l->task_name);
 	t->owner = s->owner;
 	t->running = s->running_task == addr;
+	t->awaits_task = -1;
 	remember(w, addr, w->g->n++);
 	return 0;
 }
@@ -157,6 +161,51 @@ static bool in_chain(const uint64_t *coros, size_t n, uint64_t c)
 	return false;
 }
 
+/* A type's tp_name (PyVarObject's header, then the name pointer), "" when unreadable. */
+static void type_name(const struct walk *w, uint64_t type, char *out, size_t len)
+{
+	uint64_t name;
+
+	out[0] = 0;
+	if (rd_u64(w, type + w->v->ob_type + 16, &name) != 0)
+		return;
+	if (rd(w, name, out, len - 1) == 0) {
+		out[len - 1] = 0;
+		return;
+	}
+	for (size_t i = 0; i + 1 < len; i++) {      /* near the end of its mapping: bytewise */
+		if (rd(w, name + i, out + i, 1) != 0 || out[i] == 0) {
+			out[i] = 0;
+			return;
+		}
+	}
+	out[len - 1] = 0;
+}
+
+/* t awaits obj of type type: a future's iterator stands for its future. */
+static void see_through(struct walk *w, struct aio_task *t, uint64_t obj, uint64_t type)
+{
+	size_t n;
+	uint64_t fut, fut_type;
+
+	t->awaits = obj;
+	t->awaits_type = type;
+	if (type != w->iter_type) {
+		type_name(w, type, t->awaits_name, sizeof(t->awaits_name));
+		n = strlen(t->awaits_name);
+		if (n < 10 || strcmp(t->awaits_name + n - 10, "FutureIter") != 0)
+			return;
+		w->iter_type = type;    /* one type the whole process through: named once */
+	}
+	t->awaits_name[0] = 0;
+	if (rd_u64(w, obj + w->v->ob_type + 8, &fut) == 0 && fut &&
+	    rd_u64(w, fut + w->v->ob_type, &fut_type) == 0) {
+		t->awaits = fut;
+		t->awaits_type = fut_type;
+		type_name(w, fut_type, t->awaits_name, sizeof(t->awaits_name));
+	}
+}
+
 /* One coroutine: its frame into t; *next the coroutine it awaits, 0 for none. */
 static int chain_step(struct walk *w, struct aio_task *t, uint64_t coro, uint64_t *next)
 {
@@ -187,6 +236,8 @@ static int chain_step(struct walk *w, struct aio_task *t, uint64_t coro, uint64_
 		err = rd_u64(w, inner + v->ob_type, &inner_type);
 	if (!err && inner && inner_type == type)
 		*next = inner;
+	else if (!err && inner)
+		see_through(w, t, inner, inner_type);
 	return err;
 }
 
@@ -320,6 +371,9 @@ int aio_graph_read(const struct aio_mem *m, const struct pyver *v, const struct 
 		read_chain(w, &g->tasks[i]);
 		read_awaiters(w, &g->tasks[i]);
 	}
+	for (size_t i = 0; i < g->n; i++)
+		if (g->tasks[i].awaits)
+			g->tasks[i].awaits_task = (int32_t)find_task(w, g->tasks[i].awaits);
 	free(w);
 	return 0;
 }

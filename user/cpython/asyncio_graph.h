@@ -42,6 +42,15 @@ struct aio_task {
 	uint8_t nframes;
 	uint8_t nawaiters;
 	uint16_t awaiters_unknown;      /* awaiters not among the tasks read (or past the bound) */
+	/*
+	 * What the innermost coroutine awaits, when it is suspended in an
+	 * await of something other than a coroutine: the object (a future
+	 * iterator is seen through to its future), its type, and that
+	 * object's index among the tasks read when it is one (else -1).
+	 */
+	uint64_t awaits, awaits_type;
+	int32_t awaits_task;
+	char awaits_name[32];   /* the type's tp_name, "" when unread */
 	struct aio_frame frames[AIO_MAX_CHAIN];     /* outermost (the task's coroutine) first */
 	uint32_t awaiters[AIO_MAX_AWAITERS];        /* indexes into the graph's tasks */
 };

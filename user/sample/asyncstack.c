@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "sample/asyncstack.h"
+#include "sample/asyncstate.h"
 #include "aggregate/aggregate.h"
 #include "core/clock.h"
 #include "core/errors.h"
@@ -28,16 +29,14 @@
 
 #define RETRY_NS 1000000000ull  /* asyncio not loaded yet: look again a second later */
 
-struct async_state {
-	bool ok, never;
-	uint64_t retry_ns;
-	struct aio_layout l;
-};
 
 void async_state_free(struct async_state *s)
 {
+	if (s)
+		aio_graph_free(&s->g);
 	free(s);
 }
+
 
 /*
  * The layout, once found; false while there is none (yet, or ever: before
