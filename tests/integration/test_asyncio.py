@@ -240,3 +240,29 @@ def test_record_churn(interp, start_target, tmp_path):
     named = sum(c for f, c in stacks if any(func_of(x).startswith("task ") for x in f))
     print("churn record: %d of %d samples under a task" % (named, total(stacks)))
     assert named > 0.2 * total(stacks)
+
+
+def test_top_async(interp, start_target, pybpfprof):
+    """top --async -m wall: the waiting tasks' samples are counted apart in the
+    head (five tasks parked: five times the thread's), the thread's own row and
+    status are its samples alone, and each task is a function of the table:
+    of six stacks a tick, the spinner and each parked sleep one sixth, and main
+    awaited by all but cowaiter (and leaf, when its set gives cowaiter first)."""
+    needs_314(interp)
+    proc, pid, ready = start_target(interp, "aiotree.py")
+    r = pybpfprof("top", "--once", "-m", "wall", "--async", "-p", pid)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    samples = int(re.match(r"samples (\d+) in", lines[1]).group(1))
+    waiting = int(re.match(r"waiting tasks (\d+) samples more \(--async", lines[2]).group(1))
+    assert samples >= 50 and 4.5 * samples <= waiting <= 5.5 * samples, r.stdout
+    thread = re.match(r"^(\d+) \S+\s+(\d+)  ", lines[4])
+    assert int(thread.group(2)) == samples and "unknown" not in lines[4], r.stdout
+    funcs = {}
+    for line in lines[6:]:
+        m = re.match(r"^\s*([\d.]+)\s+([\d.]+)  (.+?)  ", line)
+        funcs[m.group(3)] = (float(m.group(1)), float(m.group(2)))
+    # (20 rows by own share: the task frames, own 0, may not all be shown.)
+    for name in ("spinner", "[awaiting] asyncio.sleep", "[awaiting] asyncio.Event.wait"):
+        assert abs(funcs[name][0] - 100 / 6) <= 5, (name, r.stdout)
+    assert abs(funcs["task main"][1] - 100 * 5 / 6) <= 5 or abs(funcs["task main"][1] - 100 * 4 / 6) <= 5
