@@ -10,7 +10,9 @@
  *
  * Input layout:
  *   byte 0      odd: bytes 1..104 are an AsyncioDebug table, decoded, and
- *               used when accepted (else 3.14.10's); even: 3.14.10's table
+ *               used when accepted (else 3.14.10's); 2: 3.12's layout read
+ *               by aio_graph_read_given (legacy(), below); other even:
+ *               3.14.10's table
  *   the rest    memory at MEM_BASE (after the table when there is one);
  *               anything outside it is unmapped. The thread's task list is
  *               headed at MEM_BASE, the interpreter's at MEM_BASE + 16, and
@@ -105,6 +107,40 @@ static void check_graph(const struct aio_graph *g, uint64_t running)
 	}
 }
 
+/*
+ * Before 3.14 (byte 0 == 2): 3.12's layout (the generated table's), no
+ * list: the task addresses are the memory's first eight words, the first
+ * running; a task is an object of type LEGACY_TASK_TYPE.
+ */
+#define LEGACY_TASK_TYPE (MEM_BASE + 0x3f60)
+
+static int legacy(struct aio_graph *g, struct aio_mem *am, const struct fakemem *m)
+{
+	struct pyver v;
+	struct aio_layout l = {
+		.legacy = true, .task_type = LEGACY_TASK_TYPE, .task_size = 176, .task_name = 144,
+		.task_coro = 136, .task_loop = 16, .task_fut_waiter = 128, .fr_stacktop = 64,
+		.fr_localsplus = 72,
+	};
+	struct aio_given given[8];
+
+	pyver_314(&v);
+	v.minor = 12;
+	v.async_ok = false;
+	v.fr_size = 80;
+	v.k.exec_tag_bits = 0;
+	for (int i = 0; i < 8; i++) {
+		uint64_t a = 0;
+
+		if (m->len >= 8u * (unsigned)i + 8)
+			memcpy(&a, m->b + 8 * i, 8);
+		given[i] = (struct aio_given){ a, 0, i == 0 };
+	}
+	MUST(aio_graph_read_given(am, &v, &l, given, 8, g) == 0);
+	check_graph(g, given[0].addr);
+	return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct aio_graph g;
@@ -122,6 +158,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	if (!g.tasks && aio_graph_init(&g) != 0)
 		abort();
+	if (data[0] == 2) {
+		m.b = data + 1;
+		m.len = size - 1;
+		return legacy(&g, &am, &m);
+	}
 	pyver_314(&v);
 	if (data[0] & 1) {
 		struct aio_layout dl;

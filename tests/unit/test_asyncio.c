@@ -22,6 +22,14 @@
 
 #define MEM_BASE FAKEMEM_BASE
 
+static uint64_t load64(const uint8_t *b)
+{
+	uint64_t v;
+
+	memcpy(&v, b, 8);
+	return v;
+}
+
 static int pyver_of(const char *path, struct pyver *v)
 {
 	size_t len;
@@ -149,6 +157,41 @@ static void test_future_iter(struct aio_graph *g)
 	CHECK_EQ_INT(g->tasks[1].awaits_task, -1);          /* a coroutine of another type */
 }
 
+/* Before 3.14: tasks given by address, awaiters derived from what each awaits. */
+static void test_legacy(struct aio_graph *g)
+{
+	size_t len;
+	uint8_t *b = unit_load_file("../fuzz/corpus/asyncio/legacy", &len);
+	struct fakemem m = { b ? b + 1 : NULL, b ? len - 1 : 0 };
+	struct aio_mem am = { fakemem_read, &m };
+	struct pyver v;
+	struct aio_layout l = {
+		.legacy = true, .task_type = MEM_BASE + 0x3f60, .task_size = 176, .task_name = 144,
+		.task_coro = 136, .task_loop = 16, .task_fut_waiter = 128, .fr_stacktop = 64,
+		.fr_localsplus = 72,
+	};
+	struct aio_given given[5];
+
+	CHECK(b != NULL);
+	if (!b || pyver_of("data/debug_offsets_3.14.bin", &v) != 0)
+		return;
+	v.async_ok = false;
+	v.k.exec_tag_bits = 0;
+	for (int i = 0; i < 5; i++)
+		given[i] = (struct aio_given){ load64(b + 1 + 8 * i), 0, i == 0 };
+	CHECK_EQ_INT(aio_graph_read_given(&am, &v, &l, given, 5, g), 0);
+	CHECK_EQ_INT(g->n, 3);                          /* one listed twice, one no task */
+	CHECK_EQ_INT(g->st.not_tasks, 1);
+	if (g->n == 3) {
+		CHECK(g->tasks[0].running && !g->tasks[1].running);
+		CHECK_EQ_INT(g->tasks[1].nframes, 2);
+		CHECK_EQ_INT(g->tasks[1].awaits_task, 2);
+		CHECK_EQ_INT(g->tasks[2].awaits_task, 2);       /* itself, as a corrupt graph may */
+		CHECK_EQ_INT(g->tasks[2].nawaiters, 2);         /* the second, and itself: bounded */
+	}
+	free(b);
+}
+
 static void test_bad(struct aio_graph *g)
 {
 	CHECK_EQ_INT(seed_graph("list_cycle", g), 0);
@@ -176,6 +219,7 @@ int main(void)
 	test_three(&g);
 	test_bad(&g);
 	test_future_iter(&g);
+	test_legacy(&g);
 	aio_graph_free(&g);
 	return unit_done("test_asyncio");
 }

@@ -81,4 +81,20 @@ void aio_graph_free(struct aio_graph *g);
 int aio_graph_read(const struct aio_mem *m, const struct pyver *v, const struct aio_layout *l,
 		   const struct aio_source *src, size_t nsrc, struct aio_graph *g);
 
+/* A task found in a registry (before 3.14): its address, loop's thread and whether it runs. */
+struct aio_given {
+	uint64_t addr;
+	int owner;
+	bool running;
+};
+
+/*
+ * The same from a list of task addresses (l->legacy): each kept when it is
+ * an object of l->task_type (else counted in not_tasks), repeats once;
+ * awaiters are the tasks whose innermost await is this task (no
+ * awaited_by before 3.14: a gather's children name no awaiter).
+ */
+int aio_graph_read_given(const struct aio_mem *m, const struct pyver *v, const struct aio_layout *l,
+			 const struct aio_given *tasks, size_t n, struct aio_graph *g);
+
 #endif /* PBP_CPYTHON_ASYNCIO_GRAPH_H */
