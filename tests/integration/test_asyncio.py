@@ -141,25 +141,34 @@ def record_async(pid, mode, tmp_path):
         return parse_collapsed(f.read())
 
 
-def check_running(stacks):
+def task_profiles(interp, older=("3.11", "3.12", "3.13")):
+    """record/top --async: 3.14 (the kernel's copy of the running task), and
+    the older versions named (their registries, read at the sample)."""
+    if interp.version < (3, 14) and interp.name not in older:
+        pytest.skip("3.14, and %s for 3.11 to 3.13's reader" % ", ".join(older))
+
+
+def check_running(stacks, interp):
     """The spinning task's samples sit under 'task main;task spinner', between the
-    loop's frames and its coroutine: the gather's task awaits it."""
+    loop's frames and its coroutine: the gather's task awaits it (3.14; before,
+    a gather's children name no awaiter: 'task spinner' alone)."""
+    want = ["task main"] if interp.version >= (3, 14) else []
     spin = [(f, c) for f, c in stacks if func_of(f[-1]) == "spinner"]
     assert total(spin) > 0.8 * total(stacks), stacks[:5]
     for frames, count in spin:
         funcs = [func_of(x) for x in frames]
         i = funcs.index("Handle._run")
-        assert funcs[i + 1:] == ["task main", "task spinner", "spinner"], funcs
+        assert funcs[i + 1:] == want + ["task spinner", "spinner"], funcs
     return total(spin)
 
 
 def test_record_running_task(interp, start_target, tmp_path):
-    needs_314(interp)
+    task_profiles(interp, ("3.12",))
     proc, pid, ready = start_target(interp, "aiotree.py")
-    check_running(record_async(pid, "cpu", tmp_path))
+    check_running(record_async(pid, "cpu", tmp_path), interp)
 
 
-def waiting_stacks(ready):
+def waiting_stacks(ready, interp):
     """What a wall tick counts for each waiting task of aiotree: its awaiters'
     task frames (the first of a set: either of leaf's two), the task, its
     coroutine chain as the target reports it (asyncio's own coroutines at its
@@ -169,10 +178,11 @@ def waiting_stacks(ready):
 
     def chain(name, n):
         return [(f["function"], f["line"]) for f in tasks[name]["frames"][:n]]
+    main = ["task main"] if interp.version >= (3, 14) else []   # before: no gather links
     return {
-        "main": [["task main"]], "sleeper": [["task main", "task sleeper"]],
-        "waiter": [["task main", "task waiter"]], "cowaiter": [["task cowaiter"]],
-        leaf: [["task main", "task waiter", "task " + leaf], ["task cowaiter", "task " + leaf]],
+        "main": [["task main"]], "sleeper": [main + ["task sleeper"]],
+        "waiter": [main + ["task waiter"]], "cowaiter": [["task cowaiter"]],
+        leaf: [main + ["task waiter", "task " + leaf], ["task cowaiter", "task " + leaf]],
     }, {
         "main": (chain("main", 1), "[awaiting] _GatheringFuture"),
         "sleeper": (chain("sleeper", 1), "[awaiting] asyncio.sleep"),
@@ -185,13 +195,13 @@ def waiting_stacks(ready):
 def test_record_wall_tasks(interp, start_target, tmp_path):
     """Wall mode: the running task as in cpu mode, and each waiting task once a
     tick as its own stack, awaiters, chain (exact lines) and what it awaits:
-    each as many samples as the loop's thread, within 10%."""
-    needs_314(interp)
+    each as many samples as the loop's thread, within 10%. 3.14 and 3.11 to 3.13."""
+    task_profiles(interp)
     proc, pid, ready = start_target(interp, "aiotree.py")
     stacks = record_async(pid, "wall", tmp_path)
     waiting = [(f, c) for f, c in stacks if f[-1].startswith("[awaiting] ")]
-    thread = check_running([(f, c) for f, c in stacks if (f, c) not in waiting])
-    roots, chains = waiting_stacks(ready)
+    thread = check_running([(f, c) for f, c in stacks if (f, c) not in waiting], interp)
+    roots, chains = waiting_stacks(ready, interp)
     got = {}
     for frames, count in waiting:
         tasks = [x for x in frames if x.startswith("task ")]
@@ -231,10 +241,10 @@ def test_record_switching_tasks(interp, start_target, tmp_path):
     assert tasked > 0.8 * (tasked + untasked)
 
 
-def test_record_async_before_314(interp, start_target, tmp_path):
-    """Before 3.14 --async adds nothing, and the profile is the plain one."""
-    if interp.version >= (3, 14) or interp.version < (3, 7):
-        pytest.skip("3.7 to 3.13")
+def test_record_async_before_311(interp, start_target, tmp_path):
+    """Before 3.11 --async adds nothing, and the profile is the plain one."""
+    if interp.version >= (3, 11) or interp.version < (3, 7):
+        pytest.skip("3.7 to 3.10")
     proc, pid, ready = start_target(interp, "aioswitch.py")
     stacks = record_async(pid, "cpu", tmp_path)
     assert total(stacks) > 0

@@ -83,7 +83,7 @@ static const struct argp_option opts[] = {
 	  "With -p: the processes' descendants too (a command's are followed by default)", 1 },
 	{ "no-subprocesses", OPT_NO_SUBPROC, NULL, 0, "With a command: its own process only", 1 },
 	{ "async", OPT_ASYNC, NULL, 0,
-	  "Python 3.14+: asyncio tasks as functions 'task NAME' (the running task and those awaiting "
+	  "Python 3.11+: asyncio tasks as functions 'task NAME' (the running task and those awaiting "
 	  "it; in wall mode also each waiting task once a tick, its leaf '[awaiting] WHAT')", 1 },
 	{ NULL, 0, NULL, 0, "View:", 3 },
 	{ "once", OPT_ONCE, NULL, 0, "Print one interval's table on stdout and exit", 3 },

@@ -244,3 +244,34 @@ int aio_legacy_tasks(struct pyproc *p, const struct aio_layout *l, uint64_t md,
 	free(s);
 	return err;
 }
+
+struct running_of {
+	uint64_t ident, task;
+};
+
+/* A loop of _current_tasks: is it the thread's? Its task then. */
+static int running_of_cb(struct pyproc *p, uint64_t loop, uint64_t task, void *arg)
+{
+	struct running_of *r = arg;
+	uint64_t tid_obj, ident;
+
+	if (pyobj_attr(p, loop, "_thread_id", &tid_obj) == 0 && pylong_read(p, tid_obj, &ident) == 0 &&
+	    ident == r->ident)
+		r->task = task;
+	return 0;
+}
+
+int aio_legacy_running(struct pyproc *p, const struct aio_layout *l, uint64_t md, uint64_t ident,
+		       uint64_t *task)
+{
+	struct running_of r = { ident, 0 };
+	uint64_t cur, type;
+	int err = pydict_get_str(p, md, "_current_tasks", &cur);
+
+	if (!err)
+		err = pydict_scan(p, cur, running_of_cb, &r);
+	if (!err && r.task && (pyobj_type(p, r.task, &type) != 0 || type != l->task_type))
+		r.task = 0;     /* freed since, or not the C task */
+	*task = r.task;
+	return err;
+}

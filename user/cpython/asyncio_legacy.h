@@ -22,4 +22,12 @@ int aio_legacy_find(struct pyproc *p, uint64_t interp, struct aio_layout *l, uin
 int aio_legacy_tasks(struct pyproc *p, const struct aio_layout *l, uint64_t md,
 		     const struct pythread *ts, size_t n, struct aio_graph *g);
 
+/*
+ * The task the loop of the thread whose threading ident is ident runs now
+ * (_current_tasks' value for the loop whose _thread_id is ident): 0, with
+ * *task 0 when none runs there.
+ */
+int aio_legacy_running(struct pyproc *p, const struct aio_layout *l, uint64_t md, uint64_t ident,
+		       uint64_t *task);
+
 #endif /* PBP_CPYTHON_ASYNCIO_LEGACY_H */

@@ -37,10 +37,12 @@
 #include "core/clock.h"
 #include "core/errors.h"
 #include "cpython/asyncio_graph.h"
+#include "cpython/asyncio_legacy.h"
 #include "cpython/asyncio_tasks.h"
 #include "cpython/codeobj.h"
 #include "cpython/process.h"
 #include "cpython/stack.h"
+#include "cpython/thread.h"
 #include "proc/remote.h"
 #include "sample/asyncstack.h"
 #include "sample/asyncstate.h"
@@ -200,13 +202,27 @@ static int count_all(struct idle *d, struct async_stats *st)
 	if (d->task_loc)
 		memset(d->task_loc, 0xff, g->n * sizeof(*d->task_loc));     /* all -1 */
 	for (size_t i = 0; !err && i < g->n; i++) {
-		if (g->tasks[i].running)
-			continue;
+		if (g->tasks[i].running || g->tasks[i].owner != 0)
+			continue;       /* before 3.14 the registries hold every loop's tasks */
 		err = count_task(d, i);
 		st->waiting += err ? 0 : d->weight;
 	}
 	free(d->task_loc);
 	return err;
+}
+
+/* The tasks of the thread of tstate: its list (3.14), or asyncio's registries before. */
+static int read_graph(struct async_state *s, struct pyproc *p, uint64_t tstate, const struct aio_mem *m,
+		      struct aio_source *src)
+{
+	struct pythread one = { .tstate = tstate };
+
+	if (s->l.legacy)
+		return remote_ptr(p->r, tstate + p->v.ts_thread_id, &one.ident) == 0 ?
+		       aio_legacy_tasks(p, &s->l, s->md, &one, 1, &s->g) : -PBP_E_FAULT;
+	if (remote_ptr(p->r, tstate + s->l.ts_running_task, &src->running_task) != 0)
+		src->running_task = 0;
+	return aio_graph_read(m, &p->v, &s->l, src, 1, &s->g);
 }
 
 int async_idle_tick(struct async_state *s, struct pyproc *p, uint64_t tstate,
@@ -229,9 +245,7 @@ int async_idle_tick(struct async_state *s, struct pyproc *p, uint64_t tstate,
 	}
 	if (!s->g.tasks && aio_graph_init(&s->g) != 0)
 		return -PBP_E_NOMEM;
-	if (remote_ptr(p->r, tstate + s->l.ts_running_task, &src.running_task) != 0)
-		src.running_task = 0;
-	err = aio_graph_read(&m, &p->v, &s->l, &src, 1, &s->g);
+	err = read_graph(s, p, tstate, &m, &src);
 	st->graph_reads++;
 	st->graph_unread += unread(&s->g.st);
 	if (!err)

@@ -22,6 +22,7 @@ struct async_state {
 	bool ok, never;         /* layout found; never to be (before 3.14, or corrupt) */
 	uint64_t retry_ns;
 	struct aio_layout l;
+	uint64_t md;            /* l.legacy: asyncio.tasks' module dict */
 	struct aio_graph g;     /* wall mode's waiting tasks; tasks NULL until first needed */
 	struct idle_pace pace[IDLE_THREADS];
 };
