@@ -31,6 +31,7 @@ fi
 
 TABLE_MINORS="6 7 8 9 10 11 12"
 CHECK_MINORS="13"
+ASYNC_MINORS="11 12 13"         # asyncio's task layout, where no AsyncioDebug table gives it
 
 out="$top/user/cpython/offsets_gen.h"
 data="$top/tests/unit/data"
@@ -140,6 +141,19 @@ first=$(build_probe 8)
 	done
 	echo "};"
 	echo "#endif"
+	echo
+	echo "/* asyncio before 3.14 (user/cpython/asyncio_legacy.c): no AsyncioDebug table there. */"
+	echo "struct aio_gen {"
+	echo "	uint32_t minor, task_size, task_loop, task_fut_waiter, task_coro, task_name;"
+	echo "	uint32_t gen_iframe, gen_frame_state, fr_stacktop, fr_localsplus;"
+	echo "	uint32_t set_used, set_mask, set_table, wr_object;"
+	echo "};"
+	echo
+	echo "static const struct aio_gen aio_gen_table[] = {"
+	for m in $ASYNC_MINORS; do
+		"$(build_probe "$m")" async
+	done
+	echo "};"
 	echo
 	echo "#endif /* PYBPFPROF_OFFSETS_GEN_H */"
 } > "$tmp/offsets_gen.h"

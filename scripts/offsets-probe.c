@@ -335,6 +335,61 @@ static void print_entry(const struct vals *v)
 	printf("\t},\n");
 }
 
+/*
+ * "async": the asyncio layout of 3.11 to 3.13 (no AsyncioDebug table before
+ * 3.14), one initializer of struct aio_gen. TaskObj and FutureObj are
+ * defined in Modules/_asynciomodule.c, which no header exports: the probe
+ * mirrors their field lists (the facts: order and C types, per version)
+ * and lets the compiler place them with the version's own PyObject_HEAD;
+ * coroutines, frames, sets and weak references are the headers' own.
+ */
+#if PY_VERSION_HEX >= 0x030b0000 && PY_VERSION_HEX < 0x030e0000
+#define FUT_COMMON PyObject_HEAD PyObject *loop, *callback0, *context0, *callbacks, *exception, \
+	*exception_tb, *result, *source_tb, *cancel_msg;
+#if PY_VERSION_HEX < 0x030d0000
+/* 3.11, 3.12: state, log_tb and blocking ints, then the dict and weakref list inline. */
+struct probe_task {
+	FUT_COMMON
+	int state, log_tb, blocking;
+	PyObject *dict, *weakreflist, *cancelled_exc;
+	PyObject *fut_waiter, *coro, *name, *context;
+	int must_cancel, log_destroy_pending, num_cancels_requested;
+};
+#else
+/* 3.13: dict and weakrefs managed (before the object); bitfields shared with the task's. */
+struct probe_task {
+	FUT_COMMON
+	PyObject *cancelled_exc;
+	int state;
+	unsigned log_tb : 1, blocking : 1, must_cancel : 1, log_destroy_pending : 1;
+	int num_cancels_requested;
+	PyObject *fut_waiter, *coro, *name, *context;
+};
+#endif
+
+static int print_async(void)
+{
+	printf("\t{ /* %s */ .minor = %d, .task_size = %zu, .task_loop = %zu, .task_fut_waiter = %zu, "
+	       ".task_coro = %zu, .task_name = %zu,\n", PY_VERSION, PY_MINOR_VERSION,
+	       sizeof(struct probe_task), offsetof(struct probe_task, loop),
+	       offsetof(struct probe_task, fut_waiter), offsetof(struct probe_task, coro),
+	       offsetof(struct probe_task, name));
+	printf("\t  .gen_iframe = %zu, .gen_frame_state = %zu, .fr_stacktop = %zu, .fr_localsplus = %zu,\n",
+	       offsetof(PyGenObject, gi_iframe), offsetof(PyGenObject, gi_frame_state),
+	       offsetof(_PyInterpreterFrame, stacktop), offsetof(_PyInterpreterFrame, localsplus));
+	printf("\t  .set_used = %zu, .set_mask = %zu, .set_table = %zu, .wr_object = %zu },\n",
+	       offsetof(PySetObject, used), offsetof(PySetObject, mask), offsetof(PySetObject, table),
+	       offsetof(PyWeakReference, wr_object));
+	return 0;
+}
+#else
+static int print_async(void)
+{
+	fprintf(stderr, "offsets-probe: async: 3.11 to 3.13 only\n");
+	return 1;
+}
+#endif
+
 int main(int argc, char **argv)
 {
 	struct vals v;
@@ -343,6 +398,8 @@ int main(int argc, char **argv)
 		print_struct();
 		return 0;
 	}
+	if (argc > 1 && strcmp(argv[1], "async") == 0)
+		return print_async();
 #define UNSET(f) v.f = NONE;
 	FIELDS(UNSET)
 	fill_runtime(&v);

@@ -77,6 +77,56 @@ def three():
     return m
 
 
+def future_iter():
+    """three, but the third task awaits the second through a future's iterator:
+    an object of type "_asyncio.FutureIter" whose word after the header is the task."""
+    m = three()
+    coro(m, 0xb00, -1, awaits=BASE + 0x3e00, slot=0xc10)
+    m.q(0x3e00 + 8, BASE + 0x3ec0)                                      # the iterator
+    m.q(0x3e00 + 16, BASE + 0x300)
+    m.q(0x3ec0 + 24, BASE + 0x3800)                                     # its type's tp_name
+    m.b[0x3800:0x3800 + 20] = b"_asyncio.FutureIter\0"
+    m.q(0x300 + 8, BASE + 0x3e80)                                       # the task's type
+    m.q(0x3e80 + 24, BASE + 0x3840)
+    m.b[0x3840:0x3840 + 14] = b"_asyncio.Task\0"
+    return m
+
+
+def legacy():
+    """3.12's layout (no list, no awaited_by): three task addresses in the first
+    words, the first running; the second's coroutine awaits a coroutine that
+    awaits the third task through its future iterator (stacktop 1 at 64,
+    localsplus at 72); the third's awaits itself through one."""
+    task_type, it_type = BASE + 0x3f60, 0x3ec0
+    m = Mem()
+    m.q(0, BASE + 0x100)
+    m.q(8, BASE + 0x300)
+    m.q(16, BASE + 0x500)
+    m.q(24, BASE + 0x300)                                               # listed twice: once
+    m.q(32, BASE + 0x3000)                                              # no task
+    for off, c in ((0x100, 0x800), (0x300, 0x900), (0x500, 0xb00)):
+        m.q(off + 8, task_type)
+        m.q(off + 136, BASE + c)
+    def coro12(off, state, stack_top=None, typ=CORO_TYPE):
+        m.q(off + 8, typ)
+        m.byte(off + 67, state)
+        m.q(off + 72, CODE)                                             # f_code, untagged
+        m.q(off + 72 + 56, CODE + 0x40)
+        if stack_top is not None:
+            struct.pack_into("<i", m.b, off + 72 + 64, 1)
+            m.q(off + 72 + 72, stack_top)
+    coro12(0x800, 0)
+    coro12(0x900, -1, BASE + 0xa00)
+    coro12(0xa00, -1, BASE + 0x3e00)
+    coro12(0xb00, -1, BASE + 0x3e40)
+    for it, fut in ((0x3e00, 0x500), (0x3e40, 0x500)):
+        m.q(it + 8, BASE + it_type)
+        m.q(it + 16, BASE + fut)
+    m.q(it_type + 24, BASE + 0x3800)
+    m.b[0x3800:0x3800 + 20] = b"_asyncio.FutureIter\0"
+    return m
+
+
 def seeds():
     m = three()
     yield "three", b"\0" + m.b
@@ -98,6 +148,8 @@ def seeds():
     m = three()
     m.q(0xd00 + 32, 1 << 40)                                            # an absurd mask
     yield "set_mask", b"\0" + m.b
+    yield "future_iter", b"\0" + future_iter().b
+    yield "legacy", b"\2" + legacy().b
 
 
 if __name__ == "__main__":

@@ -10,7 +10,9 @@
  *
  * Input layout:
  *   byte 0      odd: bytes 1..104 are an AsyncioDebug table, decoded, and
- *               used when accepted (else 3.14.10's); even: 3.14.10's table
+ *               used when accepted (else 3.14.10's); 2: 3.12's layout read
+ *               by aio_graph_read_given (legacy(), below); other even:
+ *               3.14.10's table
  *   the rest    memory at MEM_BASE (after the table when there is one);
  *               anything outside it is unmapped. The thread's task list is
  *               headed at MEM_BASE, the interpreter's at MEM_BASE + 16, and
@@ -19,13 +21,15 @@
  * It aborts when an accepted table puts a field outside the size it claims,
  * or the graph breaks its bounds: more than AIO_MAX_TASKS tasks, a chain
  * longer than AIO_MAX_CHAIN, an awaiter index out of range or repeated, one
- * task twice, a running task other than the running one.
+ * task twice, a running task other than the running one, an awaited task
+ * out of range or an awaited type's name not ended.
  *
  * Seeds (tests/fuzz/corpus/asyncio/, made by tests/fuzz/asyncio_seeds.py):
  * a list of three tasks (one running, one awaited by a set of two, one
  * by a single task) with chained coroutines; the same with its table; a
  * list that loops back into itself; a coroutine awaiting itself; a chain
- * deeper than the bound; a set with an absurd mask.
+ * deeper than the bound; a set with an absurd mask; a task awaiting another
+ * through a future's iterator (_asyncio.FutureIter, seen through).
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -37,27 +41,13 @@
 #include "cpython/asyncio_graph.h"
 #include "cpython/asyncio_offsets.h"
 #include "cpython/pyver.h"
+#include "../unit/fakemem.h"
 
 #define MUST(c) do { if (!(c)) { fprintf(stderr, "invariant failed: %s\n", #c); __builtin_trap(); } } while (0)
 
-#define MEM_BASE 0x10000ull
+#define MEM_BASE FAKEMEM_BASE
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-struct mem {
-	const uint8_t *b;
-	size_t len;
-};
-
-static int mem_read(void *ctx, uint64_t addr, void *buf, size_t len)
-{
-	const struct mem *m = ctx;
-
-	if (addr < MEM_BASE || addr - MEM_BASE > m->len || len > m->len - (addr - MEM_BASE))
-		return -PBP_E_FAULT;
-	memcpy(buf, m->b + (addr - MEM_BASE), len);
-	return 0;
-}
 
 /* The _Py_DebugOffsets facts the readers use, as 3.14.10's release build has them. */
 static void pyver_314(struct pyver *v)
@@ -105,6 +95,8 @@ static void check_graph(const struct aio_graph *g, uint64_t running)
 
 		MUST(t->nframes <= AIO_MAX_CHAIN && t->nawaiters <= AIO_MAX_AWAITERS);
 		MUST(!t->running || t->addr == running);
+		MUST(t->awaits_task >= -1 && t->awaits_task < (int32_t)g->n);
+		MUST(memchr(t->awaits_name, 0, sizeof(t->awaits_name)) != NULL);
 		for (size_t k = 0; k < i; k++)
 			MUST(g->tasks[k].addr != t->addr);
 		for (unsigned a = 0; a < t->nawaiters; a++) {
@@ -115,13 +107,47 @@ static void check_graph(const struct aio_graph *g, uint64_t running)
 	}
 }
 
+/*
+ * Before 3.14 (byte 0 == 2): 3.12's layout (the generated table's), no
+ * list: the task addresses are the memory's first eight words, the first
+ * running; a task is an object of type LEGACY_TASK_TYPE.
+ */
+#define LEGACY_TASK_TYPE (MEM_BASE + 0x3f60)
+
+static int legacy(struct aio_graph *g, struct aio_mem *am, const struct fakemem *m)
+{
+	struct pyver v;
+	struct aio_layout l = {
+		.legacy = true, .task_type = LEGACY_TASK_TYPE, .task_size = 176, .task_name = 144,
+		.task_coro = 136, .task_loop = 16, .task_fut_waiter = 128, .fr_stacktop = 64,
+		.fr_localsplus = 72,
+	};
+	struct aio_given given[8];
+
+	pyver_314(&v);
+	v.minor = 12;
+	v.async_ok = false;
+	v.fr_size = 80;
+	v.k.exec_tag_bits = 0;
+	for (int i = 0; i < 8; i++) {
+		uint64_t a = 0;
+
+		if (m->len >= 8u * (unsigned)i + 8)
+			memcpy(&a, m->b + 8 * i, 8);
+		given[i] = (struct aio_given){ a, 0, i == 0 };
+	}
+	MUST(aio_graph_read_given(am, &v, &l, given, 8, g) == 0);
+	check_graph(g, given[0].addr);
+	return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct aio_graph g;
 	struct pyver v;
 	struct aio_layout l = layout_314;
-	struct mem m;
-	struct aio_mem am = { mem_read, &m };
+	struct fakemem m;
+	struct aio_mem am = { fakemem_read, &m };
 	struct aio_source src[2] = {
 		{ MEM_BASE, MEM_BASE + 0x100, 0 },
 		{ MEM_BASE + 16, 0, -1 },
@@ -132,6 +158,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	if (!g.tasks && aio_graph_init(&g) != 0)
 		abort();
+	if (data[0] == 2) {
+		m.b = data + 1;
+		m.len = size - 1;
+		return legacy(&g, &am, &m);
+	}
 	pyver_314(&v);
 	if (data[0] & 1) {
 		struct aio_layout dl;

@@ -21,6 +21,11 @@ def needs_314(interp):
         pytest.skip("--async reads 3.14's _asyncio debug offsets")
 
 
+def needs_311(interp):
+    if interp.version < (3, 11):
+        pytest.skip("dump --async reads 3.11 to 3.13's tasks from asyncio's registries")
+
+
 def dump_async(pybpfprof, pid, *extra):
     r = pybpfprof("dump", "-p", pid, "--async", *extra, timeout=20)
     assert r.returncode == 0, r.stderr
@@ -32,7 +37,9 @@ def frames(fs):
 
 
 def test_tasks_match_target(interp, start_target, pybpfprof):
-    needs_314(interp)
+    """3.11 and later. Before 3.14 a task's awaiters are the tasks its step
+    waits on (what _fut_waiter says), no more: a gather's children none."""
+    needs_311(interp)
     proc, pid, ready = start_target(interp, "aiotree.py")
     got = json.loads(dump_async(pybpfprof, pid, "--json").stdout)
 
@@ -40,6 +47,9 @@ def test_tasks_match_target(interp, start_target, pybpfprof):
     assert all(v == 0 for v in got["unread"].values()), got["unread"]
     want = {t["name"]: t for t in ready["tasks"]}
     seen = {t["name"]: t for t in got["tasks"]}
+    if interp.version < (3, 14):
+        for name, w in want.items():
+            w["awaited_by"] = sorted(n for n, o in want.items() if o["waits_for"] == name)
     assert sorted(seen) == sorted(want)
     assert len(want) == 6 and any(n.startswith("Task-") for n in want), "the tree changed"
     for name, w in want.items():
@@ -60,28 +70,29 @@ def test_tasks_match_target(interp, start_target, pybpfprof):
     # The text form says the same, grouped under the loop's thread.
     text = dump_async(pybpfprof, pid).stdout
     assert "6 asyncio tasks" in text.splitlines()[0]
-    assert 'Task "spinner" (%s) running, awaited by "main"' % want["spinner"]["id"] in text
-    assert 'Task "sleeper" (%s) pending, awaited by "main"' % want["sleeper"]["id"] in text
+    by_main = ', awaited by "main"' if interp.version >= (3, 14) else ""
+    assert 'Task "spinner" (%s) running%s\n' % (want["spinner"]["id"], by_main) in text
+    assert 'Task "sleeper" (%s) pending%s\n' % (want["sleeper"]["id"], by_main) in text
     leaf = [n for n in want if n.startswith("Task-")][0]
     assert want[leaf]["awaited_by"] == ["cowaiter", "waiter"], "leaf's awaiters are no set"
     assert re.search(r'Task "%s" \(0x[0-9a-f]+\) pending, awaited by "(co)?waiter", "(co)?waiter"'
                      % leaf, text)
 
 
-def test_unsupported_before_314(interp, start_target, pybpfprof):
-    if interp.version >= (3, 14):
+def test_unsupported_before_311(interp, start_target, pybpfprof):
+    if interp.version >= (3, 11):
         pytest.skip("supported")
     proc, pid, ready = start_target(interp, "parked.py")
     r = pybpfprof("dump", "-p", pid, "--async")
     assert r.returncode == EXIT_UNSUPPORTED
     assert r.stdout == ""
-    assert r.stderr == ("pybpfprof: pid %d: --async: not supported on Python %d.%d (needs "
-                        "3.14's _asyncio debug offsets)\n" % (pid, interp.version[0],
-                                                              interp.version[1]))
+    assert r.stderr == ("pybpfprof: pid %d: --async: not supported on Python %d.%d (tasks "
+                        "are read on 3.11 and later)\n" % (pid, interp.version[0],
+                                                             interp.version[1]))
 
 
 def test_no_asyncio_no_tasks(interp, start_target, pybpfprof):
-    needs_314(interp)
+    needs_311(interp)
     proc, pid, ready = start_target(interp, "parked.py")
     got = json.loads(dump_async(pybpfprof, pid, "--json").stdout)
     if got["asyncio_loaded"]:
@@ -92,8 +103,10 @@ def test_no_asyncio_no_tasks(interp, start_target, pybpfprof):
 def test_churn_bounded(interp, start_target, pybpfprof):
     """Thousands of tasks made and cancelled a second: 40 reads in a row,
     none crashing, hanging or failing, each bounded in time and memory; the
-    parked chain deeper than the bound is cut, and said to be."""
-    needs_314(interp)
+    parked chain deeper than the bound is cut, and said to be. On 3.14 and,
+    for the registries' reader of 3.11 to 3.13, on 3.12."""
+    if interp.version < (3, 14) and interp.name != "3.12":
+        pytest.skip("3.14, and 3.12 for the older versions' reader")
     proc, pid, ready = start_target(interp, "aiochurn.py")
     assert ready["rate"] > 2000, "the target churns too slowly to test anything"
     worst, unread, deep_seen, counts = 0.0, {}, 0, []
@@ -128,19 +141,80 @@ def record_async(pid, mode, tmp_path):
         return parse_collapsed(f.read())
 
 
-@pytest.mark.parametrize("mode", ["cpu", "wall"])
-def test_record_running_task(interp, start_target, tmp_path, mode):
+def task_profiles(interp, older=("3.11", "3.12", "3.13")):
+    """record/top --async: 3.14 (the kernel's copy of the running task), and
+    the older versions named (their registries, read at the sample)."""
+    if interp.version < (3, 14) and interp.name not in older:
+        pytest.skip("3.14, and %s for 3.11 to 3.13's reader" % ", ".join(older))
+
+
+def check_running(stacks, interp):
     """The spinning task's samples sit under 'task main;task spinner', between the
-    loop's frames and its coroutine: the gather's task awaits it."""
-    needs_314(interp)
-    proc, pid, ready = start_target(interp, "aiotree.py")
-    stacks = record_async(pid, mode, tmp_path)
+    loop's frames and its coroutine: the gather's task awaits it (3.14; before,
+    a gather's children name no awaiter: 'task spinner' alone)."""
+    want = ["task main"] if interp.version >= (3, 14) else []
     spin = [(f, c) for f, c in stacks if func_of(f[-1]) == "spinner"]
     assert total(spin) > 0.8 * total(stacks), stacks[:5]
     for frames, count in spin:
         funcs = [func_of(x) for x in frames]
         i = funcs.index("Handle._run")
-        assert funcs[i + 1:] == ["task main", "task spinner", "spinner"], funcs
+        assert funcs[i + 1:] == want + ["task spinner", "spinner"], funcs
+    return total(spin)
+
+
+def test_record_running_task(interp, start_target, tmp_path):
+    task_profiles(interp, ("3.12",))
+    proc, pid, ready = start_target(interp, "aiotree.py")
+    check_running(record_async(pid, "cpu", tmp_path), interp)
+
+
+def waiting_stacks(ready, interp):
+    """What a wall tick counts for each waiting task of aiotree: its awaiters'
+    task frames (the first of a set: either of leaf's two), the task, its
+    coroutine chain as the target reports it (asyncio's own coroutines at its
+    end folded into the leaf), and the leaf."""
+    tasks = {t["name"]: t for t in ready["tasks"]}
+    leaf = [n for n in tasks if n.startswith("Task-")][0]
+
+    def chain(name, n):
+        return [(f["function"], f["line"]) for f in tasks[name]["frames"][:n]]
+    main = ["task main"] if interp.version >= (3, 14) else []   # before: no gather links
+    return {
+        "main": [["task main"]], "sleeper": [main + ["task sleeper"]],
+        "waiter": [main + ["task waiter"]], "cowaiter": [["task cowaiter"]],
+        leaf: [main + ["task waiter", "task " + leaf], ["task cowaiter", "task " + leaf]],
+    }, {
+        "main": (chain("main", 1), "[awaiting] _GatheringFuture"),
+        "sleeper": (chain("sleeper", 1), "[awaiting] asyncio.sleep"),
+        "waiter": (chain("waiter", 2), "[awaiting] task " + leaf),
+        "cowaiter": (chain("cowaiter", 1), "[awaiting] task " + leaf),
+        leaf: (chain(leaf, 1), "[awaiting] asyncio.Event.wait"),
+    }
+
+
+def test_record_wall_tasks(interp, start_target, tmp_path):
+    """Wall mode: the running task as in cpu mode, and each waiting task once a
+    tick as its own stack, awaiters, chain (exact lines) and what it awaits:
+    each as many samples as the loop's thread, within 10%. 3.14 and 3.11 to 3.13."""
+    task_profiles(interp)
+    proc, pid, ready = start_target(interp, "aiotree.py")
+    stacks = record_async(pid, "wall", tmp_path)
+    waiting = [(f, c) for f, c in stacks if f[-1].startswith("[awaiting] ")]
+    thread = check_running([(f, c) for f, c in stacks if (f, c) not in waiting], interp)
+    roots, chains = waiting_stacks(ready, interp)
+    got = {}
+    for frames, count in waiting:
+        tasks = [x for x in frames if x.startswith("task ")]
+        name = tasks[-1][5:]
+        assert tasks in roots[name], frames
+        assert frames[:len(tasks)] == tasks, frames
+        body = [(func_of(x), int(re.search(r":(\d+)\)$", x).group(1))) for x in frames[len(tasks):-1]]
+        assert (body, frames[-1]) == chains[name], frames
+        got[name] = got.get(name, 0) + count
+    print("wall --async: thread %d samples, waiting tasks %s" % (thread, got))
+    assert sorted(got) == sorted(chains)
+    for name, n in got.items():
+        assert 0.9 * thread <= n <= 1.1 * thread, (name, n, thread)
 
 
 def test_record_switching_tasks(interp, start_target, tmp_path):
@@ -167,10 +241,10 @@ def test_record_switching_tasks(interp, start_target, tmp_path):
     assert tasked > 0.8 * (tasked + untasked)
 
 
-def test_record_async_before_314(interp, start_target, tmp_path):
-    """Before 3.14 --async adds nothing, and the profile is the plain one."""
-    if interp.version >= (3, 14) or interp.version < (3, 7):
-        pytest.skip("3.7 to 3.13")
+def test_record_async_before_311(interp, start_target, tmp_path):
+    """Before 3.11 --async adds nothing, and the profile is the plain one."""
+    if interp.version >= (3, 11) or interp.version < (3, 7):
+        pytest.skip("3.7 to 3.10")
     proc, pid, ready = start_target(interp, "aioswitch.py")
     stacks = record_async(pid, "cpu", tmp_path)
     assert total(stacks) > 0
@@ -189,3 +263,29 @@ def test_record_churn(interp, start_target, tmp_path):
     named = sum(c for f, c in stacks if any(func_of(x).startswith("task ") for x in f))
     print("churn record: %d of %d samples under a task" % (named, total(stacks)))
     assert named > 0.2 * total(stacks)
+
+
+def test_top_async(interp, start_target, pybpfprof):
+    """top --async -m wall: the waiting tasks' samples are counted apart in the
+    head (five tasks parked: five times the thread's), the thread's own row and
+    status are its samples alone, and each task is a function of the table:
+    of six stacks a tick, the spinner and each parked sleep one sixth, and main
+    awaited by all but cowaiter (and leaf, when its set gives cowaiter first)."""
+    needs_314(interp)
+    proc, pid, ready = start_target(interp, "aiotree.py")
+    r = pybpfprof("top", "--once", "-m", "wall", "--async", "-p", pid)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    samples = int(re.match(r"samples (\d+) in", lines[1]).group(1))
+    waiting = int(re.match(r"waiting tasks (\d+) samples more \(--async", lines[2]).group(1))
+    assert samples >= 50 and 4.5 * samples <= waiting <= 5.5 * samples, r.stdout
+    thread = re.match(r"^(\d+) \S+\s+(\d+)  ", lines[4])
+    assert int(thread.group(2)) == samples and "unknown" not in lines[4], r.stdout
+    funcs = {}
+    for line in lines[6:]:
+        m = re.match(r"^\s*([\d.]+)\s+([\d.]+)  (.+?)  ", line)
+        funcs[m.group(3)] = (float(m.group(1)), float(m.group(2)))
+    # (20 rows by own share: the task frames, own 0, may not all be shown.)
+    for name in ("spinner", "[awaiting] asyncio.sleep", "[awaiting] asyncio.Event.wait"):
+        assert abs(funcs[name][0] - 100 / 6) <= 5, (name, r.stdout)
+    assert abs(funcs["task main"][1] - 100 * 5 / 6) <= 5 or abs(funcs["task main"][1] - 100 * 4 / 6) <= 5

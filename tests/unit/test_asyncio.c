@@ -18,8 +18,17 @@
 #include "cpython/asyncio_offsets.h"
 #include "cpython/debugoffsets.h"
 #include "cpython/pyver.h"
+#include "fakemem.h"
 
-#define MEM_BASE 0x10000ull
+#define MEM_BASE FAKEMEM_BASE
+
+static uint64_t load64(const uint8_t *b)
+{
+	uint64_t v;
+
+	memcpy(&v, b, 8);
+	return v;
+}
 
 static int pyver_of(const char *path, struct pyver *v)
 {
@@ -81,21 +90,6 @@ static void test_layout(void)
 	CHECK_EQ_INT(aio_layout_decode(&v13, table_314, sizeof(table_314), &l), -PBP_E_VERSION);
 }
 
-struct mem {
-	const uint8_t *b;
-	size_t len;
-};
-
-static int mem_read(void *ctx, uint64_t addr, void *buf, size_t len)
-{
-	const struct mem *m = ctx;
-
-	if (addr < MEM_BASE || addr - MEM_BASE > m->len || len > m->len - (addr - MEM_BASE))
-		return -PBP_E_FAULT;
-	memcpy(buf, m->b + (addr - MEM_BASE), len);
-	return 0;
-}
-
 /* A seed's graph, read as the harness reads it (the table at its head skipped). */
 static int seed_graph(const char *name, struct aio_graph *g)
 {
@@ -104,8 +98,8 @@ static int seed_graph(const char *name, struct aio_graph *g)
 	uint8_t *b;
 	struct pyver v;
 	struct aio_layout l;
-	struct mem m;
-	struct aio_mem am = { mem_read, &m };
+	struct fakemem m;
+	struct aio_mem am = { fakemem_read, &m };
 	struct aio_source src[2] = { { MEM_BASE, MEM_BASE + 0x100, 0 }, { MEM_BASE + 16, 0, -1 } };
 	int err;
 
@@ -141,11 +135,61 @@ static void test_three(struct aio_graph *g)
 	CHECK_EQ_INT(g->tasks[1].awaiters_unknown, 1);
 	CHECK_EQ_INT(g->tasks[2].nframes, 1);                           /* awaits a future: ends */
 	CHECK(!g->tasks[2].chain_cut);
+	CHECK(g->tasks[2].awaits != 0 && g->tasks[2].awaits_task == -1);  /* a future, no task */
+	CHECK_EQ_INT(g->tasks[0].awaits, 0);                            /* running: no await */
 	CHECK_EQ_INT(g->tasks[2].nawaiters, 1);
 	CHECK_EQ_INT(g->tasks[2].awaiters[0], 0);
 	CHECK_EQ_INT(g->st.list_faults + g->st.chain_faults + g->st.set_faults + g->st.set_corrupt, 0);
 	CHECK_EQ_INT(seed_graph("three_table", g), 0);
 	CHECK_EQ_INT(g->n, 3);
+}
+
+/* A task awaiting a task holds the future's iterator: seen through to the task. */
+static void test_future_iter(struct aio_graph *g)
+{
+	CHECK_EQ_INT(seed_graph("future_iter", g), 0);
+	CHECK_EQ_INT(g->n, 3);
+	if (g->n != 3)
+		return;
+	CHECK_EQ_INT(g->tasks[2].awaits, MEM_BASE + 0x300);
+	CHECK_EQ_INT(g->tasks[2].awaits_task, 1);
+	CHECK_EQ_STR(g->tasks[2].awaits_name, "_asyncio.Task");
+	CHECK_EQ_INT(g->tasks[1].awaits_task, -1);          /* a coroutine of another type */
+}
+
+/* Before 3.14: tasks given by address, awaiters derived from what each awaits. */
+static void test_legacy(struct aio_graph *g)
+{
+	size_t len;
+	uint8_t *b = unit_load_file("../fuzz/corpus/asyncio/legacy", &len);
+	struct fakemem m = { b ? b + 1 : NULL, b ? len - 1 : 0 };
+	struct aio_mem am = { fakemem_read, &m };
+	struct pyver v;
+	struct aio_layout l = {
+		.legacy = true, .task_type = MEM_BASE + 0x3f60, .task_size = 176, .task_name = 144,
+		.task_coro = 136, .task_loop = 16, .task_fut_waiter = 128, .fr_stacktop = 64,
+		.fr_localsplus = 72,
+	};
+	struct aio_given given[5];
+
+	CHECK(b != NULL);
+	if (!b || pyver_of("data/debug_offsets_3.14.bin", &v) != 0)
+		return;
+	v.async_ok = false;
+	v.k.exec_tag_bits = 0;
+	for (int i = 0; i < 5; i++)
+		given[i] = (struct aio_given){ load64(b + 1 + 8 * i), 0, i == 0 };
+	CHECK_EQ_INT(aio_graph_read_given(&am, &v, &l, given, 5, g), 0);
+	CHECK_EQ_INT(g->n, 3);                          /* one listed twice, one no task */
+	CHECK_EQ_INT(g->st.not_tasks, 1);
+	if (g->n == 3) {
+		CHECK(g->tasks[0].running && !g->tasks[1].running);
+		CHECK_EQ_INT(g->tasks[1].nframes, 2);
+		CHECK_EQ_INT(g->tasks[1].awaits_task, 2);
+		CHECK_EQ_INT(g->tasks[2].awaits_task, 2);       /* itself, as a corrupt graph may */
+		CHECK_EQ_INT(g->tasks[2].nawaiters, 2);         /* the second, and itself: bounded */
+	}
+	free(b);
 }
 
 static void test_bad(struct aio_graph *g)
@@ -174,6 +218,8 @@ int main(void)
 		return 1;
 	test_three(&g);
 	test_bad(&g);
+	test_future_iter(&g);
+	test_legacy(&g);
 	aio_graph_free(&g);
 	return unit_done("test_asyncio");
 }

@@ -61,6 +61,30 @@ static void test_build(void)
 	agg_free(a);
 }
 
+/* --async's waiting tasks (wall): their own count, not their thread's samples or status. */
+static void test_waiting_tasks(void)
+{
+	struct agg *a = two_threads();
+	struct live_view v;
+	uint32_t task = (uint32_t)agg_loc(a, "task fetch", NULL, -1, LOC_PY);
+	uint32_t leaf = (uint32_t)agg_loc(a, "[awaiting] asyncio.sleep", NULL, -1, LOC_PY);
+	uint32_t s[] = { task, leaf };
+
+	agg_add(a, &(struct stack_tags){ .pid = 1, .tid = 200, .status = ST_UNKNOWN }, s, 2, 5);
+	CHECK_EQ_INT(live_build(a, false, 0, 0, &v), 0);
+	CHECK_EQ_INT(v.samples, 10);
+	CHECK_EQ_INT(v.waiting, 5);
+	CHECK_EQ_INT(v.status[ST_UNKNOWN], 0);
+	CHECK_EQ_INT(v.fsamples, 15);   /* the functions' shares are of both */
+	CHECK(v.threads[1].tid == 200 && v.threads[1].samples == 4 && v.threads[1].waiting == 5);
+	CHECK_EQ_STR(first(&v)->name, "spin");
+	live_free(&v);
+	CHECK_EQ_INT(live_build(a, true, 1, 200, &v), 0);
+	CHECK_EQ_INT(v.fsamples, 9);
+	live_free(&v);
+	agg_free(a);
+}
+
 static void test_bar(void)
 {
 	uint64_t st[ST__COUNT] = { 0 };
@@ -99,6 +123,7 @@ static void test_text(void)
 int main(void)
 {
 	test_build();
+	test_waiting_tasks();
 	test_bar();
 	test_text();
 	return unit_done("test_live");

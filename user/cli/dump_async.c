@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `pybpfprof dump --async`: every asyncio task of a running 3.14+ process,
+ * `pybpfprof dump --async`: every asyncio task of a running 3.11+ process,
  * read once from outside: its name, whether it runs, its coroutine chain
  * and the tasks awaiting it (what `python3.14 -m asyncio pstree` shows).
  */
@@ -11,6 +11,7 @@
 #include "cli/dump.h"
 #include "core/errors.h"
 #include "core/text.h"
+#include "cpython/asyncio_legacy.h"
 #include "cpython/asyncio_tasks.h"
 #include "cpython/codeobj.h"
 #include "cpython/process.h"
@@ -29,6 +30,8 @@ struct adump {
 	char (*tnames)[PBP_NAME_LEN];
 	struct aio_graph g;
 	char (*names)[128];     /* the tasks' names, by index */
+	struct aio_layout l;
+	uint64_t md;            /* before 3.14: asyncio.tasks' dict, where its registries are */
 };
 
 static void put_frame(const struct adump *d, const struct aio_frame *f, bool first)
@@ -119,7 +122,8 @@ static void tasks_text(const struct adump *d)
 		if (n == 0)
 			continue;
 		if (owner < 0) {
-			fprintf(d->o, "Tasks of threads that ended: %zu\n", n);
+			fprintf(d->o, d->l.legacy ? "Tasks of loops not running: %zu\n" :
+				"Tasks of threads that ended: %zu\n", n);
 		} else {
 			fprintf(d->o, "Thread %d \"", (int)d->ts[owner].tid);
 			text_put(d->o, d->tnames[owner][0] ? d->tnames[owner] : "?", TEXT_PLAIN);
@@ -186,16 +190,34 @@ static void put_header(const struct adump *d, bool loaded)
 		loaded ? "" : " (the _asyncio module is not loaded)");
 }
 
-static int collect(struct adump *d, const struct aio_layout *l)
+static int read_threads(struct adump *d)
 {
-	int err;
-
 	d->ts = calloc(PBP_MAX_THREADS, sizeof(*d->ts));
 	if (!d->ts)
 		return -PBP_E_NOMEM;
-	err = pythreads_read(d->p, d->ts, PBP_MAX_THREADS, &d->nts);
+	return pythreads_read(d->p, d->ts, PBP_MAX_THREADS, &d->nts);
+}
+
+/* The layout: 3.14's table, or before it the generated one (with the threads read for it). */
+static int find_layout(struct adump *d)
+{
+	int err = aio_find_layout(d->p, &d->l);
+
+	if (err != -PBP_E_VERSION)
+		return err;
+	err = read_threads(d);
+	if (!err && d->nts == 0)
+		err = -PBP_E_NOENT;
+	return err ? err : aio_legacy_find(d->p, d->ts[0].interp, &d->l, &d->md);
+}
+
+static int collect(struct adump *d)
+{
+	int err = d->ts ? 0 : read_threads(d);
+
 	if (!err)
-		err = aio_read_tasks(d->p, l, d->ts, d->nts, &d->g);
+		err = d->l.legacy ? aio_legacy_tasks(d->p, &d->l, d->md, d->ts, d->nts, &d->g)
+				  : aio_read_tasks(d->p, &d->l, d->ts, d->nts, &d->g);
 	if (!err) {
 		d->tnames = calloc(d->nts ? d->nts : 1, sizeof(*d->tnames));
 		d->names = calloc(d->g.n ? d->g.n : 1, sizeof(*d->names));
@@ -226,18 +248,17 @@ static void print_all(struct adump *d, bool loaded)
 int dump_async(struct pyproc *p, FILE *o, bool json)
 {
 	struct adump d = { .p = p, .o = o, .json = json };
-	struct aio_layout l;
-	int err = aio_find_layout(p, &l);
-	bool loaded = err != -PBP_E_NOENT;
+	int err, found;
 
-	if (err && loaded)
-		return err;
-	err = aio_graph_init(&d.g);
 	remote_invalidate_all(p->r);
-	if (!err && loaded)
-		err = collect(&d, &l);
+	found = find_layout(&d);
+	err = found == -PBP_E_NOENT ? 0 : found;
 	if (!err)
-		print_all(&d, loaded);
+		err = aio_graph_init(&d.g);
+	if (!err && found == 0)
+		err = collect(&d);
+	if (!err)
+		print_all(&d, found == 0);
 	aio_graph_free(&d.g);
 	free(d.ts);
 	free(d.tnames);

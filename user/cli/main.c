@@ -49,7 +49,7 @@ struct dump_args {
 static const struct argp_option dump_opts[] = {
 	{ "pid", 'p', "PID", 0, "Process to read (required)", 0 },
 	{ "json", 'j', NULL, 0, "Print JSON instead of text", 0 },
-	{ "async", OPT_ASYNC, NULL, 0, "Print every asyncio task instead (Python 3.14+): its name, "
+	{ "async", OPT_ASYNC, NULL, 0, "Print every asyncio task instead (Python 3.11+): its name, "
 	  "state, coroutine chain and the tasks awaiting it", 0 },
 	{ 0 },
 };
@@ -91,11 +91,16 @@ static const char dump_doc[] =
 	"  pybpfprof dump -p 1234 --json | jq .\n"
 	"  pybpfprof dump -p 1234 --async";
 
-/* Before 3.14 there is no _asyncio table to read tasks by (or it disagrees with the runtime's). */
+/* Before 3.11 no task is read; 3.11 to 3.13 only with the C task of the known layout. */
 static int async_unsupported(const struct pyproc *p)
 {
-	fprintf(stderr, "pybpfprof: pid %d: --async: not supported on Python %u.%u (needs 3.14's "
-		"_asyncio debug offsets)\n", (int)p->pid, p->v.major, p->v.minor);
+	if (p->v.major == 3 && p->v.minor >= 11)        /* pure-Python tasks, or another build's layout */
+		fprintf(stderr, "pybpfprof: pid %d: --async: not supported for this Python %u.%u: its "
+			"asyncio.Task is not the C task of the layout known for %u.%u\n", (int)p->pid,
+			p->v.major, p->v.minor, p->v.major, p->v.minor);
+	else
+		fprintf(stderr, "pybpfprof: pid %d: --async: not supported on Python %u.%u (tasks are "
+			"read on 3.11 and later)\n", (int)p->pid, p->v.major, p->v.minor);
 	return EXIT_UNSUPPORTED;
 }
 

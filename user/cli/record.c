@@ -73,8 +73,9 @@ static const struct argp_option opts[] = {
 	  "Add a leaf frame with the thread's status: [running], [native, no GIL], [runnable], "
 	  "[gil wait], [sleeping], [disk]", 3 },
 	{ "async", OPT_ASYNC, NULL, 0,
-	  "Python 3.14+: put a frame 'task NAME' for the asyncio task a sample's thread runs, and "
-	  "one for each task awaiting it, above the task's coroutine frames", 3 },
+	  "Python 3.11+: put a frame 'task NAME' for the asyncio task a sample's thread runs, and "
+	  "one for each task awaiting it, above the task's coroutine frames; in wall mode also each "
+	  "waiting task once a tick, ending in '[awaiting] WHAT'", 3 },
 	{ "stats", OPT_STATS, "FORM", OPTION_ARG_OPTIONAL,
 	  "End-of-run figures on stderr: text (the summary and cache and read statistics; "
 	  "--stats alone), json (all of them as one JSON line, no summary or table), "

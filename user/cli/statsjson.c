@@ -66,6 +66,14 @@ void stats_json_collector(struct jsonw *w, const struct collector *c)
 	jw_u64(w, "read_now", c->read_now);
 	jw_u64(w, "late_switches", c->late_switches);
 	jw_end_obj(w);
+	jw_obj(w, "async");
+	jw_u64(w, "tasked", c->async.tasked);
+	jw_u64(w, "unplaced", c->async.unplaced);
+	jw_u64(w, "waiting_task_samples", c->async.waiting);
+	jw_u64(w, "task_lists", c->async.graph_reads);
+	jw_num(w, "task_list_seconds", (double)c->async.graph_ns / 1e9);
+	jw_u64(w, "task_list_unread", c->async.graph_unread);
+	jw_end_obj(w);
 	jw_u64(w, "thread_lists", c->rescans);
 	jw_num(w, "thread_list_seconds", (double)c->rescan_ns / 1e9);
 	jw_u64(w, "stacks", agg_nstacks(c->agg));

@@ -133,6 +133,20 @@ static void print_execs(const struct record *r)
 	}
 }
 
+/* --async: the waiting tasks' samples come on top of the threads': said, so totals read right. */
+static void print_async(const struct collector *c)
+{
+	if (!c->o.async)
+		return;
+	fprintf(stderr, "pybpfprof: --async: %llu stacks put under their running task",
+		(unsigned long long)c->async.tasked);
+	if (c->o.mode == MODE_WALL)
+		fprintf(stderr, "; %llu samples are waiting tasks' (one a tick for each task not "
+			"running), counted besides the threads' %llu", (unsigned long long)c->async.waiting,
+			(unsigned long long)(agg_total(c->agg) - c->async.waiting));
+	fputc('\n', stderr);
+}
+
 static void print_summary(struct record *r)
 {
 	const struct collector *c = &r->c;
@@ -167,6 +181,7 @@ static void print_summary(struct record *r)
 			(unsigned long long)st[PBP_STAT_SNAPPED],
 			(unsigned long long)st[PBP_STAT_SNAP_LOST]);
 	warn_late_ticks(c);
+	print_async(c);
 	for (int i = 0; i < r->ntargets; i++)
 		if (r->targets[i].p && !r->all && !r->follow)
 			target_print_threads(c, &r->targets[i], stderr);
@@ -216,6 +231,12 @@ static void print_stats(struct record *r)
 			(unsigned long long)c->reused, (unsigned long long)c->from_kernel,
 			(unsigned long long)c->from_switch, (unsigned long long)c->read_now,
 			(unsigned long long)c->late_switches);
+	if (c->o.async)
+		fprintf(stderr, "  asyncio       %llu samples under a task, %llu whose task was not on "
+			"their stack; %llu task lists read (%.3f s), %llu bounded failures in them\n",
+			(unsigned long long)c->async.tasked, (unsigned long long)c->async.unplaced,
+			(unsigned long long)c->async.graph_reads, (double)c->async.graph_ns / 1e9,
+			(unsigned long long)c->async.graph_unread);
 	fprintf(stderr, "  thread lists  %llu read, %.3f s\n", (unsigned long long)c->rescans,
 		(double)c->rescan_ns / 1e9);
 	fprintf(stderr, "  samples       %llu outside Python code, %llu of non-Python threads, "

@@ -77,12 +77,15 @@ struct top {
 	bool tail_cut;
 };
 
-enum { OPT_ONCE = 3000, OPT_INTERVAL, OPT_SUBPROC, OPT_NO_SUBPROC };
+enum { OPT_ONCE = 3000, OPT_INTERVAL, OPT_SUBPROC, OPT_NO_SUBPROC, OPT_ASYNC };
 
 static const struct argp_option opts[] = {
 	{ "subprocesses", OPT_SUBPROC, NULL, 0,
 	  "With -p: the processes' descendants too (a command's are followed by default)", 1 },
 	{ "no-subprocesses", OPT_NO_SUBPROC, NULL, 0, "With a command: its own process only", 1 },
+	{ "async", OPT_ASYNC, NULL, 0,
+	  "Python 3.11+: asyncio tasks as functions 'task NAME' (the running task and those awaiting "
+	  "it; in wall mode also each waiting task once a tick, its leaf '[awaiting] WHAT')", 1 },
 	{ NULL, 0, NULL, 0, "View:", 3 },
 	{ "once", OPT_ONCE, NULL, 0, "Print one interval's table on stdout and exit", 3 },
 	{ "interval", OPT_INTERVAL, "SECONDS", 0, "Refresh this often (default 1)", 3 },
@@ -115,6 +118,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *st)
 		break;
 	case OPT_SUBPROC: r->subprocesses = 1; break;
 	case OPT_NO_SUBPROC: r->subprocesses = -1; break;
+	case OPT_ASYNC: r->c.o.async = true; break;
 	case ARGP_KEY_ARGS:
 		r->cmd = st->argv + st->next;
 		break;
@@ -142,6 +146,7 @@ static const char doc[] =
 	"  sudo pybpfprof top -p 1234\n"
 	"  sudo pybpfprof top -m wall -p 1234 -o run.html\n"
 	"  sudo pybpfprof top --once -p 1234\n"
+	"  sudo pybpfprof top --async -m wall -p 1234\n"
 	"  sudo pybpfprof top -- python3 app.py";
 
 /* ------------------------------------------------------------- showing */

@@ -15,7 +15,9 @@
  * frame's value stack (stackpointer[-1], a _PyStackRef: tag bits set), and
  * the chain goes on while that object is a coroutine of the same type.
  * task_awaited_by is NULL, one awaiting task, or (task_awaited_by_is_set) a
- * set of them.
+ * set of them. A coroutine awaiting a future (or a task) holds the future's
+ * iterator (_asyncio.FutureIter, {PyObject_HEAD; future}), which is seen
+ * through to the future, so that a task awaiting a task says which.
  *
  * Nothing is trusted: every list walk and chain is bounded, cycles end it,
  * each failure is counted in struct aio_stats and what was read is kept.
@@ -42,6 +44,7 @@ struct walk {
 	struct aio_graph *g;
 	uint64_t seen[SEEN_SLOTS];      /* task addresses; index + 1 in slot_task */
 	uint32_t slot_task[SEEN_SLOTS];
+	uint64_t iter_type;             /* _asyncio.FutureIter's type once seen */
 };
 
 static int rd(const struct walk *w, uint64_t addr, void *buf, size_t len)
@@ -88,18 +91,17 @@ static void remember(struct walk *w, uint64_t addr, size_t idx)
 	w->slot_task[i] = (uint32_t)idx + 1;
 }
 
-/* The task whose node is at node: read it, check it is one, keep it. */
-static int add_task(struct walk *w, uint64_t node, const struct aio_source *s)
+/* The task at addr: read it, check it is one, keep it. */
+static int add_task(struct walk *w, uint64_t addr, int owner, bool running)
 {
 	const struct aio_layout *l = w->l;
 	uint8_t obj[4096];
-	uint64_t addr = node - l->task_node;
 	struct aio_task *t;
 	int err = rd(w, addr, obj, l->task_size);
 
 	if (err)
 		return err;
-	if (obj[l->task_is_task] != 1) {
+	if (l->legacy ? load_u64(obj, w->v->ob_type) != l->task_type : obj[l->task_is_task] != 1) {
 		w->g->st.not_tasks++;
 		return -PBP_E_CORRUPT;
 	}
@@ -107,8 +109,9 @@ static int add_task(struct walk *w, uint64_t node, const struct aio_source *s)
 	memset(t, 0, sizeof(*t));
 	t->addr = addr;
 	t->name = load_u64(obj, l->task_name);
-	t->owner = s->owner;
-	t->running = s->running_task == addr;
+	t->owner = owner;
+	t->running = running;
+	t->awaits_task = -1;
 	remember(w, addr, w->g->n++);
 	return 0;
 }
@@ -131,7 +134,8 @@ static void walk_list(struct walk *w, const struct aio_source *s)
 			w->g->st.list_cycles++;
 			return;
 		}
-		if (add_task(w, node, s) != 0 || rd_u64(w, node, &node) != 0) {
+		if (add_task(w, node - w->l->task_node, s->owner, s->running_task == node - w->l->task_node) != 0 ||
+		    rd_u64(w, node, &node) != 0) {
 			w->g->st.list_faults++;
 			return;
 		}
@@ -139,10 +143,17 @@ static void walk_list(struct walk *w, const struct aio_source *s)
 }
 
 /* The object a coroutine suspended in an await awaits, from the top of its frame's stack. */
-static int awaited(const struct walk *w, const uint8_t *frame, uint64_t *obj)
+static int awaited(const struct walk *w, uint64_t frame_addr, const uint8_t *frame, uint64_t *obj)
 {
 	uint64_t sp = load_u64(frame, w->v->fr_stackpointer) & ~7ull;
-	int err = sp ? rd_u64(w, sp - 8, obj) : -PBP_E_CORRUPT;
+	int err;
+
+	if (w->l->legacy) {     /* before 3.14: an int, the stack's depth in localsplus */
+		int32_t top = (int32_t)load_u32(frame, w->l->fr_stacktop);
+
+		sp = top > 0 && top < 4096 ? frame_addr + w->l->fr_localsplus + 8u * (uint32_t)top : 0;
+	}
+	err = sp ? rd_u64(w, sp - 8, obj) : -PBP_E_CORRUPT;
 
 	if (!err)
 		*obj &= ~(uint64_t)w->v->k.exec_tag_bits;
@@ -155,6 +166,51 @@ static bool in_chain(const uint64_t *coros, size_t n, uint64_t c)
 		if (coros[i] == c)
 			return true;
 	return false;
+}
+
+/* A type's tp_name (PyVarObject's header, then the name pointer), "" when unreadable. */
+static void type_name(const struct walk *w, uint64_t type, char *out, size_t len)
+{
+	uint64_t name;
+
+	out[0] = 0;
+	if (rd_u64(w, type + w->v->ob_type + 16, &name) != 0)
+		return;
+	if (rd(w, name, out, len - 1) == 0) {
+		out[len - 1] = 0;
+		return;
+	}
+	for (size_t i = 0; i + 1 < len; i++) {      /* near the end of its mapping: bytewise */
+		if (rd(w, name + i, out + i, 1) != 0 || out[i] == 0) {
+			out[i] = 0;
+			return;
+		}
+	}
+	out[len - 1] = 0;
+}
+
+/* t awaits obj of type type: a future's iterator stands for its future. */
+static void see_through(struct walk *w, struct aio_task *t, uint64_t obj, uint64_t type)
+{
+	size_t n;
+	uint64_t fut, fut_type;
+
+	t->awaits = obj;
+	t->awaits_type = type;
+	if (type != w->iter_type) {
+		type_name(w, type, t->awaits_name, sizeof(t->awaits_name));
+		n = strlen(t->awaits_name);
+		if (n < 10 || strcmp(t->awaits_name + n - 10, "FutureIter") != 0)
+			return;
+		w->iter_type = type;    /* one type the whole process through: named once */
+	}
+	t->awaits_name[0] = 0;
+	if (rd_u64(w, obj + w->v->ob_type + 8, &fut) == 0 && fut &&
+	    rd_u64(w, fut + w->v->ob_type, &fut_type) == 0) {
+		t->awaits = fut;
+		t->awaits_type = fut_type;
+		type_name(w, fut_type, t->awaits_name, sizeof(t->awaits_name));
+	}
 }
 
 /* One coroutine: its frame into t; *next the coroutine it awaits, 0 for none. */
@@ -182,11 +238,13 @@ static int chain_step(struct walk *w, struct aio_task *t, uint64_t coro, uint64_
 		return 0;
 	/* Awaiting something else than a coroutine of its own type (a future): the chain ends. */
 	type = load_u64(gen, v->ob_type);
-	err = awaited(w, frame, &inner);
+	err = awaited(w, coro + v->gen_iframe, frame, &inner);
 	if (!err && inner)
 		err = rd_u64(w, inner + v->ob_type, &inner_type);
 	if (!err && inner && inner_type == type)
 		*next = inner;
+	else if (!err && inner)
+		see_through(w, t, inner, inner_type);
 	return err;
 }
 
@@ -270,6 +328,8 @@ static void read_awaiters(struct walk *w, struct aio_task *t)
 	uint8_t b[8], is_set;
 	uint64_t by;
 
+	if (w->l->legacy)
+		return;         /* no awaited_by before 3.14: derived from what each awaits */
 	if (rd(w, t->addr + w->l->task_awaited_by, b, 8) != 0 ||
 	    rd(w, t->addr + w->l->task_awaited_by_is_set, &is_set, 1) != 0) {
 		w->g->st.set_faults++;
@@ -282,6 +342,21 @@ static void read_awaiters(struct walk *w, struct aio_task *t)
 		read_set(w, t, by);
 	else
 		add_awaiter(w, t, by);
+}
+
+/* Which task each awaits; before 3.14 that is also who awaits whom. */
+static void resolve_awaits(struct walk *w)
+{
+	struct aio_graph *g = w->g;
+
+	for (size_t i = 0; i < g->n; i++) {
+		struct aio_task *t = &g->tasks[i];
+
+		if (t->awaits)
+			t->awaits_task = (int32_t)find_task(w, t->awaits);
+		if (w->l->legacy && t->awaits_task >= 0)
+			add_awaiter(w, &g->tasks[t->awaits_task], t->addr);
+	}
 }
 
 int aio_graph_init(struct aio_graph *g)
@@ -297,29 +372,65 @@ void aio_graph_free(struct aio_graph *g)
 	memset(g, 0, sizeof(*g));
 }
 
-int aio_graph_read(const struct aio_mem *m, const struct pyver *v, const struct aio_layout *l,
-		   const struct aio_source *src, size_t nsrc, struct aio_graph *g)
+static struct walk *walk_new(const struct aio_mem *m, const struct pyver *v, const struct aio_layout *l,
+			     struct aio_graph *g)
 {
 	struct walk *w;
 
-	if (l->task_size > 4096 || !v->async_ok)
-		return -PBP_E_CORRUPT;
+	if (l->task_size > 4096 || (!v->async_ok && !l->legacy))
+		return NULL;
 	w = calloc(1, sizeof(*w));
 	if (!w)
-		return -PBP_E_NOMEM;
+		return NULL;
 	w->m = m;
 	w->v = v;
 	w->l = l;
 	w->g = g;
 	g->n = 0;
 	memset(&g->st, 0, sizeof(g->st));
+	return w;
+}
+
+/* All tasks first: an awaiter is joined by address to a task already read. */
+static void walk_tasks(struct walk *w)
+{
+	for (size_t i = 0; i < w->g->n; i++) {
+		read_chain(w, &w->g->tasks[i]);
+		read_awaiters(w, &w->g->tasks[i]);
+	}
+	resolve_awaits(w);
+	free(w);
+}
+
+int aio_graph_read(const struct aio_mem *m, const struct pyver *v, const struct aio_layout *l,
+		   const struct aio_source *src, size_t nsrc, struct aio_graph *g)
+{
+	struct walk *w = walk_new(m, v, l, g);
+
+	if (!w)
+		return l->task_size > 4096 || !v->async_ok ? -PBP_E_CORRUPT : -PBP_E_NOMEM;
 	for (size_t i = 0; i < nsrc; i++)
 		walk_list(w, &src[i]);
-	/* All tasks first: an awaiter is joined by address to a task already read. */
-	for (size_t i = 0; i < g->n; i++) {
-		read_chain(w, &g->tasks[i]);
-		read_awaiters(w, &g->tasks[i]);
+	walk_tasks(w);
+	return 0;
+}
+
+int aio_graph_read_given(const struct aio_mem *m, const struct pyver *v, const struct aio_layout *l,
+			 const struct aio_given *tasks, size_t n, struct aio_graph *g)
+{
+	struct walk *w = l->legacy ? walk_new(m, v, l, g) : NULL;
+
+	if (!w)
+		return l->task_size > 4096 || !l->legacy ? -PBP_E_CORRUPT : -PBP_E_NOMEM;
+	for (size_t i = 0; i < n; i++) {
+		if (g->n >= AIO_MAX_TASKS) {
+			g->st.list_long++;
+			break;
+		}
+		if (find_task(w, tasks[i].addr) < 0 &&
+		    add_task(w, tasks[i].addr, tasks[i].owner, tasks[i].running) == -PBP_E_FAULT)
+			g->st.list_faults++;
 	}
-	free(w);
+	walk_tasks(w);
 	return 0;
 }

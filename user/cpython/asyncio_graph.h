@@ -42,6 +42,15 @@ struct aio_task {
 	uint8_t nframes;
 	uint8_t nawaiters;
 	uint16_t awaiters_unknown;      /* awaiters not among the tasks read (or past the bound) */
+	/*
+	 * What the innermost coroutine awaits, when it is suspended in an
+	 * await of something other than a coroutine: the object (a future
+	 * iterator is seen through to its future), its type, and that
+	 * object's index among the tasks read when it is one (else -1).
+	 */
+	uint64_t awaits, awaits_type;
+	int32_t awaits_task;
+	char awaits_name[32];   /* the type's tp_name, "" when unread */
 	struct aio_frame frames[AIO_MAX_CHAIN];     /* outermost (the task's coroutine) first */
 	uint32_t awaiters[AIO_MAX_AWAITERS];        /* indexes into the graph's tasks */
 };
@@ -71,5 +80,21 @@ void aio_graph_free(struct aio_graph *g);
  */
 int aio_graph_read(const struct aio_mem *m, const struct pyver *v, const struct aio_layout *l,
 		   const struct aio_source *src, size_t nsrc, struct aio_graph *g);
+
+/* A task found in a registry (before 3.14): its address, loop's thread and whether it runs. */
+struct aio_given {
+	uint64_t addr;
+	int owner;
+	bool running;
+};
+
+/*
+ * The same from a list of task addresses (l->legacy): each kept when it is
+ * an object of l->task_type (else counted in not_tasks), repeats once;
+ * awaiters are the tasks whose innermost await is this task (no
+ * awaited_by before 3.14: a gather's children name no awaiter).
+ */
+int aio_graph_read_given(const struct aio_mem *m, const struct pyver *v, const struct aio_layout *l,
+			 const struct aio_given *tasks, size_t n, struct aio_graph *g);
 
 #endif /* PBP_CPYTHON_ASYNCIO_GRAPH_H */

@@ -97,6 +97,7 @@ int aio_layout_decode(const struct pyver *v, const void *blob, size_t len, struc
 	err = check(v, b);
 	if (err)
 		return err;
+	memset(out, 0, sizeof(*out));   /* what 3.14 has not (legacy and its fields): none */
 	out->task_size = (uint32_t)word(b, W_TASK_SIZE);
 	out->task_name = (uint32_t)word(b, W_TASK_NAME);
 	out->task_awaited_by = (uint32_t)word(b, W_TASK_AWAITED_BY);

@@ -2,6 +2,7 @@
 #ifndef PBP_CPYTHON_ASYNCIO_OFFSETS_H
 #define PBP_CPYTHON_ASYNCIO_OFFSETS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,6 +20,15 @@ struct aio_layout {
 	uint32_t is_tasks_head;
 	/* _PyThreadStateImpl: the running loop and task, the thread's tasks */
 	uint32_t ts_running_loop, ts_running_task, ts_tasks_head;
+	/*
+	 * 3.11 to 3.13 (asyncio_legacy.c, from the generated aio_gen_table):
+	 * no is_task byte, no awaited_by, no list; a task is an object of the
+	 * type task_type, found in asyncio's registries; a frame's stack top
+	 * is localsplus[stacktop - 1]. legacy false: none of these is used.
+	 */
+	bool legacy;
+	uint64_t task_type;
+	uint32_t task_loop, task_fut_waiter, fr_stacktop, fr_localsplus;
 };
 
 /*

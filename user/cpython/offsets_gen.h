@@ -822,4 +822,23 @@ static const struct pyver_gen pyver_gen_crosscheck[] = {
 };
 #endif
 
+/* asyncio before 3.14 (user/cpython/asyncio_legacy.c): no AsyncioDebug table there. */
+struct aio_gen {
+	uint32_t minor, task_size, task_loop, task_fut_waiter, task_coro, task_name;
+	uint32_t gen_iframe, gen_frame_state, fr_stacktop, fr_localsplus;
+	uint32_t set_used, set_mask, set_table, wr_object;
+};
+
+static const struct aio_gen aio_gen_table[] = {
+	{ /* 3.11.7 */ .minor = 11, .task_size = 176, .task_loop = 16, .task_fut_waiter = 128, .task_coro = 136, .task_name = 144,
+	  .gen_iframe = 80, .gen_frame_state = 75, .fr_stacktop = 64, .fr_localsplus = 72,
+	  .set_used = 24, .set_mask = 32, .set_table = 40, .wr_object = 16 },
+	{ /* 3.12.1 */ .minor = 12, .task_size = 176, .task_loop = 16, .task_fut_waiter = 128, .task_coro = 136, .task_name = 144,
+	  .gen_iframe = 72, .gen_frame_state = 67, .fr_stacktop = 64, .fr_localsplus = 72,
+	  .set_used = 24, .set_mask = 32, .set_table = 40, .wr_object = 16 },
+	{ /* 3.13.0 */ .minor = 13, .task_size = 144, .task_loop = 16, .task_fut_waiter = 112, .task_coro = 120, .task_name = 128,
+	  .gen_iframe = 72, .gen_frame_state = 67, .fr_stacktop = 64, .fr_localsplus = 72,
+	  .set_used = 24, .set_mask = 32, .set_table = 40, .wr_object = 16 },
+};
+
 #endif /* PYBPFPROF_OFFSETS_GEN_H */

@@ -52,6 +52,23 @@ static int by_samples(const void *pa, const void *pb)
 }
 
 /* One row per stack first (sorted, then folded per thread): no hash table for a few hundred threads. */
+/*
+ * A waiting task's stack (sample/asyncidle.c, --async in wall mode): its leaf
+ * "[awaiting] ...". Counted apart: it is a task's time, not its thread's.
+ */
+static bool waiting_task(const struct agg *a, const uint32_t *locs, uint32_t len)
+{
+	const char *name, *file;
+	int line;
+	uint32_t kind;
+
+	if (!locs || len == 0)
+		return false;
+	agg_loc_info(a, locs[len - 1], &name, &file, &line, &kind);
+	/* No Python function has such a name: a frame of asyncidle.c's own. */
+	return kind == LOC_PY && name && strncmp(name, "[awaiting] ", 11) == 0;
+}
+
 static int count_threads(const struct agg *a, struct live_view *v)
 {
 	uint32_t n = agg_nstacks(a), k = 0;
@@ -63,10 +80,15 @@ static int count_threads(const struct agg *a, struct live_view *v)
 		const struct stack_tags *tags;
 		uint64_t count;
 		uint32_t len;
+		const uint32_t *locs = agg_stack(a, i, &len, &count, &tags);
 
-		agg_stack(a, i, &len, &count, &tags);
 		t[i].pid = tags->pid;
 		t[i].tid = tags->tid;
+		if (waiting_task(a, locs, len)) {
+			t[i].waiting = count;
+			v->waiting += count;
+			continue;
+		}
 		t[i].samples = count;
 		t[i].status[tags->status < ST__COUNT ? tags->status : ST_UNKNOWN] = count;
 		v->samples += count;
@@ -76,6 +98,7 @@ static int count_threads(const struct agg *a, struct live_view *v)
 	for (uint32_t i = 0; i < n; i++) {
 		if (k && t[k - 1].pid == t[i].pid && t[k - 1].tid == t[i].tid) {
 			t[k - 1].samples += t[i].samples;
+			t[k - 1].waiting += t[i].waiting;
 			for (int s = 0; s < ST__COUNT; s++)
 				t[k - 1].status[s] += t[i].status[s];
 		} else {
@@ -123,10 +146,10 @@ int live_build(const struct agg *a, bool filter, uint32_t pid, uint32_t tid, str
 	for (uint32_t i = 0; i < v->ft.n; i++)
 		if (v->ft.f[i].total)
 			v->order[v->norder++] = i;
-	v->fsamples = filter ? 0 : v->samples;     /* a thread not in this span has none */
+	v->fsamples = filter ? 0 : v->samples + v->waiting;     /* a thread not in this span has none */
 	for (uint32_t i = 0; filter && i < v->nthreads; i++)
 		if (v->threads[i].pid == pid && v->threads[i].tid == tid)
-			v->fsamples = v->threads[i].samples;
+			v->fsamples = v->threads[i].samples + v->threads[i].waiting;
 	live_sort(v, LIVE_BY_OWN);
 	return 0;
 fail:
@@ -270,6 +293,9 @@ static void print_head(FILE *o, const struct live_head *h, const struct live_vie
 		(unsigned long long)v->samples, h->secs, h->secs > 0 ? (double)v->samples / h->secs : 0.0,
 		(unsigned long long)h->lost, live_pct(v->status[ST_RUNNING], v->samples),
 		live_pct(v->status[ST_GIL_WAIT], v->samples));
+	if (v->waiting)
+		fprintf(o, "waiting tasks %llu samples more (--async: one a tick for each task not "
+			"running); the functions' shares are of both\n", (unsigned long long)v->waiting);
 }
 
 static void print_threads(FILE *o, const struct live_view *v, int width)

@@ -23,18 +23,20 @@ struct live_thread {
 	const char *name;               /* NULL: never named */
 	uint64_t samples;
 	uint64_t status[ST__COUNT];
+	uint64_t waiting;               /* its loop's waiting tasks' samples (--async, wall): not its time */
 };
 
 enum live_sort { LIVE_BY_OWN, LIVE_BY_TOTAL, LIVE_BY_NAME };
 
 struct live_view {
 	uint64_t samples;               /* of every thread */
+	uint64_t waiting;               /* of waiting tasks (--async, wall), on top of samples */
 	uint64_t status[ST__COUNT];     /* of every thread */
 	struct live_thread *threads;    /* the busiest first, then by pid and tid */
 	uint32_t nthreads;
 	bool filtered;                  /* the functions are one thread's: */
 	uint32_t pid, tid;
-	uint64_t fsamples;              /* that thread's samples (all of them when not filtered) */
+	uint64_t fsamples;              /* that thread's samples and its tasks' (all when not filtered) */
 	struct functab ft;
 	uint32_t *order;                /* ft.f's indices, sorted; only those with samples */
 	uint32_t norder;

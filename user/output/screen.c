@@ -126,6 +126,9 @@ static void draw_head(const struct live_head *h, const struct live_view *v)
 		 (unsigned long long)v->samples, h->secs > 0 ? (double)v->samples / h->secs : 0.0,
 		 (unsigned long long)h->lost, live_pct(v->status[ST_RUNNING], v->samples),
 		 live_pct(v->status[ST_GIL_WAIT], v->samples));
+	if (v->waiting)         /* --async, wall: on top of the threads', said so */
+		snprintf(s + strlen(s), sizeof(s) - strlen(s), "  + %llu of waiting tasks",
+			 (unsigned long long)v->waiting);
 	line(1, A_NORMAL, s);
 }
 

@@ -6,11 +6,12 @@
  *
  *   <module>;run;...;_run;task main;task waiter;waiter;helper;...
  *
- * The kernel copies the running task's address into each sample once the
- * layout is known (pbp_offsets.ts_running_task); its name and awaiters are
- * read when the sample is named, a few milliseconds later. A stack read
- * now (a wall tick), or sampled before the kernel was told, gets the task
- * running now. Task frames go only where the task's own coroutine is on
+ * On 3.14 the kernel copies the running task's address into each sample
+ * once the layout is known (pbp_offsets.ts_running_task); its name and
+ * awaiters are read when the sample is named, a few milliseconds later. A
+ * stack read now (a wall tick), or sampled before the kernel was told, gets
+ * the task running now; so does every sample on 3.11 to 3.13, whose thread
+ * states hold no running task (asyncio_legacy.c reads _current_tasks). Task frames go only where the task's own coroutine is on
  * the stack, so a task that changed in between leaves the sample as it
  * was rather than naming another task.
  */
@@ -18,9 +19,11 @@
 #include <string.h>
 
 #include "sample/asyncstack.h"
+#include "sample/asyncstate.h"
 #include "aggregate/aggregate.h"
 #include "core/clock.h"
 #include "core/errors.h"
+#include "cpython/asyncio_legacy.h"
 #include "cpython/asyncio_tasks.h"
 #include "cpython/codeobj.h"
 #include "cpython/process.h"
@@ -28,22 +31,30 @@
 
 #define RETRY_NS 1000000000ull  /* asyncio not loaded yet: look again a second later */
 
-struct async_state {
-	bool ok, never;
-	uint64_t retry_ns;
-	struct aio_layout l;
-};
 
 void async_state_free(struct async_state *s)
 {
+	if (s)
+		aio_graph_free(&s->g);
 	free(s);
+}
+
+
+/* 3.11 to 3.13: the generated layout, with the interpreter of the thread of tstate. */
+static int legacy_layout(struct async_state *s, struct pyproc *p, uint64_t tstate)
+{
+	uint64_t interp;
+	int err = remote_ptr(p->r, tstate + p->v.ts_interp, &interp);
+
+	return err ? err : aio_legacy_find(p, interp, &s->l, &s->md);
 }
 
 /*
  * The layout, once found; false while there is none (yet, or ever: before
- * 3.14). Found, the kernel is to copy the running task into each sample.
+ * 3.11). Found on 3.14, the kernel is to copy the running task into each
+ * sample; before, the running task is read when the sample is named.
  */
-static bool layout(struct async_state *s, struct pyproc *p, bool *tell)
+static bool layout(struct async_state *s, struct pyproc *p, uint64_t tstate, bool *tell)
 {
 	uint64_t now;
 	int err;
@@ -54,14 +65,54 @@ static bool layout(struct async_state *s, struct pyproc *p, bool *tell)
 	if (now < s->retry_ns)
 		return false;
 	err = aio_find_layout(p, &s->l);
+	if (err == -PBP_E_VERSION)
+		err = legacy_layout(s, p, tstate);
 	s->ok = err == 0;
 	s->never = err == -PBP_E_VERSION || err == -PBP_E_CORRUPT;
 	s->retry_ns = now + RETRY_NS;
-	if (s->ok && s->l.ts_running_task < 0xffff) {
+	if (s->ok && !s->l.legacy && s->l.ts_running_task < 0xffff) {
 		p->v.k.ts_running_task = (__u16)s->l.ts_running_task;
 		*tell = true;
 	}
 	return s->ok;
+}
+
+/* The task the thread of tstate runs now. */
+static int running_now(struct async_state *s, struct pyproc *p, uint64_t tstate, uint64_t *task)
+{
+	uint64_t ident;
+
+	if (!s->l.legacy)
+		return aio_running_task(p, &s->l, tstate, task);
+	if (remote_ptr(p->r, tstate + p->v.ts_thread_id, &ident) != 0)
+		return -PBP_E_FAULT;
+	return aio_legacy_running(p, &s->l, s->md, ident, task);
+}
+
+/*
+ * Before 3.14 a task names no awaiter: those of wall mode's last read of
+ * the graph (asyncidle.c) are taken, when it has the task; else it alone.
+ */
+static void legacy_chain(const struct async_state *s, uint64_t task, uint64_t *tasks, size_t *n)
+{
+	const struct aio_graph *g = &s->g;
+	size_t i = 0;
+
+	tasks[0] = task;
+	*n = 1;
+	while (g->tasks && i < g->n && g->tasks[i].addr != task)
+		i++;
+	while (g->tasks && i < g->n && *n < ASYNC_MAX_TASKS && g->tasks[i].nawaiters) {
+		uint32_t next = g->tasks[i].awaiters[0];
+		bool seen = false;
+
+		for (size_t k = 0; k < *n; k++)
+			seen |= tasks[k] == g->tasks[next].addr;
+		if (seen)
+			return;
+		tasks[(*n)++] = g->tasks[next].addr;
+		i = next;
+	}
 }
 
 /* Where the task's coroutine frame is in locs (root first): the first with its name and file. */
@@ -116,12 +167,16 @@ int async_join(struct async_state **sp, struct pyproc *p, struct agg *a, const s
 	*tell = false;
 	if (!*sp && !(*sp = calloc(1, sizeof(**sp))))
 		return -PBP_E_NOMEM;
-	if (!layout(*sp, p, tell))
+	if (!layout(*sp, p, src->tstate, tell))
 		return 0;
 	/* Not the kernel's copy: the task running now, a little after the stack was taken. */
-	if (!src->from_kernel && aio_running_task(p, &(*sp)->l, src->tstate, &task) != 0)
+	if (!src->from_kernel && running_now(*sp, p, src->tstate, &task) != 0)
 		return 0;
-	if (aio_task_chain(p, &(*sp)->l, task, tasks, ASYNC_MAX_TASKS, &nt) != 0 || nt == 0)
+	if (!task)
+		return 0;
+	if ((*sp)->l.legacy)
+		legacy_chain(*sp, task, tasks, &nt);
+	else if (aio_task_chain(p, &(*sp)->l, task, tasks, ASYNC_MAX_TASKS, &nt) != 0 || nt == 0)
 		return 0;
 	at = coroutine_at(p, a, aio_task_code(p, &(*sp)->l, tasks[0]), locs, *n);
 	if (at < 0 || *n + nt > max) {

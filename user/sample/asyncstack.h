@@ -18,9 +18,15 @@ struct async_state;
 struct async_stats {
 	uint64_t tasked;        /* samples that got task frames */
 	uint64_t unplaced;      /* a task ran but its coroutine was not on the stack read */
+	/* wall mode (asyncidle.c) */
+	uint64_t waiting;       /* samples of waiting tasks, counted besides their threads' */
+	uint64_t graph_reads;   /* task lists read (one a tick of each loop's thread) */
+	uint64_t graph_unread;  /* bounded failures in them (struct aio_stats, summed) */
+	uint64_t graph_ns;      /* the time they took */
 };
 
 void async_state_free(struct async_state *s);
+
 /* Where a stack's running task comes from. */
 struct async_src {
 	uint64_t tstate;        /* its thread's state */

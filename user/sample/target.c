@@ -17,12 +17,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <stdio.h>
-#include <stdbool.h>
-#include <stdint.h>
-#include <stddef.h>
-#include <sys/types.h>
 
 #include "pybpfprof.h"
 #include "sample/target.h"
@@ -39,6 +34,7 @@
 #include "cpython/threadname.h"
 #include "proc/procfs.h"
 #include "proc/remote.h"
+#include "sample/asyncidle.h"
 #include "sample/sampler.h"
 #include "symbol/symbolize.h"
 
@@ -77,9 +73,8 @@ struct tcache {
 	bool kernel_holds_gil, kernel_gil_known;
 	uint64_t status[ST__COUNT];
 	/*
-	 * Wall mode counts an idle thread's same stack tick after tick: the
-	 * aggregate's id for (locs, name, status) spares hashing it each time.
-	 * -1: not known; reset when locs or the name change.
+	 * Wall mode counts an idle thread's same stack tick after tick: the aggregate's id for
+	 * (locs, name, status) spares hashing it each time. -1: not known; reset when locs or name change.
 	 */
 	int64_t agg_id[ST__COUNT];
 	int64_t label;          /* the thread's root label location, -1: not made yet */
@@ -654,6 +649,19 @@ static bool state_at(struct collector *c, const struct tcache *e, uint64_t insta
 	return false;
 }
 
+/* wall --async: the thread's waiting tasks too, under its root frames (asyncidle.c). */
+static void tick_tasks(struct collector *c, struct target *t, struct tcache *e, uint64_t instant)
+{
+	uint32_t root[2] = { (uint32_t)t->proc_loc, (uint32_t)e->label };
+	bool proc = t->proc_loc >= 0;
+
+	if (c->o.per_thread && e->label < 0)
+		return;         /* the thread's own stack had no frame: no label made */
+	async_idle_tick(t->aio, t->p, e->tstate, &(struct async_sink){ c->agg, c->timeline, instant,
+			{ (uint32_t)t->pid, (uint32_t)e->tid, ST_UNKNOWN, 0 }, root + !proc,
+			(uint32_t)proc + c->o.per_thread }, &c->async);
+}
+
 static void tick_thread(struct collector *c, struct target *t, struct tcache *e,
 			const struct gilstate *g, uint64_t instant)
 {
@@ -671,6 +679,8 @@ static void tick_thread(struct collector *c, struct target *t, struct tcache *e,
 		return;
 	}
 	count(c, t, e, e->locs, e->n, status, instant);
+	if (c->o.async && c->o.mode == MODE_WALL && t->aio)
+		tick_tasks(c, t, e, instant);
 }
 
 void target_tick(struct collector *c, struct target *t, uint64_t instant)
@@ -700,12 +710,6 @@ void target_tick(struct collector *c, struct target *t, uint64_t instant)
 	t->gil_contended += contended;
 }
 
-/*
- * The aggregate was reset (a window closed and went to the sink): ids taken
- * from it mean nothing now, kept stacks included (they are location ids).
- * Each thread's stack is read again at its next tick or sample, and its
- * name given to the new aggregate.
- */
 /* The kept labels into the aggregate in use; the root frame is made again in it. */
 static int apply_labels(struct collector *c, struct target *t)
 {
@@ -733,6 +737,11 @@ int target_set_labels(struct collector *c, struct target *t, const struct proc_m
 	return apply_labels(c, t);
 }
 
+/*
+ * The aggregate was reset (a window closed): its ids mean nothing now, kept
+ * stacks included. Each thread's stack is read again at its next tick or
+ * sample, and its name given to the new aggregate.
+ */
 void target_new_window(struct collector *c, struct target *t)
 {
 	for (uint32_t i = 0; i < t->tc_cap; i++) {

@@ -36,7 +36,7 @@ struct profile_opts {
 	 * samples carry its comm (so not with per_thread roots, baked in).
 	 */
 	bool names_late;
-	bool async;             /* asyncio: "task NAME" frames above a running task's (3.14+) */
+	bool async;             /* asyncio: "task NAME" frames above a running task's (3.11+) */
 };
 
 /* Where samples and ticks of every target end up. */

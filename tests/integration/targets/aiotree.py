@@ -11,9 +11,10 @@ Once every other task is parked, spinner writes $PBP_READY with what
 asyncio says of each task: its name (Task.get_name), its coroutine chain
 from the task's coroutine down the cr_await links while they are
 coroutines (function, file, line; Task.get_stack()'s one frame is its
-first), and the names of the tasks awaiting it (3.14's
-_asyncio_awaited_by). Then spinner spins until killed. Any Python 3.7+
-runs it; the awaiters are reported on 3.14+ only."""
+first), the names of the tasks awaiting it (3.14's
+_asyncio_awaited_by) and the task it waits on (_fut_waiter, when a task).
+Then spinner spins until killed. Any Python 3.7+ runs it; the awaiters are
+reported on 3.14+ only."""
 
 import asyncio
 import json
@@ -42,6 +43,8 @@ def describe(task):
          "get_stack": [f.f_code.co_name for f in stack]}
     by = getattr(task, "_asyncio_awaited_by", None)
     d["awaited_by"] = sorted(t.get_name() for t in by) if by else []
+    waiter = getattr(task, "_fut_waiter", None)     # the future its step waits on
+    d["waits_for"] = waiter.get_name() if isinstance(waiter, asyncio.Task) else None
     return d
 
 

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef PBP_SAMPLE_ASYNCIDLE_H
+#define PBP_SAMPLE_ASYNCIDLE_H
+
+#include <stdint.h>
+
+#include "aggregate/aggregate.h"
+
+struct async_state;
+struct async_stats;
+struct pyproc;
+struct timeline;
+
+/* Where one tick's waiting tasks are counted, and under which root frames. */
+struct async_sink {
+	struct agg *a;
+	struct timeline *tl;    /* NULL: not kept */
+	uint64_t when;          /* the tick instant (timeline) */
+	struct stack_tags tags; /* the thread's pid and tid; status ST_UNKNOWN */
+	const uint32_t *root;   /* process and thread labels, root first */
+	uint32_t nroot;
+};
+
+/*
+ * Wall mode with --async, at a tick of the thread of tstate: each task of
+ * its loop that is not running counted once into k, as a stack of its own
+ *
+ *   root;task main;task sleeper;sleeper;[awaiting] asyncio.sleep
+ *
+ * (the tasks awaiting it, outermost first, itself, its coroutine chain, and
+ * what that awaits). Nothing until async_join has found the layout. What
+ * cannot be read is counted (st->graph_unread) and left out; 0, or -PBP_E_NOMEM.
+ */
+int async_idle_tick(struct async_state *s, struct pyproc *p, uint64_t tstate,
+		    const struct async_sink *k, struct async_stats *st);
+
+#endif /* PBP_SAMPLE_ASYNCIDLE_H */

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/* The state --async keeps per target: asyncstack.c's layout, asyncidle.c's graph and pacing. */
+#ifndef PBP_SAMPLE_ASYNCSTATE_H
+#define PBP_SAMPLE_ASYNCSTATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cpython/asyncio_graph.h"
+#include "cpython/asyncio_offsets.h"
+
+#define IDLE_THREADS 64         /* loops' threads paced apart; more are read at every tick */
+
+/* One loop's thread: when its task list may be read again, and the ticks since it was. */
+struct idle_pace {
+	uint64_t tstate;
+	uint64_t next_ns;
+	uint64_t owed;
+};
+
+struct async_state {
+	bool ok, never;         /* layout found; never to be (before 3.14, or corrupt) */
+	uint64_t retry_ns;
+	struct aio_layout l;
+	uint64_t md;            /* l.legacy: asyncio.tasks' module dict */
+	struct aio_graph g;     /* wall mode's waiting tasks; tasks NULL until first needed */
+	struct idle_pace pace[IDLE_THREADS];
+};
+
+#endif /* PBP_SAMPLE_ASYNCSTATE_H */
