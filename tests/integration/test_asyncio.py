@@ -37,8 +37,9 @@ def frames(fs):
 
 
 def test_tasks_match_target(interp, start_target, pybpfprof):
-    """3.11 and later. Before 3.14 a task's awaiters are the tasks its step
-    waits on (what _fut_waiter says), no more: a gather's children none."""
+    """3.11 and later. Before 3.14 a task's awaiters are those asyncio's own
+    objects give (_fut_waiter, a gather's future's _children), which the
+    target walks itself too; on 3.14 that walk gives awaited_by's truth."""
     needs_311(interp)
     proc, pid, ready = start_target(interp, "aiotree.py")
     got = json.loads(dump_async(pybpfprof, pid, "--json").stdout)
@@ -47,9 +48,11 @@ def test_tasks_match_target(interp, start_target, pybpfprof):
     assert all(v == 0 for v in got["unread"].values()), got["unread"]
     want = {t["name"]: t for t in ready["tasks"]}
     seen = {t["name"]: t for t in got["tasks"]}
-    if interp.version < (3, 14):
-        for name, w in want.items():
-            w["awaited_by"] = sorted(n for n, o in want.items() if o["waits_for"] == name)
+    for name, w in want.items():
+        if interp.version >= (3, 14):
+            assert w["awaited_by_walk"] == w["awaited_by"], name
+        w["awaited_by"] = w["awaited_by_walk"]
+    assert want["spinner"]["awaited_by"] == ["main"], "the gather's children name no awaiter"
     assert sorted(seen) == sorted(want)
     assert len(want) == 6 and any(n.startswith("Task-") for n in want), "the tree changed"
     for name, w in want.items():
@@ -70,7 +73,7 @@ def test_tasks_match_target(interp, start_target, pybpfprof):
     # The text form says the same, grouped under the loop's thread.
     text = dump_async(pybpfprof, pid).stdout
     assert "6 asyncio tasks" in text.splitlines()[0]
-    by_main = ', awaited by "main"' if interp.version >= (3, 14) else ""
+    by_main = ', awaited by "main"'
     assert 'Task "spinner" (%s) running%s\n' % (want["spinner"]["id"], by_main) in text
     assert 'Task "sleeper" (%s) pending%s\n' % (want["sleeper"]["id"], by_main) in text
     leaf = [n for n in want if n.startswith("Task-")][0]
@@ -150,9 +153,9 @@ def task_profiles(interp, older=("3.11", "3.12", "3.13")):
 
 def check_running(stacks, interp):
     """The spinning task's samples sit under 'task main;task spinner', between the
-    loop's frames and its coroutine: the gather's task awaits it (3.14; before,
-    a gather's children name no awaiter: 'task spinner' alone)."""
-    want = ["task main"] if interp.version >= (3, 14) else []
+    loop's frames and its coroutine: the gather's task awaits it (3.14: its
+    awaited_by; before, the gather's future's _children)."""
+    want = ["task main"]
     spin = [(f, c) for f, c in stacks if func_of(f[-1]) == "spinner"]
     assert total(spin) > 0.8 * total(stacks), stacks[:5]
     for frames, count in spin:
@@ -178,7 +181,7 @@ def waiting_stacks(ready, interp):
 
     def chain(name, n):
         return [(f["function"], f["line"]) for f in tasks[name]["frames"][:n]]
-    main = ["task main"] if interp.version >= (3, 14) else []   # before: no gather links
+    main = ["task main"]        # the gather's task, on every version
     return {
         "main": [["task main"]], "sleeper": [main + ["task sleeper"]],
         "waiter": [main + ["task waiter"]], "cowaiter": [["task cowaiter"]],

@@ -47,21 +47,31 @@ struct walk {
 	uint64_t iter_type;             /* _asyncio.FutureIter's type once seen */
 };
 
-static int rd(const struct walk *w, uint64_t addr, void *buf, size_t len)
+static int mem_rd(const struct aio_mem *m, uint64_t addr, void *buf, size_t len)
 {
 	if (addr == 0 || addr + len < addr)
 		return -PBP_E_FAULT;
-	return w->m->read(w->m->ctx, addr, buf, len);
+	return m->read(m->ctx, addr, buf, len);
 }
 
-static int rd_u64(const struct walk *w, uint64_t addr, uint64_t *out)
+static int mem_u64(const struct aio_mem *m, uint64_t addr, uint64_t *out)
 {
 	uint8_t b[8];
-	int err = rd(w, addr, b, sizeof(b));
+	int err = mem_rd(m, addr, b, sizeof(b));
 
 	if (!err)
 		*out = load_u64(b, 0);
 	return err;
+}
+
+static int rd(const struct walk *w, uint64_t addr, void *buf, size_t len)
+{
+	return mem_rd(w->m, addr, buf, len);
+}
+
+static int rd_u64(const struct walk *w, uint64_t addr, uint64_t *out)
+{
+	return mem_u64(w->m, addr, out);
 }
 
 static size_t slot_of(uint64_t addr)
@@ -112,6 +122,8 @@ static int add_task(struct walk *w, uint64_t addr, int owner, bool running)
 	t->owner = owner;
 	t->running = running;
 	t->awaits_task = -1;
+	if (l->legacy && l->task_fut_waiter + 8 <= l->task_size)
+		t->fut_waiter = load_u64(obj, l->task_fut_waiter);
 	remember(w, addr, w->g->n++);
 	return 0;
 }
@@ -432,5 +444,82 @@ int aio_graph_read_given(const struct aio_mem *m, const struct pyver *v, const s
 			g->st.list_faults++;
 	}
 	walk_tasks(w);
+	return 0;
+}
+
+/* Tasks by address, for joining a gather's children: sorted (address, index) pairs. */
+struct by_addr {
+	uint64_t addr;
+	uint32_t idx;
+};
+
+static int by_addr_cmp(const void *a, const void *b)
+{
+	uint64_t x = ((const struct by_addr *)a)->addr, y = ((const struct by_addr *)b)->addr;
+
+	return x < y ? -1 : x > y;
+}
+
+static long index_find(const struct by_addr *ix, size_t n, uint64_t addr)
+{
+	const struct by_addr key = { addr, 0 }, *hit = bsearch(&key, ix, n, sizeof(*ix), by_addr_cmp);
+
+	return hit ? (long)hit->idx : -1;
+}
+
+/* Task awaiter awaits each child of the list at list that is among the tasks. */
+static void link_children(const struct aio_mem *m, const struct pyver *v, const struct by_addr *ix,
+			  uint32_t awaiter, uint64_t list, struct aio_graph *g)
+{
+	uint64_t size, items, *item;
+
+	if (mem_u64(m, list + v->ob_type + 8, &size) != 0 || mem_u64(m, list + v->ob_type + 16, &items) != 0) {
+		g->st.set_faults++;
+		return;
+	}
+	if (size > AIO_MAX_SET) {
+		g->st.set_corrupt++;
+		return;
+	}
+	item = malloc(size * 8 + 8);
+	if (!item || (size && mem_rd(m, items, item, size * 8) != 0)) {
+		g->st.set_faults++;
+		free(item);
+		return;
+	}
+	for (uint64_t i = 0; i < size; i++) {
+		long c = index_find(ix, g->n, item[i]);
+		struct aio_task *t = c >= 0 ? &g->tasks[c] : NULL;
+		bool known = false;
+
+		if (!t || (uint32_t)c == awaiter)
+			continue;       /* finished, a nested gather's future, or itself: no link */
+		for (unsigned k = 0; k < t->nawaiters; k++)
+			known |= t->awaiters[k] == awaiter;
+		if (!known && t->nawaiters < AIO_MAX_AWAITERS)
+			t->awaiters[t->nawaiters++] = awaiter;
+		else if (!known && t->awaiters_unknown < UINT16_MAX)
+			t->awaiters_unknown++;
+	}
+	free(item);
+}
+
+int aio_graph_gathers(const struct aio_mem *m, const struct pyver *v, const struct aio_gather *gs,
+		      size_t n, struct aio_graph *g)
+{
+	struct by_addr *ix;
+
+	if (n == 0 || g->n == 0)
+		return 0;
+	ix = malloc(g->n * sizeof(*ix));
+	if (!ix)
+		return -PBP_E_NOMEM;
+	for (size_t i = 0; i < g->n; i++)
+		ix[i] = (struct by_addr){ g->tasks[i].addr, (uint32_t)i };
+	qsort(ix, g->n, sizeof(*ix), by_addr_cmp);
+	for (size_t i = 0; i < n; i++)
+		if (gs[i].awaiter < g->n)
+			link_children(m, v, ix, gs[i].awaiter, gs[i].children, g);
+	free(ix);
 	return 0;
 }

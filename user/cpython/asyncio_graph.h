@@ -13,7 +13,7 @@ struct pyver;
 #define AIO_MAX_TASKS 8192      /* tasks kept, all lists together */
 #define AIO_MAX_CHAIN 64        /* coroutine frames of one task */
 #define AIO_MAX_AWAITERS 16     /* awaiters of one task */
-#define AIO_MAX_SET 4096        /* slots of an awaited-by set's table */
+#define AIO_MAX_SET 4096        /* slots of an awaited-by set's table, children of a gather */
 
 /* How the target's memory is read: 0 or -PBP_E_* (the fuzzer gives a buffer). */
 struct aio_mem {
@@ -49,6 +49,7 @@ struct aio_task {
 	 * object's index among the tasks read when it is one (else -1).
 	 */
 	uint64_t awaits, awaits_type;
+	uint64_t fut_waiter;    /* before 3.14: the future its step waits on (_fut_waiter) */
 	int32_t awaits_task;
 	char awaits_name[32];   /* the type's tp_name, "" when unread */
 	struct aio_frame frames[AIO_MAX_CHAIN];     /* outermost (the task's coroutine) first */
@@ -96,5 +97,23 @@ struct aio_given {
  */
 int aio_graph_read_given(const struct aio_mem *m, const struct pyver *v, const struct aio_layout *l,
 			 const struct aio_given *tasks, size_t n, struct aio_graph *g);
+
+/* Before 3.14: a task awaiting a gather's future, and that future's list of children. */
+struct aio_gather {
+	uint32_t awaiter;       /* index of the task among g's */
+	uint64_t children;      /* the _GatheringFuture's _children, a list */
+};
+
+/*
+ * Before 3.14 a gather's children record no awaiter; the future gather()
+ * returns keeps them (_children), and the task whose _fut_waiter it is
+ * awaits them all: each child among g's tasks gets that awaiter. A list is
+ * a PyListObject (ob_size, then ob_item after the header); one unreadable
+ * counts in set_faults, one of absurd length (AIO_MAX_SET) in set_corrupt.
+ * Children not among the tasks (finished, or a nested gather's future) are
+ * left out. 0, or -PBP_E_NOMEM.
+ */
+int aio_graph_gathers(const struct aio_mem *m, const struct pyver *v, const struct aio_gather *gs,
+		      size_t n, struct aio_graph *g);
 
 #endif /* PBP_CPYTHON_ASYNCIO_GRAPH_H */

@@ -218,6 +218,37 @@ static int read_mem(void *ctx, uint64_t addr, void *buf, size_t len)
 	return remote_read(ctx, addr, buf, len);
 }
 
+/*
+ * No awaited_by before 3.14: a gather's children are joined to the task
+ * whose _fut_waiter is the gather's future (a _GatheringFuture, what its
+ * innermost coroutine awaits too), through the future's _children list,
+ * the objects asyncio itself keeps to finish the gather.
+ */
+static int join_gathers(struct pyproc *p, const struct aio_mem *m, struct aio_graph *g)
+{
+	struct aio_gather *gs = NULL;
+	uint64_t list, type, list_type = 0;
+	size_t n = 0;
+	int err;
+
+	for (size_t i = 0; i < g->n; i++) {
+		const struct aio_task *t = &g->tasks[i];
+
+		if (!t->fut_waiter || t->fut_waiter != t->awaits ||
+		    strcmp(t->awaits_name, "_GatheringFuture") != 0 ||
+		    pyobj_attr(p, t->fut_waiter, "_children", &list) != 0 || pyobj_type(p, list, &type) != 0)
+			continue;
+		if (type != list_type && !(type_named(p, type, "list") && (list_type = type)))
+			continue;
+		if (!gs && !(gs = calloc(g->n, sizeof(*gs))))
+			return -PBP_E_NOMEM;
+		gs[n++] = (struct aio_gather){ (uint32_t)i, list };
+	}
+	err = aio_graph_gathers(m, &p->v, gs, n, g);
+	free(gs);
+	return err;
+}
+
 int aio_legacy_tasks(struct pyproc *p, const struct aio_layout *l, uint64_t md,
 		     const struct pythread *ts, size_t n, struct aio_graph *g)
 {
@@ -240,6 +271,8 @@ int aio_legacy_tasks(struct pyproc *p, const struct aio_layout *l, uint64_t md,
 		read_registry(s, md, "_eager_tasks", false);
 	}
 	err = aio_graph_read_given(&m, &p->v, l, s->out, s->n, g);
+	if (!err)
+		err = join_gathers(p, &m, g);
 	free(s->out);
 	free(s);
 	return err;

@@ -225,6 +225,25 @@ static int read_graph(struct async_state *s, struct pyproc *p, uint64_t tstate, 
 	return aio_graph_read(m, &p->v, &s->l, src, 1, &s->g);
 }
 
+int async_graph_refresh(struct async_state *s, struct pyproc *p, uint64_t tstate, struct async_stats *st)
+{
+	struct aio_mem m = { read_mem, p->r };
+	struct aio_source src = { 0, 0, 0 };
+	uint64_t t0 = mono_ns();
+	int err;
+
+	if (!s->ok || !s->l.legacy || (s->g.tasks && t0 < s->join_next_ns))
+		return 0;
+	if (!s->g.tasks && aio_graph_init(&s->g) != 0)
+		return -PBP_E_NOMEM;
+	err = read_graph(s, p, tstate, &m, &src);
+	st->graph_reads++;
+	st->graph_unread += unread(&s->g.st);
+	s->join_next_ns = mono_ns() + IDLE_GAP * (mono_ns() - t0);
+	st->graph_ns += mono_ns() - t0;
+	return err;
+}
+
 int async_idle_tick(struct async_state *s, struct pyproc *p, uint64_t tstate,
 		    const struct async_sink *k, struct async_stats *st)
 {

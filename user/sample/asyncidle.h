@@ -34,4 +34,14 @@ struct async_sink {
 int async_idle_tick(struct async_state *s, struct pyproc *p, uint64_t tstate,
 		    const struct async_sink *k, struct async_stats *st);
 
+/*
+ * Before 3.14 a task names no awaiter: those of the running task come from
+ * the last read of asyncio's registries (wall mode's, at each tick). Where
+ * no tick reads them (cpu and gil modes), or none has yet, they are read
+ * here, paced as a tick's read is: the next no sooner than IDLE_GAP times
+ * the last one's time after it. Nothing on 3.14 or before the layout is
+ * found; 0, or -PBP_E_NOMEM (what cannot be read is counted, st->graph_unread).
+ */
+int async_graph_refresh(struct async_state *s, struct pyproc *p, uint64_t tstate, struct async_stats *st);
+
 #endif /* PBP_SAMPLE_ASYNCIDLE_H */

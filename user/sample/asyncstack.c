@@ -28,6 +28,7 @@
 #include "cpython/codeobj.h"
 #include "cpython/process.h"
 #include "proc/remote.h"
+#include "sample/asyncidle.h"
 
 #define RETRY_NS 1000000000ull  /* asyncio not loaded yet: look again a second later */
 
@@ -90,8 +91,9 @@ static int running_now(struct async_state *s, struct pyproc *p, uint64_t tstate,
 }
 
 /*
- * Before 3.14 a task names no awaiter: those of wall mode's last read of
- * the graph (asyncidle.c) are taken, when it has the task; else it alone.
+ * Before 3.14 a task names no awaiter: those of the last read of the graph
+ * (asyncidle.c: wall mode's tick, or async_graph_refresh) are taken, when it
+ * has the task; else it alone.
  */
 static void legacy_chain(const struct async_state *s, uint64_t task, uint64_t *tasks, size_t *n)
 {
@@ -156,7 +158,7 @@ static int task_locs(struct pyproc *p, struct agg *a, const struct aio_layout *l
 }
 
 int async_join(struct async_state **sp, struct pyproc *p, struct agg *a, const struct async_src *src,
-	       uint32_t *locs, uint32_t *n, uint32_t max, struct async_stats *st, bool *tell)
+	       uint32_t *locs, uint32_t *n, uint32_t max, struct async_stats *st, bool *tell, bool wall)
 {
 	uint64_t tasks[ASYNC_MAX_TASKS], task = src->task;
 	uint32_t ids[ASYNC_MAX_TASKS];
@@ -174,8 +176,13 @@ int async_join(struct async_state **sp, struct pyproc *p, struct agg *a, const s
 		return 0;
 	if (!task)
 		return 0;
-	if ((*sp)->l.legacy)
+	if ((*sp)->l.legacy) {
+		/* Its awaiters from the registries' last read: made here outside wall mode. */
+		if ((!wall || !(*sp)->g.tasks) &&
+		    async_graph_refresh(*sp, p, src->tstate, st) == -PBP_E_NOMEM)
+			return -PBP_E_NOMEM;
 		legacy_chain(*sp, task, tasks, &nt);
+	}
 	else if (aio_task_chain(p, &(*sp)->l, task, tasks, ASYNC_MAX_TASKS, &nt) != 0 || nt == 0)
 		return 0;
 	at = coroutine_at(p, a, aio_task_code(p, &(*sp)->l, tasks[0]), locs, *n);

@@ -41,9 +41,10 @@ struct async_src {
  * coroutine frame. At most max locations in all. *sp is made on first use;
  * when the layout is found, p->v.k.ts_running_task is set and *tell says
  * the kernel must be told. 0, or -PBP_E_NOMEM; what cannot be read leaves
- * the stack as it was.
+ * the stack as it was. wall: wall mode, whose ticks read the task list
+ * (3.11 to 3.13's awaiters come from it; else the join reads it, paced).
  */
 int async_join(struct async_state **sp, struct pyproc *p, struct agg *a, const struct async_src *src,
-	       uint32_t *locs, uint32_t *n, uint32_t max, struct async_stats *st, bool *tell);
+	       uint32_t *locs, uint32_t *n, uint32_t max, struct async_stats *st, bool *tell, bool wall);
 
 #endif /* PBP_SAMPLE_ASYNCSTACK_H */

@@ -25,6 +25,7 @@ struct async_state {
 	uint64_t md;            /* l.legacy: asyncio.tasks' module dict */
 	struct aio_graph g;     /* wall mode's waiting tasks; tasks NULL until first needed */
 	struct idle_pace pace[IDLE_THREADS];
+	uint64_t join_next_ns;  /* before 3.14, outside wall mode: the registries' next read */
 };
 
 #endif /* PBP_SAMPLE_ASYNCSTATE_H */

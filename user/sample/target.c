@@ -376,7 +376,7 @@ static void join_tasks(struct collector *c, struct target *t, const struct async
 {
 	bool tell = false;
 
-	async_join(&t->aio, t->p, c->agg, src, locs, n, max, &c->async, &tell);
+	async_join(&t->aio, t->p, c->agg, src, locs, n, max, &c->async, &tell, c->o.mode == MODE_WALL);
 	if (tell)
 		tell_kernel(c, t);
 }

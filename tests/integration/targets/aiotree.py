@@ -12,9 +12,12 @@ asyncio says of each task: its name (Task.get_name), its coroutine chain
 from the task's coroutine down the cr_await links while they are
 coroutines (function, file, line; Task.get_stack()'s one frame is its
 first), the names of the tasks awaiting it (3.14's
-_asyncio_awaited_by) and the task it waits on (_fut_waiter, when a task).
-Then spinner spins until killed. Any Python 3.7+ runs it; the awaiters are
-reported on 3.14+ only."""
+_asyncio_awaited_by) and the task it waits on (_fut_waiter, when a task), and the tasks awaiting
+it found by walking asyncio's own objects ("awaited_by_walk": each task
+whose _fut_waiter is it, or is a _GatheringFuture whose _children hold
+it), what pybpfprof reads before 3.14. Then spinner spins until killed.
+Any Python 3.7+ runs it; _asyncio_awaited_by exists on 3.14+ only (there
+the two must agree)."""
 
 import asyncio
 import json
@@ -48,8 +51,23 @@ def describe(task):
     return d
 
 
+def awaited_by_walk(task, tasks):
+    """Who awaits task, from the objects asyncio keeps: _fut_waiter, and a
+    gather's future's _children."""
+    out = []
+    for t in tasks:
+        w = getattr(t, "_fut_waiter", None)
+        if w is task or (type(w).__name__ == "_GatheringFuture" and
+                         any(c is task for c in getattr(w, "_children", ()))):
+            out.append(t.get_name())
+    return sorted(out)
+
+
 def report():
-    tasks = [describe(t) for t in asyncio.all_tasks()]
+    every = list(asyncio.all_tasks())
+    tasks = [describe(t) for t in every]
+    for d, t in zip(tasks, every):
+        d["awaited_by_walk"] = awaited_by_walk(t, every)
     tmp = READY + ".tmp"
     with open(tmp, "w") as f:
         json.dump({"pid": os.getpid(), "version": list(sys.version_info[:3]),
