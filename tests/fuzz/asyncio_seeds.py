@@ -127,6 +127,19 @@ def legacy():
     return m
 
 
+def legacy_gather():
+    """legacy, and the ninth word a gather's children list (a PyListObject:
+    ob_size at 16, ob_item at 24) that the first task awaits: the second and
+    third tasks, an object that is no task, and the first task itself."""
+    m = legacy()
+    m.q(64, BASE + 0x3a00)
+    m.q(0x3a00 + 16, 4)
+    m.q(0x3a00 + 24, BASE + 0x3a40)
+    for i, item in enumerate((0x300, 0x500, 0x3000, 0x100)):
+        m.q(0x3a40 + 8 * i, BASE + item)
+    return m
+
+
 def seeds():
     m = three()
     yield "three", b"\0" + m.b
@@ -150,6 +163,10 @@ def seeds():
     yield "set_mask", b"\0" + m.b
     yield "future_iter", b"\0" + future_iter().b
     yield "legacy", b"\2" + legacy().b
+    yield "legacy_gather", b"\2" + legacy_gather().b
+    m = legacy_gather()
+    m.q(0x3a00 + 16, 1 << 40)                                           # an absurd length
+    yield "gather_long", b"\2" + m.b
 
 
 if __name__ == "__main__":

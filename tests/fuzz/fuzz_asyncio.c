@@ -11,7 +11,8 @@
  * Input layout:
  *   byte 0      odd: bytes 1..104 are an AsyncioDebug table, decoded, and
  *               used when accepted (else 3.14.10's); 2: 3.12's layout read
- *               by aio_graph_read_given (legacy(), below); other even:
+ *               by aio_graph_read_given (legacy(), below), then a gather's
+ *               children joined by aio_graph_gathers; other even:
  *               3.14.10's table
  *   the rest    memory at MEM_BASE (after the table when there is one);
  *               anything outside it is unmapped. The thread's task list is
@@ -29,7 +30,9 @@
  * by a single task) with chained coroutines; the same with its table; a
  * list that loops back into itself; a coroutine awaiting itself; a chain
  * deeper than the bound; a set with an absurd mask; a task awaiting another
- * through a future's iterator (_asyncio.FutureIter, seen through).
+ * through a future's iterator (_asyncio.FutureIter, seen through); 3.12's
+ * tasks with a gather's list of children (two tasks, an object that is
+ * none, the awaiter itself), and one whose length is absurd.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -110,7 +113,8 @@ static void check_graph(const struct aio_graph *g, uint64_t running)
 /*
  * Before 3.14 (byte 0 == 2): 3.12's layout (the generated table's), no
  * list: the task addresses are the memory's first eight words, the first
- * running; a task is an object of type LEGACY_TASK_TYPE.
+ * running; a task is an object of type LEGACY_TASK_TYPE. The ninth word,
+ * when not 0, is a gather's list of children the first task awaits.
  */
 #define LEGACY_TASK_TYPE (MEM_BASE + 0x3f60)
 
@@ -137,6 +141,13 @@ static int legacy(struct aio_graph *g, struct aio_mem *am, const struct fakemem 
 		given[i] = (struct aio_given){ a, 0, i == 0 };
 	}
 	MUST(aio_graph_read_given(am, &v, &l, given, 8, g) == 0);
+	/* A gather: the first task awaits the children listed by the ninth word's list. */
+	if (m->len >= 72) {
+		struct aio_gather gs = { 0, 0 };
+
+		memcpy(&gs.children, m->b + 64, 8);
+		MUST(aio_graph_gathers(am, &v, &gs, 1, g) == 0);
+	}
 	check_graph(g, given[0].addr);
 	return 0;
 }

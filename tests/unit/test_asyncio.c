@@ -157,12 +157,13 @@ static void test_future_iter(struct aio_graph *g)
 	CHECK_EQ_INT(g->tasks[1].awaits_task, -1);          /* a coroutine of another type */
 }
 
-/* Before 3.14: tasks given by address, awaiters derived from what each awaits. */
-static void test_legacy(struct aio_graph *g)
+/* Before 3.14: a seed's tasks given by address (its first five words), then its gather, if any. */
+static int legacy_graph(const char *name, struct aio_graph *g)
 {
+	char path[128];
 	size_t len;
-	uint8_t *b = unit_load_file("../fuzz/corpus/asyncio/legacy", &len);
-	struct fakemem m = { b ? b + 1 : NULL, b ? len - 1 : 0 };
+	uint8_t *b;
+	struct fakemem m;
 	struct aio_mem am = { fakemem_read, &m };
 	struct pyver v;
 	struct aio_layout l = {
@@ -171,15 +172,32 @@ static void test_legacy(struct aio_graph *g)
 		.fr_localsplus = 72,
 	};
 	struct aio_given given[5];
+	struct aio_gather gs = { 0, 0 };
+	int err;
 
-	CHECK(b != NULL);
-	if (!b || pyver_of("data/debug_offsets_3.14.bin", &v) != 0)
-		return;
+	snprintf(path, sizeof(path), "../fuzz/corpus/asyncio/%s", name);
+	b = unit_load_file(path, &len);
+	if (!b || len < 73 || pyver_of("data/debug_offsets_3.14.bin", &v) != 0) {
+		free(b);
+		return -PBP_E_NOENT;
+	}
+	m = (struct fakemem){ b + 1, len - 1 };
 	v.async_ok = false;
 	v.k.exec_tag_bits = 0;
 	for (int i = 0; i < 5; i++)
 		given[i] = (struct aio_given){ load64(b + 1 + 8 * i), 0, i == 0 };
-	CHECK_EQ_INT(aio_graph_read_given(&am, &v, &l, given, 5, g), 0);
+	gs.children = load64(b + 1 + 64);
+	err = aio_graph_read_given(&am, &v, &l, given, 5, g);
+	if (!err && gs.children)
+		err = aio_graph_gathers(&am, &v, &gs, 1, g);
+	free(b);
+	return err;
+}
+
+/* Awaiters derived from what each awaits. */
+static void test_legacy(struct aio_graph *g)
+{
+	CHECK_EQ_INT(legacy_graph("legacy", g), 0);
 	CHECK_EQ_INT(g->n, 3);                          /* one listed twice, one no task */
 	CHECK_EQ_INT(g->st.not_tasks, 1);
 	if (g->n == 3) {
@@ -189,7 +207,24 @@ static void test_legacy(struct aio_graph *g)
 		CHECK_EQ_INT(g->tasks[2].awaits_task, 2);       /* itself, as a corrupt graph may */
 		CHECK_EQ_INT(g->tasks[2].nawaiters, 2);         /* the second, and itself: bounded */
 	}
-	free(b);
+}
+
+/* A gather's children (tasks among those read) are awaited by the gather's awaiter. */
+static void test_legacy_gather(struct aio_graph *g)
+{
+	CHECK_EQ_INT(legacy_graph("legacy_gather", g), 0);
+	CHECK_EQ_INT(g->n, 3);
+	if (g->n == 3) {
+		CHECK_EQ_INT(g->tasks[0].nawaiters, 0);         /* listed among its own children */
+		CHECK_EQ_INT(g->tasks[1].nawaiters, 1);
+		CHECK_EQ_INT(g->tasks[1].awaiters[0], 0);
+		CHECK_EQ_INT(g->tasks[2].nawaiters, 3);         /* the second, itself, the gather's */
+		CHECK_EQ_INT(g->tasks[2].awaiters[2], 0);
+	}
+	CHECK_EQ_INT(g->st.set_faults + g->st.set_corrupt, 0);
+	CHECK_EQ_INT(legacy_graph("gather_long", g), 0);
+	CHECK_EQ_INT(g->st.set_corrupt, 1);
+	CHECK(g->n == 3 && g->tasks[1].nawaiters == 0);
 }
 
 static void test_bad(struct aio_graph *g)
@@ -220,6 +255,7 @@ int main(void)
 	test_bad(&g);
 	test_future_iter(&g);
 	test_legacy(&g);
+	test_legacy_gather(&g);
 	aio_graph_free(&g);
 	return unit_done("test_asyncio");
 }
