@@ -103,11 +103,12 @@ def test_no_asyncio_no_tasks(interp, start_target, pybpfprof):
     assert got["tasks"] == []
 
 
-def test_churn_bounded(interp, start_target, pybpfprof):
+def test_churn_bounded(interp, start_target, pybpfprof, tmp_path):
     """Thousands of tasks made and cancelled a second: 40 reads in a row,
     none crashing, hanging or failing, each bounded in time and memory; the
     parked chain deeper than the bound is cut, and said to be. On 3.14 and,
-    for the registries' reader of 3.11 to 3.13, on 3.12."""
+    for the registries' reader of 3.11 to 3.13, on 3.12, where the same
+    target then takes a cpu --async recording (churn_cpu_record)."""
     if interp.version < (3, 14) and interp.name != "3.12":
         pytest.skip("3.14, and 3.12 for the older versions' reader")
     proc, pid, ready = start_target(interp, "aiochurn.py")
@@ -132,6 +133,25 @@ def test_churn_bounded(interp, start_target, pybpfprof):
     assert worst < 5
     assert rss_kib < 200 * 1024
     assert deep_seen >= 30, "the parked task went missing in most reads"
+    if interp.version < (3, 14):
+        churn_cpu_record(proc, pid, tmp_path)
+
+
+def churn_cpu_record(proc, pid, tmp_path):
+    """3.11 to 3.13, cpu mode: the running task's awaiters come from reads of the
+    registries made when samples are named, paced (10x a read's time between
+    two): against the churn they happen, the run ends normally, the target
+    lives, and they take a bounded share of the run."""
+    r = run_profile("-p", pid, "-d", 1.5, "--mode", "cpu", "--async", "--stats=json", "-o",
+                    tmp_path / "churn.txt")
+    assert r.returncode == 0, r.stderr
+    st = json.loads([l for l in r.stderr.splitlines() if l.startswith("{")][0])
+    a = st["async"]
+    print("churn cpu --async: %d task-list reads, %.3f s of %.2f s, %d unread" % (
+        a["task_lists"], a["task_list_seconds"], st["seconds"], a["task_list_unread"]))
+    assert proc.poll() is None, "the target died"
+    assert a["task_lists"] >= 1 and a["waiting_task_samples"] == 0
+    assert a["task_list_seconds"] < 0.3 * st["seconds"], a
 
 
 # --- record --async ----------------------------------------------------------------
