@@ -93,7 +93,7 @@ struct aio_given {
  * The same from a list of task addresses (l->legacy): each kept when it is
  * an object of l->task_type (else counted in not_tasks), repeats once;
  * awaiters are the tasks whose innermost await is this task (no
- * awaited_by before 3.14: a gather's children name no awaiter).
+ * awaited_by before 3.14; a gather's children: aio_graph_gathers).
  */
 int aio_graph_read_given(const struct aio_mem *m, const struct pyver *v, const struct aio_layout *l,
 			 const struct aio_given *tasks, size_t n, struct aio_graph *g);

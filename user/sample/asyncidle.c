@@ -27,6 +27,11 @@
  * those of one sample per task per tick, the tasks are sampled less often
  * (at most ~1/(1+IDLE_GAP) of the time goes to reading them). A few tasks
  * are read every tick (6 tasks: 0.4 ms).
+ *
+ * Before 3.14 the same read gives the running task's awaiters (no task
+ * records its own): outside wall mode, async_graph_refresh makes it when a
+ * sample is named, paced alike (once for the process: the registries hold
+ * every loop's tasks).
  */
 #include <stdio.h>
 #include <stdlib.h>
