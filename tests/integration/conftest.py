@@ -80,6 +80,11 @@ SID_EXTRA = [("3.13-sid-chroot", "/usr/bin/python3.13"),
              ("3.13-dbg-sid-chroot", "/usr/bin/python3.13d"),
              ("3.14-dbg-sid-chroot", "/usr/bin/python3.14d")]
 REQUIRE_ALL = os.environ.get("PBP_REQUIRE_ALL", "") not in ("", "0")
+ALL_FAMILIES = os.environ.get("PBP_ALL_FAMILIES", "") not in ("", "0")
+# One interpreter per layout family, for tests marked `families`: the oldest
+# (co_lnotab, no debug offsets), the PyFrameObject chain (3.8-3.10), 3.11's
+# interpreter frames in a static binary, 3.12, 3.13 and 3.14 (_Py_DebugOffsets).
+FAMILY_REPS = {"3.6", "3.10", "3.11-debian-static", "3.12", "3.13", "3.14-sid-chroot"}
 READY_TIMEOUT = float(os.environ.get("PBP_READY_TIMEOUT", "60"))
 
 PROBE = ("import sys, json, threading; "
@@ -497,6 +502,11 @@ atexit.register(_cleanup)
 
 # --- pytest hooks ------------------------------------------------------------
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "families: run on one interpreter of each layout "
+                            "family (FAMILY_REPS), not on every one")
+
+
 def pytest_report_header(config):
     interps = _discover()
     ok = [i.name for i in interps if not i.skip_reason]
@@ -517,6 +527,11 @@ def pytest_generate_tests(metafunc):
         own = getattr(metafunc.module, "INTERPRETERS", None)
         if own is not None:
             interps = [i for i in interps if i.name in own]
+        # A test whose subject is not a layout (a process's lifetime, PID
+        # namespaces) runs on one interpreter of each layout family, unless
+        # PBP_INTERPS names others or PBP_ALL_FAMILIES=1 asks for all.
+        if metafunc.definition.get_closest_marker("families") and not ALL_FAMILIES:
+            interps = [i for i in interps if i.name in FAMILY_REPS] or interps
         metafunc.parametrize("interp", interps, ids=[i.name for i in interps],
                              indirect=True)
 

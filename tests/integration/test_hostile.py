@@ -339,6 +339,7 @@ def test_collapsed_lines_are_distinct(interp, start_target, tmp_path):
 
 # --- (c) churn ------------------------------------------------------------------------------
 
+@pytest.mark.families
 def test_churn(interp, start_target, tmp_path):
     proc, pid, ready = start_target(interp, "churn.py")
     for i in range(40):
@@ -376,6 +377,7 @@ def test_thread_list_cycle_is_corrupt(interp, start_target, tmp_path):
 
 # --- (d) fork and exec ------------------------------------------------------------------------
 
+@pytest.mark.families
 def test_fork_and_exec(interp, start_target, tmp_path):
     proc, pid, ready = start_target(interp, "forker.py", "1.5")
     runs = [(mode, start(["-p", pid, "-d", 3, "-m", mode, "-t",
@@ -402,6 +404,7 @@ def test_fork_and_exec(interp, start_target, tmp_path):
 
 # --- (e) SIGSTOP -------------------------------------------------------------------------------
 
+@pytest.mark.families
 @pytest.mark.parametrize("mode", ["cpu", "wall"])
 def test_sigstop_during_sampling(interp, start_target, tmp_path, mode):
     proc, pid, ready = start_target(interp, WORKERS, "spinner", "sleeper")
@@ -436,6 +439,7 @@ def role_tids_kind(ready, kind):
 GONE = (EXIT_OK, EXIT_NO_PROCESS, EXIT_TARGET_GONE)
 
 
+@pytest.mark.families
 @pytest.mark.parametrize("how", ["os_exit", "finalize"])
 def test_exit_during_read(interp, start_target, tmp_path, how):
     exit_during_read(interp, start_target, tmp_path, how)

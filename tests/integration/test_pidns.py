@@ -52,6 +52,7 @@ def test_dump_matches_target(interp, ns_start, pybpfprof):
     test_dump.test_dump_matches_target(interp, ns_start, pybpfprof)
 
 
+@pytest.mark.families
 def test_inner_ids_shown(interp, ns_start, pybpfprof, tmp_path):
     proc, pid, ready = ns_start(interp, WORKERS, "spinner", "idle")
     spinner = next(t["native_id"] for t in ready["threads"] if t["kind"] == "spinner")
@@ -210,6 +211,7 @@ echo "inner pid $pid" >&2
 '''
 
 
+@pytest.mark.families
 @pytest.mark.parametrize("mode,deeper", [("cpu", 0), ("wall", 1)],
                          ids=["cpu-same-namespace", "wall-target-one-deeper"])
 def test_profiler_inside_a_namespace(interp, tmp_path, mode, deeper):
