@@ -588,6 +588,52 @@ static __always_inline void start_record(struct pbp_sample *s, __u32 tgid, __u32
 	s->switches = switches;
 	s->tstate = tstate;
 	s->task = 0;
+	s->ip = s->sp = s->bp = 0;
+}
+
+/* ------------------------------------------------------------ user registers */
+
+/*
+ * The perf context allows only whole 8-byte loads at constant offsets from
+ * itself (cs is a u16 inside one): volatile, so that the compiler neither
+ * narrows them nor shares the address arithmetic with the other path.
+ */
+#define CTX_WORD(r, f) (*(volatile __u64 *)((char *)(r) + __builtin_offsetof(struct pt_regs, f)))
+
+#if defined(__TARGET_ARCH_x86)
+/* The sample interrupted user mode: its registers are the thread's own. */
+#define REGS_USER(r) ((CTX_WORD(r, cs) & 3) == 3)
+#define CTX_COPY(s, r) ((s)->ip = CTX_WORD(r, ip), (s)->sp = CTX_WORD(r, sp), (s)->bp = CTX_WORD(r, bp))
+#define REGS_COPY(s, r) ((s)->ip = (r)->ip, (s)->sp = (r)->sp, (s)->bp = (r)->bp)
+#elif defined(__TARGET_ARCH_arm64)
+#define REGS_USER(r) ((CTX_WORD(r, pstate) & 0xf) == 0)
+#define CTX_COPY(s, r) ((s)->ip = CTX_WORD(r, pc), (s)->sp = CTX_WORD(r, sp), \
+			(s)->bp = CTX_WORD(r, regs[29]))
+#define REGS_COPY(s, r) ((s)->ip = (r)->pc, (s)->sp = (r)->sp, (s)->bp = (r)->regs[29])
+#endif
+
+/*
+ * Where the thread was in its own code: the perf event's registers when it
+ * interrupted user mode, else (in a syscall, a fault) the user registers
+ * the kernel saved on entry. A few loads: every sample has them, for the
+ * innermost native frame user space names.
+ */
+static __always_inline void user_regs(struct pbp_sample *s, struct bpf_perf_event_data *ctx)
+{
+#ifdef REGS_USER
+	struct pt_regs *r = (struct pt_regs *)&ctx->regs;
+
+	if (REGS_USER(r)) {
+		CTX_COPY(s, r);
+	} else {
+		r = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+		if (!r)
+			return;
+		REGS_COPY(s, r);
+	}
+	if (s->ip)
+		s->flags |= PBP_F_REGS;
+#endif
 }
 
 /* ------------------------------------------------------------ finding a thread's state */
@@ -699,6 +745,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	if (!b || !s)
 		return 0;
 	start_record(s, tgid, tid, now, 0, 0, 0);
+	user_regs(s, ctx);
 	t = bpf_map_lookup_elem(&threads, &tid);
 	if (t && t->tgid == tgid) {  /* a tid reused by another process is not this thread */
 		s->tstate = t->tstate;

@@ -118,6 +118,7 @@ enum pbp_sample_flags {
 	PBP_F_SWITCH_OUT = 1 << 5, /* taken as the thread left the CPU, at .switches */
 	PBP_F_TSTATE_FOUND = 1 << 6, /* not in the threads map: .tstate found by the kernel */
 	PBP_F_TASK = 1 << 7,       /* .task is the kernel's copy (ts_running_task was set) */
+	PBP_F_REGS = 1 << 8,       /* .ip, .sp, .bp are the thread's user registers */
 };
 
 /* Ring buffer record: header, then nframes struct pbp_frame, innermost first. */
@@ -127,6 +128,11 @@ struct pbp_sample {
 	__u64 resume;          /* frame address where the kernel stopped, if flagged */
 	__u64 switches;        /* PBP_F_SWITCH_OUT: the thread's switch count after leaving */
 	__u64 task;            /* ts_running_task set: the thread's running asyncio task, 0 none */
+	/*
+	 * PBP_F_REGS: the user-space registers at the sample: where the thread
+	 * was in native code (its innermost native frame), and its stack.
+	 */
+	__u64 ip, sp, bp;
 	__u32 tgid;
 	__u32 tid;
 	__u32 cpu;

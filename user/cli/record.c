@@ -42,6 +42,7 @@
 #include "sample/loop.h"
 #include "sample/sampler.h"
 #include "sample/target.h"
+#include "symbol/natsym.h"
 
 
 static volatile sig_atomic_t stop_signal;
@@ -547,6 +548,7 @@ void run_cleanup(struct record *r, int go_fd)
 			target_fini(&r->c, &r->targets[i]);
 	sampler_close(r->c.smp);
 	agg_free(r->c.agg);
+	natsym_free(r->c.natsym);
 	timeline_free(&r->timeline);
 	free(r->c.locs);
 	free(r->targets);

@@ -68,6 +68,15 @@ void stats_json_collector(struct jsonw *w, const struct collector *c)
 	jw_end_obj(w);
 	jw_u64(w, "thread_lists", c->rescans);
 	jw_num(w, "thread_list_seconds", (double)c->rescan_ns / 1e9);
+	jw_u64(w, "native_leaves", c->native_leaves);
+	jw_num(w, "native_leaf_seconds", (double)c->native_ns / 1e9);
+	if (c->natsym) {
+		uint64_t files, lookups, hits;
+
+		natsym_stats(c->natsym, &files, &lookups, &hits);
+		jw_u64(w, "native_files", files);
+		jw_u64(w, "native_memo_hits", hits);
+	}
 	jw_u64(w, "stacks", agg_nstacks(c->agg));
 	jw_u64(w, "locations", agg_nlocs(c->agg));
 }

@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Native frames: executable mappings (natmaps), names through libdwfl
+ * (natsym), and the leaf location (native). Files are this program's own
+ * and the libz it links, found through its own maps, plus bad ones made
+ * here: a truncated ELF, a file that is not ELF, a path that is gone.
+ */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "unit.h"
+#include "aggregate/aggregate.h"
+#include "symbol/native.h"
+#include "symbol/natmaps.h"
+#include "symbol/natsym.h"
+
+static const char MAPS[] =
+	"55d0c0a00000-55d0c0a01000 r--p 00000000 fd:01 100 /usr/bin/prog\n"
+	"55d0c0a01000-55d0c0a05000 r-xp 00001000 fd:01 100 /usr/bin/prog\n"
+	"7f0000000000-7f0000001000 rwxp 00000000 00:00 0 \n"
+	"7f1000000000-7f1000002000 r-xp 00002000 fd:01 7 /tmp/lib a.so (deleted)\n"
+	"this line is not a mapping\n"
+	"7ffc00000000-7ffc00001000 r-xp 00000000 00:00 0 [vdso]\n"
+	"7f2000000000-7f2000001000 r-xp 00000000 fd:01 8 /lib/libz.so.1\n";
+
+static void test_maps(void)
+{
+	struct natmaps nm = { 0 };
+	FILE *f = fmemopen((void *)MAPS, sizeof(MAPS) - 1, "r");
+	const struct natmap *m;
+
+	CHECK_EQ_INT(natmaps_parse(&nm, f), 0);
+	fclose(f);
+	CHECK_EQ_INT(nm.n, 5);          /* executable ones only; the bad line skipped */
+	m = natmaps_find(&nm, 0x55d0c0a01000);
+	CHECK(m && strcmp(m->path, "/usr/bin/prog") == 0 && m->offset == 0x1000);
+	CHECK(natmaps_find(&nm, 0x55d0c0a04fff) == m);
+	CHECK(natmaps_find(&nm, 0x55d0c0a05000) == NULL);     /* end is outside */
+	CHECK(natmaps_find(&nm, 0x55d0c0a00000) == NULL);     /* not executable */
+	CHECK(natmaps_find(&nm, 0x10) == NULL);
+	CHECK(natmaps_find(&nm, UINT64_MAX) == NULL);
+	m = natmaps_find(&nm, 0x7f0000000800);
+	CHECK(m && m->path[0] == '\0');                       /* anonymous: JIT code */
+	m = natmaps_find(&nm, 0x7f1000000000);
+	CHECK(m && m->deleted && strcmp(m->path, "/tmp/lib a.so") == 0);
+	m = natmaps_find(&nm, 0x7ffc00000010);
+	CHECK(m && m->path[0] == '\0');                       /* [vdso]: no file to read */
+	m = natmaps_find(&nm, 0x7f2000000010);
+	CHECK(m && strcmp(m->path, "/lib/libz.so.1") == 0);
+	natmaps_free(&nm);
+	f = fmemopen((void *)"", 1, "r");
+	CHECK_EQ_INT(natmaps_parse(&nm, f), 0);
+	fclose(f);
+	CHECK(natmaps_find(&nm, 0x1000) == NULL);
+	natmaps_free(&nm);
+}
+
+static void test_demangle(void)
+{
+	char out[128];
+
+	natsym_demangle("_ZN3foo3barEi", out, sizeof(out));
+	CHECK_EQ_STR(out, "foo::bar(int)");
+	natsym_demangle("deflate", out, sizeof(out));
+	CHECK_EQ_STR(out, "deflate");
+	natsym_demangle("_Znot a mangled name", out, sizeof(out));
+	CHECK_EQ_STR(out, "_Znot a mangled name");
+	natsym_demangle("_ZN3foo3barEi", out, 5);
+	CHECK_EQ_STR(out, "foo:");
+}
+
+/* A function of this program with no exported symbol: its name comes from .symtab. */
+__attribute__((noinline)) int native_test_local_fn(int x);
+__attribute__((noinline)) int native_test_local_fn(int x)
+{
+	return x * 3 + 1;
+}
+
+/* Where this process maps addr: the mapping's path and the file offset. */
+static int where(struct natmaps *nm, const void *addr, const char **path, uint64_t *off)
+{
+	const struct natmap *m = natmaps_find(nm, (uint64_t)(uintptr_t)addr);
+
+	if (!m)
+		return -1;
+	*path = m->path;
+	*off = (uint64_t)(uintptr_t)addr - m->start + m->offset;
+	return 0;
+}
+
+static char *write_tmp(const void *buf, size_t len)
+{
+	char *path = strdup("/tmp/pbp-native-XXXXXX");
+	int fd = path ? mkstemp(path) : -1;
+
+	if (fd < 0 || write(fd, buf, len) != (ssize_t)len) {
+		free(path);
+		return NULL;
+	}
+	close(fd);
+	return path;
+}
+
+static void test_names(void)
+{
+	struct natsym *ns = natsym_new();
+	struct natmaps nm = { 0 };
+	struct natframe f;
+	const char *zpath = NULL, *self = NULL;
+	uint64_t zoff = 0, soff = 0, files, lookups, hits;
+	void *terminate = dlsym(RTLD_DEFAULT, "_ZSt9terminatev");
+	size_t zlen = 0;
+	void *zbytes;
+	char *copy, *trunc, *text;
+
+	CHECK(ns != NULL);
+	CHECK_EQ_INT(natmaps_read(&nm, getpid()), 0);
+	CHECK_EQ_INT(where(&nm, (const void *)deflate, &zpath, &zoff), 0);
+	CHECK_EQ_INT(where(&nm, (const void *)native_test_local_fn, &self, &soff), 0);
+	if (!zpath || !self) {
+		natmaps_free(&nm);
+		natsym_free(ns);
+		return;
+	}
+	natsym_name(ns, "", zpath, NULL, zoff, &f);
+	CHECK_EQ_STR(f.func, "deflate");                        /* .dynsym of a stripped library */
+	CHECK(strncmp(f.lib, "libz.so", 7) == 0);
+	natsym_name(ns, "", self, NULL, soff, &f);
+	CHECK_EQ_STR(f.func, "native_test_local_fn");           /* .symtab */
+	if (terminate) {
+		const char *p;
+		uint64_t off;
+
+		CHECK_EQ_INT(where(&nm, terminate, &p, &off), 0);
+		natsym_name(ns, "", p, NULL, off, &f);
+		CHECK_EQ_STR(f.func, "std::terminate()");       /* C++, demangled */
+	}
+	/* Gone from its path: found by the other name (map_files, in the profiler). */
+	natsym_name(ns, "", "/nonexistent/libz.so.1", zpath, zoff, &f);
+	CHECK_EQ_STR(f.func, "deflate");
+	CHECK_EQ_STR(f.lib, "libz.so.1");
+	/* Out of every loaded segment: no name, the offset kept. */
+	natsym_name(ns, "", zpath, NULL, 1ull << 40, &f);
+	CHECK_EQ_STR(f.func, "");
+	CHECK(f.rel == 1ull << 40);
+	/* Another copy of one file (same build-id) is not read again. */
+	zbytes = unit_load_file(zpath, &zlen);
+	copy = zbytes ? write_tmp(zbytes, zlen) : NULL;
+	CHECK(copy != NULL);
+	if (copy) {
+		CHECK(natsym_open(ns, "", copy, NULL) == natsym_open(ns, "", zpath, NULL));
+		unlink(copy);
+	}
+	/* A truncated ELF, a file that is not ELF, nothing at all: no name, no crash. */
+	trunc = zbytes ? write_tmp(zbytes, 200) : NULL;
+	text = write_tmp("not an ELF file\n", 16);
+	CHECK(trunc && text);
+	if (trunc && text) {
+		natsym_name(ns, "", trunc, NULL, 0x1000, &f);
+		CHECK_EQ_STR(f.func, "");
+		CHECK(f.rel == 0x1000);
+		natsym_name(ns, "", text, NULL, 0x10, &f);
+		CHECK_EQ_STR(f.func, "");
+		CHECK(natsym_open(ns, "", text, NULL) == NULL);
+		unlink(trunc);
+		unlink(text);
+	}
+	natsym_name(ns, "", "/nonexistent/x.so", NULL, 0x10, &f);
+	CHECK_EQ_STR(f.func, "");
+	CHECK_EQ_STR(f.lib, "x.so");
+	natsym_name(ns, "", "/dev", NULL, 0x10, &f);           /* not a regular file */
+	CHECK_EQ_STR(f.func, "");
+	/* The memo answers the second time. */
+	natsym_stats(ns, &files, &lookups, &hits);
+	natsym_name(ns, "", zpath, NULL, zoff, &f);
+	natsym_name(ns, "", zpath, NULL, zoff, &f);
+	{
+		uint64_t h2;
+
+		natsym_stats(ns, &files, &lookups, &h2);
+		CHECK(h2 >= hits + 1);
+	}
+	CHECK(files >= 2 && files <= 4);
+	free(zbytes);
+	free(copy);
+	free(trunc);
+	free(text);
+	natmaps_free(&nm);
+	natsym_free(ns);
+}
+
+static const char *loc_name(struct agg *a, int64_t id, const char **file)
+{
+	const char *name;
+	uint32_t kind;
+	int line;
+
+	if (id < 0)
+		return "";
+	agg_loc_info(a, (uint32_t)id, &name, file, &line, &kind);
+	return name;
+}
+
+static void test_leaf(void)
+{
+	struct natsym *ns = natsym_new();
+	struct natproc np = { .pid = getpid() };
+	struct agg *a = agg_new();
+	void *page = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct natframe f = { .func = "", .lib = "libx.so", .rel = 0x1234 };
+	const char *file;
+	char name[64];
+
+	CHECK(ns && a && page != MAP_FAILED);
+	CHECK_EQ_STR(loc_name(a, native_loc(ns, &np, (uint64_t)(uintptr_t)deflate, a), &file),
+		     "[native] deflate");
+	CHECK(strncmp(file, "libz.so", 7) == 0);
+	CHECK_EQ_STR(loc_name(a, native_loc(ns, &np, 0x10, a), &file), NATIVE_UNKNOWN);
+	CHECK_EQ_STR(loc_name(a, native_loc(ns, &np, (uint64_t)(uintptr_t)page + 8, a), &file),
+		     NATIVE_UNKNOWN);
+	native_text(&f, name, sizeof(name), &file);
+	CHECK_EQ_STR(name, "[native] libx.so+0x1234");
+	CHECK(file == NULL);
+	munmap(page, 4096);
+	natproc_free(&np);
+	agg_free(a);
+	natsym_free(ns);
+}
+
+int main(void)
+{
+	test_maps();
+	test_demangle();
+	test_names();
+	test_leaf();
+	return unit_done("test_native");
+}
