@@ -3,7 +3,8 @@
  * The native leaf's cost per sample, in this process (no target, no
  * kernel): native_loc on addresses of the libz it links. "hit" is the
  * steady state (an address named before: the memo); "miss" a new address
- * each time (libdwfl's lookup); "first" the file opened and read once.
+ * each time (libdwfl's lookup); "first" the file opened and read once (the
+ * very first also pays libdw's start, which loads its debuginfod client).
  * Run: make build/natbench && build/natbench
  */
 #include <stdint.h>
@@ -39,8 +40,11 @@ int main(void)
 	if (!ns || !a)
 		return 1;
 	native_loc(ns, &np, z, a);
-	printf("first (maps read, file opened, symbols loaded): %.1f us\n",
+	printf("first (maps read, file opened, symbols loaded, libdw's own start): %.1f us\n",
 	       (double)(mono_ns() - t0) / 1e3);
+	t0 = mono_ns();
+	native_loc(ns, &np, (uint64_t)(uintptr_t)getpid, a);
+	printf("first of a second library (libc): %.1f us\n", (double)(mono_ns() - t0) / 1e3);
 	for (int r = 0; r < ROUNDS; r++) {
 		double h = per_call(ns, &np, a, z, 0, 200000);
 		/* New addresses after deflate's, 7 bytes apart, each round past the last. */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -18,7 +19,9 @@
 #include "aggregate/aggregate.h"
 #include "symbol/native.h"
 #include "symbol/natmaps.h"
+#include "symbol/natstack.h"
 #include "symbol/natsym.h"
+#include "symbol/unwind.h"
 
 static const char MAPS[] =
 	"55d0c0a00000-55d0c0a01000 r--p 00000000 fd:01 100 /usr/bin/prog\n"
@@ -233,11 +236,104 @@ static void test_leaf(void)
 	natsym_free(ns);
 }
 
+static void test_groups(void)
+{
+	struct pbp_sample s = { .nframes = 5, .flags = PBP_F_ENTRIES };
+	uint32_t starts[8];
+
+	/* 6 Python frames, the outermost finished in user space; kernel frames 1 and 4 entered the loop. */
+	s.entries[0] = 1u << 1 | 1u << 4;
+	CHECK_EQ_INT(natstack_groups(&s, 6, starts), 3);
+	CHECK(starts[0] == 0 && starts[1] == 1 && starts[2] == 4);
+	s.entries[0] = 1u << 4;         /* the outermost kernel frame: no new group at 0 */
+	s.nframes = 5;
+	CHECK_EQ_INT(natstack_groups(&s, 5, starts), 1);
+	s.flags = 0;                    /* before 3.11: every frame is its own activation */
+	CHECK_EQ_INT(natstack_groups(&s, 4, starts), 4);
+	CHECK(starts[3] == 3);
+	CHECK_EQ_INT(natstack_groups(&s, 0, starts), 0);
+}
+
+/*
+ * The stack read raw, redzones and all, as the kernel reads it: not
+ * checked by ASan, and not through its memcpy.
+ */
+__attribute__((no_sanitize("address"))) static void raw_copy(uint8_t *to, uint64_t from, size_t len)
+{
+	const volatile uint8_t *p = (const volatile uint8_t *)(uintptr_t)from;
+
+	for (size_t i = 0; i < len; i++)
+		to[i] = p[i];
+}
+
+/* This thread's registers and the top of its stack, here: what the kernel would take. */
+__attribute__((noinline)) static size_t unwind_here(struct unwinder *u, uint64_t *pcs, size_t max,
+						    bool *cut)
+{
+	static uint8_t copy[2048];
+	struct ustack_in in = { (pid_t)syscall(SYS_gettid), 0, 0, 0, copy, sizeof(copy) };
+	size_t n = 0;
+
+	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
+			 : "=r"(in.ip), "=r"(in.sp), "=r"(in.bp));
+	raw_copy(copy, in.sp, sizeof(copy));
+	CHECK_EQ_INT(unwind_stack(u, &in, pcs, max, &n, cut), 0);
+	return n;
+}
+
+__attribute__((noinline)) static size_t native_test_caller(struct unwinder *u, uint64_t *pcs,
+							   size_t max, bool *cut)
+{
+	size_t n = unwind_here(u, pcs, max, cut);
+
+	__asm__ volatile("" ::: "memory");      /* no tail call: this frame stays */
+	return n;
+}
+
+static void test_unwind(void)
+{
+	struct unwinder *u = unwinder_new(getpid()), *gone = unwinder_new(0x7ffffff0);
+	struct natsym *ns = natsym_new();
+	struct natproc np = { .pid = getpid() };
+	uint64_t pcs[NATIVE_MAX_FRAMES];
+	struct ustack_in nowhere = { (pid_t)syscall(SYS_gettid), 0x1010, 0x8, 0, NULL, 0 };
+	struct natframe f;
+	size_t n;
+	bool cut, caller = false, in_main = false;
+
+	CHECK(u && gone && ns);
+	n = native_test_caller(u, pcs, NATIVE_MAX_FRAMES, &cut);
+	CHECK(n >= 3 && !cut);
+	for (size_t i = 0; i < n; i++) {
+		if (!native_frame(ns, &np, pcs[i], &f))
+			continue;
+		caller |= strcmp(f.func, "native_test_caller") == 0;
+		in_main |= strcmp(f.func, "main") == 0;
+	}
+	CHECK(caller);
+	CHECK(in_main);
+	/* At most max, and said. */
+	n = native_test_caller(u, pcs, 2, &cut);
+	CHECK(n == 2 && cut);
+	/* A stack pointing nowhere, an ip in nothing: the one frame, no crash, no hang. */
+	CHECK_EQ_INT(unwind_stack(u, &nowhere, pcs, NATIVE_MAX_FRAMES, &n, &cut), 0);
+	CHECK(n == 1 && pcs[0] == 0x1010 && !cut);
+	/* A process that is not there. */
+	CHECK_EQ_INT(unwind_stack(gone, &nowhere, pcs, NATIVE_MAX_FRAMES, &n, &cut), 0);
+	CHECK(n == 1);
+	natproc_free(&np);
+	unwinder_free(u);
+	unwinder_free(gone);
+	natsym_free(ns);
+}
+
 int main(void)
 {
 	test_maps();
 	test_demangle();
 	test_names();
 	test_leaf();
+	test_groups();
+	test_unwind();
 	return unit_done("test_native");
 }

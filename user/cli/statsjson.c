@@ -70,6 +70,15 @@ void stats_json_collector(struct jsonw *w, const struct collector *c)
 	jw_num(w, "thread_list_seconds", (double)c->rescan_ns / 1e9);
 	jw_u64(w, "native_leaves", c->native_leaves);
 	jw_num(w, "native_leaf_seconds", (double)c->native_ns / 1e9);
+	if (c->o.native) {
+		jw_obj(w, "native_stacks");
+		jw_u64(w, "stacks", c->natstack.stacks);
+		jw_u64(w, "frames", c->natstack.frames);
+		jw_u64(w, "cut", c->natstack.cut);
+		jw_u64(w, "unpaired", c->natstack.unpaired);
+		jw_num(w, "seconds", (double)c->natstack.ns / 1e9);
+		jw_end_obj(w);
+	}
 	if (c->natsym) {
 		uint64_t files, lookups, hits;
 

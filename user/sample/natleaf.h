@@ -8,7 +8,9 @@
 #include "sample/target.h"
 
 /*
- * A cpu sample of a thread on a CPU without the GIL, in native code: the
+ * --native (o.native) and the kernel's copy of the stack there: the whole
+ * native stack woven with the Python frames of locs[0..*n). Else a cpu
+ * sample of a thread on a CPU without the GIL, in native code: the
  * function it was in (from the registers the kernel took) appended to its
  * stack locs[0..*n) as the leaf, when the collector asks for it
  * (o.native_leaf), the stack has a Python frame and there is room (max).

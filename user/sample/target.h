@@ -12,6 +12,7 @@
 
 #include "sample/asyncstack.h"
 #include "symbol/native.h"
+#include "symbol/natstack.h"
 #include "symbol/symbolize.h"
 
 struct proc_meta;
@@ -43,6 +44,11 @@ struct profile_opts {
 	 * function as the leaf: "[native] deflate (libz.so.1.2.13)".
 	 */
 	bool native_leaf;
+	/*
+	 * --native: the kernel copies the top of each sample's user stack
+	 * (ustack_bytes), which is unwound and woven with the Python frames.
+	 */
+	bool native;
 };
 
 /* Where samples and ticks of every target end up. */
@@ -66,6 +72,7 @@ struct collector {
 	struct natsym *natsym;  /* native names, every target's: made at the first need */
 	uint64_t native_leaves; /* samples given a native leaf */
 	uint64_t native_ns;     /* the time naming them took */
+	struct natstack_stats natstack; /* --native */
 };
 
 struct tcache;

@@ -4,12 +4,17 @@
 #include <string.h>
 
 #include "symbol/native.h"
+#include "symbol/unwind.h"
 #include "aggregate/aggregate.h"
 #include "core/clock.h"
 #include "core/errors.h"
 
-/* A process's mappings are read again at most this often: dlopen is rare, JIT pages are not. */
-#define REREAD_NS 1000000000ull
+/*
+ * A process's mappings are read again at most this often when an address
+ * is in none of them: a library just loaded (import zlib) is named within
+ * this, and code with no file at all (JIT) costs a read per period.
+ */
+#define REREAD_NS 100000000ull
 
 static const struct natmap *find_map(struct natproc *np, uint64_t ip)
 {
@@ -33,16 +38,15 @@ void native_text(const struct natframe *f, char *name, size_t len, const char **
 	}
 }
 
-int64_t native_loc(struct natsym *ns, struct natproc *np, uint64_t ip, struct agg *a)
+bool native_frame(struct natsym *ns, struct natproc *np, uint64_t ip, struct natframe *f)
 {
 	struct natmap *m = (struct natmap *)find_map(np, ip);
-	char root[64], alt[96], name[NATSYM_FUNC_MAX + 16];
-	const char *base, *file;
-	struct natframe f;
+	char root[64], alt[96];
+	const char *base;
 
 	if (!m || !m->path[0]) {        /* nothing mapped there, or code with no file (JIT) */
 		np->misses += !m;
-		return agg_loc(a, NATIVE_UNKNOWN, NULL, -1, LOC_PY);
+		return false;
 	}
 	if (!m->opened) {
 		snprintf(root, sizeof(root), "/proc/%d/root", (int)np->pid);
@@ -52,7 +56,18 @@ int64_t native_loc(struct natsym *ns, struct natproc *np, uint64_t ip, struct ag
 		m->opened = true;
 	}
 	base = strrchr(m->path, '/');
-	natsym_lookup(ns, m->mod, base ? base + 1 : m->path, ip - m->start + m->offset, &f);
+	natsym_lookup(ns, m->mod, base ? base + 1 : m->path, ip - m->start + m->offset, f);
+	return true;
+}
+
+int64_t native_loc(struct natsym *ns, struct natproc *np, uint64_t ip, struct agg *a)
+{
+	char name[NATSYM_FUNC_MAX + 16];
+	const char *file;
+	struct natframe f;
+
+	if (!native_frame(ns, np, ip, &f))
+		return agg_loc(a, NATIVE_UNKNOWN, NULL, -1, LOC_PY);
 	native_text(&f, name, sizeof(name), &file);
 	return agg_loc(a, name, file, -1, LOC_PY);
 }
@@ -60,4 +75,6 @@ int64_t native_loc(struct natsym *ns, struct natproc *np, uint64_t ip, struct ag
 void natproc_free(struct natproc *np)
 {
 	natmaps_free(&np->maps);
+	unwinder_free(np->unw);
+	np->unw = NULL;
 }

@@ -8,6 +8,7 @@
 #ifndef PBP_SYMBOL_NATIVE_H
 #define PBP_SYMBOL_NATIVE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -15,6 +16,7 @@
 #include "symbol/natsym.h"
 
 struct agg;
+struct unwinder;
 
 #define NATIVE_PREFIX "[native] "
 #define NATIVE_UNKNOWN NATIVE_PREFIX "[unknown]"
@@ -24,14 +26,17 @@ struct natproc {
 	pid_t pid;
 	struct natmaps maps;
 	uint64_t misses;        /* addresses in no mapping, after reading them again */
+	struct unwinder *unw;   /* --native: made at its first stack */
 };
 
 /*
  * The location naming address ip of process np->pid; its mappings are read
- * again (at most once a second) when ip is in none of them, a library
+ * again (at most every 100 ms) when ip is in none of them, a library
  * loaded since. A location id, or -PBP_E_NOMEM.
  */
 int64_t native_loc(struct natsym *ns, struct natproc *np, uint64_t ip, struct agg *a);
+/* What native_loc names, unmade: false when no file is mapped at ip ([unknown]). */
+bool native_frame(struct natsym *ns, struct natproc *np, uint64_t ip, struct natframe *f);
 /* The frame's text: name, and file ("" for none), as native_loc makes them. */
 void native_text(const struct natframe *f, char *name, size_t len, const char **file);
 void natproc_free(struct natproc *np);
