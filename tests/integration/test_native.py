@@ -42,15 +42,19 @@ def test_zlib_leaf_under_its_python_line(interp, start_target, pybpfprof):
     assert '"native_leaves":' in r.stderr
 
 
-def test_native_stack_python_c_python_c(interp, start_target, pybpfprof):
+def test_native_stack_python_c_python_c(interp, start_target, pybpfprof, tmp_path):
     """--native: a C function called from Python that calls back into
     Python, whose callback spins in C: each sample reads, root to leaf,
     outer -> pbpnat_call -> in_callback -> pbpnat_spin -> spin_inner, and
-    the evaluation loop's own frames are gone."""
+    the evaluation loop's own frames are gone. Recorded as pprof and read
+    back: the native frames are pprof functions like the others."""
     _, pid, _ = start_target(interp, "natext.py", timeout=60)
-    r = pybpfprof("-p", pid, "-d", "1.5", "-F", "199", "--native", "--stats=json")
+    out = tmp_path / "native.pb.gz"
+    r = pybpfprof("-p", pid, "-d", "1.5", "-F", "199", "--native", "--stats=json", "-o", out)
     assert r.returncode == 0, r.stderr
-    stacks = parse_collapsed(r.stdout)
+    back = pybpfprof("convert", "-i", out)
+    assert back.returncode == 0, back.stderr
+    stacks = parse_collapsed(back.stdout)
     want = ["outer (", "[native] pbpnat_call (", "in_callback (", "[native] pbpnat_spin (",
             "[native] spin_inner ("]
     total = ordered = 0
@@ -65,6 +69,6 @@ def test_native_stack_python_c_python_c(interp, start_target, pybpfprof):
         if -1 not in at and at == sorted(at):
             ordered += count
         assert not any(f.startswith("[native] _PyEval_EvalFrameDefault") for f in frames), frames
-    assert total >= 50, r.stdout[-3000:]
-    assert ordered >= total * 0.8, (ordered, total, r.stdout[-3000:])
+    assert total >= 50, back.stdout[-3000:]
+    assert ordered >= total * 0.8, (ordered, total, back.stdout[-3000:])
     assert '"native_stacks":' in r.stderr
