@@ -64,7 +64,9 @@ static int64_t frame_loc(struct natsym *ns, struct natproc *np, uint64_t pc, str
 	*eval = false;
 	if (!native_frame(ns, np, pc, &f))
 		return agg_loc(a, NATIVE_UNKNOWN, NULL, -1, LOC_PY);
-	*eval = strcmp(f.func, EVAL_FUNC) == 0;
+	/* The function, or a part the compiler split off it ("_PyEval_EvalFrameDefault.cold"). */
+	*eval = strncmp(f.func, EVAL_FUNC, strlen(EVAL_FUNC)) == 0 &&
+		(f.func[strlen(EVAL_FUNC)] == '\0' || f.func[strlen(EVAL_FUNC)] == '.');
 	native_text(&f, name, sizeof(name), &file);
 	return agg_loc(a, name, file, -1, LOC_PY);
 }

@@ -87,7 +87,8 @@ static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *a
 	struct iovec l = { result, sizeof(*result) }, r = { (void *)(uintptr_t)addr, sizeof(*result) };
 
 	(void)dwfl;
-	if (addr >= in->sp && addr - in->sp + sizeof(*result) <= in->len) {
+	/* Written so that no sum can wrap: addr is whatever the CFI computed. */
+	if (in->len >= sizeof(*result) && addr >= in->sp && addr - in->sp <= in->len - sizeof(*result)) {
 		memcpy(result, in->stack + (addr - in->sp), sizeof(*result));
 		return true;
 	}
