@@ -9,12 +9,13 @@ from targets import kill, spawn
 
 # -- 2, 3 and 6: profiler cost per sample, reads per sample (-p)
 
-def cost_runs(bench, it, busy, idle, rates, reps, low=True, extra=()):
+def cost_runs(bench, it, busy, idle, rates, reps, low=True, extra=(), warm=None):
     """{hz or None: [Run]} with None the idle-target baseline; low: the
-    99 Hz runs and the baseline last low_run_s; extra: more options."""
+    99 Hz runs and the baseline last low_run_s; extra: more options; warm:
+    seconds before the measured window (default warm_s)."""
     cases = [None] + rates
     runs = {c: [] for c in cases}
-    w = bench.cfg["warm_s"]
+    w = bench.cfg["warm_s"] if warm is None else warm
     with BpfStats():
         for rep in range(reps):
             for c in rotate(cases, rep):

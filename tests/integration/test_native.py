@@ -18,7 +18,7 @@ NATIVE = "[native, no GIL]"
 
 def test_zlib_leaf_under_its_python_line(interp, start_target, pybpfprof):
     _, pid, _ = start_target(interp, "zlibber.py")
-    r = pybpfprof("-p", pid, "-d", "1.5", "-F", "199", "--status", "--stats=json")
+    r = pybpfprof("-p", pid, "-d", "1.5", "-F", "199", "--status", "--native-leaf", "--stats=json")
     assert r.returncode == 0, r.stderr
     stacks = parse_collapsed(r.stdout)
     line = ":%d)" % marks(ZLIBBER)["squeeze"]

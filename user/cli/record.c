@@ -637,6 +637,9 @@ int run_alloc(struct record *r)
 		return report_error(NULL, -PBP_E_NOMEM);
 	r->c.agg = agg_new();
 	r->c.locs = malloc(sizeof(*r->c.locs) * MAX_LOCS);
+	/* Made now: libdw's start (tens of ms) is paid before sampling, not by the first samples. */
+	if (r->c.o.native_leaf || r->c.o.native)
+		r->c.natsym = natsym_new();
 	timeline_init(&r->timeline, TIMELINE_MAX);
 	if (output_format(r) == format_by_name("gecko"))
 		r->c.timeline = &r->timeline;   /* the one format that shows when samples were taken */

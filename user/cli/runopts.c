@@ -16,7 +16,7 @@
 #include "core/errors.h"
 
 enum { OPT_VERBOSE = 1100, OPT_COMM, OPT_CGROUP, OPT_CONTAINER, OPT_EXCLUDE, OPT_MAXPROC,
-       OPT_NATIVE_LEAF, OPT_NO_NATIVE_LEAF, OPT_NATIVE };
+       OPT_NATIVE_LEAF, OPT_NATIVE };
 
 static const struct argp_option opts[] = {
 	{ NULL, 0, NULL, 0, "Targets:", 1 },
@@ -41,10 +41,9 @@ static const struct argp_option opts[] = {
 	  "(default 99; 19 with -a)", 2 },
 	{ "duration", 'd', "SECONDS", 0,
 	  "Stop after this long (default: Ctrl-C, SIGTERM, SIGHUP, or every target exited)", 2 },
-	{ "no-native-leaf", OPT_NO_NATIVE_LEAF, NULL, 0,
-	  "No '[native] FUNCTION (LIBRARY)' leaf on samples of threads on a CPU without the GIL "
-	  "(on by default: the C function they were in)", 2 },
-	{ "native-leaf", OPT_NATIVE_LEAF, NULL, 0, "The native leaf (the default)", 2 },
+	{ "native-leaf", OPT_NATIVE_LEAF, NULL, 0,
+	  "End samples of threads on a CPU without the GIL with the C function they were in: "
+	  "'[native] FUNCTION (LIBRARY)'", 2 },
 	{ "native", OPT_NATIVE, NULL, 0,
 	  "Whole native stacks, woven with the Python frames in call order: the kernel copies "
 	  "the top 8 KiB of each sample's user stack, unwound from .eh_frame (x86-64)", 2 },
@@ -140,9 +139,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *st)
 				   MAX_DURATION);
 		break;
 	case OPT_VERBOSE: r->verbose = true; break;
-	case ARGP_KEY_INIT: r->c.o.native_leaf = true; break;
 	case OPT_NATIVE_LEAF: r->c.o.native_leaf = true; break;
-	case OPT_NO_NATIVE_LEAF: r->c.o.native_leaf = false; break;
 	case OPT_NATIVE: r->c.o.native = true; break;
 	case ARGP_KEY_END:
 		if (!r->all && (r->comm_re || r->cgroup || r->container || r->nexcluded))
