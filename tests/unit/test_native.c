@@ -117,7 +117,8 @@ static void test_names(void)
 	struct natframe f;
 	const char *zpath = NULL, *self = NULL;
 	uint64_t zoff = 0, soff = 0, files, lookups, hits;
-	void *terminate = dlsym(RTLD_DEFAULT, "_ZSt9terminatev");
+	void *cxx = dlopen("libstdc++.so.6", RTLD_LAZY);
+	void *terminate = cxx ? dlsym(cxx, "_ZSt9terminatev") : NULL;
 	size_t zlen = 0;
 	void *zbytes;
 	char *copy, *trunc, *text;
@@ -196,6 +197,8 @@ static void test_names(void)
 	free(text);
 	natmaps_free(&nm);
 	natsym_free(ns);
+	if (cxx)
+		dlclose(cxx);
 }
 
 static const char *loc_name(struct agg *a, int64_t id, const char **file)

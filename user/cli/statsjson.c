@@ -68,8 +68,11 @@ void stats_json_collector(struct jsonw *w, const struct collector *c)
 	jw_end_obj(w);
 	jw_u64(w, "thread_lists", c->rescans);
 	jw_num(w, "thread_list_seconds", (double)c->rescan_ns / 1e9);
-	jw_u64(w, "native_leaves", c->native_leaves);
-	jw_num(w, "native_leaf_seconds", (double)c->native_ns / 1e9);
+	/* Only asked for: a run without native frames keeps the keys it always had. */
+	if (c->o.native_leaf) {
+		jw_u64(w, "native_leaves", c->native_leaves);
+		jw_num(w, "native_leaf_seconds", (double)c->native_ns / 1e9);
+	}
 	if (c->o.native) {
 		jw_obj(w, "native_stacks");
 		jw_u64(w, "stacks", c->natstack.stacks);

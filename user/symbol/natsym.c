@@ -8,6 +8,7 @@
  * by build-id under debuginfo_path, which is set to the process's own
  * ROOT/usr/lib/debug so a container's debug files are the ones read.
  */
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +24,7 @@
 #include "core/errors.h"
 
 /* libstdc++'s demangler, the one C++ programs' own names follow (C ABI). */
-extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+typedef char *demangle_fn(const char *mangled, char *buf, size_t *len, int *status);
 
 #define MAX_SEGS 16
 #define MEMO 4096               /* power of two */
@@ -259,10 +260,32 @@ struct natmod *natsym_open(struct natsym *ns, const char *root, const char *path
 	return f->mod;
 }
 
+/*
+ * Loaded at the first C++ name, not linked: libstdc++ and its libraries are
+ * megabytes of address space a profile of C code never needs (a run under
+ * ulimit -v has that much less). NULL when it cannot be loaded: names stay
+ * mangled.
+ */
+static demangle_fn *cxa_demangle(void)
+{
+	static demangle_fn *fn;
+	static bool tried;
+	void *lib;
+
+	if (!tried) {
+		tried = true;
+		lib = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+		if (lib)
+			*(void **)&fn = dlsym(lib, "__cxa_demangle");
+	}
+	return fn;
+}
+
 void natsym_demangle(const char *sym, char *out, size_t len)
 {
+	demangle_fn *fn = strncmp(sym, "_Z", 2) == 0 ? cxa_demangle() : NULL;
 	int status = -1;
-	char *d = strncmp(sym, "_Z", 2) == 0 ? __cxa_demangle(sym, NULL, NULL, &status) : NULL;
+	char *d = fn ? fn(sym, NULL, NULL, &status) : NULL;
 
 	snprintf(out, len, "%s", d && status == 0 ? d : sym);
 	free(d);
