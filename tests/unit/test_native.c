@@ -158,7 +158,9 @@ static void test_names(void)
 	copy = zbytes ? write_tmp(zbytes, zlen) : NULL;
 	CHECK(copy != NULL);
 	if (copy) {
-		CHECK(natsym_open(ns, "", copy, NULL) == natsym_open(ns, "", zpath, NULL));
+		CHECK(natsym_open(ns, "", copy, NULL, 0) == natsym_open(ns, "", zpath, NULL, 0));
+		/* Not the inode maps named: not taken, whatever the name. */
+		CHECK(natsym_open(ns, "", copy, NULL, 1) == NULL);
 		unlink(copy);
 	}
 	/* A truncated ELF, a file that is not ELF, nothing at all: no name, no crash. */
@@ -171,7 +173,7 @@ static void test_names(void)
 		CHECK(f.rel == 0x1000);
 		natsym_name(ns, "", text, NULL, 0x10, &f);
 		CHECK_EQ_STR(f.func, "");
-		CHECK(natsym_open(ns, "", text, NULL) == NULL);
+		CHECK(natsym_open(ns, "", text, NULL, 0) == NULL);
 		unlink(trunc);
 		unlink(text);
 	}

@@ -52,7 +52,7 @@ bool native_frame(struct natsym *ns, struct natproc *np, uint64_t ip, struct nat
 		snprintf(root, sizeof(root), "/proc/%d/root", (int)np->pid);
 		snprintf(alt, sizeof(alt), "/proc/%d/map_files/%llx-%llx", (int)np->pid,
 			 (unsigned long long)m->start, (unsigned long long)m->end);
-		m->mod = natsym_open(ns, root, m->path, alt);
+		m->mod = natsym_open(ns, root, m->path, alt, m->inode);
 		m->opened = true;
 	}
 	base = strrchr(m->path, '/');

@@ -59,7 +59,7 @@ static int add_map(struct natmaps *nm, const struct map_entry *e)
 	if (add_path(nm, path, &at))
 		return -PBP_E_NOMEM;
 	nm->m[nm->n++] = (struct natmap){ e->start, e->end, e->offset, (const char *)(uintptr_t)at,
-					  deleted, false, NULL };
+					  deleted, e->inode, false, NULL };
 	return 0;
 }
 

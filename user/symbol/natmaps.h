@@ -19,6 +19,7 @@ struct natmap {
 	uint64_t start, end, offset;
 	const char *path;       /* as in maps; "" for an anonymous mapping (JIT code) */
 	bool deleted;           /* the file was deleted or replaced since it was mapped */
+	uint64_t inode;         /* as in maps: the file opened must be this one */
 	bool opened;            /* mod is what natsym_open said (NULL: no readable ELF file) */
 	struct natmod *mod;
 };

@@ -217,34 +217,46 @@ static struct natmod *mod_for(struct natsym *ns, const char *root, const char *f
 	return m;
 }
 
-static int open_file(const char *root, const char *path, const char *alt, char *file, size_t len)
+/* The i-th way to open the file (natsym_open), or -1 when there is none or it fails. */
+static int open_as(int i, const char *root, const char *path, const char *alt, char *file, size_t len)
 {
-	int fd = -1;
-
-	if (path[0] == '/') {
+	if (i == 0 && path[0] == '/')
 		snprintf(file, len, "%s%s", root, path);
-		fd = open(file, O_RDONLY | O_CLOEXEC);
-	}
-	if (fd < 0 && alt) {
+	else if (i == 1 && path[0] == '/' && root[0])
+		snprintf(file, len, "%s", path);
+	else if (i == 2 && alt)
 		snprintf(file, len, "%s", alt);
-		fd = open(file, O_RDONLY | O_CLOEXEC);
-	}
-	return fd;
+	else
+		return -1;
+	return open(file, O_RDONLY | O_CLOEXEC);
 }
 
-struct natmod *natsym_open(struct natsym *ns, const char *root, const char *path, const char *alt)
+/* The first way that opens a regular file with the inode maps gave. */
+static int open_file(const char *root, const char *path, const char *alt, uint64_t inode,
+		     char *file, size_t len, struct stat *st)
+{
+	for (int i = 0; i < 3; i++) {
+		int fd = open_as(i, root, path, alt, file, len);
+
+		if (fd < 0)
+			continue;
+		if (fstat(fd, st) == 0 && S_ISREG(st->st_mode) && (!inode || st->st_ino == inode))
+			return fd;
+		close(fd);
+	}
+	return -1;
+}
+
+struct natmod *natsym_open(struct natsym *ns, const char *root, const char *path, const char *alt,
+			   uint64_t inode)
 {
 	char file[4096 + 64];
-	int fd = open_file(root, path, alt, file, sizeof(file));
 	struct natfile *f;
 	struct stat st;
+	int fd = open_file(root, path, alt, inode, file, sizeof(file), &st);
 
 	if (fd < 0)
 		return NULL;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return NULL;
-	}
 	if ((f = file_known(ns, &st))) {
 		close(fd);
 		return f->mod;
@@ -345,7 +357,7 @@ void natsym_name(struct natsym *ns, const char *root, const char *path, const ch
 {
 	const char *base = strrchr(path, '/');
 
-	natsym_lookup(ns, natsym_open(ns, root, path, alt), base ? base + 1 : path, off, out);
+	natsym_lookup(ns, natsym_open(ns, root, path, alt, 0), base ? base + 1 : path, off, out);
 }
 
 void natsym_stats(const struct natsym *ns, uint64_t *files, uint64_t *lookups, uint64_t *memo_hits)

@@ -32,14 +32,18 @@ struct natsym *natsym_new(void);
 void natsym_free(struct natsym *ns);
 
 /*
- * The symbols of the file a process maps at path. root is where that
- * process's files are ("/proc/PID/root", "" for ours); alt, when not NULL,
- * another name of the same file (/proc/PID/map_files/START-END) tried when
- * root + path cannot be opened (deleted, replaced). NULL when neither can
- * be opened or read as ELF (or memory ran out): the caller names the frame
- * by its library and offset. Pointers stay valid until natsym_free.
+ * The symbols of the file a process maps at path, tried as root + path
+ * (root is where that process's files are, "/proc/PID/root": a
+ * container), as path itself (maps names files as seen from our root: a
+ * plain chroot), then as alt when not NULL (/proc/PID/map_files/START-END:
+ * a deleted or replaced file, when we still have CAP_SYS_ADMIN). inode,
+ * when not 0, is the one maps gave: a file by that name but another inode
+ * is not taken. NULL when none can be opened or read as ELF (or memory ran
+ * out): the caller names the frame by its library and offset. Pointers
+ * stay valid until natsym_free.
  */
-struct natmod *natsym_open(struct natsym *ns, const char *root, const char *path, const char *alt);
+struct natmod *natsym_open(struct natsym *ns, const char *root, const char *path, const char *alt,
+			   uint64_t inode);
 /*
  * Name file offset off of m; lib is the base name out->lib gets. out->func
  * is "" when no symbol covers it (a stripped file, an offset in no loaded
@@ -48,7 +52,7 @@ struct natmod *natsym_open(struct natsym *ns, const char *root, const char *path
 void natsym_lookup(struct natsym *ns, struct natmod *m, const char *lib, uint64_t off,
 		   struct natframe *out);
 
-/* natsym_open then natsym_lookup, lib the base name of path. */
+/* natsym_open (any inode) then natsym_lookup, lib the base name of path. */
 void natsym_name(struct natsym *ns, const char *root, const char *path, const char *alt,
 		 uint64_t off, struct natframe *out);
 
