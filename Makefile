@@ -12,7 +12,7 @@ ARCH     := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 WARN     := -Wall -Wextra -Werror
 CFLAGS   ?= -O2 -g
 INCLUDES := -Iinclude -Iuser -I$(BUILD)
-LDLIBS   := -lbpf -lelf -lz -lprotobuf-c -lmicrohttpd -lcurl -lcjson -lncursesw -ltinfo -lpthread
+LDLIBS   := -lbpf -ldw -lelf -lz -lprotobuf-c -lmicrohttpd -lcurl -lcjson -lncursesw -ltinfo -lpthread
 
 # User space: one folder per stage (see README "How it works"); everything
 # but the entry point is a library that the program, the unit tests and the
@@ -106,6 +106,10 @@ $(eval $(call flavour,$(FUZZ_DIR),$(CLANG),$(FUZZ_CFLAGS) -fsanitize=fuzzer-no-l
 
 $(BUILD)/pybpfprof: $(BUILD)/obj/cli/main.o $(BUILD)/libpybpfprof.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+# The native leaf's cost per sample, in one process (scripts/bench/natbench.c).
+$(BUILD)/natbench: scripts/bench/natbench.c $(BUILD)/libpybpfprof.a | $(GENERATED)
+	$(CC) $(CFLAGS_ALL) $(CFLAGS) $< $(BUILD)/libpybpfprof.a -o $@ $(LDLIBS)
 
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit/%)
 ASAN_BINS := $(UNIT_SRCS:tests/unit/%.c=$(ASAN_DIR)/unit/%)

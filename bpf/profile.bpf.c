@@ -38,6 +38,14 @@ const volatile __u32 ns_inum = 0;
 __u32 ns_depth = 0;                     /* 0: not known yet, else depth + 1 */
 #define MAX_NS_DEPTH 33                 /* the kernel nests 32 levels below the initial one */
 
+/*
+ * --native: bytes of the user stack copied with each sample (0: none, the
+ * default: then nothing below costs a thing), and whether the frames that
+ * entered the evaluation loop are marked (struct pbp_sample's .entries).
+ */
+const volatile __u32 ustack_bytes = 0;
+const volatile bool entry_marks = false;
+
 /* Per-CPU scratch slots: one for the sampler, one for switch-out snapshots. */
 #define BUF_SAMPLE 0
 #define BUF_SWITCH 1
@@ -237,13 +245,15 @@ static __always_inline __u64 first_frame(const struct pbp_offsets *o, __u64 tsta
 	return frame;
 }
 
-static __always_inline bool is_shim(const struct pbp_offsets *o, __u64 frame, int *err)
+static __always_inline bool is_shim(const struct pbp_offsets *o, __u64 frame, int *err,
+				    bool *cstack)
 {
 	__u8 owner = 0;
 
 	if (o->fr_owner == PBP_NOOFF)
 		return false;
 	*err = bpf_probe_read_user(&owner, 1, (const void *)(frame + o->fr_owner));
+	*cstack = owner == o->owner_cstack;
 	return owner == o->owner_cstack || owner == o->owner_interp;
 }
 
@@ -253,6 +263,8 @@ struct frame_fields {
 	__u64 instr;
 	__u64 prev;
 	bool shim;
+	bool cstack;           /* the shim is the C stack's: an activation of the loop starts above */
+	bool entry;            /* 3.11: the frame's is_entry */
 };
 
 struct walk_ctx {
@@ -311,6 +323,7 @@ static __always_inline int frame_by_span(struct walk_ctx *c, struct spanbuf *b,
 		__u8 owner = b->fr[c->r_owner & SPAN_MASK];
 
 		ff->shim = owner == c->o.owner_cstack || owner == c->o.owner_interp;
+		ff->cstack = owner == c->o.owner_cstack;
 	}
 	return 0;
 }
@@ -321,7 +334,7 @@ static __always_inline int frame_by_field(const struct pbp_offsets *o, __u64 fra
 {
 	int err = 0;
 
-	ff->shim = is_shim(o, frame, &err);
+	ff->shim = is_shim(o, frame, &err, &ff->cstack);
 	if (!err && !ff->shim) {
 		err = read_ptr(&ff->code, frame + o->fr_code);
 		ff->code &= ~(__u64)o->exec_tag_bits;
@@ -365,6 +378,37 @@ static __always_inline int code_by_field(const struct pbp_offsets *o, __u64 code
 	return err;
 }
 
+/* Two words, by name: an index computed from i is one the verifier cannot bound. */
+_Static_assert(PBP_MAX_FRAMES == 128, "set_entry knows two words of .entries");
+static __always_inline void set_entry(struct pbp_sample *s, __u32 i)
+{
+	__u64 bit = 1ull << (i & 63);
+
+	if (i < 64)
+		s->entries[0] |= bit;
+	else if (i < PBP_MAX_FRAMES)
+		s->entries[1] |= bit;
+}
+
+/*
+ * --native: which frames began an activation of the evaluation loop. 3.12+:
+ * the frame copied last, when a C-stack shim comes after it; 3.11: the
+ * frame about to be copied, when its is_entry byte says so.
+ */
+static __always_inline void mark_entry(struct walk_ctx *c, struct pbp_sample *s,
+				       struct frame_fields *ff)
+{
+	__u8 entry = 0;
+
+	if (ff->shim && ff->cstack && c->n > 0)
+		set_entry(s, c->n - 1);
+	if (!ff->shim && c->o.fr_is_entry != PBP_NOOFF &&
+	    bpf_probe_read_user(&entry, 1, (const void *)(c->frame + c->o.fr_is_entry)) == 0 && entry)
+		set_entry(s, c->n);
+	if (c->o.fr_is_entry != PBP_NOOFF || c->o.fr_owner != PBP_NOOFF)
+		s->flags |= PBP_F_ENTRIES;
+}
+
 /*
  * One step of the frame walk, run by bpf_loop so the verifier checks it once.
  * A frame is counted only when all its reads succeeded. Each frame costs one
@@ -390,6 +434,8 @@ static long walk_step(__u32 i, void *vctx)
 		c->err = frame_by_field(&c->o, c->frame, &ff);
 	if (c->err)
 		return 1;
+	if (entry_marks)
+		mark_entry(c, s, &ff);
 	if (!ff.shim) {
 		if (c->n >= PBP_MAX_FRAMES)
 			return 1;
@@ -588,6 +634,53 @@ static __always_inline void start_record(struct pbp_sample *s, __u32 tgid, __u32
 	s->switches = switches;
 	s->tstate = tstate;
 	s->task = 0;
+	s->ip = s->sp = s->bp = 0;
+	s->entries[0] = s->entries[1] = 0;
+}
+
+/* ------------------------------------------------------------ user registers */
+
+/*
+ * The perf context allows only whole 8-byte loads at constant offsets from
+ * itself (cs is a u16 inside one): volatile, so that the compiler neither
+ * narrows them nor shares the address arithmetic with the other path.
+ */
+#define CTX_WORD(r, f) (*(volatile __u64 *)((char *)(r) + __builtin_offsetof(struct pt_regs, f)))
+
+#if defined(__TARGET_ARCH_x86)
+/* The sample interrupted user mode: its registers are the thread's own. */
+#define REGS_USER(r) ((CTX_WORD(r, cs) & 3) == 3)
+#define CTX_COPY(s, r) ((s)->ip = CTX_WORD(r, ip), (s)->sp = CTX_WORD(r, sp), (s)->bp = CTX_WORD(r, bp))
+#define REGS_COPY(s, r) ((s)->ip = (r)->ip, (s)->sp = (r)->sp, (s)->bp = (r)->bp)
+#elif defined(__TARGET_ARCH_arm64)
+#define REGS_USER(r) ((CTX_WORD(r, pstate) & 0xf) == 0)
+#define CTX_COPY(s, r) ((s)->ip = CTX_WORD(r, pc), (s)->sp = CTX_WORD(r, sp), \
+			(s)->bp = CTX_WORD(r, regs[29]))
+#define REGS_COPY(s, r) ((s)->ip = (r)->pc, (s)->sp = (r)->sp, (s)->bp = (r)->regs[29])
+#endif
+
+/*
+ * Where the thread was in its own code: the perf event's registers when it
+ * interrupted user mode, else (in a syscall, a fault) the user registers
+ * the kernel saved on entry. A few loads: every sample has them, for the
+ * innermost native frame user space names.
+ */
+static __always_inline void user_regs(struct pbp_sample *s, struct bpf_perf_event_data *ctx)
+{
+#ifdef REGS_USER
+	struct pt_regs *r = (struct pt_regs *)&ctx->regs;
+
+	if (REGS_USER(r)) {
+		CTX_COPY(s, r);
+	} else {
+		r = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+		if (!r)
+			return;
+		REGS_COPY(s, r);
+	}
+	if (s->ip)
+		s->flags |= PBP_F_REGS;
+#endif
 }
 
 /* ------------------------------------------------------------ finding a thread's state */
@@ -674,6 +767,49 @@ static __noinline __u64 find_tstate(const struct pbp_proc *p, __u32 tid, __u64 n
 #endif
 }
 
+/*
+ * --native: the top of the user stack, from sp up, on the ring just before
+ * the sample, for user space to unwind. Read straight into the ring's
+ * record (a copy through a map would double the cost, which grows with the
+ * bytes). A stack whose end is nearer than ustack_bytes (a thread's first
+ * frames) gets half as much, twice; the record's size stays the same.
+ */
+static long vma_end_of(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+	*(__u64 *)data = vma->vm_end;
+	return 0;
+}
+
+static __always_inline void copy_ustack(struct pbp_sample *s)
+{
+	__u64 len = ustack_bytes, end = 0;
+	struct pbp_ustack *u;
+
+	if (!len || !(s->flags & PBP_F_REGS))
+		return;
+	/*
+	 * A read past the stack's end faults, and a fault costs more than the
+	 * copy (a main thread is often within 8 KiB of its end): stop at it.
+	 */
+	if (bpf_find_vma(bpf_get_current_task_btf(), s->sp, vma_end_of, &end, 0) == 0 &&
+	    end > s->sp && end - s->sp < len)
+		len = end - s->sp;
+	u = bpf_ringbuf_reserve(&events, sizeof(*u), 0);
+	if (!u)
+		return;
+	if (len > PBP_USTACK_MAX)
+		len = PBP_USTACK_MAX;
+	for (int i = 0; i < 3; i++, len >>= 1)
+		if (bpf_probe_read_user(u->data, len, (const void *)s->sp) == 0)
+			break;
+	u->magic = PBP_USTACK_MAGIC;
+	u->ts = s->ts;
+	u->tid = s->tid;
+	u->len = len >= 64 ? len : 0;
+	bpf_ringbuf_submit(u, BPF_RB_NO_WAKEUP);
+	s->flags |= PBP_F_USTACK;
+}
+
 SEC("perf_event")
 int on_sample(struct bpf_perf_event_data *ctx)
 {
@@ -699,6 +835,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	if (!b || !s)
 		return 0;
 	start_record(s, tgid, tid, now, 0, 0, 0);
+	user_regs(s, ctx);
 	t = bpf_map_lookup_elem(&threads, &tid);
 	if (t && t->tgid == tgid) {  /* a tid reused by another process is not this thread */
 		s->tstate = t->tstate;
@@ -716,6 +853,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		stat_inc(PBP_STAT_TRUNCATED);
 	if (s->flags & PBP_F_FAULT)
 		stat_inc(PBP_STAT_FAULTED);
+	copy_ustack(s);
 	if (output(s, fresh) == 0)
 		stat_inc(PBP_STAT_DELIVERED);
 	else

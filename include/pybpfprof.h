@@ -118,6 +118,9 @@ enum pbp_sample_flags {
 	PBP_F_SWITCH_OUT = 1 << 5, /* taken as the thread left the CPU, at .switches */
 	PBP_F_TSTATE_FOUND = 1 << 6, /* not in the threads map: .tstate found by the kernel */
 	PBP_F_TASK = 1 << 7,       /* .task is the kernel's copy (ts_running_task was set) */
+	PBP_F_REGS = 1 << 8,       /* .ip, .sp, .bp are the thread's user registers */
+	PBP_F_USTACK = 1 << 9,     /* a struct pbp_ustack for this sample came just before it */
+	PBP_F_ENTRIES = 1 << 10,   /* .entries marks the frames that entered the evaluation loop */
 };
 
 /* Ring buffer record: header, then nframes struct pbp_frame, innermost first. */
@@ -127,12 +130,39 @@ struct pbp_sample {
 	__u64 resume;          /* frame address where the kernel stopped, if flagged */
 	__u64 switches;        /* PBP_F_SWITCH_OUT: the thread's switch count after leaving */
 	__u64 task;            /* ts_running_task set: the thread's running asyncio task, 0 none */
+	/*
+	 * PBP_F_REGS: the user-space registers at the sample: where the thread
+	 * was in native code (its innermost native frame), and its stack.
+	 */
+	__u64 ip, sp, bp;
+	/*
+	 * --native (3.11+): bit i set when frames[i] is the first frame an
+	 * activation of the evaluation loop ran (3.11 its is_entry, 3.12+ the
+	 * frame a C-stack shim precedes): the Python frames per activation.
+	 */
+	__u64 entries[PBP_MAX_FRAMES / 64];
 	__u32 tgid;
 	__u32 tid;
 	__u32 cpu;
 	__u16 nframes;
 	__u16 flags;
 	struct pbp_frame frames[PBP_MAX_FRAMES];
+};
+
+/*
+ * --native: the top of the sampled thread's user stack, copied from .sp
+ * up, on the "events" ring buffer just before its sample (same CPU, same
+ * .ts and .tid): user space unwinds it from .eh_frame.
+ */
+#define PBP_USTACK_MAX 8192         /* the record's size: what user space may ask for */
+#define PBP_USTACK_MAGIC 0xffffffffffffffffull  /* where a sample has its .ts */
+
+struct pbp_ustack {
+	__u64 magic;           /* PBP_USTACK_MAGIC: not a struct pbp_sample */
+	__u64 ts;
+	__u32 tid;
+	__u32 len;             /* bytes of data copied from sp (0: none could be) */
+	__u8 data[PBP_USTACK_MAX];
 };
 
 /* Process and thread lifecycle, on the "procevents" ring buffer. */

@@ -9,19 +9,20 @@ from targets import kill, spawn
 
 # -- 2, 3 and 6: profiler cost per sample, reads per sample (-p)
 
-def cost_runs(bench, it, busy, idle, rates, reps, low=True):
+def cost_runs(bench, it, busy, idle, rates, reps, low=True, extra=(), warm=None):
     """{hz or None: [Run]} with None the idle-target baseline; low: the
-    99 Hz runs and the baseline last low_run_s."""
+    99 Hz runs and the baseline last low_run_s; extra: more options; warm:
+    seconds before the measured window (default warm_s)."""
     cases = [None] + rates
     runs = {c: [] for c in cases}
-    w = bench.cfg["warm_s"]
+    w = bench.cfg["warm_s"] if warm is None else warm
     with BpfStats():
         for rep in range(reps):
             for c in rotate(cases, rep):
                 pid = idle if c is None else busy
                 hz = 999 if c is None else c
                 d = bench.cfg["low_run_s"] if low and c in (None, 99) else bench.cfg["run_s"]
-                runs[c].append(run_pbp(["-p", pid, "-F", hz, "-d", d],
+                runs[c].append(run_pbp(["-p", pid, "-F", hz, "-d", d] + list(extra),
                                        bench.out("cost"), grab=True, ref=pid,
                                        window=(w, d - 0.25)))
     return runs

@@ -24,7 +24,9 @@ ROWS = [
     ("top_core_pct", "top"), ("top_us", "top"), ("top_ratio", "top"),
     ("deep_cost_us", "deep"), ("deep_kernel_us", "deep"), ("deep_completed", "deep"),
 ] + [("rate_%s@%d" % (k, hz), "rate") for hz in HIGH_RATES
-     for k in ("ran", "irq", "achieved", "share")]
+     for k in ("ran", "irq", "achieved", "share")] + [
+    ("%s_%s@%d" % (way, k, hz), "native") for way in ("noleaf", "leaf", "native")
+    for k in ("cost_us", "prog_us") for hz in (99, 999)]
 DETAIL_KEYS = [
     "oncpuslow@99", "oncpuslow@999", "oncpuslow@9999", "fastshare",
     "minslow@99", "minslow@999", "minslow@9999",

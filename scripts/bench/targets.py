@@ -118,6 +118,12 @@ def main():
     elif what == "hold":                    # hold DEPTH READY
         ready(sys.argv[3])
         hold(int(sys.argv[2]))
+    elif what == "zlib":                    # zlib READY: in libz without the GIL
+        import zlib
+        data = bytes(range(256)) * 4096 + os.urandom(1 << 20)
+        ready(sys.argv[2])
+        while True:
+            zlib.compress(data, 6)
     elif what == "idle":                    # idle READY
         ready(sys.argv[2])
         while True:

@@ -44,6 +44,7 @@
 #include "sample/loop.h"
 #include "sample/sampler.h"
 #include "sample/target.h"
+#include "symbol/natsym.h"
 
 
 static volatile sig_atomic_t stop_signal;
@@ -574,6 +575,7 @@ void run_cleanup(struct record *r, int go_fd)
 			target_fini(&r->c, &r->targets[i]);
 	sampler_close(r->c.smp);
 	agg_free(r->c.agg);
+	natsym_free(r->c.natsym);
 	timeline_free(&r->timeline);
 	if (r->roots)
 		srcroots_close(r->roots);
@@ -601,6 +603,7 @@ int run_setup(struct record *r, int *go_fd)
 	r->c.o.names_late = r->all && !r->c.o.per_thread && r->c.o.mode == MODE_CPU;
 	so = (struct sampler_opts){ .hz = r->c.o.hz, .sched = r->c.o.mode != MODE_CPU, .execs = r->all,
 				    .late_threads = r->c.o.names_late, .follow = r->follow,
+				    .ustack_bytes = r->c.o.native ? NATIVE_STACK_BYTES : 0,
 				    .cb = run_on_sample, .pcb = run_on_proc_event, .ctx = r };
 	err = sampler_open(&r->c.smp, &so);
 	if (err)
@@ -666,6 +669,9 @@ int run_alloc(struct record *r)
 		return report_error(NULL, -PBP_E_NOMEM);
 	r->c.agg = agg_new();
 	r->c.locs = malloc(sizeof(*r->c.locs) * MAX_LOCS);
+	/* Made now: libdw's start (tens of ms) is paid before sampling, not by the first samples. */
+	if (r->c.o.native_leaf || r->c.o.native)
+		r->c.natsym = natsym_new();
 	timeline_init(&r->timeline, TIMELINE_MAX);
 	if (output_format(r) == format_by_name("gecko"))
 		r->c.timeline = &r->timeline;   /* the one format that shows when samples were taken */

@@ -15,7 +15,8 @@
 #include "cli/runopts.h"
 #include "core/errors.h"
 
-enum { OPT_VERBOSE = 1100, OPT_COMM, OPT_CGROUP, OPT_CONTAINER, OPT_EXCLUDE, OPT_MAXPROC };
+enum { OPT_VERBOSE = 1100, OPT_COMM, OPT_CGROUP, OPT_CONTAINER, OPT_EXCLUDE, OPT_MAXPROC,
+       OPT_NATIVE_LEAF, OPT_NATIVE };
 
 static const struct argp_option opts[] = {
 	{ NULL, 0, NULL, 0, "Targets:", 1 },
@@ -40,6 +41,12 @@ static const struct argp_option opts[] = {
 	  "(default 99; 19 with -a)", 2 },
 	{ "duration", 'd', "SECONDS", 0,
 	  "Stop after this long (default: Ctrl-C, SIGTERM, SIGHUP, or every target exited)", 2 },
+	{ "native-leaf", OPT_NATIVE_LEAF, NULL, 0,
+	  "End samples of threads on a CPU without the GIL with the C function they were in: "
+	  "'[native] FUNCTION (LIBRARY)'", 2 },
+	{ "native", OPT_NATIVE, NULL, 0,
+	  "Whole native stacks, woven with the Python frames in call order: the kernel copies "
+	  "the top 8 KiB of each sample's user stack, unwound from .eh_frame (x86-64)", 2 },
 	{ "verbose", OPT_VERBOSE, NULL, 0, "Show libbpf's messages (when the BPF side fails to load)", 2 },
 	{ 0 },
 };
@@ -132,6 +139,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *st)
 				   MAX_DURATION);
 		break;
 	case OPT_VERBOSE: r->verbose = true; break;
+	case OPT_NATIVE_LEAF: r->c.o.native_leaf = true; break;
+	case OPT_NATIVE: r->c.o.native = true; break;
 	case ARGP_KEY_END:
 		if (!r->all && (r->comm_re || r->cgroup || r->container || r->nexcluded))
 			argp_error(st, "--comm, --cgroup, --container and --exclude-pid go with -a");

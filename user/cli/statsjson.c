@@ -76,6 +76,27 @@ void stats_json_collector(struct jsonw *w, const struct collector *c)
 	jw_end_obj(w);
 	jw_u64(w, "thread_lists", c->rescans);
 	jw_num(w, "thread_list_seconds", (double)c->rescan_ns / 1e9);
+	/* Only asked for: a run without native frames keeps the keys it always had. */
+	if (c->o.native_leaf) {
+		jw_u64(w, "native_leaves", c->native_leaves);
+		jw_num(w, "native_leaf_seconds", (double)c->native_ns / 1e9);
+	}
+	if (c->o.native) {
+		jw_obj(w, "native_stacks");
+		jw_u64(w, "stacks", c->natstack.stacks);
+		jw_u64(w, "frames", c->natstack.frames);
+		jw_u64(w, "cut", c->natstack.cut);
+		jw_u64(w, "unpaired", c->natstack.unpaired);
+		jw_num(w, "seconds", (double)c->natstack.ns / 1e9);
+		jw_end_obj(w);
+	}
+	if (c->natsym) {
+		uint64_t files, lookups, hits;
+
+		natsym_stats(c->natsym, &files, &lookups, &hits);
+		jw_u64(w, "native_files", files);
+		jw_u64(w, "native_memo_hits", hits);
+	}
 	jw_u64(w, "stacks", agg_nstacks(c->agg));
 	jw_u64(w, "locations", agg_nlocs(c->agg));
 }

@@ -64,9 +64,36 @@ struct sampler {
 	int drained;
 	int nonline;            /* CPUs with a perf event */
 	double busy0;           /* CPU seconds not idle on the host when the events started */
+	/*
+	 * --native: the last stack copies, each until its sample (which comes
+	 * right after it, unless other CPUs' records came between) takes it.
+	 */
+	struct pbp_ustack *ustk[USTACK_SLOTS];
+	uint32_t ustk_next;
 };
 
 static bool verbose_bpf;
+
+/* Keeps a stack copy until its sample: another CPU's records may come between. */
+static void keep_ustack(struct sampler *s, const struct pbp_ustack *u, size_t size)
+{
+	struct pbp_ustack **slot = &s->ustk[s->ustk_next++ % USTACK_SLOTS];
+	size_t head = offsetof(struct pbp_ustack, data);
+
+	if (size < head || u->len > PBP_USTACK_MAX || size < head + u->len)
+		return;
+	if (!*slot && !(*slot = malloc(sizeof(**slot))))
+		return;
+	memcpy(*slot, u, head + u->len);
+}
+
+const struct pbp_ustack *sampler_ustack(struct sampler *s, uint32_t tid, uint64_t ts)
+{
+	for (int i = 0; i < USTACK_SLOTS; i++)
+		if (s->ustk[i] && s->ustk[i]->tid == tid && s->ustk[i]->ts == ts)
+			return s->ustk[i];
+	return NULL;
+}
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
 {
@@ -97,7 +124,9 @@ static int on_event(void *ctx, void *data, size_t size)
 	struct sampler *s = ctx;
 	const struct pbp_sample *smp = data;
 
-	if (size >= offsetof(struct pbp_sample, frames) &&
+	if (size >= sizeof(uint64_t) && *(const uint64_t *)data == PBP_USTACK_MAGIC)
+		keep_ustack(s, data, size);
+	else if (size >= offsetof(struct pbp_sample, frames) &&
 	    size >= offsetof(struct pbp_sample, frames) + (size_t)smp->nframes * sizeof(struct pbp_frame))
 		s->cb(s->ctx, smp);
 	/* Past the drain's time: stop after this record (libbpf has consumed it). */
@@ -487,6 +516,8 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o)
 	s->skel->rodata->follow = o->follow;
 	s->skel->rodata->all_execs = o->execs;
 	s->skel->rodata->wake_new_threads = !o->late_threads;
+	s->skel->rodata->ustack_bytes = o->ustack_bytes;
+	s->skel->rodata->entry_marks = o->ustack_bytes > 0;
 	err = profile_bpf__load(s->skel);
 	if (err) {
 		err = bpf_err(-err);
@@ -541,6 +572,8 @@ void sampler_close(struct sampler *s)
 	free(s->pfds);
 	free(s->last_u);
 	profile_bpf__destroy(s->skel);
+	for (int i = 0; i < USTACK_SLOTS; i++)
+		free(s->ustk[i]);
 	free(s);
 }
 
@@ -704,4 +737,5 @@ const struct sampler_ops bpf_sampler_ops = {
 	.tstate = sampler_tstate,
 	.set_thread = sampler_set_thread,
 	.del_thread = sampler_del_thread,
+	.ustack = sampler_ustack,
 };

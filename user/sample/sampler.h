@@ -20,6 +20,7 @@ struct sampler_opts {
 	bool execs;             /* report every exec (whole-host mode) */
 	bool late_threads;      /* a new thread's first sample need not wake the loop (names_late) */
 	bool follow;            /* follow the process trees under sampler_follow()'s roots */
+	uint32_t ustack_bytes;  /* --native: user stack copied per sample (0: none) */
 	sample_fn cb;
 	proc_event_fn pcb;      /* exec, exit, thread and fork events */
 	void *ctx;
@@ -72,7 +73,13 @@ struct sampler_ops {
 	const volatile struct pbp_tstate *(*tstate)(struct sampler *s, int slot);
 	int (*set_thread)(struct sampler *s, pid_t tid, pid_t tgid, uint64_t tstate, int slot);
 	void (*del_thread)(struct sampler *s, pid_t tid);
+	/* --native: the stack copy of the sample (tid, ts), or NULL (may be NULL itself). */
+	const struct pbp_ustack *(*ustack)(struct sampler *s, uint32_t tid, uint64_t ts);
 };
+
+/* Stack copies kept until their samples come (other CPUs' records may come between). */
+#define USTACK_SLOTS 8
+const struct pbp_ustack *sampler_ustack(struct sampler *s, uint32_t tid, uint64_t ts);
 
 extern const struct sampler_ops bpf_sampler_ops;
 

@@ -21,6 +21,7 @@
 
 #include "pybpfprof.h"
 #include "sample/target.h"
+#include "sample/natleaf.h"
 #include "aggregate/aggregate.h"
 #include "aggregate/status.h"
 #include "aggregate/timeline.h"
@@ -408,6 +409,7 @@ void target_fini(struct collector *c, struct target *t)
 		free(t->tc[i].locs);
 	}
 	free(t->tc);
+	natproc_free(&t->nat);
 	free(t->list);
 	free(t->meta);
 	free(t->root);
@@ -540,6 +542,7 @@ void target_on_sample(struct collector *c, struct target *t, const struct pbp_sa
 	if (c->o.async && n)
 		join_tasks(c, t, &(struct async_src){ e->tstate, ks->flags & PBP_F_TASK, ks->task },
 			   c->locs + off, &n, MAX_LOCS - off - 1);
+	target_native_leaf(c, t, ks, c->locs + off, &n, MAX_LOCS - off - 1);
 	if (c->o.mode == MODE_CPU) {
 		bool known = ks->flags & PBP_F_GIL_KNOWN, holds = ks->flags & PBP_F_HOLDS_GIL;
 

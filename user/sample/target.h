@@ -11,6 +11,8 @@
 #include "pybpfprof.h"
 
 #include "sample/asyncstack.h"
+#include "symbol/native.h"
+#include "symbol/natstack.h"
 #include "symbol/symbolize.h"
 
 struct proc_meta;
@@ -37,6 +39,16 @@ struct profile_opts {
 	 */
 	bool names_late;
 	bool async;             /* asyncio: "task NAME" frames above a running task's (3.11+) */
+	/*
+	 * A cpu sample of a thread without the GIL gets its innermost native
+	 * function as the leaf: "[native] deflate (libz.so.1.2.13)".
+	 */
+	bool native_leaf;
+	/*
+	 * --native: the kernel copies the top of each sample's user stack
+	 * (ustack_bytes), which is unwound and woven with the Python frames.
+	 */
+	bool native;
 };
 
 /* Where samples and ticks of every target end up. */
@@ -57,6 +69,10 @@ struct collector {
 	uint64_t late_switches; /* wall/gil: a switch between the tick instant and the look */
 	uint64_t rescans, rescan_ns;    /* thread-list reads, and the time they took */
 	struct async_stats async;
+	struct natsym *natsym;  /* native names, every target's: made at the first need */
+	uint64_t native_leaves; /* samples given a native leaf */
+	uint64_t native_ns;     /* the time naming them took */
+	struct natstack_stats natstack; /* --native */
 };
 
 struct tcache;
@@ -89,6 +105,7 @@ struct target {
 	char comm[16];          /* names_late: the process's command name, "" until needed */
 	uint64_t gil_ticks, gil_held, gil_contended;
 	struct async_state *aio;        /* --async: the asyncio layout, NULL until looked for */
+	struct natproc nat;     /* its executable mappings, for native leaves */
 };
 
 /* Register a freshly opened process with the sampler and read its threads. */

@@ -1,0 +1,41 @@
+"""A target in C called from Python and calling back: builds pbpnat.c
+(beside this file, or $PBP_NATEXT_SRC) with gcc against the interpreter's
+own headers into $PBP_READY's directory, then loops: outer() -> pbpnat.call
+(C) -> in_callback() (Python) -> pbpnat.spin (C, spinning).
+
+Writes $PBP_READY: {"pid", "version"} once it runs. Runs until killed."""
+
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+
+
+def build():
+    src = os.environ.get("PBP_NATEXT_SRC") or os.path.join(os.path.dirname(__file__), "pbpnat.c")
+    out_dir = os.path.dirname(os.environ["PBP_READY"])
+    so = os.path.join(out_dir, "pbpnat" + sysconfig.get_config_var("EXT_SUFFIX"))
+    subprocess.check_call(["gcc", "-shared", "-fPIC", "-O1", "-g", "-I",
+                           sysconfig.get_paths()["include"], src, "-o", so])
+    sys.path.insert(0, out_dir)
+
+
+build()
+import pbpnat  # noqa: E402
+
+
+def in_callback():
+    pbpnat.spin(3000000)  # mark: spin
+
+
+def outer():
+    while True:
+        pbpnat.call(in_callback)  # mark: call
+
+
+ready = os.environ["PBP_READY"]
+with open(ready + ".tmp", "w") as f:
+    json.dump({"pid": os.getpid(), "version": "%d.%d" % sys.version_info[:2]}, f)
+os.rename(ready + ".tmp", ready)
+outer()

@@ -1,0 +1,344 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Native frames: executable mappings (natmaps), names through libdwfl
+ * (natsym), and the leaf location (native). Files are this program's own
+ * and the libz it links, found through its own maps, plus bad ones made
+ * here: a truncated ELF, a file that is not ELF, a path that is gone.
+ */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "unit.h"
+#include "aggregate/aggregate.h"
+#include "symbol/native.h"
+#include "symbol/natmaps.h"
+#include "symbol/natstack.h"
+#include "symbol/natsym.h"
+#include "symbol/unwind.h"
+
+static const char MAPS[] =
+	"55d0c0a00000-55d0c0a01000 r--p 00000000 fd:01 100 /usr/bin/prog\n"
+	"55d0c0a01000-55d0c0a05000 r-xp 00001000 fd:01 100 /usr/bin/prog\n"
+	"7f0000000000-7f0000001000 rwxp 00000000 00:00 0 \n"
+	"7f1000000000-7f1000002000 r-xp 00002000 fd:01 7 /tmp/lib a.so (deleted)\n"
+	"this line is not a mapping\n"
+	"7ffc00000000-7ffc00001000 r-xp 00000000 00:00 0 [vdso]\n"
+	"7f2000000000-7f2000001000 r-xp 00000000 fd:01 8 /lib/libz.so.1\n";
+
+static void test_maps(void)
+{
+	struct natmaps nm = { 0 };
+	FILE *f = fmemopen((void *)MAPS, sizeof(MAPS) - 1, "r");
+	const struct natmap *m;
+
+	CHECK_EQ_INT(natmaps_parse(&nm, f), 0);
+	fclose(f);
+	CHECK_EQ_INT(nm.n, 5);          /* executable ones only; the bad line skipped */
+	m = natmaps_find(&nm, 0x55d0c0a01000);
+	CHECK(m && strcmp(m->path, "/usr/bin/prog") == 0 && m->offset == 0x1000);
+	CHECK(natmaps_find(&nm, 0x55d0c0a04fff) == m);
+	CHECK(natmaps_find(&nm, 0x55d0c0a05000) == NULL);     /* end is outside */
+	CHECK(natmaps_find(&nm, 0x55d0c0a00000) == NULL);     /* not executable */
+	CHECK(natmaps_find(&nm, 0x10) == NULL);
+	CHECK(natmaps_find(&nm, UINT64_MAX) == NULL);
+	m = natmaps_find(&nm, 0x7f0000000800);
+	CHECK(m && m->path[0] == '\0');                       /* anonymous: JIT code */
+	m = natmaps_find(&nm, 0x7f1000000000);
+	CHECK(m && m->deleted && strcmp(m->path, "/tmp/lib a.so") == 0);
+	m = natmaps_find(&nm, 0x7ffc00000010);
+	CHECK(m && m->path[0] == '\0');                       /* [vdso]: no file to read */
+	m = natmaps_find(&nm, 0x7f2000000010);
+	CHECK(m && strcmp(m->path, "/lib/libz.so.1") == 0);
+	natmaps_free(&nm);
+	f = fmemopen((void *)"", 1, "r");
+	CHECK_EQ_INT(natmaps_parse(&nm, f), 0);
+	fclose(f);
+	CHECK(natmaps_find(&nm, 0x1000) == NULL);
+	natmaps_free(&nm);
+}
+
+static void test_demangle(void)
+{
+	char out[128];
+
+	natsym_demangle("_ZN3foo3barEi", out, sizeof(out));
+	CHECK_EQ_STR(out, "foo::bar(int)");
+	natsym_demangle("deflate", out, sizeof(out));
+	CHECK_EQ_STR(out, "deflate");
+	natsym_demangle("_Znot a mangled name", out, sizeof(out));
+	CHECK_EQ_STR(out, "_Znot a mangled name");
+	natsym_demangle("_ZN3foo3barEi", out, 5);
+	CHECK_EQ_STR(out, "foo:");
+}
+
+/* A function of this program with no exported symbol: its name comes from .symtab. */
+__attribute__((noinline)) int native_test_local_fn(int x);
+__attribute__((noinline)) int native_test_local_fn(int x)
+{
+	return x * 3 + 1;
+}
+
+/* Where this process maps addr: the mapping's path and the file offset. */
+static int where(struct natmaps *nm, const void *addr, const char **path, uint64_t *off)
+{
+	const struct natmap *m = natmaps_find(nm, (uint64_t)(uintptr_t)addr);
+
+	if (!m)
+		return -1;
+	*path = m->path;
+	*off = (uint64_t)(uintptr_t)addr - m->start + m->offset;
+	return 0;
+}
+
+static char *write_tmp(const void *buf, size_t len)
+{
+	char *path = strdup("/tmp/pbp-native-XXXXXX");
+	int fd = path ? mkstemp(path) : -1;
+
+	if (fd < 0 || write(fd, buf, len) != (ssize_t)len) {
+		free(path);
+		return NULL;
+	}
+	close(fd);
+	return path;
+}
+
+static void test_names(void)
+{
+	struct natsym *ns = natsym_new();
+	struct natmaps nm = { 0 };
+	struct natframe f;
+	const char *zpath = NULL, *self = NULL;
+	uint64_t zoff = 0, soff = 0, files, lookups, hits;
+	void *cxx = dlopen("libstdc++.so.6", RTLD_LAZY);
+	void *terminate = cxx ? dlsym(cxx, "_ZSt9terminatev") : NULL;
+	size_t zlen = 0;
+	void *zbytes;
+	char *copy, *trunc, *text;
+
+	CHECK(ns != NULL);
+	CHECK_EQ_INT(natmaps_read(&nm, getpid()), 0);
+	CHECK_EQ_INT(where(&nm, (const void *)deflate, &zpath, &zoff), 0);
+	CHECK_EQ_INT(where(&nm, (const void *)native_test_local_fn, &self, &soff), 0);
+	if (!zpath || !self) {
+		natmaps_free(&nm);
+		natsym_free(ns);
+		return;
+	}
+	natsym_name(ns, "", zpath, NULL, zoff, &f);
+	CHECK_EQ_STR(f.func, "deflate");                        /* .dynsym of a stripped library */
+	CHECK(strncmp(f.lib, "libz.so", 7) == 0);
+	natsym_name(ns, "", self, NULL, soff, &f);
+	CHECK_EQ_STR(f.func, "native_test_local_fn");           /* .symtab */
+	if (terminate) {
+		const char *p;
+		uint64_t off;
+
+		CHECK_EQ_INT(where(&nm, terminate, &p, &off), 0);
+		natsym_name(ns, "", p, NULL, off, &f);
+		CHECK_EQ_STR(f.func, "std::terminate()");       /* C++, demangled */
+	}
+	/* Gone from its path: found by the other name (map_files, in the profiler). */
+	natsym_name(ns, "", "/nonexistent/libz.so.1", zpath, zoff, &f);
+	CHECK_EQ_STR(f.func, "deflate");
+	CHECK_EQ_STR(f.lib, "libz.so.1");
+	/* Out of every loaded segment: no name, the offset kept. */
+	natsym_name(ns, "", zpath, NULL, 1ull << 40, &f);
+	CHECK_EQ_STR(f.func, "");
+	CHECK(f.rel == 1ull << 40);
+	/* Another copy of one file (same build-id) is not read again. */
+	zbytes = unit_load_file(zpath, &zlen);
+	copy = zbytes ? write_tmp(zbytes, zlen) : NULL;
+	CHECK(copy != NULL);
+	if (copy) {
+		CHECK(natsym_open(ns, "", copy, NULL, 0) == natsym_open(ns, "", zpath, NULL, 0));
+		/* Not the inode maps named: not taken, whatever the name. */
+		CHECK(natsym_open(ns, "", copy, NULL, 1) == NULL);
+		unlink(copy);
+	}
+	/* A truncated ELF, a file that is not ELF, nothing at all: no name, no crash. */
+	trunc = zbytes ? write_tmp(zbytes, 200) : NULL;
+	text = write_tmp("not an ELF file\n", 16);
+	CHECK(trunc && text);
+	if (trunc && text) {
+		natsym_name(ns, "", trunc, NULL, 0x1000, &f);
+		CHECK_EQ_STR(f.func, "");
+		CHECK(f.rel == 0x1000);
+		natsym_name(ns, "", text, NULL, 0x10, &f);
+		CHECK_EQ_STR(f.func, "");
+		CHECK(natsym_open(ns, "", text, NULL, 0) == NULL);
+		unlink(trunc);
+		unlink(text);
+	}
+	natsym_name(ns, "", "/nonexistent/x.so", NULL, 0x10, &f);
+	CHECK_EQ_STR(f.func, "");
+	CHECK_EQ_STR(f.lib, "x.so");
+	natsym_name(ns, "", "/dev", NULL, 0x10, &f);           /* not a regular file */
+	CHECK_EQ_STR(f.func, "");
+	/* The memo answers the second time. */
+	natsym_stats(ns, &files, &lookups, &hits);
+	natsym_name(ns, "", zpath, NULL, zoff, &f);
+	natsym_name(ns, "", zpath, NULL, zoff, &f);
+	{
+		uint64_t h2;
+
+		natsym_stats(ns, &files, &lookups, &h2);
+		CHECK(h2 >= hits + 1);
+	}
+	CHECK(files >= 2 && files <= 4);
+	free(zbytes);
+	free(copy);
+	free(trunc);
+	free(text);
+	natmaps_free(&nm);
+	natsym_free(ns);
+	if (cxx)
+		dlclose(cxx);
+}
+
+static const char *loc_name(struct agg *a, int64_t id, const char **file)
+{
+	const char *name;
+	uint32_t kind;
+	int line;
+
+	if (id < 0)
+		return "";
+	agg_loc_info(a, (uint32_t)id, &name, file, &line, &kind);
+	return name;
+}
+
+static void test_leaf(void)
+{
+	struct natsym *ns = natsym_new();
+	struct natproc np = { .pid = getpid() };
+	struct agg *a = agg_new();
+	void *page = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct natframe f = { .func = "", .lib = "libx.so", .rel = 0x1234 };
+	const char *file;
+	char name[64];
+
+	CHECK(ns && a && page != MAP_FAILED);
+	CHECK_EQ_STR(loc_name(a, native_loc(ns, &np, (uint64_t)(uintptr_t)deflate, a), &file),
+		     "[native] deflate");
+	CHECK(strncmp(file, "libz.so", 7) == 0);
+	CHECK_EQ_STR(loc_name(a, native_loc(ns, &np, 0x10, a), &file), NATIVE_UNKNOWN);
+	CHECK_EQ_STR(loc_name(a, native_loc(ns, &np, (uint64_t)(uintptr_t)page + 8, a), &file),
+		     NATIVE_UNKNOWN);
+	native_text(&f, name, sizeof(name), &file);
+	CHECK_EQ_STR(name, "[native] libx.so+0x1234");
+	CHECK(file == NULL);
+	munmap(page, 4096);
+	natproc_free(&np);
+	agg_free(a);
+	natsym_free(ns);
+}
+
+static void test_groups(void)
+{
+	struct pbp_sample s = { .nframes = 5, .flags = PBP_F_ENTRIES };
+	uint32_t starts[8];
+
+	/* 6 Python frames, the outermost finished in user space; kernel frames 1 and 4 entered the loop. */
+	s.entries[0] = 1u << 1 | 1u << 4;
+	CHECK_EQ_INT(natstack_groups(&s, 6, starts), 3);
+	CHECK(starts[0] == 0 && starts[1] == 1 && starts[2] == 4);
+	s.entries[0] = 1u << 4;         /* the outermost kernel frame: no new group at 0 */
+	s.nframes = 5;
+	CHECK_EQ_INT(natstack_groups(&s, 5, starts), 1);
+	s.flags = 0;                    /* before 3.11: every frame is its own activation */
+	CHECK_EQ_INT(natstack_groups(&s, 4, starts), 4);
+	CHECK(starts[3] == 3);
+	CHECK_EQ_INT(natstack_groups(&s, 0, starts), 0);
+}
+
+/*
+ * The stack read raw, redzones and all, as the kernel reads it: not
+ * checked by ASan, and not through its memcpy.
+ */
+__attribute__((no_sanitize("address"))) static void raw_copy(uint8_t *to, uint64_t from, size_t len)
+{
+	const volatile uint8_t *p = (const volatile uint8_t *)(uintptr_t)from;
+
+	for (size_t i = 0; i < len; i++)
+		to[i] = p[i];
+}
+
+/* This thread's registers and the top of its stack, here: what the kernel would take. */
+__attribute__((noinline)) static size_t unwind_here(struct unwinder *u, uint64_t *pcs, size_t max,
+						    bool *cut)
+{
+	static uint8_t copy[2048];
+	struct ustack_in in = { (pid_t)syscall(SYS_gettid), 0, 0, 0, copy, sizeof(copy) };
+	size_t n = 0;
+
+	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
+			 : "=r"(in.ip), "=r"(in.sp), "=r"(in.bp));
+	raw_copy(copy, in.sp, sizeof(copy));
+	CHECK_EQ_INT(unwind_stack(u, &in, pcs, max, &n, cut), 0);
+	return n;
+}
+
+__attribute__((noinline)) static size_t native_test_caller(struct unwinder *u, uint64_t *pcs,
+							   size_t max, bool *cut)
+{
+	size_t n = unwind_here(u, pcs, max, cut);
+
+	__asm__ volatile("" ::: "memory");      /* no tail call: this frame stays */
+	return n;
+}
+
+static void test_unwind(void)
+{
+	struct unwinder *u = unwinder_new(getpid()), *gone = unwinder_new(0x7ffffff0);
+	struct natsym *ns = natsym_new();
+	struct natproc np = { .pid = getpid() };
+	uint64_t pcs[NATIVE_MAX_FRAMES];
+	struct ustack_in nowhere = { (pid_t)syscall(SYS_gettid), 0x1010, 0x8, 0, NULL, 0 };
+	struct natframe f;
+	size_t n;
+	bool cut, caller = false, in_main = false;
+
+	CHECK(u && gone && ns);
+	n = native_test_caller(u, pcs, NATIVE_MAX_FRAMES, &cut);
+	CHECK(n >= 3 && !cut);
+	for (size_t i = 0; i < n; i++) {
+		if (!native_frame(ns, &np, pcs[i], &f))
+			continue;
+		caller |= strcmp(f.func, "native_test_caller") == 0;
+		in_main |= strcmp(f.func, "main") == 0;
+	}
+	CHECK(caller);
+	CHECK(in_main);
+	/* At most max, and said. */
+	n = native_test_caller(u, pcs, 2, &cut);
+	CHECK(n == 2 && cut);
+	/* A stack pointing nowhere, an ip in nothing: the one frame, no crash, no hang. */
+	CHECK_EQ_INT(unwind_stack(u, &nowhere, pcs, NATIVE_MAX_FRAMES, &n, &cut), 0);
+	CHECK(n == 1 && pcs[0] == 0x1010 && !cut);
+	/* A process that is not there. */
+	CHECK_EQ_INT(unwind_stack(gone, &nowhere, pcs, NATIVE_MAX_FRAMES, &n, &cut), 0);
+	CHECK(n == 1);
+	natproc_free(&np);
+	unwinder_free(u);
+	unwinder_free(gone);
+	natsym_free(ns);
+}
+
+int main(void)
+{
+	test_maps();
+	test_demangle();
+	test_names();
+	test_leaf();
+	test_groups();
+	test_unwind();
+	return unit_done("test_native");
+}

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/* The native leaf of a sample's stack (natleaf.h), timed for --stats. */
+#include "sample/natleaf.h"
+#include "core/clock.h"
+#include "sample/sampler.h"
+#include "symbol/native.h"
+#include "symbol/natstack.h"
+#include "symbol/natsym.h"
+
+/* --native: the whole native stack woven with the Python frames, when its copy came. */
+static bool native_whole(struct collector *c, struct target *t, const struct pbp_sample *ks,
+			 uint32_t *locs, uint32_t *n, uint32_t max)
+{
+	const struct pbp_ustack *u = c->ops->ustack ? c->ops->ustack(c->smp, ks->tid, ks->ts) : NULL;
+
+	if (!u || (!c->natsym && !(c->natsym = natsym_new())))
+		return false;
+	t->nat.pid = t->pid;
+	return native_stack(c->natsym, &t->nat, ks, u, c->agg, locs, n, max, &c->natstack) == 0;
+}
+
+void target_native_leaf(struct collector *c, struct target *t, const struct pbp_sample *ks,
+			uint32_t *locs, uint32_t *n, uint32_t max)
+{
+	uint64_t t0;
+	int64_t id;
+
+	if (c->o.native && (ks->flags & PBP_F_USTACK) && *n > 0 && native_whole(c, t, ks, locs, n, max))
+		return;
+	/* Only a GIL known to be free says the thread is outside the interpreter. */
+	if (!c->o.native_leaf || !(ks->flags & PBP_F_REGS) || *n == 0 || *n >= max ||
+	    (ks->flags & (PBP_F_GIL_KNOWN | PBP_F_HOLDS_GIL)) != PBP_F_GIL_KNOWN)
+		return;
+	if (!c->natsym && !(c->natsym = natsym_new()))
+		return;
+	t0 = mono_ns();
+	t->nat.pid = t->pid;
+	id = native_loc(c->natsym, &t->nat, ks->ip, c->agg);
+	if (id >= 0) {
+		locs[(*n)++] = (uint32_t)id;
+		c->native_leaves++;
+	}
+	c->native_ns += mono_ns() - t0;
+}

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/* The innermost native frame of a sample as a location (native.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "symbol/native.h"
+#include "symbol/unwind.h"
+#include "aggregate/aggregate.h"
+#include "core/clock.h"
+#include "core/errors.h"
+
+/*
+ * A process's mappings are read again at most this often when an address
+ * is in none of them: a library just loaded (import zlib) is named within
+ * this, and code with no file at all (JIT) costs a read per period.
+ */
+#define REREAD_NS 100000000ull
+
+static const struct natmap *find_map(struct natproc *np, uint64_t ip)
+{
+	const struct natmap *m = natmaps_find(&np->maps, ip);
+
+	if (m || (np->maps.read_ns && mono_ns() - np->maps.read_ns < REREAD_NS))
+		return m;
+	if (natmaps_read(&np->maps, np->pid) != 0)
+		return NULL;
+	return natmaps_find(&np->maps, ip);
+}
+
+void native_text(const struct natframe *f, char *name, size_t len, const char **file)
+{
+	if (f->func[0]) {
+		snprintf(name, len, NATIVE_PREFIX "%s", f->func);
+		*file = f->lib;
+	} else {
+		snprintf(name, len, NATIVE_PREFIX "%s+0x%llx", f->lib, (unsigned long long)f->rel);
+		*file = NULL;
+	}
+}
+
+bool native_frame(struct natsym *ns, struct natproc *np, uint64_t ip, struct natframe *f)
+{
+	struct natmap *m = (struct natmap *)find_map(np, ip);
+	char root[64], alt[96];
+	const char *base;
+
+	if (!m || !m->path[0]) {        /* nothing mapped there, or code with no file (JIT) */
+		np->misses += !m;
+		return false;
+	}
+	if (!m->opened) {
+		snprintf(root, sizeof(root), "/proc/%d/root", (int)np->pid);
+		snprintf(alt, sizeof(alt), "/proc/%d/map_files/%llx-%llx", (int)np->pid,
+			 (unsigned long long)m->start, (unsigned long long)m->end);
+		m->mod = natsym_open(ns, root, m->path, alt, m->inode);
+		m->opened = true;
+	}
+	base = strrchr(m->path, '/');
+	natsym_lookup(ns, m->mod, base ? base + 1 : m->path, ip - m->start + m->offset, f);
+	return true;
+}
+
+int64_t native_loc(struct natsym *ns, struct natproc *np, uint64_t ip, struct agg *a)
+{
+	char name[NATSYM_FUNC_MAX + 16];
+	const char *file;
+	struct natframe f;
+
+	if (!native_frame(ns, np, ip, &f))
+		return agg_loc(a, NATIVE_UNKNOWN, NULL, -1, LOC_PY);
+	native_text(&f, name, sizeof(name), &file);
+	return agg_loc(a, name, file, -1, LOC_PY);
+}
+
+void natproc_free(struct natproc *np)
+{
+	natmaps_free(&np->maps);
+	unwinder_free(np->unw);
+	np->unw = NULL;
+}

@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: MIT */
+/* Native and Python frames in one stack (natstack.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "symbol/natstack.h"
+#include "aggregate/aggregate.h"
+#include "core/clock.h"
+#include "core/errors.h"
+#include "core/limits.h"
+#include "symbol/unwind.h"
+
+uint32_t natstack_groups(const struct pbp_sample *s, uint32_t npy, uint32_t *starts)
+{
+	uint32_t k = 0, nk = s->nframes < npy ? s->nframes : npy;
+
+	if (npy == 0)
+		return 0;
+	starts[k++] = 0;
+	if (!(s->flags & PBP_F_ENTRIES)) {      /* before 3.11: an activation per frame */
+		for (uint32_t i = 1; i < npy; i++)
+			starts[k++] = i;
+		return k;
+	}
+	/* Kernel frame i (innermost 0) is py[npy - 1 - i]: outermost first, so i descending. */
+	for (uint32_t i = nk; i-- > 0;) {
+		uint32_t at = npy - 1 - i;
+
+		if (at > 0 && (s->entries[i >> 6] >> (i & 63) & 1))
+			starts[k++] = at;
+	}
+	return k;
+}
+
+struct merge {
+	uint32_t *out, n, max;
+	const uint32_t *py;
+	const uint32_t *starts;
+	uint32_t npy, ngroups;
+};
+
+static void put(struct merge *m, uint32_t loc)
+{
+	if (m->n < m->max)
+		m->out[m->n++] = loc;
+}
+
+static void put_group(struct merge *m, uint32_t g)
+{
+	uint32_t end = g + 1 < m->ngroups ? m->starts[g + 1] : m->npy;
+
+	for (uint32_t i = m->starts[g]; i < end; i++)
+		put(m, m->py[i]);
+}
+
+/* One native frame's location, and whether it is an activation of the loop. */
+static int64_t frame_loc(struct natsym *ns, struct natproc *np, uint64_t pc, struct agg *a,
+			 bool *eval)
+{
+	char name[NATSYM_FUNC_MAX + 16];
+	const char *file;
+	struct natframe f;
+
+	*eval = false;
+	if (!native_frame(ns, np, pc, &f))
+		return agg_loc(a, NATIVE_UNKNOWN, NULL, -1, LOC_PY);
+	/* The function, or a part the compiler split off it ("_PyEval_EvalFrameDefault.cold"). */
+	*eval = strncmp(f.func, EVAL_FUNC, strlen(EVAL_FUNC)) == 0 &&
+		(f.func[strlen(EVAL_FUNC)] == '\0' || f.func[strlen(EVAL_FUNC)] == '.');
+	native_text(&f, name, sizeof(name), &file);
+	return agg_loc(a, name, file, -1, LOC_PY);
+}
+
+/* The native frames root first, each activation replaced by its group (paired from the innermost). */
+static int weave(struct merge *m, struct natsym *ns, struct natproc *np, const uint64_t *pcs,
+		 size_t npc, bool cut, struct agg *a, struct natstack_stats *st)
+{
+	int64_t locs[NATIVE_MAX_FRAMES];
+	bool eval[NATIVE_MAX_FRAMES];
+	uint32_t acts = 0, paired, g;
+
+	for (size_t i = 0; i < npc; i++) {
+		if ((locs[i] = frame_loc(ns, np, pcs[i], a, &eval[i])) < 0)
+			return (int)locs[i];
+		acts += eval[i];
+	}
+	paired = acts < m->ngroups ? acts : m->ngroups;
+	st->unpaired += acts != m->ngroups;
+	if (cut) {
+		int64_t id = agg_loc(a, NATIVE_CUT, NULL, -1, LOC_PY);
+
+		if (id < 0)
+			return (int)id;
+		put(m, (uint32_t)id);
+	}
+	/* Groups with no activation (the walk stopped short of them) go at the root. */
+	for (g = 0; g < m->ngroups - paired; g++)
+		put_group(m, g);
+	/* Outer activations past the groups stay as they are. */
+	for (size_t i = npc, seen = 0; i-- > 0;) {
+		if (eval[i] && acts - seen <= paired) {
+			put_group(m, g++);
+			seen++;
+			continue;
+		}
+		seen += eval[i];
+		put(m, (uint32_t)locs[i]);
+	}
+	return 0;
+}
+
+int native_stack(struct natsym *ns, struct natproc *np, const struct pbp_sample *s,
+		 const struct pbp_ustack *u, struct agg *a, uint32_t *locs, uint32_t *n,
+		 uint32_t max, struct natstack_stats *st)
+{
+	static uint32_t py[PBP_MAX_LOCS], starts[PBP_MAX_LOCS];
+	struct ustack_in in = { (pid_t)s->tid, s->ip, s->sp, s->bp, u->data, u->len };
+	uint64_t pcs[NATIVE_MAX_FRAMES], t0 = mono_ns();
+	struct merge m = { locs, 0, max, py, starts, *n, 0 };
+	size_t npc = 0;
+	bool cut = false;
+	int err;
+
+	if (*n > PBP_MAX_LOCS)
+		return 0;
+	if (!np->unw && !(np->unw = unwinder_new(np->pid)))
+		return -PBP_E_NOMEM;
+	err = unwind_stack(np->unw, &in, pcs, NATIVE_MAX_FRAMES, &npc, &cut);
+	if (err)
+		return err;
+	memcpy(py, locs, *n * sizeof(*py));
+	m.ngroups = natstack_groups(s, *n, starts);
+	err = weave(&m, ns, np, pcs, npc, cut, a, st);
+	if (err) {      /* the Python frames as they were */
+		memcpy(locs, py, *n * sizeof(*py));
+		return err;
+	}
+	*n = m.n;
+	st->stacks++;
+	st->frames += npc;
+	st->cut += cut;
+	st->ns += mono_ns() - t0;
+	return 0;
+}

@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Native unwinding (unwind.h). One Dwfl per process holds its modules at
+ * the addresses it maps them at (dwfl_linux_proc_report reads its maps);
+ * the files are opened through /proc/PID/root. Its thread callbacks are
+ * ours: no ptrace, the one thread is the sample's, its registers the
+ * kernel's copy, its memory the stack copy first and the process after.
+ * The Dwfl is made again (at most every REBUILD_NS) when ip is in none of
+ * its modules: a library loaded since.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <elfutils/libdwfl.h>
+#include <dwarf.h>
+
+#include "symbol/unwind.h"
+#include "core/clock.h"
+#include "core/errors.h"
+
+/* As native.c's maps: a module loaded since is unwound through within this. */
+#define REBUILD_NS 200000000ull
+
+/* x86-64 DWARF register numbers: rbp, rsp. */
+#define DW_X86_64_RBP 6
+
+struct unwinder {
+	pid_t pid;
+	Dwfl *dwfl;
+	Dwfl_Callbacks cb;
+	char *debugpath;
+	uint64_t built_ns;
+	const struct ustack_in *in;     /* the sample being unwound */
+	uint64_t *pcs;
+	size_t max, n;
+	bool cut;
+};
+
+/*
+ * The process whose modules are being found: libdwfl asks for a module's
+ * file lazily, in the middle of an unwind_stack or build of ours, and its
+ * callback cannot reach the Dwfl it is for. This program is single-threaded.
+ */
+static pid_t finding_for;
+
+/* Module files as the process sees them: through its root. */
+static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base,
+		    char **file_name, Elf **elfp)
+{
+	char path[4096 + 64];
+	int fd;
+
+	if (name[0] != '/' || !finding_for)     /* [vdso]: libdwfl reads it from memory */
+		return dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name, elfp);
+	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)finding_for, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name, elfp);
+	*file_name = strdup(path);
+	*elfp = NULL;
+	return fd;
+}
+
+static pid_t next_thread(Dwfl *dwfl, void *arg, void **thread_argp)
+{
+	(void)dwfl, (void)arg, (void)thread_argp;
+	return 0;       /* threads are asked for by id only */
+}
+
+static bool get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
+{
+	struct unwinder *u = arg;
+
+	(void)dwfl;
+	*thread_argp = u;
+	return u->in && tid == u->in->tid;
+}
+
+static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
+{
+	struct unwinder *u = arg;
+	const struct ustack_in *in = u->in;
+	struct iovec l = { result, sizeof(*result) }, r = { (void *)(uintptr_t)addr, sizeof(*result) };
+
+	(void)dwfl;
+	/* Written so that no sum can wrap: addr is whatever the CFI computed. */
+	if (in->len >= sizeof(*result) && addr >= in->sp && addr - in->sp <= in->len - sizeof(*result)) {
+		memcpy(result, in->stack + (addr - in->sp), sizeof(*result));
+		return true;
+	}
+	return process_vm_readv(u->pid, &l, 1, &r, 1, 0) == (ssize_t)sizeof(*result);
+}
+
+static bool set_initial_registers(Dwfl_Thread *thread, void *arg)
+{
+	struct unwinder *u = arg;
+	Dwarf_Word regs[2] = { u->in->bp, u->in->sp };
+
+	dwfl_thread_state_register_pc(thread, u->in->ip);
+	return dwfl_thread_state_registers(thread, DW_X86_64_RBP, 2, regs);
+}
+
+static const Dwfl_Thread_Callbacks thread_cb = {
+	.next_thread = next_thread,
+	.get_thread = get_thread,
+	.memory_read = memory_read,
+	.set_initial_registers = set_initial_registers,
+};
+
+static void drop(struct unwinder *u)
+{
+	if (u->dwfl)
+		dwfl_end(u->dwfl);
+	u->dwfl = NULL;
+}
+
+/* The process's modules, reported again, and our thread callbacks attached. */
+static int build(struct unwinder *u)
+{
+	drop(u);
+	u->built_ns = mono_ns();
+	finding_for = u->pid;
+	u->dwfl = dwfl_begin(&u->cb);
+	if (!u->dwfl)
+		return -PBP_E_NOMEM;
+	dwfl_report_begin(u->dwfl);
+	if (dwfl_linux_proc_report(u->dwfl, u->pid) != 0 ||
+	    dwfl_report_end(u->dwfl, NULL, NULL) != 0 ||
+	    !dwfl_attach_state(u->dwfl, NULL, u->pid, &thread_cb, u)) {
+		drop(u);
+		return -PBP_E_GONE;
+	}
+	return 0;
+}
+
+struct unwinder *unwinder_new(pid_t pid)
+{
+	struct unwinder *u = calloc(1, sizeof(*u));
+
+	if (!u)
+		return NULL;
+	u->pid = pid;
+	if (asprintf(&u->debugpath, "/proc/%d/root/usr/lib/debug", (int)pid) < 0) {
+		free(u);
+		return NULL;
+	}
+	u->cb.find_elf = find_elf;
+	u->cb.find_debuginfo = dwfl_standard_find_debuginfo;
+	u->cb.debuginfo_path = &u->debugpath;
+	return u;
+}
+
+void unwinder_free(struct unwinder *u)
+{
+	if (!u)
+		return;
+	drop(u);
+	free(u->debugpath);
+	free(u);
+}
+
+static int on_frame(Dwfl_Frame *state, void *arg)
+{
+	struct unwinder *u = arg;
+	Dwarf_Addr pc;
+	bool activation;
+
+	if (!dwfl_frame_pc(state, &pc, &activation) || pc == 0)
+		return DWARF_CB_ABORT;
+	if (u->n == u->max) {
+		u->cut = true;
+		return DWARF_CB_ABORT;
+	}
+	/* A return address is past its call: one byte back names the caller's line. */
+	u->pcs[u->n++] = activation ? pc : pc - 1;
+	return DWARF_CB_OK;
+}
+
+int unwind_stack(struct unwinder *u, const struct ustack_in *in, uint64_t *pcs, size_t max,
+		 size_t *n, bool *cut)
+{
+	int err = 0;
+
+	*n = 0;
+	*cut = false;
+	if (!max)
+		return 0;
+	if (u->dwfl && !dwfl_addrmodule(u->dwfl, in->ip) && mono_ns() - u->built_ns >= REBUILD_NS)
+		drop(u);
+	if (!u->dwfl && (u->built_ns == 0 || mono_ns() - u->built_ns >= REBUILD_NS))
+		err = build(u);
+	finding_for = u->pid;
+	u->in = in;
+	u->pcs = pcs;
+	u->max = max;
+	u->n = 0;
+	u->cut = false;
+	if (u->dwfl)
+		dwfl_getthread_frames(u->dwfl, in->tid, on_frame, u);
+	u->in = NULL;
+	finding_for = 0;
+	if (u->n == 0) {        /* not even ip: it is the innermost frame, whatever the walk said */
+		pcs[u->n++] = in->ip;
+	}
+	*n = u->n;
+	*cut = u->cut;
+	return err == -PBP_E_NOMEM ? err : 0;
+}

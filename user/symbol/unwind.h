@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * --native: a thread's native stack at a sample, unwound from .eh_frame by
+ * elfutils' libdwfl out of the registers and the top of the stack the
+ * kernel copied (memory past the copy is read from the process now).
+ */
+#ifndef PBP_SYMBOL_UNWIND_H
+#define PBP_SYMBOL_UNWIND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct unwinder;
+
+/* One process's unwinder: its modules at their addresses, read when first needed. */
+struct unwinder *unwinder_new(pid_t pid);
+void unwinder_free(struct unwinder *u);
+
+/* What the kernel took of one thread at one sample. */
+struct ustack_in {
+	pid_t tid;
+	uint64_t ip, sp, bp;
+	const uint8_t *stack;   /* the bytes at sp.. */
+	size_t len;
+};
+
+/*
+ * Return addresses, innermost first (pcs[0] is ip; the others are call
+ * sites, one byte into the call), at most max: *cut when the walk had more.
+ * 0 with *n >= 1 whatever stopped the walk (a frame without CFI, memory
+ * not readable); -PBP_E_NOMEM, or -PBP_E_FAULT when nothing could be known.
+ */
+int unwind_stack(struct unwinder *u, const struct ustack_in *in, uint64_t *pcs, size_t max,
+		 size_t *n, bool *cut);
+
+#endif /* PBP_SYMBOL_UNWIND_H */
