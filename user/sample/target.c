@@ -21,6 +21,7 @@
 
 #include "pybpfprof.h"
 #include "sample/target.h"
+#include "sample/threadtable.h"
 #include "sample/natleaf.h"
 #include "aggregate/aggregate.h"
 #include "aggregate/status.h"
@@ -57,89 +58,6 @@
 #define EMPTY_RESCAN_NS 1000000ull         /* a new process's first thread state: looked for */
 #define EMPTY_FOR_NS (2 * 1000000000ull)   /* ... this often, for this long */
 #define LABEL_ROOM 2            /* process and thread root frames */
-
-struct tcache {
-	pid_t tid;              /* 0: empty slot */
-	pid_t ns_tid;           /* in the target's own PID namespace, 0 when that is ours */
-	uint64_t tstate;
-	int slot;               /* in the kernel's tstates array, -1 if none */
-	uint64_t gen;           /* rescan that last saw the thread */
-	uint32_t *locs;         /* last stack, Python frames root first */
-	uint32_t n, cap;
-	bool have;
-	bool read_off_cpu;      /* locs read while off CPU, at switch count `switches` */
-	bool switch_snap;       /* ... by the kernel as it left the CPU, not used at a tick yet */
-	uint64_t switches;
-	uint64_t kernel_ns;     /* when locs came from a kernel sample, 0 otherwise */
-	bool kernel_holds_gil, kernel_gil_known;
-	uint64_t status[ST__COUNT];
-	/*
-	 * Wall mode counts an idle thread's same stack tick after tick: the aggregate's id for
-	 * (locs, name, status) spares hashing it each time. -1: not known; reset when locs or name change.
-	 */
-	int64_t agg_id[ST__COUNT];
-	int64_t label;          /* the thread's root label location, -1: not made yet */
-	char name[64];
-};
-
-/* ------------------------------------------------------------ thread table */
-
-static void forget_counted(struct tcache *e)
-{
-	for (int s = 0; s < ST__COUNT; s++)
-		e->agg_id[s] = -1;
-	e->label = -1;
-}
-
-static struct tcache *tc_find(struct target *t, pid_t tid)
-{
-	uint32_t mask = t->tc_cap - 1, i;
-
-	if (!t->tc_cap)
-		return NULL;
-	for (i = (uint32_t)tid * 2654435761u & mask; t->tc[i].tid; i = (i + 1) & mask)
-		if (t->tc[i].tid == tid)
-			return &t->tc[i];
-	return NULL;
-}
-
-static int tc_grow(struct target *t)
-{
-	uint32_t ncap = t->tc_cap ? t->tc_cap * 2 : 64;
-	struct tcache *old = t->tc, *nt = calloc(ncap, sizeof(*nt));
-
-	if (!nt)
-		return -PBP_E_NOMEM;
-	t->tc = nt;
-	for (uint32_t i = 0, oldcap = t->tc_cap; i < oldcap; i++) {
-		uint32_t j;
-
-		if (!old[i].tid)
-			continue;
-		for (j = (uint32_t)old[i].tid * 2654435761u & (ncap - 1); nt[j].tid; j = (j + 1) & (ncap - 1))
-			;
-		nt[j] = old[i];
-	}
-	t->tc_cap = ncap;
-	free(old);
-	return 0;
-}
-
-static struct tcache *tc_add(struct target *t, pid_t tid)
-{
-	uint32_t i;
-
-	if ((t->tc_n + 1) * 2 > t->tc_cap && tc_grow(t))
-		return NULL;
-	for (i = (uint32_t)tid * 2654435761u & (t->tc_cap - 1); t->tc[i].tid; i = (i + 1) & (t->tc_cap - 1))
-		;
-	memset(&t->tc[i], 0, sizeof(t->tc[i]));
-	t->tc[i].tid = tid;
-	t->tc[i].slot = -1;
-	forget_counted(&t->tc[i]);
-	t->tc_n++;
-	return &t->tc[i];
-}
 
 /* Drop threads the last rescan did not see; rebuilding keeps probing simple. */
 static void tc_sweep(struct collector *c, struct target *t)
@@ -198,7 +116,7 @@ static void set_name(struct collector *c, struct target *t, struct tcache *e, co
 	if (strcmp(name, e->name) == 0)
 		return;
 	memcpy(e->name, name, sizeof(name));
-	forget_counted(e);
+	tc_forget_counted(e);
 	agg_set_thread_name(c->agg, (uint32_t)t->pid, (uint32_t)e->tid, e->name);
 }
 
@@ -475,7 +393,7 @@ static int keep_stack(struct tcache *e, const uint32_t *locs, uint32_t n)
 	if (n)  /* e->locs is NULL until a stack has had a frame */
 		memcpy(e->locs, locs, n * sizeof(*locs));
 	e->n = n;
-	forget_counted(e);
+	tc_forget_counted(e);
 	e->have = true;
 	return 0;
 }
@@ -752,7 +670,7 @@ void target_new_window(struct collector *c, struct target *t)
 
 		if (!e->tid)
 			continue;
-		forget_counted(e);
+		tc_forget_counted(e);
 		e->have = false;
 		e->kernel_ns = 0;
 		e->read_off_cpu = e->switch_snap = false;
