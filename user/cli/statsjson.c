@@ -66,14 +66,17 @@ void stats_json_collector(struct jsonw *w, const struct collector *c)
 	jw_u64(w, "read_now", c->read_now);
 	jw_u64(w, "late_switches", c->late_switches);
 	jw_end_obj(w);
-	jw_obj(w, "async");
-	jw_u64(w, "tasked", c->async.tasked);
-	jw_u64(w, "unplaced", c->async.unplaced);
-	jw_u64(w, "waiting_task_samples", c->async.waiting);
-	jw_u64(w, "task_lists", c->async.graph_reads);
-	jw_num(w, "task_list_seconds", (double)c->async.graph_ns / 1e9);
-	jw_u64(w, "task_list_unread", c->async.graph_unread);
-	jw_end_obj(w);
+	/* Only asked for, as the native keys below: the default key set stays as it was. */
+	if (c->o.async) {
+		jw_obj(w, "async");
+		jw_u64(w, "tasked", c->async.tasked);
+		jw_u64(w, "unplaced", c->async.unplaced);
+		jw_u64(w, "waiting_task_samples", c->async.waiting);
+		jw_u64(w, "task_lists", c->async.graph_reads);
+		jw_num(w, "task_list_seconds", (double)c->async.graph_ns / 1e9);
+		jw_u64(w, "task_list_unread", c->async.graph_unread);
+		jw_end_obj(w);
+	}
 	jw_u64(w, "thread_lists", c->rescans);
 	jw_num(w, "thread_list_seconds", (double)c->rescan_ns / 1e9);
 	/* Only asked for: a run without native frames keeps the keys it always had. */
