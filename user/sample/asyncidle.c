@@ -217,7 +217,7 @@ static int count_all(struct idle *d, struct async_stats *st)
 }
 
 /* The tasks of the thread of tstate: its list (3.14), or asyncio's registries before. */
-static int read_graph(struct async_state *s, struct pyproc *p, uint64_t tstate, const struct aio_mem *m,
+static int read_tasks(struct async_state *s, struct pyproc *p, uint64_t tstate, const struct aio_mem *m,
 		      struct aio_source *src)
 {
 	struct pythread one = { .tstate = tstate };
@@ -228,6 +228,17 @@ static int read_graph(struct async_state *s, struct pyproc *p, uint64_t tstate, 
 	if (remote_ptr(p->r, tstate + s->l.ts_running_task, &src->running_task) != 0)
 		src->running_task = 0;
 	return aio_graph_read(m, &p->v, &s->l, src, 1, &s->g);
+}
+
+/* read_tasks, counted: one task-list read, and the tasks it could not read. */
+static int read_graph(struct async_state *s, struct pyproc *p, uint64_t tstate, const struct aio_mem *m,
+		      struct aio_source *src, struct async_stats *st)
+{
+	int err = read_tasks(s, p, tstate, m, src);
+
+	st->graph_reads++;
+	st->graph_unread += unread(&s->g.st);
+	return err;
 }
 
 int async_graph_refresh(struct async_state *s, struct pyproc *p, uint64_t tstate, struct async_stats *st)
@@ -241,9 +252,7 @@ int async_graph_refresh(struct async_state *s, struct pyproc *p, uint64_t tstate
 		return 0;
 	if (!s->g.tasks && aio_graph_init(&s->g) != 0)
 		return -PBP_E_NOMEM;
-	err = read_graph(s, p, tstate, &m, &src);
-	st->graph_reads++;
-	st->graph_unread += unread(&s->g.st);
+	err = read_graph(s, p, tstate, &m, &src, st);
 	s->join_next_ns = mono_ns() + IDLE_GAP * (mono_ns() - t0);
 	st->graph_ns += mono_ns() - t0;
 	return err;
@@ -269,9 +278,7 @@ int async_idle_tick(struct async_state *s, struct pyproc *p, uint64_t tstate,
 	}
 	if (!s->g.tasks && aio_graph_init(&s->g) != 0)
 		return -PBP_E_NOMEM;
-	err = read_graph(s, p, tstate, &m, &src);
-	st->graph_reads++;
-	st->graph_unread += unread(&s->g.st);
+	err = read_graph(s, p, tstate, &m, &src, st);
 	if (!err)
 		err = count_all(&d, st);
 	if (pc) {
