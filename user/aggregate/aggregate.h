@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "aggregate/rootlabel.h"
+
 enum loc_kind {
 	LOC_PY = 0,             /* a Python frame: name (file:line) */
 	LOC_THREAD,             /* root label: thread TID name */
@@ -61,15 +63,6 @@ const char *agg_thread_name(const struct agg *a, uint32_t pid, uint32_t tid);
  */
 int64_t agg_thread_loc(struct agg *a, uint32_t pid, uint32_t tid, uint32_t ns_tid, const char *name);
 
-/*
- * Root labels name a process or thread by our id, then, when it lives in
- * another PID namespace, by its own: "thread 5031 (3 in its namespace) worker".
- * root_label() writes "WORD ID[ (NS in its namespace)][ REST]" (ns 0: none);
- * root_label_parse() reads one back: false when label is not WORD and an id.
- * *rest points into label, NULL when nothing follows.
- */
-void root_label(char *out, size_t len, const char *word, uint32_t id, uint32_t ns, const char *rest);
-bool root_label_parse(const char *label, const char *word, uint32_t *id, uint32_t *ns, const char **rest);
 /* Samples of pid counted as AGG_OTHER_NAME because it had too many threads. */
 uint64_t agg_folded(const struct agg *a, uint32_t pid);
 /* Threads the aggregate holds a name or an identity for, every process together. */
