@@ -9,6 +9,8 @@ Debian's /usr/bin/python3.11 (its libz and libpython stripped to .dynsym)
 and a pyenv build; one target per test and interpreter, short recordings."""
 
 import os
+import re
+import subprocess
 
 from conftest import TARGETS
 from pprof_wire import Profile
@@ -101,12 +103,34 @@ def _under_line(stacks, lib, func, line):
     return inside, right
 
 
+def _build_id(path):
+    out = subprocess.run(["readelf", "-n", path], capture_output=True, universal_newlines=True).stdout
+    m = re.search(r"Build ID: ([0-9a-f]+)", out)
+    return m.group(1) if m else ""
+
+
+def _check_mappings(path, lib):
+    """The pprof at path has a mapping for LIB with its file's build-id,
+    and each of LIB's locations an address inside it; how many there are."""
+    with open(path, "rb") as f:
+        prof = Profile(f.read())
+    maps = {i: m for i, m in prof.mappings.items() if os.path.basename(m["file"]).startswith(lib)}
+    assert maps, sorted(m["file"] for m in prof.mappings.values())
+    for m in maps.values():
+        assert m["build_id"] and m["build_id"] == _build_id(m["file"]), m
+        assert m["start"] < m["limit"] and m["offset"] % 4096 == 0, m
+    placed = [(maps[mi], addr) for mi, addr in prof.addresses.values() if mi in maps]
+    assert placed and all(m["start"] <= a < m["limit"] for m, a in placed), placed[:5]
+    return len(placed)
+
+
 def test_libraries_under_their_python_lines(interp, start_target, pybpfprof, tmp_path):
     """natlibs.py hashes with hashlib.sha256 and compresses with zlib, and
     (Debian's python3 with python3-numpy) multiplies matrices in a thread.
     One target, two recordings: --native-leaf, libcrypto's leaf under
     digest()'s line; --native as pprof read back by convert, libcrypto's
-    frames under digest()'s line and BLAS's under crunch()'s."""
+    frames under digest()'s line and BLAS's under crunch()'s; the pprof's
+    libz mapping (path, build-id, addresses), kept by convert to pprof."""
     _, pid, ready = start_target(interp, "natlibs.py", timeout=60)
     m = marks(NATLIBS)
     r = pybpfprof("-p", pid, "-d", "1.5", "-F", "199", "--status", "--native-leaf")
@@ -125,6 +149,10 @@ def test_libraries_under_their_python_lines(interp, start_target, pybpfprof, tmp
     assert r.returncode == 0, r.stderr
     back = pybpfprof("convert", "-i", out)
     assert back.returncode == 0, back.stderr
+    again = tmp_path / "again.pb.gz"
+    r = pybpfprof("convert", "-i", out, "-o", again)
+    assert r.returncode == 0, r.stderr
+    assert _check_mappings(str(again), "libz.so") == _check_mappings(str(out), "libz.so")
     stacks = parse_collapsed(back.stdout)
     inside, right = _under_line(stacks, "libcrypto.so", "digest", m["digest"])
     assert inside >= 20 and right >= inside * 0.9, (inside, right, back.stdout[-3000:])

@@ -21,6 +21,7 @@
 #include <stddef.h>
 
 #include "aggregate/aggregate.h"
+#include "aggregate/aggnat.h"
 #include "core/errors.h"
 
 struct loc {
@@ -88,6 +89,7 @@ struct agg {
 	/* processes, few: a list */
 	struct proc_meta *procs;
 	uint32_t nprocs, capprocs;
+	struct aggnat *nat;         /* native locations' mappings, NULL until one is given */
 };
 
 static uint64_t hash_bytes(const void *p, size_t n, uint64_t h)
@@ -199,6 +201,7 @@ static void agg_clear(struct agg *a)
 	free(a->tprocs);
 	free(a->scratch);
 	free(a->procs);
+	aggnat_free(a->nat);
 	memset(a, 0, sizeof(*a));
 }
 
@@ -259,6 +262,18 @@ int64_t agg_loc(struct agg *a, const char *name, const char *file, int line, uin
 	a->locs[a->nlocs] = (struct loc){ n, f, line, kind };
 	a->loctab[slot] = ++a->nlocs;
 	return a->nlocs - 1;
+}
+
+struct aggnat *agg_nat(struct agg *a)
+{
+	if (!a->nat)
+		a->nat = aggnat_new();
+	return a->nat;
+}
+
+const struct aggnat *agg_nat_of(const struct agg *a)
+{
+	return a->nat;
 }
 
 static int64_t thread_identity(struct agg *a, uint32_t pid, uint32_t tid);

@@ -29,6 +29,14 @@ void agg_free(struct agg *a);
 void agg_reset(struct agg *a);
 /* Location id (>= 0) for a frame or label; -PBP_E_NOMEM on failure. */
 int64_t agg_loc(struct agg *a, const char *name, const char *file, int line, uint32_t kind);
+/*
+ * The native locations' mappings and addresses (aggnat.h): agg_nat makes
+ * them on first use (NULL when out of memory), agg_nat_of is NULL until then.
+ * Cleared with the locations.
+ */
+struct aggnat;
+struct aggnat *agg_nat(struct agg *a);
+const struct aggnat *agg_nat_of(const struct agg *a);
 /* Count a stack of location ids, root first. */
 int agg_add(struct agg *a, const struct stack_tags *tags, const uint32_t *locs, uint32_t n,
 	    uint64_t count);

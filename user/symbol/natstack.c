@@ -57,8 +57,6 @@ static void put_group(struct merge *m, uint32_t g)
 static int64_t frame_loc(struct natsym *ns, struct natproc *np, uint64_t pc, struct agg *a,
 			 bool *eval)
 {
-	char name[NATSYM_FUNC_MAX + 16];
-	const char *file;
 	struct natframe f;
 
 	*eval = false;
@@ -67,8 +65,7 @@ static int64_t frame_loc(struct natsym *ns, struct natproc *np, uint64_t pc, str
 	/* The function, or a part the compiler split off it ("_PyEval_EvalFrameDefault.cold"). */
 	*eval = strncmp(f.func, EVAL_FUNC, strlen(EVAL_FUNC)) == 0 &&
 		(f.func[strlen(EVAL_FUNC)] == '\0' || f.func[strlen(EVAL_FUNC)] == '.');
-	native_text(&f, name, sizeof(name), &file);
-	return agg_loc(a, name, file, -1, LOC_PY);
+	return native_frame_loc(&f, pc, a);
 }
 
 /* The native frames root first, each activation replaced by its group (paired from the innermost). */

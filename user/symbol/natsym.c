@@ -293,6 +293,16 @@ static demangle_fn *cxa_demangle(void)
 	return fn;
 }
 
+void natsym_build_id(const struct natmod *m, char *hex, size_t len)
+{
+	size_t n = 0;
+
+	if (len)
+		hex[0] = '\0';
+	for (size_t i = 0; m && i < m->idlen && n + 3 <= len; i++, n += 2)
+		snprintf(hex + n, 3, "%02x", m->id[i]);
+}
+
 void natsym_demangle(const char *sym, char *out, size_t len)
 {
 	demangle_fn *fn = strncmp(sym, "_Z", 2) == 0 ? cxa_demangle() : NULL;
@@ -344,6 +354,7 @@ void natsym_lookup(struct natsym *ns, struct natmod *m, const char *lib, uint64_
 	snprintf(out->lib, sizeof(out->lib), "%s", lib);
 	out->func[0] = '\0';
 	out->rel = off;
+	out->map = NULL;
 	if (!m)
 		return;
 	name_in(m, off, out);
