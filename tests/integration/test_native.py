@@ -130,7 +130,8 @@ def test_libraries_under_their_python_lines(interp, start_target, pybpfprof, tmp
     One target, two recordings: --native-leaf, libcrypto's leaf under
     digest()'s line; --native as pprof read back by convert, libcrypto's
     frames under digest()'s line and BLAS's under crunch()'s; the pprof's
-    libz mapping (path, build-id, addresses), kept by convert to pprof."""
+    libz mapping (path, build-id, addresses), kept by convert to pprof;
+    stripped libz's internal code one frame per library."""
     _, pid, ready = start_target(interp, "natlibs.py", timeout=60)
     m = marks(NATLIBS)
     r = pybpfprof("-p", pid, "-d", "1.5", "-F", "199", "--status", "--native-leaf")
@@ -154,6 +155,13 @@ def test_libraries_under_their_python_lines(interp, start_target, pybpfprof, tmp
     assert r.returncode == 0, r.stderr
     assert _check_mappings(str(again), "libz.so") == _check_mappings(str(out), "libz.so")
     stacks = parse_collapsed(back.stdout)
+    # Stripped libz: its internal code is one frame "[native] libz.so.1.2.13"
+    # (no +0xADDR frames), a run of them one frame.
+    frames = [f for fs, _ in stacks for f in fs]
+    assert not [f for f in frames if "+0x" in f], back.stdout[-2000:]
+    assert any(re.match(r"\[native\] libz\.so[.0-9]*$", f) for f in frames), back.stdout[-2000:]
+    for fs, _ in stacks:
+        assert not [a for a, b in zip(fs, fs[1:]) if a == b and " (" not in a], fs
     inside, right = _under_line(stacks, "libcrypto.so", "digest", m["digest"])
     assert inside >= 20 and right >= inside * 0.9, (inside, right, back.stdout[-3000:])
     if interp.name == "3.11-debian-static":

@@ -295,7 +295,7 @@ static void test_leaf(void)
 	CHECK_EQ_STR(loc_name(a, native_loc(ns, &np, (uint64_t)(uintptr_t)page + 8, a), &file),
 		     NATIVE_UNKNOWN);
 	native_text(&f, name, sizeof(name), &file);
-	CHECK_EQ_STR(name, "[native] libx.so+0x1234");
+	CHECK_EQ_STR(name, "[native] libx.so");      /* one frame per library, whatever the address */
 	CHECK(file == NULL);
 	munmap(page, 4096);
 	natproc_free(&np);

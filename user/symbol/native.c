@@ -34,7 +34,14 @@ void native_text(const struct natframe *f, char *name, size_t len, const char **
 		snprintf(name, len, NATIVE_PREFIX "%s", f->func);
 		*file = f->lib;
 	} else {
-		snprintf(name, len, NATIVE_PREFIX "%s+0x%llx", f->lib, (unsigned long long)f->rel);
+		/*
+		 * One frame per library, not per address: a stripped library's
+		 * internal code would otherwise make a frame (and a stack) of
+		 * each address sampled, each thin, where the time spent in the
+		 * library is what can be read. The address stays in pprof's
+		 * location (native_frame_loc).
+		 */
+		snprintf(name, len, NATIVE_PREFIX "%s", f->lib);
 		*file = NULL;
 	}
 }

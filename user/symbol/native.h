@@ -2,7 +2,7 @@
 /*
  * The innermost native frame of a sample, as a location of the profile:
  * "[native] deflate" in file "libz.so.1.2.13" (shown "[native] deflate
- * (libz.so.1.2.13)"), "[native] libz.so.1.2.13+0x4f20" when no symbol
+ * (libz.so.1.2.13)"), "[native] libz.so.1.2.13" when no symbol
  * covers the address, "[native] [unknown]" when no file does.
  */
 #ifndef PBP_SYMBOL_NATIVE_H

@@ -335,7 +335,12 @@ static void name_in(const struct natmod *m, uint64_t off, struct natframe *out)
 	if (!link_addr(m, off, &out->rel))
 		return;
 	name = dwfl_module_addrinfo(m->mod, out->rel + m->bias, &in, &sym, NULL, NULL, NULL);
-	if (name && name[0])
+	/*
+	 * Only a symbol whose size covers the address names it: in a stripped
+	 * library the nearest symbol before an internal function (or one with
+	 * no size, as hand-written assembly's often are) is another function.
+	 */
+	if (name && name[0] && in < sym.st_size)
 		natsym_demangle(name, out->func, sizeof(out->func));
 }
 
