@@ -6,6 +6,7 @@
  * here: a truncated ELF, a file that is not ELF, a path that is gone.
  */
 #include <dlfcn.h>
+#include <link.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -233,6 +234,31 @@ static void check_mapping(struct agg *a, int64_t loc, uint64_t ip)
 	CHECK(strlen(m->build_id) >= 16 && strspn(m->build_id, "0123456789abcdef") == strlen(m->build_id));
 }
 
+/*
+ * A symbol names an address only inside its size: deflate's last byte is
+ * deflate, the byte past its end is not (another function, or libz's own
+ * nameless code).
+ */
+static void test_symbol_size(void)
+{
+	struct natsym *ns = natsym_new();
+	struct natproc np = { .pid = getpid() };
+	const ElfW(Sym) *sym = NULL;
+	uint64_t z = (uint64_t)(uintptr_t)deflate;
+	struct natframe f;
+	Dl_info info;
+
+	CHECK(ns && dladdr1(deflate, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size > 1);
+	if (ns && sym && sym->st_size > 1) {
+		CHECK(native_frame(ns, &np, z + sym->st_size - 1, &f));
+		CHECK_EQ_STR(f.func, "deflate");
+		CHECK(native_frame(ns, &np, z + sym->st_size, &f));
+		CHECK(strcmp(f.func, "deflate") != 0);
+	}
+	natproc_free(&np);
+	natsym_free(ns);
+}
+
 /* aggnat itself: equal mappings stored once, the first address of a location kept. */
 static void test_aggnat(void)
 {
@@ -399,6 +425,7 @@ int main(void)
 	test_maps();
 	test_demangle();
 	test_names();
+	test_symbol_size();
 	test_aggnat();
 	test_aggnat_merge();
 	test_leaf();
