@@ -75,10 +75,15 @@ int64_t native_frame_loc(const struct natframe *f, uint64_t ip, struct agg *a)
 	struct agg_mapping am = { 0 };
 	const char *file;
 	struct aggnat *n;
+	uint32_t had;
+	uint64_t addr;
 	int64_t id;
 
 	native_text(f, name, sizeof(name), &file);
 	if ((id = agg_loc(a, name, file, -1, LOC_PY)) < 0 || !f->map)
+		return id;
+	/* Placed already (the steady state): no build-id to format, every sample. */
+	if (aggnat_get(agg_nat_of(a), (uint32_t)id, &had, &addr))
 		return id;
 	am.path = f->map->path;
 	natsym_build_id(f->map->mod, am.build_id, sizeof(am.build_id));
