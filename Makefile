@@ -108,8 +108,10 @@ $(BUILD)/pybpfprof: $(BUILD)/obj/cli/main.o $(BUILD)/libpybpfprof.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 # The native leaf's cost per sample, in one process (scripts/bench/natbench.c).
-$(BUILD)/natbench: scripts/bench/natbench.c $(BUILD)/libpybpfprof.a | $(GENERATED)
-	$(CC) $(CFLAGS_ALL) $(CFLAGS) $< $(BUILD)/libpybpfprof.a -o $@ $(LDLIBS)
+# With libunwind beside libdw, to compare the two on the same stacks (libunwind-dev: the bench only).
+$(BUILD)/natbench: scripts/bench/natbench.c scripts/bench/natunwind.c $(BUILD)/libpybpfprof.a | $(GENERATED)
+	$(CC) $(CFLAGS_ALL) $(CFLAGS) scripts/bench/natbench.c scripts/bench/natunwind.c $(BUILD)/libpybpfprof.a \
+		-o $@ $(LDLIBS) -lunwind-x86_64 -lunwind
 
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit/%)
 ASAN_BINS := $(UNIT_SRCS:tests/unit/%.c=$(ASAN_DIR)/unit/%)

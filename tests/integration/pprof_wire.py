@@ -66,14 +66,19 @@ class Profile(object):
         self.size = len(data)
         self.strings, self.sample_types, self.samples = [], [], []
         self.locations, self.functions = {}, {}
+        self.mappings = {}          # id -> {"start", "limit", "offset", "file", "build_id"}
+        self.addresses = {}         # location id -> (mapping id, address), when it has one
         self.time_nanos = self.duration_nanos = self.period = 0
         self.period_type = None
         raw_types, raw_samples, raw_locs, raw_funcs, raw_period_type = [], [], [], [], None
+        raw_maps = []
         for num, wt, v in fields(data):
             if num == 1:
                 raw_types.append(dict((n, x) for n, _, x in fields(v)))
             elif num == 2:
                 raw_samples.append(v)
+            elif num == 3:
+                raw_maps.append(dict((n, x) for n, _, x in fields(v)))
             elif num == 4:
                 raw_locs.append(v)
             elif num == 5:
@@ -94,15 +99,25 @@ class Profile(object):
             self.period_type = (s[raw_period_type.get(1, 0)], s[raw_period_type.get(2, 0)])
         for f in raw_funcs:
             self.functions[f.get(1, 0)] = (s[f.get(2, 0)], s[f.get(4, 0)])
+        for m in raw_maps:
+            self.mappings[m.get(1, 0)] = {"start": m.get(2, 0), "limit": m.get(3, 0),
+                                          "offset": m.get(4, 0), "file": s[m.get(5, 0)],
+                                          "build_id": s[m.get(6, 0)]}
         for raw in raw_locs:
-            loc_id, lines = 0, []
+            loc_id, lines, mapping, address = 0, [], 0, 0
             for n, wt, v in fields(raw):
                 if n == 1:
                     loc_id = v
+                elif n == 2:
+                    mapping = v
+                elif n == 3:
+                    address = v
                 elif n == 4:
                     line = dict((k, x) for k, _, x in fields(v))
                     lines.append((line.get(1, 0), _signed(line.get(2, 0))))
             self.locations[loc_id] = lines
+            if mapping:
+                self.addresses[loc_id] = (mapping, address)
         for raw in raw_samples:
             locs, values, labels = [], [], []
             for n, wt, v in fields(raw):

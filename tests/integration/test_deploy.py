@@ -282,8 +282,10 @@ def test_build_stage_has_make_deps_build_packages():
     have = set(shlex.split(install))
     m = re.search(r'PKGS="([^"]*)"', read(os.path.join(REPO, "scripts", "deps.sh")))
     deps = set(m.group(1).replace("\\", " ").split())
-    # -dev packages for the tests only: sanitizer runtimes, Python headers for test_native's extension
-    need = {p for p in deps if p.endswith("-dev") and p not in ("libclang-rt-14-dev", "python3-dev")}
+    # -dev packages for the tests and benches only: sanitizer runtimes, Python headers for
+    # test_native's extension, libunwind for natbench's comparison
+    test_only = ("libclang-rt-14-dev", "python3-dev", "libunwind-dev")
+    need = {p for p in deps if p.endswith("-dev") and p not in test_only}
     need |= {"clang", "llvm", "bpftool", "make", "gcc", "pkg-config", "xxd", "protobuf-c-compiler"}
     assert sorted(need - have) == []
     assert "make" in build and re.search(r"\bmake\b[^\n]*\ball\b", build)

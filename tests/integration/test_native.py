@@ -2,17 +2,23 @@
 its stack with the native function it was in; zlib.compress on a large
 buffer, libz's frames under the Python line that called compress.
 --native: a C extension built by the target (natext.py, pbpnat.c) reads
-Python -> C -> Python callback -> C in order. Debian's /usr/bin/python3.11
-(its libz and libpython stripped to .dynsym) and a pyenv build; one short
-recording per test and interpreter."""
+Python -> C -> Python callback -> C in order. Libraries' C code under the
+Python line that called it (natlibs.py): hashlib.sha256's libcrypto, and on
+Debian's /usr/bin/python3 with python3-numpy a matrix product's BLAS.
+Debian's /usr/bin/python3.11 (its libz and libpython stripped to .dynsym)
+and a pyenv build; one target per test and interpreter, short recordings."""
 
 import os
+import re
+import subprocess
 
 from conftest import TARGETS
+from pprof_wire import Profile
 from profile import marks, parse_collapsed
 
 INTERPRETERS = ["3.11-debian-static", "3.12"]
 ZLIBBER = os.path.join(TARGETS, "zlibber.py")
+NATLIBS = os.path.join(TARGETS, "natlibs.py")
 NATIVE = "[native, no GIL]"
 
 
@@ -72,3 +78,94 @@ def test_native_stack_python_c_python_c(interp, start_target, pybpfprof, tmp_pat
     assert total >= 50, back.stdout[-3000:]
     assert ordered >= total * 0.8, (ordered, total, back.stdout[-3000:])
     assert '"native_stacks":' in r.stderr
+
+
+def _python_frame_above(frames, lib):
+    """The innermost Python frame before the first frame in LIB, or None
+    when no frame is in LIB."""
+    first = [i for i, f in enumerate(frames) if f.startswith("[native] ") and lib in f]
+    if not first:
+        return None
+    py = [f for f in frames[:first[0]] if not f.startswith("[")]
+    return py[-1] if py else ""
+
+
+def _under_line(stacks, lib, func, line):
+    """(samples with a frame in LIB, those whose Python caller is FUNC at LINE)."""
+    inside = right = 0
+    for frames, count in stacks:
+        caller = _python_frame_above(frames, lib)
+        if caller is None:
+            continue
+        inside += count
+        if caller.startswith(func + " (") and caller.endswith(":%d)" % line):
+            right += count
+    return inside, right
+
+
+def _build_id(path):
+    out = subprocess.run(["readelf", "-n", path], capture_output=True, universal_newlines=True).stdout
+    m = re.search(r"Build ID: ([0-9a-f]+)", out)
+    return m.group(1) if m else ""
+
+
+def _check_mappings(path, lib):
+    """The pprof at path has a mapping for LIB with its file's build-id,
+    and each of LIB's locations an address inside it; how many there are."""
+    with open(path, "rb") as f:
+        prof = Profile(f.read())
+    maps = {i: m for i, m in prof.mappings.items() if os.path.basename(m["file"]).startswith(lib)}
+    assert maps, sorted(m["file"] for m in prof.mappings.values())
+    for m in maps.values():
+        assert m["build_id"] and m["build_id"] == _build_id(m["file"]), m
+        assert m["start"] < m["limit"] and m["offset"] % 4096 == 0, m
+    placed = [(maps[mi], addr) for mi, addr in prof.addresses.values() if mi in maps]
+    assert placed and all(m["start"] <= a < m["limit"] for m, a in placed), placed[:5]
+    return len(placed)
+
+
+def test_libraries_under_their_python_lines(interp, start_target, pybpfprof, tmp_path):
+    """natlibs.py hashes with hashlib.sha256 and compresses with zlib, and
+    (Debian's python3 with python3-numpy) multiplies matrices in a thread.
+    One target, two recordings: --native-leaf, libcrypto's leaf under
+    digest()'s line; --native as pprof read back by convert, libcrypto's
+    frames under digest()'s line and BLAS's under crunch()'s; the pprof's
+    libz mapping (path, build-id, addresses), kept by convert to pprof;
+    stripped libz's internal code one frame per library."""
+    _, pid, ready = start_target(interp, "natlibs.py", timeout=60)
+    m = marks(NATLIBS)
+    r = pybpfprof("-p", pid, "-d", "1.5", "-F", "199", "--status", "--native-leaf")
+    assert r.returncode == 0, r.stderr
+    stacks = parse_collapsed(r.stdout)
+    digest = [(f, c) for f, c in stacks if any(x.startswith("digest (") for x in f)]
+    total = sum(c for _, c in digest)
+    crypto = sum(c for f, c in digest
+                 if f[-1] == NATIVE and "libcrypto.so" in f[-2] and f[-3].startswith("digest (")
+                 and f[-3].endswith(":%d)" % m["digest"]))
+    assert total >= 30, r.stdout[-2000:]
+    assert crypto >= total // 2, (crypto, total, r.stdout[-3000:])
+
+    out = tmp_path / "natlibs.pb.gz"
+    r = pybpfprof("-p", pid, "-d", "1.5", "-F", "199", "--native", "-o", out)
+    assert r.returncode == 0, r.stderr
+    back = pybpfprof("convert", "-i", out)
+    assert back.returncode == 0, back.stderr
+    again = tmp_path / "again.pb.gz"
+    r = pybpfprof("convert", "-i", out, "-o", again)
+    assert r.returncode == 0, r.stderr
+    assert _check_mappings(str(again), "libz.so") == _check_mappings(str(out), "libz.so")
+    stacks = parse_collapsed(back.stdout)
+    # Stripped libz: its internal code is one frame "[native] libz.so.1.2.13"
+    # (no +0xADDR frames), a run of them one frame.
+    frames = [f for fs, _ in stacks for f in fs]
+    assert not [f for f in frames if "+0x" in f], back.stdout[-2000:]
+    assert any(re.match(r"\[native\] libz\.so[.0-9]*$", f) for f in frames), back.stdout[-2000:]
+    for fs, _ in stacks:
+        assert not [a for a, b in zip(fs, fs[1:]) if a == b and " (" not in a], fs
+    inside, right = _under_line(stacks, "libcrypto.so", "digest", m["digest"])
+    assert inside >= 20 and right >= inside * 0.9, (inside, right, back.stdout[-3000:])
+    if interp.name == "3.11-debian-static":
+        assert ready["numpy"], "python3-numpy is not installed (make deps)"
+    if ready["numpy"]:
+        inside, right = _under_line(stacks, "libblas.so", "crunch", m["matmul"])
+        assert inside >= 20 and right >= inside * 0.9, (inside, right, back.stdout[-3000:])

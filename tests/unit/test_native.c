@@ -6,6 +6,7 @@
  * here: a truncated ELF, a file that is not ELF, a path that is gone.
  */
 #include <dlfcn.h>
+#include <link.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,8 @@
 
 #include "unit.h"
 #include "aggregate/aggregate.h"
+#include "aggregate/aggnat.h"
+#include "aggregate/merge.h"
 #include "symbol/native.h"
 #include "symbol/natmaps.h"
 #include "symbol/natstack.h"
@@ -215,6 +218,90 @@ static const char *loc_name(struct agg *a, int64_t id, const char **file)
 	return name;
 }
 
+/* The mapping and address kept for pprof: deflate's is libz's, the address the one given. */
+static void check_mapping(struct agg *a, int64_t loc, uint64_t ip)
+{
+	const struct agg_mapping *m;
+	uint32_t mi;
+	uint64_t addr;
+
+	CHECK(loc >= 0 && aggnat_get(agg_nat_of(a), (uint32_t)loc, &mi, &addr));
+	if (loc < 0 || !aggnat_get(agg_nat_of(a), (uint32_t)loc, &mi, &addr))
+		return;
+	m = aggnat_mapping(agg_nat_of(a), mi);
+	CHECK(addr == ip && m->start <= ip && ip < m->limit && m->offset % 4096 == 0);
+	CHECK(strstr(m->path, "libz.so") != NULL);
+	CHECK(strlen(m->build_id) >= 16 && strspn(m->build_id, "0123456789abcdef") == strlen(m->build_id));
+}
+
+/*
+ * A symbol names an address only inside its size: deflate's last byte is
+ * deflate, the byte past its end is not (another function, or libz's own
+ * nameless code).
+ */
+static void test_symbol_size(void)
+{
+	struct natsym *ns = natsym_new();
+	struct natproc np = { .pid = getpid() };
+	const ElfW(Sym) *sym = NULL;
+	uint64_t z = (uint64_t)(uintptr_t)deflate;
+	struct natframe f;
+	Dl_info info;
+
+	CHECK(ns && dladdr1(deflate, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size > 1);
+	if (ns && sym && sym->st_size > 1) {
+		CHECK(native_frame(ns, &np, z + sym->st_size - 1, &f));
+		CHECK_EQ_STR(f.func, "deflate");
+		CHECK(native_frame(ns, &np, z + sym->st_size, &f));
+		CHECK(strcmp(f.func, "deflate") != 0);
+	}
+	natproc_free(&np);
+	natsym_free(ns);
+}
+
+/* aggnat itself: equal mappings stored once, the first address of a location kept. */
+static void test_aggnat(void)
+{
+	struct aggnat *n = aggnat_new();
+	struct agg_mapping m = { .path = "/lib/a.so", .build_id = "ab", .start = 0x1000, .limit = 0x3000 };
+	uint32_t mi;
+	uint64_t addr;
+
+	CHECK(n && aggnat_set(n, 7, &m, 0x1100) == 0 && aggnat_set(n, 7, &m, 0x1200) == 0);
+	CHECK(aggnat_set(n, 1000, &m, 0x2000) == 0 && aggnat_nmappings(n) == 1);
+	CHECK(aggnat_get(n, 7, &mi, &addr) && mi == 0 && addr == 0x1100);
+	CHECK(aggnat_get(n, 1000, &mi, &addr) && addr == 0x2000);
+	CHECK(!aggnat_get(n, 3, &mi, &addr) && !aggnat_get(n, 5000, &mi, &addr) && !aggnat_get(NULL, 7, &mi, &addr));
+	m.start = 0x5000;
+	CHECK(aggnat_set(n, 2, &m, 0x5000) == 0 && aggnat_nmappings(n) == 2);
+	CHECK_EQ_STR(aggnat_mapping(n, 1)->path, "/lib/a.so");
+	aggnat_free(n);
+}
+
+/* A merge (the agent's windows) keeps a native location's mapping and address. */
+static void test_aggnat_merge(void)
+{
+	struct agg *src = agg_new(), *dst = agg_new();
+	struct agg_mapping m = { .path = "/lib/b.so", .build_id = "cd", .start = 0x1000, .limit = 0x2000 };
+	struct stack_tags t = { .pid = 1, .tid = 1 };
+	int64_t py, nat;
+	uint32_t locs[2], mi;
+	uint64_t addr;
+
+	CHECK(src && dst && agg_loc(dst, "f", "a.py", 3, LOC_PY) == 0);       /* ids differ in dst */
+	py = agg_loc(src, "g", "a.py", 1, LOC_PY);
+	nat = agg_loc(src, "[native] h", "b.so", -1, LOC_PY);
+	CHECK(py >= 0 && nat >= 0 && aggnat_set(agg_nat(src), (uint32_t)nat, &m, 0x1234) == 0);
+	locs[0] = (uint32_t)py, locs[1] = (uint32_t)nat;
+	CHECK(agg_add(src, &t, locs, 2, 5) == 0 && agg_merge(dst, src, NULL, NULL) == 0);
+	nat = agg_loc(dst, "[native] h", "b.so", -1, LOC_PY);
+	CHECK(nat == 2 && aggnat_get(agg_nat_of(dst), (uint32_t)nat, &mi, &addr) && addr == 0x1234);
+	CHECK(!aggnat_get(agg_nat_of(dst), 1, &mi, &addr));
+	CHECK_EQ_STR(aggnat_mapping(agg_nat_of(dst), 0)->build_id, "cd");
+	agg_free(src);
+	agg_free(dst);
+}
+
 static void test_leaf(void)
 {
 	struct natsym *ns = natsym_new();
@@ -229,11 +316,12 @@ static void test_leaf(void)
 	CHECK_EQ_STR(loc_name(a, native_loc(ns, &np, (uint64_t)(uintptr_t)deflate, a), &file),
 		     "[native] deflate");
 	CHECK(strncmp(file, "libz.so", 7) == 0);
+	check_mapping(a, native_loc(ns, &np, (uint64_t)(uintptr_t)deflate, a), (uint64_t)(uintptr_t)deflate);
 	CHECK_EQ_STR(loc_name(a, native_loc(ns, &np, 0x10, a), &file), NATIVE_UNKNOWN);
 	CHECK_EQ_STR(loc_name(a, native_loc(ns, &np, (uint64_t)(uintptr_t)page + 8, a), &file),
 		     NATIVE_UNKNOWN);
 	native_text(&f, name, sizeof(name), &file);
-	CHECK_EQ_STR(name, "[native] libx.so+0x1234");
+	CHECK_EQ_STR(name, "[native] libx.so");      /* one frame per library, whatever the address */
 	CHECK(file == NULL);
 	munmap(page, 4096);
 	natproc_free(&np);
@@ -337,6 +425,9 @@ int main(void)
 	test_maps();
 	test_demangle();
 	test_names();
+	test_symbol_size();
+	test_aggnat();
+	test_aggnat_merge();
 	test_leaf();
 	test_groups();
 	test_unwind();

@@ -21,6 +21,7 @@
 #include <stddef.h>
 
 #include "aggregate/aggregate.h"
+#include "aggregate/aggnat.h"
 #include "core/errors.h"
 
 struct loc {
@@ -88,6 +89,7 @@ struct agg {
 	/* processes, few: a list */
 	struct proc_meta *procs;
 	uint32_t nprocs, capprocs;
+	struct aggnat *nat;         /* native locations' mappings, NULL until one is given */
 };
 
 static uint64_t hash_bytes(const void *p, size_t n, uint64_t h)
@@ -199,6 +201,7 @@ static void agg_clear(struct agg *a)
 	free(a->tprocs);
 	free(a->scratch);
 	free(a->procs);
+	aggnat_free(a->nat);
 	memset(a, 0, sizeof(*a));
 }
 
@@ -259,6 +262,18 @@ int64_t agg_loc(struct agg *a, const char *name, const char *file, int line, uin
 	a->locs[a->nlocs] = (struct loc){ n, f, line, kind };
 	a->loctab[slot] = ++a->nlocs;
 	return a->nlocs - 1;
+}
+
+struct aggnat *agg_nat(struct agg *a)
+{
+	if (!a->nat)
+		a->nat = aggnat_new();
+	return a->nat;
+}
+
+const struct aggnat *agg_nat_of(const struct agg *a)
+{
+	return a->nat;
 }
 
 static int64_t thread_identity(struct agg *a, uint32_t pid, uint32_t tid);
@@ -644,56 +659,6 @@ int64_t agg_thread_loc(struct agg *a, uint32_t pid, uint32_t tid, uint32_t ns_ti
 		return agg_loc(a, AGG_OTHER_LABEL, NULL, -1, LOC_THREAD);
 	root_label(label, sizeof(label), "thread", tid, ns_tid, name && name[0] ? name : "?");
 	return agg_loc(a, label, NULL, -1, LOC_THREAD);
-}
-
-#define NS_NOTE " in its namespace)"
-
-void root_label(char *out, size_t len, const char *word, uint32_t id, uint32_t ns, const char *rest)
-{
-	char note[48] = "";
-
-	if (ns)
-		snprintf(note, sizeof(note), " (%u" NS_NOTE, ns);
-	snprintf(out, len, "%s %u%s%s%s", word, id, note, rest ? " " : "", rest ? rest : "");
-}
-
-/* A decimal id that fits 32 bits at s; the character after it, or NULL. */
-static const char *parse_u32(const char *s, uint32_t *v)
-{
-	char *end;
-	unsigned long x;
-
-	if (*s < '0' || *s > '9')
-		return NULL;
-	errno = 0;
-	x = strtoul(s, &end, 10);
-	if (errno || x > UINT32_MAX)
-		return NULL;
-	*v = (uint32_t)x;
-	return end;
-}
-
-bool root_label_parse(const char *label, const char *word, uint32_t *id, uint32_t *ns, const char **rest)
-{
-	size_t wl = strlen(word);
-	const char *p;
-
-	*ns = 0;
-	*rest = NULL;
-	if (strncmp(label, word, wl) != 0 || label[wl] != ' ' || !(p = parse_u32(label + wl + 1, id)))
-		return false;
-	if (strncmp(p, " (", 2) == 0) {
-		uint32_t v;
-		const char *q = parse_u32(p + 2, &v);
-
-		if (q && strncmp(q, NS_NOTE, strlen(NS_NOTE)) == 0) {
-			*ns = v;
-			p = q + strlen(NS_NOTE);
-		}
-	}
-	if (*p == ' ')
-		*rest = p + 1;
-	return *p == ' ' || !*p;
 }
 
 uint64_t agg_folded(const struct agg *a, uint32_t pid)

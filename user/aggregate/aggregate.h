@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "aggregate/rootlabel.h"
+
 enum loc_kind {
 	LOC_PY = 0,             /* a Python frame: name (file:line) */
 	LOC_THREAD,             /* root label: thread TID name */
@@ -27,6 +29,14 @@ void agg_free(struct agg *a);
 void agg_reset(struct agg *a);
 /* Location id (>= 0) for a frame or label; -PBP_E_NOMEM on failure. */
 int64_t agg_loc(struct agg *a, const char *name, const char *file, int line, uint32_t kind);
+/*
+ * The native locations' mappings and addresses (aggnat.h): agg_nat makes
+ * them on first use (NULL when out of memory), agg_nat_of is NULL until then.
+ * Cleared with the locations.
+ */
+struct aggnat;
+struct aggnat *agg_nat(struct agg *a);
+const struct aggnat *agg_nat_of(const struct agg *a);
 /* Count a stack of location ids, root first. */
 int agg_add(struct agg *a, const struct stack_tags *tags, const uint32_t *locs, uint32_t n,
 	    uint64_t count);
@@ -61,15 +71,6 @@ const char *agg_thread_name(const struct agg *a, uint32_t pid, uint32_t tid);
  */
 int64_t agg_thread_loc(struct agg *a, uint32_t pid, uint32_t tid, uint32_t ns_tid, const char *name);
 
-/*
- * Root labels name a process or thread by our id, then, when it lives in
- * another PID namespace, by its own: "thread 5031 (3 in its namespace) worker".
- * root_label() writes "WORD ID[ (NS in its namespace)][ REST]" (ns 0: none);
- * root_label_parse() reads one back: false when label is not WORD and an id.
- * *rest points into label, NULL when nothing follows.
- */
-void root_label(char *out, size_t len, const char *word, uint32_t id, uint32_t ns, const char *rest);
-bool root_label_parse(const char *label, const char *word, uint32_t *id, uint32_t *ns, const char **rest);
 /* Samples of pid counted as AGG_OTHER_NAME because it had too many threads. */
 uint64_t agg_folded(const struct agg *a, uint32_t pid);
 /* Threads the aggregate holds a name or an identity for, every process together. */

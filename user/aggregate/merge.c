@@ -10,8 +10,23 @@
 #include <stdint.h>
 
 #include "aggregate/merge.h"
+#include "aggregate/aggnat.h"
 #include "core/errors.h"
 #include "core/limits.h"
+
+/* A native location's mapping and address go along (pprof's, aggnat.h). */
+static int64_t copy_native(struct agg *dst, const struct agg *src, uint32_t id, int64_t to)
+{
+	struct aggnat *n;
+	uint32_t mapping;
+	uint64_t addr;
+
+	if (to < 0 || !aggnat_get(agg_nat_of(src), id, &mapping, &addr))
+		return to;
+	if (!(n = agg_nat(dst)) || aggnat_set(n, (uint32_t)to, aggnat_mapping(agg_nat_of(src), mapping), addr))
+		return -PBP_E_NOMEM;
+	return to;
+}
 
 /* dst's id of src's location id, found (and remembered in map) the first time. */
 static int64_t map_loc(struct agg *dst, const struct agg *src, int64_t *map, uint32_t id)
@@ -22,7 +37,7 @@ static int64_t map_loc(struct agg *dst, const struct agg *src, int64_t *map, uin
 
 	if (map[id] < 0) {
 		agg_loc_info(src, id, &name, &file, &line, &kind);
-		map[id] = agg_loc(dst, name, file, line, kind);
+		map[id] = copy_native(dst, src, id, agg_loc(dst, name, file, line, kind));
 	}
 	return map[id];
 }

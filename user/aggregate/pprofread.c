@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* A pprof profile read back into an aggregate; see pprofread.h. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdbool.h>
@@ -7,6 +8,7 @@
 #include <stddef.h>
 
 #include "aggregate/pprofread.h"
+#include "aggregate/aggnat.h"
 #include "aggregate/aggregate.h"
 #include "aggregate/status.h"
 #include "core/errors.h"
@@ -78,6 +80,38 @@ static int64_t line_loc(struct reader *r, const Perftools__Profiles__Line *l)
 		       l->line > 0 && l->line < (1L << 30) ? (int)l->line : -1, LOC_PY);
 }
 
+static const Perftools__Profiles__Mapping *find_mapping(struct reader *r, uint64_t id)
+{
+	for (size_t i = 0; i < r->p->n_mapping; i++)
+		if (r->p->mapping[i]->id == id)
+			return r->p->mapping[i];
+	return NULL;
+}
+
+/*
+ * A native location's mapping and address, kept for a pprof written again
+ * (convert to .pb.gz). Looked for once per location; a mapping that is not
+ * there, or names strings past the table, is left out: it names nothing.
+ */
+static int keep_mapping(struct reader *r, const Location *l, uint32_t loc)
+{
+	const Perftools__Profiles__Mapping *m;
+	struct agg_mapping am = { 0 };
+	const char *path, *bid;
+	struct aggnat *n;
+	uint32_t had;
+	uint64_t addr;
+
+	if (!l->mapping_id || l->n_line != 1 || aggnat_get(agg_nat_of(r->a), loc, &had, &addr))
+		return 0;
+	if (!(m = find_mapping(r, l->mapping_id)) || !(path = str(r, m->filename)) || !(bid = str(r, m->build_id)))
+		return 0;
+	am.path = path;
+	snprintf(am.build_id, sizeof(am.build_id), "%s", bid);
+	am.start = m->memory_start, am.limit = m->memory_limit, am.offset = m->file_offset;
+	return (n = agg_nat(r->a)) && aggnat_set(n, loc, &am, l->address) == 0 ? 0 : -PBP_E_NOMEM;
+}
+
 /* Tags and thread name from pybpfprof's labels; others are left alone. */
 static int sample_tags(struct reader *r, const Sample *s, struct stack_tags *t)
 {
@@ -128,6 +162,8 @@ static int read_sample(struct reader *r, const Sample *s)
 
 			if (id < 0)
 				return (int)id;
+			if ((err = keep_mapping(r, l, (uint32_t)id)) != 0)
+				return err;
 			r->frames[n++] = (uint32_t)id;
 		}
 	}

@@ -4,7 +4,9 @@
  *
  * The file goes through zlib, which reads a plain file as it is. Its first
  * bytes decide: pprof starts with its sample types (field 1: byte 0x0a) and
- * always holds a NUL byte (string 0 is ""), which collapsed text never has.
+ * holds control bytes collapsed text never has: a NUL (string 0 is "", but
+ * the string table may come after the first 4 KiB of samples) or, sooner,
+ * the first sample type's length and fields (0x04 0x08 ...).
  * A pprof profile is read whole (protobuf-c unpacks a buffer); collapsed
  * stacks are streamed line by line, the peeked bytes first, so a file of
  * any size reads in the memory its longest line takes.
@@ -66,9 +68,20 @@ static ssize_t cookie_read(void *cookie, char *buf, size_t len)
 	return zread(s, buf, len);
 }
 
+/* A byte that is neither text nor whitespace: binary data. */
+static bool is_control(uint8_t c)
+{
+	return c < 0x20 && c != '\t' && c != '\n' && c != '\r';
+}
+
 static bool looks_pprof(const struct source *s)
 {
-	return s->npeek && s->peek[0] == 0x0a && memchr(s->peek, '\0', s->npeek);
+	size_t head = s->npeek < 8 ? s->npeek : 8;
+	bool binary = false;
+
+	for (size_t i = 1; i < head; i++)
+		binary |= is_control(s->peek[i]);
+	return s->npeek && s->peek[0] == 0x0a && (binary || memchr(s->peek, '\0', s->npeek));
 }
 
 static int say_read_error(const char *name, int err)

@@ -4,7 +4,10 @@
  * (proto/profile.proto), as `go tool pprof` and most profile viewers read it.
  *
  * Functions are (name, file) pairs (see top.c), locations are Python
- * (function, line) locations with one Line each. The label frames of a stack
+ * (function, line) locations with one Line each. A native location also
+ * has its mapping (the library's path, build-id, addresses and file
+ * offset) and an address in it, the first sampled there (aggnat.h), so
+ * that pprof can name it again from the library or its debug file. The label frames of a stack
  * are not code, so they become sample labels instead of locations:
  * thread_id, thread_name, status, and pid/process when a process label is
  * there (with python_version, container_id and pod_uid when known); pprof
@@ -20,6 +23,7 @@
 #include <stddef.h>
 
 #include "aggregate/aggregate.h"
+#include "aggregate/aggnat.h"
 #include "core/errors.h"
 #include "aggregate/status.h"
 #include "output/top.h"
@@ -31,6 +35,7 @@ typedef Perftools__Profiles__ValueType ValueType;
 typedef Perftools__Profiles__Sample Sample;
 typedef Perftools__Profiles__Label Label;
 typedef Perftools__Profiles__Location Location;
+typedef Perftools__Profiles__Mapping Mapping;
 typedef Perftools__Profiles__Line Line;
 typedef Perftools__Profiles__Function Function;
 
@@ -107,6 +112,7 @@ struct builder {
 	/* what the Profile points into */
 	Function *funcs, **funcp;
 	Location *locs, **locp;
+	Mapping *maps, **mapp;
 	Line *lines, **linep;
 	uint32_t *loc_of;       /* agg location id -> pprof location id, 0 for labels */
 	uint32_t nlocs;
@@ -148,6 +154,36 @@ static void build_functions(struct builder *b)
 	}
 }
 
+static void build_mappings(struct builder *b)
+{
+	const struct aggnat *n = agg_nat_of(b->a);
+
+	for (uint32_t i = 0; i < aggnat_nmappings(n); i++) {
+		const struct agg_mapping *am = aggnat_mapping(n, i);
+		Mapping *m = &b->maps[i];
+
+		perftools__profiles__mapping__init(m);
+		m->id = i + 1;
+		m->memory_start = am->start;
+		m->memory_limit = am->limit;
+		m->file_offset = am->offset;
+		m->filename = sid(b, am->path);
+		m->build_id = am->build_id[0] ? sid(b, am->build_id) : 0;
+		m->has_functions = true;        /* named here (those we could: the rest by library) */
+		b->mapp[i] = m;
+	}
+}
+
+/* A native location's mapping and address. */
+static void native_location(struct builder *b, uint32_t id, Location *l)
+{
+	uint32_t mapping;
+	uint64_t addr;
+
+	if (aggnat_get(agg_nat_of(b->a), id, &mapping, &addr))
+		l->mapping_id = mapping + 1, l->address = addr;
+}
+
 static void build_locations(struct builder *b)
 {
 	for (uint32_t id = 0; id < agg_nlocs(b->a); id++) {
@@ -167,6 +203,7 @@ static void build_locations(struct builder *b)
 		b->locs[k].id = k + 1;
 		b->locs[k].n_line = 1;
 		b->locs[k].line = &b->linep[k];
+		native_location(b, id, &b->locs[k]);
 		b->locp[k] = &b->locs[k];
 		b->loc_of[id] = ++b->nlocs;
 	}
@@ -291,11 +328,14 @@ static size_t total_frames(const struct agg *a)
 static int builder_alloc(struct builder *b)
 {
 	size_t nf = b->ft.n + 1, nl = agg_nlocs(b->a) + 1, ns = agg_nstacks(b->a) + 1;
+	size_t nm = aggnat_nmappings(agg_nat_of(b->a)) + 1;
 
 	b->funcs = calloc(nf, sizeof(*b->funcs));
 	b->funcp = calloc(nf, sizeof(*b->funcp));
 	b->locs = calloc(nl, sizeof(*b->locs));
 	b->locp = calloc(nl, sizeof(*b->locp));
+	b->maps = calloc(nm, sizeof(*b->maps));
+	b->mapp = calloc(nm, sizeof(*b->mapp));
 	b->lines = calloc(nl, sizeof(*b->lines));
 	b->linep = calloc(nl, sizeof(*b->linep));
 	b->loc_of = calloc(nl, sizeof(*b->loc_of));
@@ -305,7 +345,7 @@ static int builder_alloc(struct builder *b)
 	b->values = calloc(2 * ns, sizeof(*b->values));
 	b->labels = calloc(MAX_LABELS * ns, sizeof(*b->labels));
 	b->labelp = calloc(MAX_LABELS * ns, sizeof(*b->labelp));
-	return b->funcs && b->funcp && b->locs && b->locp && b->lines && b->linep && b->loc_of &&
+	return b->funcs && b->funcp && b->locs && b->locp && b->maps && b->mapp && b->lines && b->linep && b->loc_of &&
 	       b->samples && b->samplep && b->loc_ids && b->values && b->labels && b->labelp ? 0 : -1;
 }
 
@@ -315,6 +355,8 @@ static void builder_free(struct builder *b)
 	free(b->funcp);
 	free(b->locs);
 	free(b->locp);
+	free(b->maps);
+	free(b->mapp);
 	free(b->lines);
 	free(b->linep);
 	free(b->loc_of);
@@ -357,11 +399,13 @@ static void build_profile(struct builder *b, const struct profile_meta *m, Profi
 	p->time_nanos = (int64_t)m->start_unix_ns;
 	p->duration_nanos = (int64_t)m->duration_ns;
 	build_functions(b);
+	build_mappings(b);
 	build_locations(b);
 	for (uint32_t i = 0; i < agg_nstacks(b->a); i++)
 		build_sample(b, i, &nids, m);
 	p->n_function = b->ft.n, p->function = b->funcp;
 	p->n_location = b->nlocs, p->location = b->locp;
+	p->n_mapping = aggnat_nmappings(agg_nat_of(b->a)), p->mapping = b->mapp;
 	p->n_sample = agg_nstacks(b->a), p->sample = b->samplep;
 	p->n_string_table = b->st.n, p->string_table = b->st.s;
 }

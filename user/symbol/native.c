@@ -6,6 +6,7 @@
 #include "symbol/native.h"
 #include "symbol/unwind.h"
 #include "aggregate/aggregate.h"
+#include "aggregate/aggnat.h"
 #include "core/clock.h"
 #include "core/errors.h"
 
@@ -33,7 +34,14 @@ void native_text(const struct natframe *f, char *name, size_t len, const char **
 		snprintf(name, len, NATIVE_PREFIX "%s", f->func);
 		*file = f->lib;
 	} else {
-		snprintf(name, len, NATIVE_PREFIX "%s+0x%llx", f->lib, (unsigned long long)f->rel);
+		/*
+		 * One frame per library, not per address: a stripped library's
+		 * internal code would otherwise make a frame (and a stack) of
+		 * each address sampled, each thin, where the time spent in the
+		 * library is what can be read. The address stays in pprof's
+		 * location (native_frame_loc).
+		 */
+		snprintf(name, len, NATIVE_PREFIX "%s", f->lib);
 		*file = NULL;
 	}
 }
@@ -57,19 +65,41 @@ bool native_frame(struct natsym *ns, struct natproc *np, uint64_t ip, struct nat
 	}
 	base = strrchr(m->path, '/');
 	natsym_lookup(ns, m->mod, base ? base + 1 : m->path, ip - m->start + m->offset, f);
+	f->map = m;
 	return true;
+}
+
+int64_t native_frame_loc(const struct natframe *f, uint64_t ip, struct agg *a)
+{
+	char name[NATSYM_FUNC_MAX + 16];
+	struct agg_mapping am = { 0 };
+	const char *file;
+	struct aggnat *n;
+	uint32_t had;
+	uint64_t addr;
+	int64_t id;
+
+	native_text(f, name, sizeof(name), &file);
+	if ((id = agg_loc(a, name, file, -1, LOC_PY)) < 0 || !f->map)
+		return id;
+	/* Placed already (the steady state): no build-id to format, every sample. */
+	if (aggnat_get(agg_nat_of(a), (uint32_t)id, &had, &addr))
+		return id;
+	am.path = f->map->path;
+	natsym_build_id(f->map->mod, am.build_id, sizeof(am.build_id));
+	am.start = f->map->start, am.limit = f->map->end, am.offset = f->map->offset;
+	if (!(n = agg_nat(a)) || aggnat_set(n, (uint32_t)id, &am, ip) != 0)
+		return -PBP_E_NOMEM;
+	return id;
 }
 
 int64_t native_loc(struct natsym *ns, struct natproc *np, uint64_t ip, struct agg *a)
 {
-	char name[NATSYM_FUNC_MAX + 16];
-	const char *file;
 	struct natframe f;
 
 	if (!native_frame(ns, np, ip, &f))
 		return agg_loc(a, NATIVE_UNKNOWN, NULL, -1, LOC_PY);
-	native_text(&f, name, sizeof(name), &file);
-	return agg_loc(a, name, file, -1, LOC_PY);
+	return native_frame_loc(&f, ip, a);
 }
 
 void natproc_free(struct natproc *np)

@@ -53,22 +53,24 @@ static void put_group(struct merge *m, uint32_t g)
 		put(m, m->py[i]);
 }
 
-/* One native frame's location, and whether it is an activation of the loop. */
+/*
+ * One native frame's location, whether it is an activation of the loop, and
+ * whether it has no function's name (named by its library, or [unknown]).
+ */
 static int64_t frame_loc(struct natsym *ns, struct natproc *np, uint64_t pc, struct agg *a,
-			 bool *eval)
+			 bool *eval, bool *nameless)
 {
-	char name[NATSYM_FUNC_MAX + 16];
-	const char *file;
 	struct natframe f;
 
 	*eval = false;
+	*nameless = true;
 	if (!native_frame(ns, np, pc, &f))
 		return agg_loc(a, NATIVE_UNKNOWN, NULL, -1, LOC_PY);
 	/* The function, or a part the compiler split off it ("_PyEval_EvalFrameDefault.cold"). */
+	*nameless = !f.func[0];
 	*eval = strncmp(f.func, EVAL_FUNC, strlen(EVAL_FUNC)) == 0 &&
 		(f.func[strlen(EVAL_FUNC)] == '\0' || f.func[strlen(EVAL_FUNC)] == '.');
-	native_text(&f, name, sizeof(name), &file);
-	return agg_loc(a, name, file, -1, LOC_PY);
+	return native_frame_loc(&f, pc, a);
 }
 
 /* The native frames root first, each activation replaced by its group (paired from the innermost). */
@@ -76,11 +78,11 @@ static int weave(struct merge *m, struct natsym *ns, struct natproc *np, const u
 		 size_t npc, bool cut, struct agg *a, struct natstack_stats *st)
 {
 	int64_t locs[NATIVE_MAX_FRAMES];
-	bool eval[NATIVE_MAX_FRAMES];
+	bool eval[NATIVE_MAX_FRAMES], nameless[NATIVE_MAX_FRAMES];
 	uint32_t acts = 0, paired, g;
 
 	for (size_t i = 0; i < npc; i++) {
-		if ((locs[i] = frame_loc(ns, np, pcs[i], a, &eval[i])) < 0)
+		if ((locs[i] = frame_loc(ns, np, pcs[i], a, &eval[i], &nameless[i])) < 0)
 			return (int)locs[i];
 		acts += eval[i];
 	}
@@ -104,7 +106,9 @@ static int weave(struct merge *m, struct natsym *ns, struct natproc *np, const u
 			continue;
 		}
 		seen += eval[i];
-		put(m, (uint32_t)locs[i]);
+		/* A run of one library's nameless frames is one frame: calls inside it are unknown. */
+		if (!(nameless[i] && m->n && m->out[m->n - 1] == (uint32_t)locs[i]))
+			put(m, (uint32_t)locs[i]);
 	}
 	return 0;
 }

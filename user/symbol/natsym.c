@@ -293,6 +293,16 @@ static demangle_fn *cxa_demangle(void)
 	return fn;
 }
 
+void natsym_build_id(const struct natmod *m, char *hex, size_t len)
+{
+	size_t n = 0;
+
+	if (len)
+		hex[0] = '\0';
+	for (size_t i = 0; m && i < m->idlen && n + 3 <= len; i++, n += 2)
+		snprintf(hex + n, 3, "%02x", m->id[i]);
+}
+
 void natsym_demangle(const char *sym, char *out, size_t len)
 {
 	demangle_fn *fn = strncmp(sym, "_Z", 2) == 0 ? cxa_demangle() : NULL;
@@ -325,7 +335,12 @@ static void name_in(const struct natmod *m, uint64_t off, struct natframe *out)
 	if (!link_addr(m, off, &out->rel))
 		return;
 	name = dwfl_module_addrinfo(m->mod, out->rel + m->bias, &in, &sym, NULL, NULL, NULL);
-	if (name && name[0])
+	/*
+	 * Only a symbol whose size covers the address names it: in a stripped
+	 * library the nearest symbol before an internal function (or one with
+	 * no size, as hand-written assembly's often are) is another function.
+	 */
+	if (name && name[0] && in < sym.st_size)
 		natsym_demangle(name, out->func, sizeof(out->func));
 }
 
@@ -344,6 +359,7 @@ void natsym_lookup(struct natsym *ns, struct natmod *m, const char *lib, uint64_
 	snprintf(out->lib, sizeof(out->lib), "%s", lib);
 	out->func[0] = '\0';
 	out->rel = off;
+	out->map = NULL;
 	if (!m)
 		return;
 	name_in(m, off, out);

@@ -23,9 +23,11 @@ struct natframe {
 	char func[NATSYM_FUNC_MAX];     /* "deflate", demangled for C++; "" when no symbol covers it */
 	char lib[NATSYM_LIB_MAX];       /* the file's base name: "libz.so.1.2.13" */
 	uint64_t rel;                   /* address in the file (ELF vaddr; file offset if unknown) */
+	const struct natmap *map;       /* the mapping holding it (native_frame); valid until maps are read again */
 };
 
 struct natsym;
+struct natmap;
 struct natmod;          /* one file's symbols, shared by every path and process mapping it */
 
 struct natsym *natsym_new(void);
@@ -55,6 +57,9 @@ void natsym_lookup(struct natsym *ns, struct natmod *m, const char *lib, uint64_
 /* natsym_open (any inode) then natsym_lookup, lib the base name of path. */
 void natsym_name(struct natsym *ns, const char *root, const char *path, const char *alt,
 		 uint64_t off, struct natframe *out);
+
+/* m's build-id in lower-case hex into hex ("" for none, or m NULL). */
+void natsym_build_id(const struct natmod *m, char *hex, size_t len);
 
 /* A C++ symbol's readable name into out; a name that is not mangled is copied. */
 void natsym_demangle(const char *sym, char *out, size_t len);

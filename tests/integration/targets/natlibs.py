@@ -1,0 +1,62 @@
+"""A target whose time is in shared libraries' C code, each called from its
+own Python line: digest() hashes a 4 MB buffer with hashlib.sha256 (OpenSSL's
+libcrypto), squeeze() compresses an eighth of it with zlib (libz); both
+release the GIL for a buffer that large. When numpy can be imported (Debian's python3-numpy
+on /usr/bin/python3) a second thread multiplies two 300x300 matrices
+(BLAS's dgemm, one BLAS thread).
+
+Writes $PBP_READY: {"pid", "version", "numpy"} once both run. Runs until
+killed. Works on Python 3.6+."""
+
+import hashlib
+import json
+import os
+import random
+import sys
+import threading
+import zlib
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+try:
+    import numpy
+except ImportError:
+    numpy = None
+
+
+def digest(data):
+    return hashlib.sha256(data).digest()  # mark: digest
+
+
+def squeeze(data):
+    return zlib.compress(data, 1)  # mark: squeeze
+
+
+def crunch():
+    rnd = numpy.random.default_rng(19)
+    a = rnd.random((300, 300))
+    b = rnd.random((300, 300))
+    while True:
+        a @ b  # mark: matmul
+
+
+def main():
+    rnd = random.Random(19)
+    words = [bytes(rnd.choice(b"abcdefghijklmnop") for _ in range(rnd.randint(2, 9)))
+             for _ in range(4000)]
+    data = b" ".join(rnd.choice(words) for _ in range(700000))
+    if numpy is not None:
+        threading.Thread(target=crunch, name="crunch", daemon=True).start()
+    digest(data)
+    squeeze(data)
+    ready = os.environ["PBP_READY"]
+    with open(ready + ".tmp", "w") as f:
+        json.dump({"pid": os.getpid(), "version": "%d.%d" % sys.version_info[:2],
+                   "numpy": numpy is not None}, f)
+    os.rename(ready + ".tmp", ready)
+    part = data[:len(data) // 8]  # about as long to compress as data to hash
+    while True:
+        digest(data)
+        squeeze(part)
+
+
+main()
