@@ -69,7 +69,7 @@ static int layout_at(struct pyproc *p, const struct map_entry *e, struct aio_lay
 /* The module's own file first; then the binary holding the runtime (built in). */
 int aio_find_layout(struct pyproc *p, struct aio_layout *l)
 {
-	char path[64], line[1024];
+	char path[64];
 	struct map_entry e;
 	int err = -PBP_E_NOENT;
 	FILE *f;
@@ -82,8 +82,8 @@ int aio_find_layout(struct pyproc *p, struct aio_layout *l)
 		return -PBP_E_GONE;
 	for (int pass = 0; pass < 2 && err == -PBP_E_NOENT; pass++) {
 		rewind(f);
-		while (err == -PBP_E_NOENT && fgets(line, sizeof(line), f)) {
-			if (maps_parse_line(line, &e) != 0 || e.offset != 0 || e.path[0] != '/')
+		while (err == -PBP_E_NOENT && maps_next(f, &e) == 0) {
+			if (e.offset != 0 || e.path[0] != '/')
 				continue;
 			if (pass == 0 ? is_asyncio_module(e.path) : strcmp(e.path, p->binary) == 0)
 				err = layout_at(p, &e, l);

@@ -124,13 +124,12 @@ static bool no_fd_left(FILE *f)
 static int mapped_files(FILE *f, struct map_entry **out, size_t *n)
 {
 	struct map_entry e, *files = NULL;
-	char line[1024], last[512] = "";
+	char last[512] = "";
 	size_t cap = 0;
 
 	*n = 0;
-	while (fgets(line, sizeof(line), f)) {
-		if (maps_parse_line(line, &e) != 0 || e.path[0] != '/' || e.offset != 0 ||
-		    strcmp(e.path, last) == 0)
+	while (maps_next(f, &e) == 0) {
+		if (e.path[0] != '/' || e.offset != 0 || strcmp(e.path, last) == 0)
 			continue;
 		snprintf(last, sizeof(last), "%s", e.path);
 		if (*n == cap) {

@@ -138,3 +138,22 @@ int maps_parse_line(const char *line, struct map_entry *e)
 	*e = t;
 	return 0;
 }
+
+int maps_next(FILE *f, struct map_entry *e)
+{
+	char line[1024];
+
+	while (fgets(line, sizeof(line), f)) {
+		if (!strchr(line, '\n') && !feof(f)) {
+			int c;
+
+			/* Longer than an entry's path can be: its rest is not a line of its own. */
+			while ((c = fgetc(f)) != EOF && c != '\n')
+				;
+			continue;
+		}
+		if (maps_parse_line(line, e) == 0)
+			return 0;
+	}
+	return -PBP_E_NOENT;
+}

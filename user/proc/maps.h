@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 struct map_entry {
@@ -22,5 +23,12 @@ struct map_entry {
  * number, start > end, junk after a newline) or a path that does not fit.
  */
 int maps_parse_line(const char *line, struct map_entry *e);
+
+/*
+ * The next well-formed entry of an open maps file: malformed lines, and
+ * lines longer than any path an entry can hold, are passed over whole.
+ * 0 with *e filled; -PBP_E_NOENT at the end.
+ */
+int maps_next(FILE *f, struct map_entry *e);
 
 #endif /* PBP_PROC_MAPS_H */

@@ -82,21 +82,12 @@ static void finish(struct natmaps *nm)
 
 int natmaps_parse(struct natmaps *nm, FILE *f)
 {
-	char line[1024];
 	struct map_entry e;
 
 	nm->n = 0;
 	nm->plen = 0;
-	while (fgets(line, sizeof(line), f)) {
-		if (!strchr(line, '\n') && !feof(f)) {
-			int c;
-
-			/* A line longer than any path maps writes: skip its rest. */
-			while ((c = fgetc(f)) != EOF && c != '\n')
-				;
-			continue;
-		}
-		if (maps_parse_line(line, &e) != 0 || e.perms[2] != 'x')
+	while (maps_next(f, &e) == 0) {
+		if (e.perms[2] != 'x')
 			continue;
 		if (add_map(nm, &e) != 0) {
 			nm->n = 0;
