@@ -48,6 +48,11 @@ Scenarios (--only takes their names):
             ms to its first painted frame (goal < 2 s), the inverted and
             sandwich views switched to, and its size against the page before
             issue #23's report (goal <= 1.5x)
+  native    a target compressing with zlib, at 99 and 999 Hz, without native
+            frames, with --native-leaf and with --native: profiler CPU and
+            BPF time per sample in steady state; and a fixed zlib workload
+            under 30 Python frames timed by the target itself, unprofiled and
+            at 99 Hz without and with --native (goal: under 1 % slower)
 
 Every figure is a ratio or count measured in one run of this script. Cases are
 interleaved (each repetition runs every case once, in an order rotated from
@@ -63,7 +68,7 @@ pybpfprof's figures are read from its --stats=json line, never its wording.
 Modules: common (settings, goals, statistics), targets (the target script,
 interpreters, processes), kernel (schedstat, BPF run times, perf timers),
 runs (running pybpfprof), measure (the scenarios' driver), slowdown, cost,
-wall, host, page (the scenarios), report (RESULTS.md).
+wall, host, page, native (the scenarios), report (RESULTS.md).
 """
 
 import argparse

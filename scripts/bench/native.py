@@ -10,6 +10,7 @@ sample."""
 
 from common import Figure, med
 from cost import cost_runs, program_us, steady
+from slowdown import calibrate, timed_runs
 from targets import kill, spawn
 
 NATIVE_RATES = [99, 999]
@@ -39,3 +40,27 @@ def native(bench, it):
     finally:
         kill(busy)
         kill(idle)
+    native_slowdown(bench, it)
+
+
+# -- what the target pays: a fixed zlib workload timed by the target itself
+
+SLOW_CASES = [None, ("pbp", 99), ("pbp", 99, "--native")]
+
+
+def native_slowdown(bench, it):
+    """The target's own time for a fixed number of compressions (launch
+    mode, as the slowdown scenario), unprofiled, profiled at 99 Hz without
+    native frames, and with --native: the kernel's stack copy runs in the
+    target, on its CPU."""
+    iters = calibrate(bench, it, "timedz", probe=100)
+    runs = timed_runs(bench, it, iters, SLOW_CASES, "timedz")
+    base = runs[None]
+    for case, key, label in ((SLOW_CASES[1], "plain", "no native frames"),
+                             (SLOW_CASES[2], "native", "--native")):
+        bench.add(it, Figure("zslow_%s@99" % key, "slowdown, zlib, %s, 99 Hz" % label, "x",
+                             [r["fast"] / b["fast"] for r, b in zip(runs[case], base)], "%.4f"))
+    bench.det("native", "| %s | zlib timed: %d compressions; unprofiled %.3f s on CPU | %s |" % (
+        it.name, iters, med([b["oncpu"] for b in base]), "; ".join(
+            "%s: %.3f s on CPU" % (" ".join(map(str, c[2:])) or "99 Hz",
+                                   med([r["oncpu"] for r in runs[c]])) for c in SLOW_CASES[1:])))

@@ -14,12 +14,13 @@ from targets import pdeathsig
 
 # -- 1. slowdown and achieved rate (launch mode)
 
-def timed(bench, it, iters, case):
-    """One run of the workload: case None (unprofiled), ("pbp", HZ) or
-    ("timer", HZ): bare cpu-clock perf events at HZ on every CPU, no BPF
-    program, the floor any timer-driven sampler pays on this machine."""
+def timed(bench, it, iters, case, work="timed"):
+    """One run of the workload: case None (unprofiled), ("pbp", HZ, OPTION...)
+    or ("timer", HZ): bare cpu-clock perf events at HZ on every CPU, no BPF
+    program, the floor any timer-driven sampler pays on this machine. work:
+    "timed" (pure Python, DEPTH deep) or "timedz" (zlib under DEPTH frames)."""
     host, inside = it.files("result")
-    cmd = it.cmd("timed", DEPTH, iters, inside, GUARD_S, CHUNKS)
+    cmd = it.cmd(work, DEPTH, iters, inside, GUARD_S, CHUNKS)
     if case is None or case[0] == "timer":
         fds = timer_events(case[1]) if case else []
         try:
@@ -29,32 +30,37 @@ def timed(bench, it, iters, case):
             for fd in fds:
                 os.close(fd)
     else:
-        run_pbp(["-F", case[1], "--"] + cmd, bench.out("slow"))
+        run_pbp(["-F", case[1]] + list(case[2:]) + ["--"] + cmd, bench.out("slow"))
     with open(host) as f:
         res = json.load(f)
     res["oncpu"] = res["wall"] - res["delay"]
     return res
 
 
-def calibrate(bench, it):
-    probe = 300
+def calibrate(bench, it, work="timed", probe=300):
     for _ in range(3):
-        took = min(timed(bench, it, probe, None)["oncpu"] for _ in range(2))
+        took = min(timed(bench, it, probe, None, work)["oncpu"] for _ in range(2))
         if took > 0.2:
             break
         probe = int(probe * 0.25 / took)
     return max(10, int(probe * bench.cfg["work_s"] / took))
 
 
-def slowdown(bench, it):
-    iters = calibrate(bench, it)
-    cases = [None] + [("pbp", hz) for hz in RATES] + [("timer", hz) for hz in TIMER_RATES]
+def timed_runs(bench, it, iters, cases, work="timed"):
+    """Every case once a repetition, in rotated order; each run's fast time."""
     runs = {c: [] for c in cases}
     for rep in range(bench.cfg["slow_reps"]):
         for c in rotate(cases, rep):
-            runs[c].append(timed(bench, it, iters, c))
+            runs[c].append(timed(bench, it, iters, c, work))
     for case in cases:
         fast_mode(runs[case])
+    return runs
+
+
+def slowdown(bench, it):
+    iters = calibrate(bench, it)
+    cases = [None] + [("pbp", hz) for hz in RATES] + [("timer", hz) for hz in TIMER_RATES]
+    runs = timed_runs(bench, it, iters, cases)
     base = runs[None]
 
     def ratios(case, key):

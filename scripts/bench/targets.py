@@ -42,6 +42,19 @@ def work_main(depth, iters):
     return s
 
 
+ZDATA = bytes(range(256)) * 256 + os.urandom(64 << 10)
+
+
+def zlib_main(depth, iters):
+    """depth frames down, then iters compressions of 128 KiB: in libz without
+    the GIL nearly all the time, under a Python stack of that depth."""
+    if depth > 0:
+        return zlib_main(depth - 1, iters)
+    import zlib
+    for _ in range(iters):
+        zlib.compress(ZDATA, 6)
+
+
 def spin_main(depth):
     while True:
         rec(depth)
@@ -95,16 +108,17 @@ def main():
         import ctypes
         ctypes.CDLL(None).prctl(15, os.environ["PBP_BENCH_COMM"].encode(), 0, 0, 0)  # PR_SET_NAME
     what = sys.argv[1]
-    if what == "timed":                     # timed DEPTH ITERS RESULT GUARD_S CHUNKS
+    if what in ("timed", "timedz"):         # timed[z] DEPTH ITERS RESULT GUARD_S CHUNKS
         depth, iters, out = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
         guard, nchunks = float(sys.argv[5]), int(sys.argv[6])
+        work = work_main if what == "timed" else zlib_main
         per, done, chunks = max(1, iters // nchunks), 0, []
         time.sleep(guard)
         c0, t0 = schedstat(), time.perf_counter()
         while done < iters:                 # the same work, timed in chunks
             n = min(per, iters - done)
             s0, w0 = schedstat(), time.perf_counter()
-            work_main(depth, n)
+            work(depth, n)
             w1, s1 = time.perf_counter(), schedstat()
             chunks.append((w1 - w0) - (s1[1] - s0[1]) / 1e9)
             done += n
