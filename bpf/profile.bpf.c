@@ -665,19 +665,29 @@ static __always_inline void start_record(struct pbp_sample *s, __u32 tgid, __u32
  * the kernel saved on entry. A few loads: every sample has them, for the
  * innermost native frame user space names.
  */
+static __always_inline void saved_regs(struct pbp_sample *s)
+{
+#ifdef REGS_USER
+	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+
+	if (!r)
+		return;
+	REGS_COPY(s, r);
+	if (s->ip)
+		s->flags |= PBP_F_REGS;
+#endif
+}
+
 static __always_inline void user_regs(struct pbp_sample *s, struct bpf_perf_event_data *ctx)
 {
 #ifdef REGS_USER
 	struct pt_regs *r = (struct pt_regs *)&ctx->regs;
 
-	if (REGS_USER(r)) {
-		CTX_COPY(s, r);
-	} else {
-		r = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-		if (!r)
-			return;
-		REGS_COPY(s, r);
+	if (!REGS_USER(r)) {
+		saved_regs(s);
+		return;
 	}
+	CTX_COPY(s, r);
 	if (s->ip)
 		s->flags |= PBP_F_REGS;
 #endif
@@ -954,6 +964,15 @@ static __always_inline void snapshot(struct pbp_tstate *st, __u32 tgid, __u32 ti
 	st->snap_due = due + snap_gap_ns;
 	start_record(s, tgid, tid, now, tstate, PBP_F_SWITCH_OUT, st->switches);
 	fresh = walk(s, &p->off, tstate, BUF_SWITCH);
+	/*
+	 * --native: where in its own code it went to sleep, kept with the
+	 * Python stack for the ticks that follow (the wall mode's sleeping and
+	 * disk-waiting threads). Its user registers are the ones saved on entry.
+	 */
+	if (ustack_bytes) {
+		saved_regs(s);
+		copy_ustack(s);
+	}
 	if (output(s, fresh) == 0)
 		stat_inc(PBP_STAT_SNAPPED);
 	else

@@ -169,3 +169,27 @@ def test_libraries_under_their_python_lines(interp, start_target, pybpfprof, tmp
     if ready["numpy"]:
         inside, right = _under_line(stacks, "libblas.so", "crunch", m["matmul"])
         assert inside >= 20 and right >= inside * 0.9, (inside, right, back.stdout[-3000:])
+
+
+def test_sleeping_thread_native_frames_in_wall_mode(interp, start_target, pybpfprof):
+    """Wall mode, --native: a thread asleep in time.sleep has, from the
+    kernel's copy at its switch out, the C it sleeps in under nap()'s line
+    (libc's clock_nanosleep, nanosleep or select); a sleeping thread's
+    stack is kept until it runs again, so nearly every tick has them."""
+    _, pid, _ = start_target(interp, "napper.py")
+    line = ":%d)" % marks(os.path.join(TARGETS, "napper.py"))["nap"]
+    r = pybpfprof("-p", pid, "-m", "wall", "-d", "1.5", "-F", "99", "--native")
+    assert r.returncode == 0, r.stderr
+    total = inside = 0
+    for frames, count in parse_collapsed(r.stdout):
+        py = [i for i, f in enumerate(frames) if f.startswith("nap (")]
+        if not py:
+            continue
+        assert frames[py[-1]].endswith(line), frames
+        total += count
+        after = frames[py[-1] + 1:]
+        if after and all(f.startswith("[native] ") for f in after) and \
+                re.search(r"nanosleep|select", after[-1]):
+            inside += count
+    assert total >= 100, r.stdout[-3000:]
+    assert inside >= total * 0.8, (inside, total, r.stdout[-3000:])
