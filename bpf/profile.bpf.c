@@ -245,15 +245,13 @@ static __always_inline __u64 first_frame(const struct pbp_offsets *o, __u64 tsta
 	return frame;
 }
 
-static __always_inline bool is_shim(const struct pbp_offsets *o, __u64 frame, int *err,
-				    bool *cstack)
+static __always_inline bool is_shim(const struct pbp_offsets *o, __u64 frame, int *err)
 {
 	__u8 owner = 0;
 
 	if (o->fr_owner == PBP_NOOFF)
 		return false;
 	*err = bpf_probe_read_user(&owner, 1, (const void *)(frame + o->fr_owner));
-	*cstack = owner == o->owner_cstack;
 	return owner == o->owner_cstack || owner == o->owner_interp;
 }
 
@@ -262,8 +260,7 @@ struct frame_fields {
 	__u64 code;            /* tag bits cleared */
 	__u64 instr;
 	__u64 prev;
-	bool shim;
-	bool cstack;           /* the shim is the C stack's: an activation of the loop starts above */
+	bool shim;             /* not a Python function's: an entry shim, or 3.14's base frame */
 	bool entry;            /* 3.11: the frame's is_entry */
 };
 
@@ -323,7 +320,6 @@ static __always_inline int frame_by_span(struct walk_ctx *c, struct spanbuf *b,
 		__u8 owner = b->fr[c->r_owner & SPAN_MASK];
 
 		ff->shim = owner == c->o.owner_cstack || owner == c->o.owner_interp;
-		ff->cstack = owner == c->o.owner_cstack;
 	}
 	return 0;
 }
@@ -334,7 +330,7 @@ static __always_inline int frame_by_field(const struct pbp_offsets *o, __u64 fra
 {
 	int err = 0;
 
-	ff->shim = is_shim(o, frame, &err, &ff->cstack);
+	ff->shim = is_shim(o, frame, &err);
 	if (!err && !ff->shim) {
 		err = read_ptr(&ff->code, frame + o->fr_code);
 		ff->code &= ~(__u64)o->exec_tag_bits;
@@ -392,7 +388,10 @@ static __always_inline void set_entry(struct pbp_sample *s, __u32 i)
 
 /*
  * --native: which frames began an activation of the evaluation loop. 3.12+:
- * the frame copied last, when a C-stack shim comes after it; 3.11: the
+ * the frame copied last, when a shim comes after it (the loop's entry frame:
+ * owned by the C stack on 3.12 and 3.13, by the interpreter on 3.14; 3.14's
+ * base frame under a thread's first frame is the interpreter's too, and
+ * marks that first frame, which begins the outermost group anyway); 3.11: the
  * frame about to be copied, when its is_entry byte says so.
  */
 static __always_inline void mark_entry(struct walk_ctx *c, struct pbp_sample *s,
@@ -400,7 +399,7 @@ static __always_inline void mark_entry(struct walk_ctx *c, struct pbp_sample *s,
 {
 	__u8 entry = 0;
 
-	if (ff->shim && ff->cstack && c->n > 0)
+	if (ff->shim && c->n > 0)
 		set_entry(s, c->n - 1);
 	if (!ff->shim && c->o.fr_is_entry != PBP_NOOFF &&
 	    bpf_probe_read_user(&entry, 1, (const void *)(c->frame + c->o.fr_is_entry)) == 0 && entry)

@@ -1,8 +1,7 @@
 """Native frames (issue 19). Leaves: a thread on a CPU without the GIL ends
 its stack with the native function it was in; zlib.compress on a large
 buffer, libz's frames under the Python line that called compress.
---native: a C extension built by the target (natext.py, pbpnat.c) reads
-Python -> C -> Python callback -> C in order. Libraries' C code under the
+--native (test_native_ext.py: a C extension on every interpreter). Libraries' C code under the
 Python line that called it (natlibs.py): hashlib.sha256's libcrypto, and on
 Debian's /usr/bin/python3 with python3-numpy a matrix product's BLAS.
 Debian's /usr/bin/python3.11 (its libz and libpython stripped to .dynsym)
@@ -46,38 +45,6 @@ def test_zlib_leaf_under_its_python_line(interp, start_target, pybpfprof):
     # deflate runs without the GIL: most of squeeze's samples are in libz.
     assert libz >= total // 2, (libz, total, r.stdout[-3000:])
     assert '"native_leaves":' in r.stderr
-
-
-def test_native_stack_python_c_python_c(interp, start_target, pybpfprof, tmp_path):
-    """--native: a C function called from Python that calls back into
-    Python, whose callback spins in C: each sample reads, root to leaf,
-    outer -> pbpnat_call -> in_callback -> pbpnat_spin -> spin_inner, and
-    the evaluation loop's own frames are gone. Recorded as pprof and read
-    back: the native frames are pprof functions like the others."""
-    _, pid, _ = start_target(interp, "natext.py", timeout=60)
-    out = tmp_path / "native.pb.gz"
-    r = pybpfprof("-p", pid, "-d", "1.5", "-F", "199", "--native", "--stats=json", "-o", out)
-    assert r.returncode == 0, r.stderr
-    back = pybpfprof("convert", "-i", out)
-    assert back.returncode == 0, back.stderr
-    stacks = parse_collapsed(back.stdout)
-    want = ["outer (", "[native] pbpnat_call (", "in_callback (", "[native] pbpnat_spin (",
-            "[native] spin_inner ("]
-    total = ordered = 0
-    for frames, count in stacks:
-        if not any(f.startswith("in_callback (") for f in frames):
-            continue
-        total += count
-        at = []
-        for w in want:
-            hits = [i for i, f in enumerate(frames) if f.startswith(w)]
-            at.append(hits[-1] if hits else -1)
-        if -1 not in at and at == sorted(at):
-            ordered += count
-        assert not any(f.startswith("[native] _PyEval_EvalFrameDefault") for f in frames), frames
-    assert total >= 50, back.stdout[-3000:]
-    assert ordered >= total * 0.8, (ordered, total, back.stdout[-3000:])
-    assert '"native_stacks":' in r.stderr
 
 
 def _python_frame_above(frames, lib):

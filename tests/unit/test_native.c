@@ -400,10 +400,22 @@ static void test_unwind(void)
 	for (size_t i = 0; i < n; i++) {
 		if (!native_frame(ns, &np, pcs[i], &f))
 			continue;
-		caller |= strcmp(f.func, "native_test_caller") == 0;
+		if (strcmp(f.func, "native_test_caller") == 0) {
+			uint64_t start = 0, end = 0;
+
+			caller = true;
+			/* Its bounds from .eh_frame_hdr, as a stripped file would give them. */
+			CHECK(unwind_func_span(u, pcs[i], &start, &end));
+			CHECK(start == (uint64_t)(uintptr_t)native_test_caller && pcs[i] < end);
+		}
 		in_main |= strcmp(f.func, "main") == 0;
 	}
 	CHECK(caller);
+	{
+		uint64_t start, end;
+
+		CHECK(!unwind_func_span(u, 0x1010, &start, &end));     /* in no module */
+	}
 	CHECK(in_main);
 	/* At most max, and said. */
 	n = native_test_caller(u, pcs, 2, &cut);

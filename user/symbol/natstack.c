@@ -73,6 +73,39 @@ static int64_t frame_loc(struct natsym *ns, struct natproc *np, uint64_t pc, str
 	return native_frame_loc(&f, pc, a);
 }
 
+/*
+ * No frame named as the loop, yet Python frames to place: a build whose
+ * loop has no symbol over the code that runs (sid's 3.13 and 3.14 keep
+ * only a 1 KiB stub of _PyEval_EvalFrameDefault in .dynsym; the body,
+ * 84 KiB split off by the profile-guided build, is nameless). .eh_frame_hdr
+ * still bounds every function, and the loop is the largest in any CPython
+ * by far: the nameless frames in the largest function on the stack, when
+ * it spans LOOP_MIN_SPAN or more, are its activations. How many found.
+ */
+#define LOOP_MIN_SPAN (32u << 10)
+
+static uint32_t nameless_loop(struct unwinder *unw, const uint64_t *pcs, size_t npc,
+			      const bool *nameless, bool *eval)
+{
+	uint64_t start[NATIVE_MAX_FRAMES], end, best = 0, span = LOOP_MIN_SPAN - 1;
+	uint32_t acts = 0;
+
+	for (size_t i = 0; i < npc; i++) {
+		start[i] = 0;
+		if (!nameless[i] || !unwind_func_span(unw, pcs[i], &start[i], &end))
+			continue;
+		if (end - start[i] > span) {
+			span = end - start[i];
+			best = start[i];
+		}
+	}
+	for (size_t i = 0; best && i < npc; i++) {
+		eval[i] = nameless[i] && start[i] == best;
+		acts += eval[i];
+	}
+	return acts;
+}
+
 /* The native frames root first, each activation replaced by its group (paired from the innermost). */
 static int weave(struct merge *m, struct natsym *ns, struct natproc *np, const uint64_t *pcs,
 		 size_t npc, bool cut, struct agg *a, struct natstack_stats *st)
@@ -86,6 +119,8 @@ static int weave(struct merge *m, struct natsym *ns, struct natproc *np, const u
 			return (int)locs[i];
 		acts += eval[i];
 	}
+	if (!acts && m->ngroups && np->unw)
+		acts = nameless_loop(np->unw, pcs, npc, nameless, eval);
 	paired = acts < m->ngroups ? acts : m->ngroups;
 	st->unpaired += acts != m->ngroups;
 	if (cut) {

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <elfutils/libdwfl.h>
+#include <gelf.h>
 #include <dwarf.h>
 
 #include "symbol/unwind.h"
@@ -209,4 +210,73 @@ int unwind_stack(struct unwinder *u, const struct ustack_in *in, uint64_t *pcs, 
 	*n = u->n;
 	*cut = u->cut;
 	return err == -PBP_E_NOMEM ? err : 0;
+}
+
+/*
+ * .eh_frame_hdr's search table: the start of every function with unwind
+ * information, sorted, as 4-byte offsets from the header (the encoding
+ * every linker writes: datarel sdata4, its count udata4, the eh_frame
+ * pointer before it 4 bytes). The function holding vaddr starts at the
+ * last entry at or below it and ends where the next one starts.
+ */
+#define EH_HDR_TABLE_ENC 0x3b           /* DW_EH_PE_datarel | DW_EH_PE_sdata4 */
+#define EH_HDR_COUNT_ENC 0x03           /* DW_EH_PE_udata4 */
+
+static bool table_span(const uint8_t *hdr, size_t size, uint64_t hdr_vaddr, uint64_t vaddr,
+		       uint64_t *start, uint64_t *end)
+{
+	uint32_t count, lo = 0, hi;
+	int32_t loc;
+
+	if (size < 12 || hdr[0] != 1 || hdr[2] != EH_HDR_COUNT_ENC || hdr[3] != EH_HDR_TABLE_ENC)
+		return false;
+	memcpy(&count, hdr + 8, 4);
+	if (count < 2 || (size - 12) / 8 < count)
+		return false;
+	hi = count;
+	while (hi - lo > 1) {   /* the last entry whose start is at or below vaddr */
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		memcpy(&loc, hdr + 12 + (size_t)mid * 8, 4);
+		if (hdr_vaddr + (int64_t)loc <= vaddr)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	memcpy(&loc, hdr + 12 + (size_t)lo * 8, 4);
+	*start = hdr_vaddr + (int64_t)loc;
+	if (lo + 1 == count || *start > vaddr)
+		return false;
+	memcpy(&loc, hdr + 12 + (size_t)(lo + 1) * 8, 4);
+	*end = hdr_vaddr + (int64_t)loc;
+	return *end > vaddr;
+}
+
+bool unwind_func_span(struct unwinder *u, uint64_t pc, uint64_t *start, uint64_t *end)
+{
+	Dwfl_Module *mod = u->dwfl ? dwfl_addrmodule(u->dwfl, pc) : NULL;
+	Dwarf_Addr bias = 0;
+	Elf *elf;
+	size_t n = 0;
+	bool found = false;
+
+	finding_for = u->pid;   /* the module's file may be opened now */
+	elf = mod ? dwfl_module_getelf(mod, &bias) : NULL;
+	if (elf && elf_getphdrnum(elf, &n) != 0)
+		n = 0;
+	for (size_t i = 0; i < n && !found; i++) {
+		GElf_Phdr ph;
+		Elf_Data *d;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_GNU_EH_FRAME)
+			continue;
+		d = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz, ELF_T_BYTE);
+		found = d && table_span(d->d_buf, d->d_size, ph.p_vaddr, pc - bias, start, end);
+	}
+	finding_for = 0;
+	if (found) {
+		*start += bias;
+		*end += bias;
+	}
+	return found;
 }

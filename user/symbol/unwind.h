@@ -35,4 +35,13 @@ struct ustack_in {
 int unwind_stack(struct unwinder *u, const struct ustack_in *in, uint64_t *pcs, size_t max,
 		 size_t *n, bool *cut);
 
+/*
+ * The code pc's function spans, [start, end), in the process's addresses,
+ * from its file's .eh_frame_hdr table (the next function's start ends it):
+ * what a stripped file still tells of a function with no symbol (its
+ * bounds, not its name). false when no module or no FDE
+ * covers pc. Only after an unwind_stack of the same process.
+ */
+bool unwind_func_span(struct unwinder *u, uint64_t pc, uint64_t *start, uint64_t *end);
+
 #endif /* PBP_SYMBOL_UNWIND_H */

@@ -1,6 +1,7 @@
 """A target in C called from Python and calling back: builds pbpnat.c
 (beside this file, or $PBP_NATEXT_SRC) with gcc against the interpreter's
-own headers into $PBP_READY's directory, then loops: outer() -> pbpnat.call
+own headers into $PBP_READY's directory (or imports the one at
+$PBP_NATEXT_SO, built by the test where there is no gcc), then loops: outer() -> pbpnat.call
 (C) -> in_callback() (Python) -> pbpnat.spin (C, spinning).
 
 Writes $PBP_READY: {"pid", "version"} once it runs. Runs until killed."""
@@ -13,6 +14,9 @@ import sysconfig
 
 
 def build():
+    if os.environ.get("PBP_NATEXT_SO"):     # built for us (a chroot without gcc)
+        sys.path.insert(0, os.path.dirname(os.environ["PBP_NATEXT_SO"]))
+        return
     src = os.environ.get("PBP_NATEXT_SRC") or os.path.join(os.path.dirname(__file__), "pbpnat.c")
     out_dir = os.path.dirname(os.environ["PBP_READY"])
     so = os.path.join(out_dir, "pbpnat" + sysconfig.get_config_var("EXT_SUFFIX"))
