@@ -48,29 +48,44 @@ static int add_sym(struct kallsyms *k, uint64_t addr, const char *name, const ch
 	return 0;
 }
 
-/* One line: "ffffffff81000000 T _stext" or "ffffffffc0a01000 t nft_do_chain\t[nf_tables]". */
+/* The next field of *p, ended by blanks: NUL-terminated in place; NULL when none. */
+static char *field(char **p)
+{
+	char *s = *p + strspn(*p, " \t\n"), *e = s + strcspn(s, " \t\n");
+
+	if (e == s)
+		return NULL;
+	*p = *e ? e + 1 : e;
+	*e = '\0';
+	return s;
+}
+
+/*
+ * One line: "ffffffff81000000 T _stext" or "ffffffffc0a01000 t nft_do_chain\t[nf_tables]".
+ * By hand, not sscanf: the kernel lists some 120,000, read before sampling.
+ */
 static int parse_line(struct kallsyms *k, char *line)
 {
-	char type, name[256], mod[128] = "", *end;
-	uint64_t addr = strtoull(line, &end, 16);
-	int got;
+	char *p = line, *a = field(&p), *type = field(&p), *name = field(&p), *mod = field(&p), *end;
+	uint64_t addr = a ? strtoull(a, &end, 16) : 0;
+	size_t ml = 0;
 
-	if (end == line || (*end != ' ' && *end != '\t')) {
+	if (!name || *end || type[1] || (mod && ((ml = strlen(mod)) < 3 || mod[0] != '[' ||
+						  mod[ml - 1] != ']'))) {
 		k->malformed++;
 		return 0;
 	}
-	got = sscanf(end, " %c %255s [%127[^]]]", &type, name, mod);
-	if (got < 2 || strlen(name) == sizeof(name) - 1) {      /* no name, or one cut */
-		k->malformed++;
-		return 0;
-	}
-	if (!strchr("tTwW", type))
+	if (!strchr("tTwW", type[0]))
 		return 0;
 	if (addr == 0) {
 		k->zero++;
 		return 0;
 	}
-	return add_sym(k, addr, name, mod);
+	if (mod) {
+		mod[ml - 1] = '\0';
+		mod++;
+	}
+	return add_sym(k, addr, name, mod ? mod : "");
 }
 
 static int by_addr(const void *a, const void *b)
@@ -79,7 +94,8 @@ static int by_addr(const void *a, const void *b)
 
 	if (x->addr != y->addr)
 		return x->addr < y->addr ? -1 : 1;
-	return x->name < y->name ? -1 : x->name > y->name;     /* the first listed first */
+	/* Aliases: the first listed last, so that the search (the last at or before) finds it. */
+	return x->name > y->name ? -1 : x->name < y->name;
 }
 
 int kallsyms_parse(struct kallsyms *k, FILE *f)
