@@ -26,6 +26,8 @@ ROWS = [
 ] + [("rate_%s@%d" % (k, hz), "rate") for hz in HIGH_RATES
      for k in ("ran", "irq", "achieved", "share")] + [
     ("%s_%s@%d" % (way, k, hz), "native") for way in ("noleaf", "leaf", "native")
+    for k in ("cost_us", "prog_us") for hz in (99, 999)] + [
+    ("%s_%s@%d" % (way, k, hz), "kframes") for way in ("nokernel", "kernel")
     for k in ("cost_us", "prog_us") for hz in (99, 999)]
 DETAIL_KEYS = [
     "oncpuslow@99", "oncpuslow@999", "oncpuslow@9999", "fastshare",

@@ -46,11 +46,9 @@ def kernel_share(rows, names):
     return hit, total
 
 
-def test_wall_blocked_threads_have_their_kernel_stack(interp, start_target, pybpfprof, tmp_path):
+def wall_blocked_threads(pybpfprof, pid, out):
     """Wall mode, recorded as pprof and read back: the format carries them."""
-    _, pid, _ = start_target(interp, "kernwait.py")
-    out = tmp_path / "kernel.pb.gz"
-    r = pybpfprof("-p", pid, "-m", "wall", "-d", "1.5", "-F", "99", "--kernel", "--stats=json",
+    r = pybpfprof("-p", pid, "-m", "wall", "-d", "1.2", "-F", "99", "--kernel", "--stats=json",
                   "-o", out)
     assert r.returncode == 0, r.stderr
     back = pybpfprof("convert", "-i", out)
@@ -60,14 +58,14 @@ def test_wall_blocked_threads_have_their_kernel_stack(interp, start_target, pybp
                         ("sleep", {K + "do_nanosleep", K + "hrtimer_nanosleep"})):
         hit, total = kernel_share(under(stacks, mark), names)
         # A stack read at a tick before the thread's first switch-out has none.
-        assert total >= 100 and hit >= total * 0.7, (mark, hit, total, back.stdout[-3000:])
+        assert total >= 80 and hit >= total * 0.7, (mark, hit, total, back.stdout[-3000:])
     ks = stats(r.stderr)["kernel_stacks"]
     assert ks["kept"] > 0 and ks["stacks"] > 0 and ks["symbols"] > 1000, ks
 
 
-def test_cpu_system_calls_under_their_line(interp, start_target, pybpfprof):
-    _, pid, _ = start_target(interp, "kernwait.py")
-    r = pybpfprof("-p", pid, "-d", "1.5", "-F", "199", "--kernel")
+def cpu_system_calls(pybpfprof, pid):
+    """cpu mode: the system calls' frames under the line that made them."""
+    r = pybpfprof("-p", pid, "-d", "1.2", "-F", "199", "--kernel")
     assert r.returncode == 0, r.stderr
     stacks = parse_collapsed(r.stdout)
     reads, total = kernel_share(under(stacks, "read"), {K + "vfs_read", K + "ksys_read"})
@@ -81,9 +79,16 @@ def test_cpu_system_calls_under_their_line(interp, start_target, pybpfprof):
         assert not ks or ks == list(range(ks[0], len(frames))), frames
 
 
-def test_no_kernel_frames_without_the_option(interp, start_target, pybpfprof):
-    _, pid, _ = start_target(interp, "kernwait.py")
-    r = pybpfprof("-p", pid, "-m", "wall", "-d", "1", "-F", "99", "--stats=json")
+def no_kernel_frames_without_the_option(pybpfprof, pid):
+    r = pybpfprof("-p", pid, "-m", "wall", "-d", "0.8", "-F", "99", "--stats=json")
     assert r.returncode == 0, r.stderr
     assert K not in r.stdout and r.stdout.strip(), r.stdout[-2000:]
     assert "kernel_stacks" not in stats(r.stderr)
+
+
+def test_kernel_frames(interp, start_target, pybpfprof, tmp_path):
+    """One target, three recordings: wall, cpu, and none without --kernel."""
+    _, pid, _ = start_target(interp, "kernwait.py")
+    wall_blocked_threads(pybpfprof, pid, tmp_path / "kernel.pb.gz")
+    cpu_system_calls(pybpfprof, pid)
+    no_kernel_frames_without_the_option(pybpfprof, pid)

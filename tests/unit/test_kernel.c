@@ -115,6 +115,11 @@ static uint32_t fake_read(void *ctx, int32_t id, uint64_t *ips)
 		memcpy(ips, two, sizeof(two));
 		return 4;
 	}
+	if (id == 3) {          /* an interrupt's stack: whatever it struck is the thread's */
+		memcpy(ips, one + 1, 2 * sizeof(*ips));
+		ips[2] = one[4];
+		return 3;
+	}
 	return 0;
 }
 
@@ -159,7 +164,7 @@ static void test_frames(void)
 	char *path = write_temp(HOOKED), got[512];
 	struct kstacks *k = path ? kstacks_new(path) : NULL;
 	struct agg *a = agg_new();
-	struct pbp_sample s = { .flags = PBP_F_KSTACK, .kstack = 1 };
+	struct pbp_sample s = { .flags = PBP_F_KSTACK | PBP_F_SWITCH_OUT, .kstack = 1 };
 	uint32_t locs[16], n = 1;
 	int reads = 0;
 
@@ -175,10 +180,14 @@ static void test_frames(void)
 	CHECK_EQ_INT(kernel_frames(k, &s, fake_read, &reads, a, locs, &n, 16), 0);
 	CHECK_EQ_INT(reads, 1);                 /* an id is read once */
 	/* A module's function; addresses below every symbol one [unknown] frame. */
-	s.kstack = 2, n = 1;
+	s.kstack = 2, n = 1, s.flags = PBP_F_KSTACK;
 	CHECK_EQ_INT(kernel_frames(k, &s, fake_read, &reads, a, locs, &n, 16), 0);
 	names(a, locs, 1, n, got, sizeof(got));
 	CHECK_EQ_STR(got, "[kernel] entry_SYSCALL_64|[kernel] [unknown]|[kernel] nft_do_chain (nf_tables)");
+	s.kstack = 3, n = 1;
+	CHECK_EQ_INT(kernel_frames(k, &s, fake_read, &reads, a, locs, &n, 16), 0);
+	names(a, locs, 1, n, got, sizeof(got));
+	CHECK_EQ_STR(got, "[kernel] entry_SYSCALL_64|[kernel] do_select|[kernel] bpf_trace_run4");
 	/* Room for two only. */
 	n = 1;
 	CHECK_EQ_INT(kernel_frames(k, &s, fake_read, &reads, a, locs, &n, 3), 0);
@@ -194,7 +203,7 @@ static void test_frames(void)
 	s.kstack = PBP_KSTACK_ENTRIES, n = 1;
 	CHECK_EQ_INT(kernel_frames(k, &s, fake_read, &reads, a, locs, &n, 16), 0);
 	CHECK_EQ_INT(kstacks_stats(k)->missed, 3);
-	CHECK_EQ_INT(kstacks_stats(k)->stacks, 4);
+	CHECK_EQ_INT(kstacks_stats(k)->stacks, 5);
 	CHECK_EQ_INT(kstacks_stats(k)->symbols, 5);
 	kstacks_free(k);
 	unlink(path);

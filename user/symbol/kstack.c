@@ -114,10 +114,10 @@ static int name_frame(struct kstacks *k, struct kframes *f, uint64_t ip)
 	return 0;
 }
 
-static struct kframes *make_frames(struct kstacks *k, const uint64_t *ips, uint32_t nips)
+static struct kframes *make_frames(struct kstacks *k, const uint64_t *ips, uint32_t nips, bool hooked)
 {
 	struct kframes *f = calloc(1, sizeof(*f));
-	uint32_t inner = hook_frames(k, ips, nips);
+	uint32_t inner = hooked ? hook_frames(k, ips, nips) : 0;
 
 	if (!f || !(f->name = calloc(nips + 1, sizeof(*f->name))) ||
 	    !(f->mod = calloc(nips + 1, sizeof(*f->mod)))) {
@@ -146,7 +146,8 @@ static struct kframes *frames_of(struct kstacks *k, const struct pbp_sample *s, 
 		return k->byid[s->kstack];
 	if (!read || (nips = read(ctx, s->kstack, ips)) == 0)
 		return NULL;
-	k->byid[s->kstack] = make_frames(k, ips, nips);
+	/* Only a switch-out's stack was taken from inside the hook (an interrupt's begins where it struck). */
+	k->byid[s->kstack] = make_frames(k, ips, nips, s->flags & PBP_F_SWITCH_OUT);
 	*nomem = !k->byid[s->kstack];
 	return k->byid[s->kstack];
 }
