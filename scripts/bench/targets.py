@@ -130,12 +130,15 @@ def main():
         path = os.path.join(d, "data")
         with open(path, "wb") as f:
             f.write(os.urandom(8 << 20))
+        f = open(path, "rb", buffering=0)
+        os.unlink(path)                     # killed, it leaves nothing behind
+        os.rmdir(d)
         buf = bytearray(1 << 20)
         ready(sys.argv[2])
         while True:
-            with open(path, "rb", buffering=0) as f:
-                while f.readinto(buf):
-                    pass
+            f.seek(0)
+            while f.readinto(buf):
+                pass
             os.urandom(1 << 16)
     elif what == "idle":                    # idle READY
         ready(sys.argv[2])

@@ -27,18 +27,23 @@ def sleeping():
         time.sleep(0.1)  # mark: sleep
 
 
-def reading(path, buf):
-    with open(path, "rb", buffering=0) as f:
+def reading(fd, buf):
+    os.lseek(fd, 0, os.SEEK_SET)
+    with open(fd, "rb", buffering=0, closefd=False) as f:
         while f.readinto(buf):  # mark: read
             pass
     os.urandom(1 << 16)  # mark: urandom
 
 
 def main():
+    # Its own file, gone from the temp dir at once: a killed target leaves nothing.
     d = tempfile.mkdtemp(prefix="pbp-kernwait-")
     path = os.path.join(d, "data")
     with open(path, "wb") as f:
         f.write(os.urandom(4 << 20))
+    fd = os.open(path, os.O_RDONLY)
+    os.unlink(path)
+    os.rmdir(d)
     buf = bytearray(1 << 20)
     for fn in (selecting, sleeping):
         threading.Thread(target=fn, daemon=True).start()
@@ -46,12 +51,8 @@ def main():
     with open(ready + ".tmp", "w") as f:
         json.dump({"pid": os.getpid(), "version": "%d.%d" % sys.version_info[:2]}, f)
     os.rename(ready + ".tmp", ready)
-    try:
-        while True:
-            reading(path, buf)
-    finally:
-        os.unlink(path)
-        os.rmdir(d)
+    while True:
+        reading(fd, buf)
 
 
 main()
