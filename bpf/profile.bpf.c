@@ -46,6 +46,22 @@ __u32 ns_depth = 0;                     /* 0: not known yet, else depth + 1 */
 const volatile __u32 ustack_bytes = 0;
 const volatile bool entry_marks = false;
 
+/*
+ * --kernel: a sample of a thread in the kernel (a system call, a fault),
+ * and a switch-out copy of a sleeping one, carry the id of its kernel
+ * stack. The kernel walks it and keeps each distinct stack once in
+ * "kstacks", so a sample pays a hash and a compare, not a copy. Off by
+ * default; user space then sizes the map to one entry.
+ */
+const volatile bool kernel_stacks = false;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, PBP_KSTACK_ENTRIES);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, PBP_KSTACK_DEPTH * sizeof(__u64));
+} kstacks SEC(".maps");
+
 /* Per-CPU scratch slots: one for the sampler, one for switch-out snapshots. */
 #define BUF_SAMPLE 0
 #define BUF_SWITCH 1
@@ -635,6 +651,30 @@ static __always_inline void start_record(struct pbp_sample *s, __u32 tgid, __u32
 	s->task = 0;
 	s->ip = s->sp = s->bp = 0;
 	s->entries[0] = s->entries[1] = 0;
+	s->kstack = 0;
+	s->pad = 0;
+}
+
+/* ------------------------------------------------------------ kernel stacks */
+
+/*
+ * --kernel: the current task's kernel stack, by its id in "kstacks". ctx is
+ * the program's own: the perf event's registers, or the tracepoint's.
+ * A slot that holds another stack is not taken over (-EEXIST): a stack's
+ * id then stays what user space read for it. Counted either way.
+ */
+static __always_inline void kernel_stack(struct pbp_sample *s, void *ctx)
+{
+	long id = bpf_get_stackid(ctx, &kstacks, 0);
+
+	s->kstack = (__s32)id;
+	s->flags |= PBP_F_KSTACK;
+	if (id >= 0)
+		stat_inc(PBP_STAT_KSTACK);
+	else if (id == -17)     /* EEXIST */
+		stat_inc(PBP_STAT_KSTACK_COLLIDED);
+	else
+		stat_inc(PBP_STAT_KSTACK_FAILED);
 }
 
 /* ------------------------------------------------------------ user registers */
@@ -683,6 +723,8 @@ static __always_inline void user_regs(struct pbp_sample *s, struct bpf_perf_even
 	struct pt_regs *r = (struct pt_regs *)&ctx->regs;
 
 	if (!REGS_USER(r)) {
+		if (kernel_stacks)
+			kernel_stack(s, ctx);
 		saved_regs(s);
 		return;
 	}
@@ -941,7 +983,7 @@ static __always_inline __u8 off_reason(struct pbp_tstate *st, struct task_struct
  * its memory is the one bpf_probe_read_user sees. User space keeps it with
  * the switch count: while that count stands, the thread has not run since.
  */
-static __always_inline void snapshot(struct pbp_tstate *st, __u32 tgid, __u32 tid,
+static __always_inline void snapshot(void *ctx, struct pbp_tstate *st, __u32 tgid, __u32 tid,
 				     __u64 tstate, __u64 now)
 {
 	__u32 buf = BUF_SWITCH;
@@ -972,6 +1014,9 @@ static __always_inline void snapshot(struct pbp_tstate *st, __u32 tgid, __u32 ti
 		saved_regs(s);
 		copy_ustack(s);
 	}
+	/* Still current: its kernel stack is where it blocks (do_select, futex_wait). */
+	if (kernel_stacks)
+		kernel_stack(s, ctx);
 	if (output(s, fresh) == 0)
 		stat_inc(PBP_STAT_SNAPPED);
 	else
@@ -996,7 +1041,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		st->last_switch_ns = now;
 		/* Short waits (GIL, preemption) are left to the tick: most end before one. */
 		if (st->off_reason == PBP_OFF_SLEEP || st->off_reason == PBP_OFF_DISK)
-			snapshot(st, tgid, tid, tstate, now);
+			snapshot(ctx, st, tgid, tid, tstate, now);
 	}
 	st = NULL;
 	if (task_ids(next, &tgid, &tid))

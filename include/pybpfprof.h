@@ -121,7 +121,15 @@ enum pbp_sample_flags {
 	PBP_F_REGS = 1 << 8,       /* .ip, .sp, .bp are the thread's user registers */
 	PBP_F_USTACK = 1 << 9,     /* a struct pbp_ustack for this sample came just before it */
 	PBP_F_ENTRIES = 1 << 10,   /* .entries marks the frames that entered the evaluation loop */
+	PBP_F_KSTACK = 1 << 11,    /* --kernel: the thread was in the kernel; .kstack says where */
 };
+
+/*
+ * --kernel: the "kstacks" stack-trace map's size, and the kernel frames
+ * each of its stacks keeps (the innermost: where the thread was).
+ */
+#define PBP_KSTACK_ENTRIES 8192
+#define PBP_KSTACK_DEPTH 64
 
 /* Ring buffer record: header, then nframes struct pbp_frame, innermost first. */
 struct pbp_sample {
@@ -141,6 +149,12 @@ struct pbp_sample {
 	 * frame a C-stack shim precedes): the Python frames per activation.
 	 */
 	__u64 entries[PBP_MAX_FRAMES / 64];
+	/*
+	 * PBP_F_KSTACK: the id of the thread's kernel stack in the "kstacks"
+	 * map (bpf_get_stackid), or a negative errno when none could be kept.
+	 */
+	__s32 kstack;
+	__u32 pad;
 	__u32 tgid;
 	__u32 tid;
 	__u32 cpu;
@@ -201,6 +215,9 @@ enum pbp_stat {
 	PBP_STAT_RUN_NS,       /* ns spent walking stacks in the sampler */
 	PBP_STAT_TSTATE_FOUND, /* a thread's state found by the kernel (not registered yet) */
 	PBP_STAT_FOLLOW_FULL,  /* a child not followed: the "followed" map was full */
+	PBP_STAT_KSTACK,       /* --kernel: a kernel stack kept in "kstacks" */
+	PBP_STAT_KSTACK_COLLIDED, /* --kernel: its slot held another stack (-EEXIST) */
+	PBP_STAT_KSTACK_FAILED,   /* --kernel: none taken (-EFAULT: empty, or another error) */
 	PBP_STAT__COUNT,
 };
 

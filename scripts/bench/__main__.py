@@ -43,6 +43,10 @@ Scenarios (--only takes their names):
             ran at (it lowers -F to what the host sustains), the interrupts
             achieved per busy CPU second, samples per second of the target's
             CPU time, and the share of each CPU the BPF program took (--stats)
+  kframes   --kernel's cost: a target in system calls (file reads, getrandom)
+            in cpu mode without and with --kernel at 99 and 999 Hz: profiler
+            CPU per sample and BPF time per sample over the second half of
+            each run
   page      once, not per interpreter: the html page of a 50,000-stack
             profile opened in headless Chromium (tests/integration's cdp.py):
             ms to its first painted frame (goal < 2 s), the inverted and

@@ -10,7 +10,7 @@ PBP = os.environ.get("PBP_BIN") or os.path.join(REPO, "build", "pybpfprof")
 DEFAULT_RESULTS = os.path.join(REPO, "bench", "RESULTS.md")
 PYENV = os.environ.get("PYENV_ROOT") or "/root/.pyenv"
 CHROOT = os.environ.get("PBP_CHROOT", "/var/cache/pybpfprof/sid-chroot").rstrip("/")
-SCENARIOS = ["slowdown", "cost", "reads", "wall", "host", "pool", "top", "deep", "rate", "page", "native"]
+SCENARIOS = ["slowdown", "cost", "reads", "wall", "host", "pool", "top", "deep", "rate", "page", "native", "kframes"]
 ANALYSIS_BEGIN = "<!-- analysis: begin (hand-written, kept across runs) -->"
 ANALYSIS_END = "<!-- analysis: end -->"
 

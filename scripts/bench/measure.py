@@ -7,6 +7,7 @@ import time
 
 import cost
 import host
+import kframes
 import native
 import page
 import pool
@@ -58,7 +59,8 @@ class Bench(object):
                     t = time.monotonic()
                     {"slowdown": slowdown.slowdown, "cost": cost.cost, "reads": cost.cost,
                      "wall": wall.wall, "host": host.host, "pool": pool.pool, "top": top.top, "deep": cost.deep,
-                     "rate": host.rate, "native": native.native}[scen](self, it)
+                     "rate": host.rate, "native": native.native,
+                     "kframes": kframes.kframes}[scen](self, it)
                     log("  %.0f s" % (time.monotonic() - t))
             finally:
                 kill_all()

@@ -27,7 +27,9 @@ ROWS = [
      for k in ("ran", "irq", "achieved", "share")] + [
     ("%s_%s@%d" % (way, k, hz), "native") for way in ("noleaf", "leaf", "native")
     for k in ("cost_us", "prog_us") for hz in (99, 999)] + [
-    ("zslow_plain@99", "native"), ("zslow_native@99", "native")]
+    ("zslow_plain@99", "native"), ("zslow_native@99", "native")] + [
+    ("%s_%s@%d" % (way, k, hz), "kframes") for way in ("nokernel", "kernel")
+    for k in ("cost_us", "prog_us") for hz in (99, 999)]
 DETAIL_KEYS = [
     "oncpuslow@99", "oncpuslow@999", "oncpuslow@9999", "fastshare",
     "minslow@99", "minslow@999", "minslow@9999",

@@ -138,6 +138,22 @@ def main():
         ready(sys.argv[2])
         while True:
             zlib.compress(data, 6)
+    elif what == "syscalls":                # syscalls READY: in the kernel nearly always
+        import tempfile
+        d = tempfile.mkdtemp(prefix="pbp-bench-")
+        path = os.path.join(d, "data")
+        with open(path, "wb") as f:
+            f.write(os.urandom(8 << 20))
+        f = open(path, "rb", buffering=0)
+        os.unlink(path)                     # killed, it leaves nothing behind
+        os.rmdir(d)
+        buf = bytearray(1 << 20)
+        ready(sys.argv[2])
+        while True:
+            f.seek(0)
+            while f.readinto(buf):
+                pass
+            os.urandom(1 << 16)
     elif what == "idle":                    # idle READY
         ready(sys.argv[2])
         while True:

@@ -103,6 +103,7 @@ static void fake_del_thread(struct sampler *s, pid_t tid)
 static const struct sampler_ops fake_ops = {
 	fake_add_proc, fake_slot_alloc, fake_slot_free, fake_tstate, fake_set_thread, fake_del_thread,
 	NULL,   /* no stack copies: --native is not exercised here */
+	NULL,   /* nor kernel stacks (--kernel: test_kernel.c) */
 };
 
 /* ------------------------------------------------------------ fake process */

@@ -576,6 +576,7 @@ void run_cleanup(struct record *r, int go_fd)
 	sampler_close(r->c.smp);
 	agg_free(r->c.agg);
 	natsym_free(r->c.natsym);
+	kstacks_free(r->c.kstacks);
 	timeline_free(&r->timeline);
 	if (r->roots)
 		srcroots_close(r->roots);
@@ -604,6 +605,7 @@ int run_setup(struct record *r, int *go_fd)
 	so = (struct sampler_opts){ .hz = r->c.o.hz, .sched = r->c.o.mode != MODE_CPU, .execs = r->all,
 				    .late_threads = r->c.o.names_late, .follow = r->follow,
 				    .ustack_bytes = r->c.o.native ? NATIVE_STACK_BYTES : 0,
+				    .kernel = r->c.o.kernel,
 				    .cb = run_on_sample, .pcb = run_on_proc_event, .ctx = r };
 	err = sampler_open(&r->c.smp, &so);
 	if (err)
@@ -672,6 +674,9 @@ int run_alloc(struct record *r)
 	/* Made now: libdw's start (tens of ms) is paid before sampling, not by the first samples. */
 	if (r->c.o.native_leaf || r->c.o.native)
 		r->c.natsym = natsym_new();
+	/* Likewise kallsyms (some 0.1 s): read once, before sampling. */
+	if (r->c.o.kernel)
+		r->c.kstacks = kstacks_new(KALLSYMS_PATH);
 	timeline_init(&r->timeline, TIMELINE_MAX);
 	if (output_format(r) == format_by_name("gecko"))
 		r->c.timeline = &r->timeline;   /* the one format that shows when samples were taken */

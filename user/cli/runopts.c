@@ -16,7 +16,7 @@
 #include "core/errors.h"
 
 enum { OPT_VERBOSE = 1100, OPT_COMM, OPT_CGROUP, OPT_CONTAINER, OPT_EXCLUDE, OPT_MAXPROC,
-       OPT_NATIVE_LEAF, OPT_NATIVE };
+       OPT_NATIVE_LEAF, OPT_NATIVE, OPT_KERNEL };
 
 static const struct argp_option opts[] = {
 	{ NULL, 0, NULL, 0, "Targets:", 1 },
@@ -47,6 +47,9 @@ static const struct argp_option opts[] = {
 	{ "native", OPT_NATIVE, NULL, 0,
 	  "Whole native stacks, woven with the Python frames in call order: the kernel copies "
 	  "the top 8 KiB of each sample's user stack, unwound from .eh_frame (x86-64)", 2 },
+	{ "kernel", OPT_KERNEL, NULL, 0,
+	  "End samples of threads in the kernel (a system call, a fault, asleep) with their kernel "
+	  "stack: '[kernel] FUNCTION', named from /proc/kallsyms", 2 },
 	{ "verbose", OPT_VERBOSE, NULL, 0, "Show libbpf's messages (when the BPF side fails to load)", 2 },
 	{ 0 },
 };
@@ -141,6 +144,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *st)
 	case OPT_VERBOSE: r->verbose = true; break;
 	case OPT_NATIVE_LEAF: r->c.o.native_leaf = true; break;
 	case OPT_NATIVE: r->c.o.native = true; break;
+	case OPT_KERNEL: r->c.o.kernel = true; break;
 	case ARGP_KEY_END:
 		if (!r->all && (r->comm_re || r->cgroup || r->container || r->nexcluded))
 			argp_error(st, "--comm, --cgroup, --container and --exclude-pid go with -a");

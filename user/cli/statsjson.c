@@ -22,6 +22,25 @@ static const char *cap_name(enum sampler_cap why)
 	return why == CAP_KERNEL ? "kernel" : why == CAP_COST ? "cost" : NULL;
 }
 
+/* --kernel: the kernel's stack ids (kept, or why not), and what user space named. */
+static void stats_json_kernel(struct jsonw *w, const struct collector *c, const uint64_t *st)
+{
+	static const struct kstack_stats none;
+	const struct kstack_stats *ks = c->kstacks ? kstacks_stats(c->kstacks) : &none;
+
+	jw_obj(w, "kernel_stacks");
+	jw_u64(w, "kept", st[PBP_STAT_KSTACK]);
+	jw_u64(w, "collided", st[PBP_STAT_KSTACK_COLLIDED]);
+	jw_u64(w, "failed", st[PBP_STAT_KSTACK_FAILED]);
+	jw_u64(w, "symbols", ks->symbols);
+	jw_u64(w, "stacks", ks->stacks);
+	jw_u64(w, "frames", ks->frames);
+	jw_u64(w, "missed", ks->missed);
+	jw_u64(w, "unnamed", ks->unnamed);
+	jw_num(w, "seconds", (double)ks->ns / 1e9);
+	jw_end_obj(w);
+}
+
 /* The rate, the kernel's counters and the program's own clock. */
 void stats_json_sampler(struct jsonw *w, const struct collector *c, const uint64_t *st)
 {
@@ -46,6 +65,8 @@ void stats_json_sampler(struct jsonw *w, const struct collector *c, const uint64
 	jw_u64(w, "faulted", st[PBP_STAT_FAULTED]);
 	jw_u64(w, "snapped", st[PBP_STAT_SNAPPED]);
 	jw_u64(w, "snap_lost", st[PBP_STAT_SNAP_LOST]);
+	if (c->o.kernel)        /* only asked for: the default key set stays as it was */
+		stats_json_kernel(w, c, st);
 }
 
 /* What user space made of the samples. */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The native leaf of a sample's stack (natleaf.h), timed for --stats. */
+/* The native leaf, or whole native stack, and the kernel frames of a sample's stack (natleaf.h). */
 #include "sample/natleaf.h"
 #include "core/clock.h"
 #include "sample/sampler.h"
@@ -41,4 +41,21 @@ void target_native_leaf(struct collector *c, struct target *t, const struct pbp_
 		c->native_leaves++;
 	}
 	c->native_ns += mono_ns() - t0;
+}
+
+static uint32_t read_kstack(void *ctx, int32_t id, uint64_t *ips)
+{
+	struct collector *c = ctx;
+
+	return c->ops->kstack ? c->ops->kstack(c->smp, id, ips) : 0;
+}
+
+void target_kernel_frames(struct collector *c, const struct pbp_sample *ks, uint32_t *locs,
+			  uint32_t *n, uint32_t max)
+{
+	if (!c->o.kernel || !(ks->flags & PBP_F_KSTACK) || *n == 0)
+		return;
+	if (!c->kstacks && !(c->kstacks = kstacks_new(KALLSYMS_PATH)))
+		return;
+	kernel_frames(c->kstacks, ks, read_kstack, c, c->agg, locs, n, max);
 }

@@ -518,6 +518,10 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o)
 	s->skel->rodata->wake_new_threads = !o->late_threads;
 	s->skel->rodata->ustack_bytes = o->ustack_bytes;
 	s->skel->rodata->entry_marks = o->ustack_bytes > 0;
+	s->skel->rodata->kernel_stacks = o->kernel;
+	/* Without --kernel the stack map is never written: no memory for it (64 frames a slot). */
+	if (!o->kernel)
+		bpf_map__set_max_entries(s->skel->maps.kstacks, 1);
 	err = profile_bpf__load(s->skel);
 	if (err) {
 		err = bpf_err(-err);
@@ -730,6 +734,22 @@ void sampler_stats(struct sampler *s, uint64_t out[PBP_STAT__COUNT])
 	free(vals);
 }
 
+/*
+ * Ids are never deleted: a slot keeps the stack it got first (the kernel
+ * does not take it over), so an id read once means that stack for the run.
+ */
+uint32_t sampler_kstack(struct sampler *s, int32_t id, uint64_t *ips)
+{
+	uint32_t key = (uint32_t)id, n = 0;
+
+	if (id < 0 || bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.kstacks), &key, ips) != 0)
+		return 0;
+	/* The value is zero-filled past the stack's last frame. */
+	while (n < PBP_KSTACK_DEPTH && ips[n])
+		n++;
+	return n;
+}
+
 const struct sampler_ops bpf_sampler_ops = {
 	.add_proc = sampler_add_proc,
 	.slot_alloc = sampler_slot_alloc,
@@ -738,4 +758,5 @@ const struct sampler_ops bpf_sampler_ops = {
 	.set_thread = sampler_set_thread,
 	.del_thread = sampler_del_thread,
 	.ustack = sampler_ustack,
+	.kstack = sampler_kstack,
 };

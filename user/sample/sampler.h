@@ -21,6 +21,7 @@ struct sampler_opts {
 	bool late_threads;      /* a new thread's first sample need not wake the loop (names_late) */
 	bool follow;            /* follow the process trees under sampler_follow()'s roots */
 	uint32_t ustack_bytes;  /* --native: user stack copied per sample (0: none) */
+	bool kernel;            /* --kernel: kernel stacks of samples in the kernel and sleepers */
 	sample_fn cb;
 	proc_event_fn pcb;      /* exec, exit, thread and fork events */
 	void *ctx;
@@ -75,11 +76,17 @@ struct sampler_ops {
 	void (*del_thread)(struct sampler *s, pid_t tid);
 	/* --native: the stack copy of the sample (tid, ts), or NULL (may be NULL itself). */
 	const struct pbp_ustack *(*ustack)(struct sampler *s, uint32_t tid, uint64_t ts);
+	/*
+	 * --kernel: the kernel stack kept under id, innermost first, into
+	 * ips[PBP_KSTACK_DEPTH]; its frame count, 0 when there is none (may be NULL itself).
+	 */
+	uint32_t (*kstack)(struct sampler *s, int32_t id, uint64_t *ips);
 };
 
 /* Stack copies kept until their samples come (other CPUs' records may come between). */
 #define USTACK_SLOTS 8
 const struct pbp_ustack *sampler_ustack(struct sampler *s, uint32_t tid, uint64_t ts);
+uint32_t sampler_kstack(struct sampler *s, int32_t id, uint64_t *ips);
 
 extern const struct sampler_ops bpf_sampler_ops;
 

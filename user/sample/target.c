@@ -461,6 +461,7 @@ void target_on_sample(struct collector *c, struct target *t, const struct pbp_sa
 		join_tasks(c, t, &(struct async_src){ e->tstate, ks->flags & PBP_F_TASK, ks->task },
 			   c->locs + off, &n, MAX_LOCS - off - 1);
 	target_native_leaf(c, t, ks, c->locs + off, &n, MAX_LOCS - off - 1);
+	target_kernel_frames(c, ks, c->locs + off, &n, MAX_LOCS - off - 1);
 	if (c->o.mode == MODE_CPU) {
 		bool known = ks->flags & PBP_F_GIL_KNOWN, holds = ks->flags & PBP_F_HOLDS_GIL;
 

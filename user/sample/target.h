@@ -13,6 +13,7 @@
 #include "sample/asyncstack.h"
 #include "symbol/native.h"
 #include "symbol/natstack.h"
+#include "symbol/kstack.h"
 #include "symbol/symbolize.h"
 
 struct proc_meta;
@@ -49,6 +50,11 @@ struct profile_opts {
 	 * (ustack_bytes), which is unwound and woven with the Python frames.
 	 */
 	bool native;
+	/*
+	 * --kernel: a sample of a thread in the kernel, or sleeping in it,
+	 * ends with its kernel stack, "[kernel] do_select".
+	 */
+	bool kernel;
 };
 
 /* Where samples and ticks of every target end up. */
@@ -73,6 +79,7 @@ struct collector {
 	uint64_t native_leaves; /* samples given a native leaf */
 	uint64_t native_ns;     /* the time naming them took */
 	struct natstack_stats natstack; /* --native */
+	struct kstacks *kstacks;        /* --kernel: made before sampling (reads kallsyms) */
 };
 
 struct tcache;
