@@ -45,6 +45,8 @@ __u32 ns_depth = 0;                     /* 0: not known yet, else depth + 1 */
  */
 const volatile __u32 ustack_bytes = 0;
 const volatile bool entry_marks = false;
+/* --native=fp: the kernel's frame-pointer walk instead of the copy (ustack_bytes unused). */
+const volatile bool ustack_fp = false;
 
 /* Per-CPU scratch slots: one for the sampler, one for switch-out snapshots. */
 #define BUF_SAMPLE 0
@@ -780,11 +782,39 @@ static long vma_end_of(struct task_struct *task, struct vm_area_struct *vma, voi
 	return 0;
 }
 
-static __always_inline void copy_ustack(struct pbp_sample *s)
+/*
+ * --native=fp: the kernel walks the user stack's frame pointers itself
+ * (perf's callchain code: .ip, then each frame's saved return address) into
+ * a record an eighth of the copy's size; nothing is left to unwind. A chain
+ * through code built without frame pointers stops or goes astray there.
+ */
+static __always_inline void walk_ustack_fp(struct pbp_sample *s, void *ctx)
+{
+	const __u32 size = __builtin_offsetof(struct pbp_ustack, data) + PBP_UADDRS_MAX * 8;
+	struct pbp_ustack *u;
+	long n;
+
+	u = bpf_ringbuf_reserve(&events, size, 0);
+	if (!u)
+		return;
+	n = bpf_get_stack(ctx, u->data, PBP_UADDRS_MAX * 8, BPF_F_USER_STACK);
+	u->magic = PBP_UADDRS_MAGIC;
+	u->ts = s->ts;
+	u->tid = s->tid;
+	u->len = n > 0 ? (__u32)n : 0;
+	bpf_ringbuf_submit(u, BPF_RB_NO_WAKEUP);
+	s->flags |= PBP_F_USTACK;
+}
+
+static __always_inline void copy_ustack(struct pbp_sample *s, void *ctx)
 {
 	__u64 len = ustack_bytes, end = 0;
 	struct pbp_ustack *u;
 
+	if (ustack_fp && (s->flags & PBP_F_REGS)) {
+		walk_ustack_fp(s, ctx);
+		return;
+	}
 	if (!len || !(s->flags & PBP_F_REGS))
 		return;
 	/*
@@ -853,7 +883,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		stat_inc(PBP_STAT_TRUNCATED);
 	if (s->flags & PBP_F_FAULT)
 		stat_inc(PBP_STAT_FAULTED);
-	copy_ustack(s);
+	copy_ustack(s, ctx);
 	if (output(s, fresh) == 0)
 		stat_inc(PBP_STAT_DELIVERED);
 	else

@@ -21,6 +21,7 @@ struct sampler_opts {
 	bool late_threads;      /* a new thread's first sample need not wake the loop (names_late) */
 	bool follow;            /* follow the process trees under sampler_follow()'s roots */
 	uint32_t ustack_bytes;  /* --native: user stack copied per sample (0: none) */
+	bool ustack_fp;         /* --native=fp: the kernel walks frame pointers instead of copying */
 	sample_fn cb;
 	proc_event_fn pcb;      /* exec, exit, thread and fork events */
 	void *ctx;
