@@ -962,8 +962,29 @@ static __always_inline __u8 off_reason(struct pbp_tstate *st, struct task_struct
  * its memory is the one bpf_probe_read_user sees. User space keeps it with
  * the switch count: while that count stands, the thread has not run since.
  */
+/*
+ * --native=fp at a switch-out: the thread leaving is still current, so the
+ * kernel's walk starts from the user registers it saved on entry (it
+ * sleeps in a syscall or a fault), which are also the sample's .ip. The
+ * dwarf copy is not taken here: 8 KiB per switch costs too much.
+ */
+static __always_inline void switch_ustack_fp(struct pbp_sample *s, void *ctx)
+{
+#ifdef REGS_USER
+	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+
+	if (!ustack_fp || !r)
+		return;
+	REGS_COPY(s, r);
+	if (s->ip) {
+		s->flags |= PBP_F_REGS;
+		walk_ustack_fp(s, ctx);
+	}
+#endif
+}
+
 static __always_inline void snapshot(struct pbp_tstate *st, __u32 tgid, __u32 tid,
-				     __u64 tstate, __u64 now)
+				     __u64 tstate, __u64 now, void *ctx)
 {
 	__u32 buf = BUF_SWITCH;
 	struct pbp_proc *p;
@@ -984,6 +1005,7 @@ static __always_inline void snapshot(struct pbp_tstate *st, __u32 tgid, __u32 ti
 	st->snap_due = due + snap_gap_ns;
 	start_record(s, tgid, tid, now, tstate, PBP_F_SWITCH_OUT, st->switches);
 	fresh = walk(s, &p->off, tstate, BUF_SWITCH);
+	switch_ustack_fp(s, ctx);
 	if (output(s, fresh) == 0)
 		stat_inc(PBP_STAT_SNAPPED);
 	else
@@ -1008,7 +1030,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		st->last_switch_ns = now;
 		/* Short waits (GIL, preemption) are left to the tick: most end before one. */
 		if (st->off_reason == PBP_OFF_SLEEP || st->off_reason == PBP_OFF_DISK)
-			snapshot(st, tgid, tid, tstate, now);
+			snapshot(st, tgid, tid, tstate, now, ctx);
 	}
 	st = NULL;
 	if (task_ids(next, &tgid, &tid))

@@ -110,6 +110,7 @@ def test_native_fp_chain_under_its_python_line(interp, start_target, pybpfprof):
     assert ordered >= total * 0.8, (ordered, total, r.stdout[-3000:])
     stats = re.search(r'"native_stacks":\{"stacks":(\d+)', r.stderr)
     assert stats and int(stats.group(1)) >= total, r.stderr[-2000:]
+    assert '"walk":"fp"' in r.stderr, r.stderr[-2000:]
 
 
 def _python_frame_above(frames, lib):

@@ -49,7 +49,7 @@ struct profile_opts {
 	 * (ustack_bytes), which is unwound and woven with the Python frames.
 	 */
 	bool native;
-	bool native_fp;         /* --native=fp: the kernel's frame-pointer walk instead */
+	bool native_fp;         /* --native=fp: the kernel walks frame pointers instead of copying */
 };
 
 /* Where samples and ticks of every target end up. */
