@@ -45,6 +45,8 @@ __u32 ns_depth = 0;                     /* 0: not known yet, else depth + 1 */
  */
 const volatile __u32 ustack_bytes = 0;
 const volatile bool entry_marks = false;
+/* --native=fp: the kernel's frame-pointer walk instead of the copy (ustack_bytes unused). */
+const volatile bool ustack_fp = false;
 
 /*
  * --kernel: a sample of a thread in the kernel (a system call, a fault),
@@ -831,11 +833,39 @@ static long vma_end_of(struct task_struct *task, struct vm_area_struct *vma, voi
 	return 0;
 }
 
-static __always_inline void copy_ustack(struct pbp_sample *s)
+/*
+ * --native=fp: the kernel walks the user stack's frame pointers itself
+ * (perf's callchain code: .ip, then each frame's saved return address) into
+ * a record an eighth of the copy's size; nothing is left to unwind. A chain
+ * through code built without frame pointers stops or goes astray there.
+ */
+static __always_inline void walk_ustack_fp(struct pbp_sample *s, void *ctx)
+{
+	const __u32 size = __builtin_offsetof(struct pbp_ustack, data) + PBP_UADDRS_MAX * 8;
+	struct pbp_ustack *u;
+	long n;
+
+	u = bpf_ringbuf_reserve(&events, size, 0);
+	if (!u)
+		return;
+	n = bpf_get_stack(ctx, u->data, PBP_UADDRS_MAX * 8, BPF_F_USER_STACK);
+	u->magic = PBP_UADDRS_MAGIC;
+	u->ts = s->ts;
+	u->tid = s->tid;
+	u->len = n > 0 ? (__u32)n : 0;
+	bpf_ringbuf_submit(u, BPF_RB_NO_WAKEUP);
+	s->flags |= PBP_F_USTACK;
+}
+
+static __always_inline void copy_ustack(struct pbp_sample *s, void *ctx)
 {
 	__u64 len = ustack_bytes, end = 0;
 	struct pbp_ustack *u;
 
+	if (ustack_fp && (s->flags & PBP_F_REGS)) {
+		walk_ustack_fp(s, ctx);
+		return;
+	}
 	if (!len || !(s->flags & PBP_F_REGS))
 		return;
 	/*
@@ -904,7 +934,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		stat_inc(PBP_STAT_TRUNCATED);
 	if (s->flags & PBP_F_FAULT)
 		stat_inc(PBP_STAT_FAULTED);
-	copy_ustack(s);
+	copy_ustack(s, ctx);
 	if (output(s, fresh) == 0)
 		stat_inc(PBP_STAT_DELIVERED);
 	else
@@ -1008,11 +1038,12 @@ static __always_inline void snapshot(void *ctx, struct pbp_tstate *st, __u32 tgi
 	/*
 	 * --native: where in its own code it went to sleep, kept with the
 	 * Python stack for the ticks that follow (the wall mode's sleeping and
-	 * disk-waiting threads). Its user registers are the ones saved on entry.
+	 * disk-waiting threads). Its user registers are the ones saved on entry;
+	 * it is still current, so fp's walk and dwarf's copy read its stack.
 	 */
-	if (ustack_bytes) {
+	if (ustack_bytes || ustack_fp) {
 		saved_regs(s);
-		copy_ustack(s);
+		copy_ustack(s, ctx);
 	}
 	/* Still current: its kernel stack is where it blocks (do_select, futex_wait). */
 	if (kernel_stacks)

@@ -171,8 +171,18 @@ struct pbp_sample {
 #define PBP_USTACK_MAX 8192         /* the record's size: what user space may ask for */
 #define PBP_USTACK_MAGIC 0xffffffffffffffffull  /* where a sample has its .ts */
 
+/*
+ * --native=fp: the same record, shorter, with .magic PBP_UADDRS_MAGIC: its
+ * data holds the kernel's own frame-pointer walk of the user stack
+ * (bpf_get_stack, BPF_F_USER_STACK), .len / 8 addresses innermost first:
+ * .ip, then return addresses. At most PBP_UADDRS_MAX, the kernel's default
+ * kernel.perf_event_max_stack (a lower setting bounds it further).
+ */
+#define PBP_UADDRS_MAGIC 0xfffffffffffffffeull
+#define PBP_UADDRS_MAX 127
+
 struct pbp_ustack {
-	__u64 magic;           /* PBP_USTACK_MAGIC: not a struct pbp_sample */
+	__u64 magic;           /* PBP_USTACK_MAGIC or PBP_UADDRS_MAGIC: not a struct pbp_sample */
 	__u64 ts;
 	__u32 tid;
 	__u32 len;             /* bytes of data copied from sp (0: none could be) */

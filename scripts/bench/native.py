@@ -16,7 +16,8 @@ from targets import kill, spawn
 NATIVE_RATES = [99, 999]
 WAYS = [("noleaf", "no native frames (the default)", []),
         ("leaf", "--native-leaf", ["--native-leaf"]),
-        ("native", "--native", ["--native"])]
+        ("native", "--native", ["--native"]),
+        ("fp", "--native=fp", ["--native=fp"])]
 
 
 def native(bench, it):

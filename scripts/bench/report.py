@@ -25,7 +25,7 @@ ROWS = [
     ("deep_cost_us", "deep"), ("deep_kernel_us", "deep"), ("deep_completed", "deep"),
 ] + [("rate_%s@%d" % (k, hz), "rate") for hz in HIGH_RATES
      for k in ("ran", "irq", "achieved", "share")] + [
-    ("%s_%s@%d" % (way, k, hz), "native") for way in ("noleaf", "leaf", "native")
+    ("%s_%s@%d" % (way, k, hz), "native") for way in ("noleaf", "leaf", "native", "fp")
     for k in ("cost_us", "prog_us") for hz in (99, 999)] + [
     ("zslow_plain@99", "native"), ("zslow_native@99", "native")] + [
     ("%s_%s@%d" % (way, k, hz), "kframes") for way in ("nokernel", "kernel")

@@ -4,6 +4,8 @@ buffer, libz's frames under the Python line that called compress.
 --native (test_native_ext.py: a C extension on every interpreter). Libraries' C code under the
 Python line that called it (natlibs.py): hashlib.sha256's libcrypto, and on
 Debian's /usr/bin/python3 with python3-numpy a matrix product's BLAS.
+--native=fp: the kernel's frame-pointer walk through an extension built
+with frame pointers (natfp.py, pbpfp.c).
 Debian's /usr/bin/python3.11 (its libz and libpython stripped to .dynsym)
 and a pyenv build; one target per test and interpreter, short recordings."""
 
@@ -18,6 +20,7 @@ from profile import marks, parse_collapsed
 INTERPRETERS = ["3.11-debian-static", "3.12"]
 ZLIBBER = os.path.join(TARGETS, "zlibber.py")
 NATLIBS = os.path.join(TARGETS, "natlibs.py")
+NATFP = os.path.join(TARGETS, "natfp.py")
 NATIVE = "[native, no GIL]"
 
 
@@ -45,6 +48,36 @@ def test_zlib_leaf_under_its_python_line(interp, start_target, pybpfprof):
     # deflate runs without the GIL: most of squeeze's samples are in libz.
     assert libz >= total // 2, (libz, total, r.stdout[-3000:])
     assert '"native_leaves":' in r.stderr
+
+
+def test_native_fp_chain_under_its_python_line(interp, start_target, pybpfprof):
+    """--native=fp: the kernel's frame-pointer walk through an extension
+    built with -fno-omit-frame-pointer (natfp.py, pbpfp.c): fp_c under
+    fp_b under fp_a, under the Python line that called chain(). The
+    interpreters here have no frame pointers: past the extension the chain
+    is garbage, which must not lose or misplace the Python frames."""
+    _, pid, _ = start_target(interp, "natfp.py", timeout=60)
+    r = pybpfprof("-p", pid, "-d", "1.5", "-F", "199", "--native=fp", "--stats=json")
+    assert r.returncode == 0, r.stderr
+    line = "outer (%s:%d)" % (NATFP, marks(NATFP)["chain"])
+    want = [line, "[native] fp_a (", "[native] fp_b (", "[native] fp_c ("]
+    total = ordered = 0
+    for frames, count in parse_collapsed(r.stdout):
+        if not any(f.startswith("[native] fp_c (") for f in frames):
+            continue
+        total += count
+        at = []
+        for w in want:
+            hits = [i for i, f in enumerate(frames) if f.startswith(w)]
+            at.append(hits[-1] if hits else -1)
+        if -1 not in at and at == sorted(at) and at[1:] == [len(frames) - 3, len(frames) - 2,
+                                                            len(frames) - 1]:
+            ordered += count
+    assert total >= 50, r.stdout[-3000:]
+    assert ordered >= total * 0.8, (ordered, total, r.stdout[-3000:])
+    stats = re.search(r'"native_stacks":\{"stacks":(\d+)', r.stderr)
+    assert stats and int(stats.group(1)) >= total, r.stderr[-2000:]
+    assert '"walk":"fp"' in r.stderr, r.stderr[-2000:]
 
 
 def _python_frame_above(frames, lib):

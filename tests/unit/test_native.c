@@ -20,7 +20,9 @@
 #include "aggregate/aggregate.h"
 #include "aggregate/aggnat.h"
 #include "aggregate/merge.h"
+#include "core/limits.h"
 #include "symbol/native.h"
+#include "symbol/natfp.h"
 #include "symbol/natmaps.h"
 #include "symbol/natstack.h"
 #include "symbol/natsym.h"
@@ -432,6 +434,117 @@ static void test_unwind(void)
 	natsym_free(ns);
 }
 
+/*
+ * --native=fp. Named like CPython's evaluation loop, so that a return
+ * address into it is an activation; fp_leaf is where the sample was.
+ */
+__attribute__((noinline)) void _PyEval_EvalFrameDefault(void);
+__attribute__((noinline)) void _PyEval_EvalFrameDefault(void)
+{
+	__asm__ volatile("nop\n\tnop\n\tnop\n\tnop" ::: "memory");
+}
+
+__attribute__((noinline)) static void fp_leaf(void)
+{
+	__asm__ volatile("nop\n\tnop\n\tnop\n\tnop" ::: "memory");
+}
+
+static struct pbp_ustack fpu;
+
+/* A walk of n addresses, as the kernel puts it in the record. */
+static void fp_walk(const uint64_t *addrs, size_t n)
+{
+	fpu.magic = PBP_UADDRS_MAGIC;
+	fpu.len = (uint32_t)(n * sizeof(*addrs));
+	memcpy(fpu.data, addrs, n * sizeof(*addrs));
+}
+
+static void test_fp_pcs(void)
+{
+	uint64_t pcs[NATIVE_MAX_FRAMES], many[PBP_UADDRS_MAX + 8];
+	uint64_t chain[] = { 0x1000, 0x2001, 0x3001, 0, 0x4001 };
+	size_t n;
+	bool cut;
+
+	/* ip as it is, return addresses one byte back into their call; 0 ends the chain. */
+	fp_walk(chain, 5);
+	natfp_pcs(&fpu, 0x1000, pcs, NATIVE_MAX_FRAMES, &n, &cut);
+	CHECK(n == 3 && !cut);
+	CHECK(pcs[0] == 0x1000 && pcs[1] == 0x2000 && pcs[2] == 0x3000);
+	/* An empty walk: the sample's ip alone. */
+	fp_walk(chain, 0);
+	natfp_pcs(&fpu, 0x1234, pcs, NATIVE_MAX_FRAMES, &n, &cut);
+	CHECK(n == 1 && pcs[0] == 0x1234 && !cut);
+	/* A walk that filled the kernel's bound may have had more. */
+	for (size_t i = 0; i < PBP_UADDRS_MAX; i++)
+		many[i] = 0x10000 + i;
+	fp_walk(many, PBP_UADDRS_MAX);
+	natfp_pcs(&fpu, 0x10000, pcs, NATIVE_MAX_FRAMES, &n, &cut);
+	CHECK(n == PBP_UADDRS_MAX && cut && pcs[n - 1] == 0x10000 + PBP_UADDRS_MAX - 2);
+	/* A length past the record's addresses is held to them; max holds too. */
+	fpu.len = sizeof(fpu.data);
+	natfp_pcs(&fpu, 0x10000, pcs, NATIVE_MAX_FRAMES, &n, &cut);
+	CHECK(n == PBP_UADDRS_MAX && cut);
+	natfp_pcs(&fpu, 0x10000, pcs, 4, &n, &cut);
+	CHECK(n == 4 && cut);
+}
+
+/* One fp walk woven with two Python frames: the merged stack's names, root first. */
+static void fp_weave(const uint64_t *addrs, size_t naddr, char out[][64], uint32_t *nout,
+		     uint64_t *unpaired)
+{
+	struct natsym *ns = natsym_new();
+	struct natproc np = { .pid = getpid() };
+	struct agg *a = agg_new();
+	struct pbp_sample s = { .nframes = 2, .flags = PBP_F_ENTRIES | PBP_F_USTACK | PBP_F_REGS,
+				.ip = (uint64_t)(uintptr_t)fp_leaf };
+	struct natstack_stats st = { 0 };
+	uint32_t locs[PBP_MAX_LOCS], n = 2;
+	const char *file;
+
+	CHECK(ns && a);
+	locs[0] = (uint32_t)agg_loc(a, "outer", "app.py", 3, LOC_PY);
+	locs[1] = (uint32_t)agg_loc(a, "inner", "app.py", 7, LOC_PY);
+	s.entries[0] = 1u << 1;         /* one activation ran both */
+	fp_walk(addrs, naddr);
+	CHECK_EQ_INT(native_stack(ns, &np, &s, &fpu, a, locs, &n, PBP_MAX_LOCS, &st), 0);
+	for (uint32_t i = 0; i < n && i < 8; i++)
+		snprintf(out[i], 64, "%s", loc_name(a, locs[i], &file));
+	*nout = n;
+	*unpaired = st.unpaired;
+	natproc_free(&np);
+	agg_free(a);
+	natsym_free(ns);
+}
+
+static void test_fp_weave(void)
+{
+	uint64_t leaf = (uint64_t)(uintptr_t)fp_leaf, eval = (uint64_t)(uintptr_t)_PyEval_EvalFrameDefault;
+	uint64_t good[] = { leaf, eval + 2, 0x18, 0x20 }, garbage[] = { 0x18, 0x28, 0xdead0000 };
+	char out[8][64];
+	uint32_t n;
+	uint64_t unpaired;
+
+	/* The activation replaced by its Python frames; garbage past it one [unknown] at the root. */
+	fp_weave(good, 4, out, &n, &unpaired);
+	CHECK(n == 4 && unpaired == 0);
+	CHECK_EQ_STR(out[0], NATIVE_UNKNOWN);
+	CHECK_EQ_STR(out[1], "outer");
+	CHECK_EQ_STR(out[2], "inner");
+	CHECK_EQ_STR(out[3], "[native] fp_leaf");
+	/* No walk: the Python frames at the root, ip under them, the mismatch counted. */
+	fp_weave(good, 0, out, &n, &unpaired);
+	CHECK(n == 3 && unpaired == 1);
+	CHECK_EQ_STR(out[0], "outer");
+	CHECK_EQ_STR(out[2], "[native] fp_leaf");
+	/* A chain of garbage: no activation, Python frames kept, [unknown] once. */
+	fp_weave(garbage, 3, out, &n, &unpaired);
+	CHECK(n == 3 && unpaired == 1);
+	CHECK_EQ_STR(out[0], "outer");
+	CHECK_EQ_STR(out[1], "inner");
+	CHECK_EQ_STR(out[2], NATIVE_UNKNOWN);
+}
+
 int main(void)
 {
 	test_maps();
@@ -443,5 +556,7 @@ int main(void)
 	test_leaf();
 	test_groups();
 	test_unwind();
+	test_fp_pcs();
+	test_fp_weave();
 	return unit_done("test_native");
 }

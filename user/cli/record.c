@@ -604,7 +604,8 @@ int run_setup(struct record *r, int *go_fd)
 	r->c.o.names_late = r->all && !r->c.o.per_thread && r->c.o.mode == MODE_CPU;
 	so = (struct sampler_opts){ .hz = r->c.o.hz, .sched = r->c.o.mode != MODE_CPU, .execs = r->all,
 				    .late_threads = r->c.o.names_late, .follow = r->follow,
-				    .ustack_bytes = r->c.o.native ? NATIVE_STACK_BYTES : 0,
+				    .ustack_bytes = r->c.o.native && !r->c.o.native_fp ? NATIVE_STACK_BYTES : 0,
+				    .ustack_fp = r->c.o.native && r->c.o.native_fp,
 				    .kernel = r->c.o.kernel,
 				    .cb = run_on_sample, .pcb = run_on_proc_event, .ctx = r };
 	err = sampler_open(&r->c.smp, &so);

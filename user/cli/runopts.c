@@ -44,9 +44,11 @@ static const struct argp_option opts[] = {
 	{ "native-leaf", OPT_NATIVE_LEAF, NULL, 0,
 	  "End samples of threads on a CPU without the GIL with the C function they were in: "
 	  "'[native] FUNCTION (LIBRARY)'", 2 },
-	{ "native", OPT_NATIVE, NULL, 0,
-	  "Whole native stacks, woven with the Python frames in call order: the kernel copies "
-	  "the top 8 KiB of each sample's user stack, unwound from .eh_frame (x86-64)", 2 },
+	{ "native", OPT_NATIVE, "HOW", OPTION_ARG_OPTIONAL,
+	  "Whole native stacks, woven with the Python frames in call order. dwarf (the default): "
+	  "the kernel copies the top 8 KiB of each sample's user stack, unwound from .eh_frame "
+	  "(x86-64); fp: the kernel walks frame pointers (cheaper; right only through code built "
+	  "with them)", 2 },
 	{ "kernel", OPT_KERNEL, NULL, 0,
 	  "End samples of threads in the kernel (a system call, a fault, asleep) with their kernel "
 	  "stack: '[kernel] FUNCTION', named from /proc/kallsyms", 2 },
@@ -143,7 +145,13 @@ static error_t parse_opt(int key, char *arg, struct argp_state *st)
 		break;
 	case OPT_VERBOSE: r->verbose = true; break;
 	case OPT_NATIVE_LEAF: r->c.o.native_leaf = true; break;
-	case OPT_NATIVE: r->c.o.native = true; break;
+	case OPT_NATIVE:
+		/* As perf's --call-graph: dwarf unwinds a copy of the stack, fp trusts frame pointers. */
+		if (arg && strcmp(arg, "dwarf") != 0 && strcmp(arg, "fp") != 0)
+			argp_error(st, "invalid --native '%s' (dwarf or fp)", arg);
+		r->c.o.native = true;
+		r->c.o.native_fp = arg && strcmp(arg, "fp") == 0;
+		break;
 	case OPT_KERNEL: r->c.o.kernel = true; break;
 	case ARGP_KEY_END:
 		if (!r->all && (r->comm_re || r->cgroup || r->container || r->nexcluded))

@@ -124,7 +124,8 @@ static int on_event(void *ctx, void *data, size_t size)
 	struct sampler *s = ctx;
 	const struct pbp_sample *smp = data;
 
-	if (size >= sizeof(uint64_t) && *(const uint64_t *)data == PBP_USTACK_MAGIC)
+	if (size >= sizeof(uint64_t) && (*(const uint64_t *)data == PBP_USTACK_MAGIC ||
+					 *(const uint64_t *)data == PBP_UADDRS_MAGIC))
 		keep_ustack(s, data, size);
 	else if (size >= offsetof(struct pbp_sample, frames) &&
 	    size >= offsetof(struct pbp_sample, frames) + (size_t)smp->nframes * sizeof(struct pbp_frame))
@@ -517,7 +518,8 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o)
 	s->skel->rodata->all_execs = o->execs;
 	s->skel->rodata->wake_new_threads = !o->late_threads;
 	s->skel->rodata->ustack_bytes = o->ustack_bytes;
-	s->skel->rodata->entry_marks = o->ustack_bytes > 0;
+	s->skel->rodata->ustack_fp = o->ustack_fp;
+	s->skel->rodata->entry_marks = o->ustack_bytes > 0 || o->ustack_fp;
 	s->skel->rodata->kernel_stacks = o->kernel;
 	/* Without --kernel the stack map is never written: no memory for it (64 frames a slot). */
 	if (!o->kernel)

@@ -22,6 +22,7 @@ struct sampler_opts {
 	bool follow;            /* follow the process trees under sampler_follow()'s roots */
 	uint32_t ustack_bytes;  /* --native: user stack copied per sample (0: none) */
 	bool kernel;            /* --kernel: kernel stacks of samples in the kernel and sleepers */
+	bool ustack_fp;         /* --native=fp: the kernel walks frame pointers instead of copying */
 	sample_fn cb;
 	proc_event_fn pcb;      /* exec, exit, thread and fork events */
 	void *ctx;

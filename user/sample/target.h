@@ -55,6 +55,7 @@ struct profile_opts {
 	 * ends with its kernel stack, "[kernel] do_select".
 	 */
 	bool kernel;
+	bool native_fp;         /* --native=fp: the kernel walks frame pointers instead of copying */
 };
 
 /* Where samples and ticks of every target end up. */

@@ -8,6 +8,7 @@
 #include "core/clock.h"
 #include "core/errors.h"
 #include "core/limits.h"
+#include "symbol/natfp.h"
 #include "symbol/unwind.h"
 
 uint32_t natstack_groups(const struct pbp_sample *s, uint32_t npy, uint32_t *starts)
@@ -162,11 +163,15 @@ int native_stack(struct natsym *ns, struct natproc *np, const struct pbp_sample 
 
 	if (*n > PBP_MAX_LOCS)
 		return 0;
-	if (!np->unw && !(np->unw = unwinder_new(np->pid)))
-		return -PBP_E_NOMEM;
-	err = unwind_stack(np->unw, &in, pcs, NATIVE_MAX_FRAMES, &npc, &cut);
-	if (err)
-		return err;
+	if (u->magic == PBP_UADDRS_MAGIC) {     /* --native=fp: the kernel walked it already */
+		natfp_pcs(u, s->ip, pcs, NATIVE_MAX_FRAMES, &npc, &cut);
+	} else {
+		if (!np->unw && !(np->unw = unwinder_new(np->pid)))
+			return -PBP_E_NOMEM;
+		err = unwind_stack(np->unw, &in, pcs, NATIVE_MAX_FRAMES, &npc, &cut);
+		if (err)
+			return err;
+	}
 	memcpy(py, locs, *n * sizeof(*py));
 	m.ngroups = natstack_groups(s, *n, starts);
 	err = weave(&m, ns, np, pcs, npc, cut, a, st);

@@ -32,7 +32,8 @@ struct natstack_stats {
 /*
  * locs[0..*n): a sample's Python locations, root first, as symbolize made
  * them (the kernel's frames the last s->nframes). Replaced by the merged
- * stack (at most max). u: the kernel's stack copy. 0 or -PBP_E_NOMEM.
+ * stack (at most max). u: the kernel's stack copy, or (PBP_UADDRS_MAGIC)
+ * its frame-pointer walk. 0 or -PBP_E_NOMEM.
  */
 int native_stack(struct natsym *ns, struct natproc *np, const struct pbp_sample *s,
 		 const struct pbp_ustack *u, struct agg *a, uint32_t *locs, uint32_t *n,
