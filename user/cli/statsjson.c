@@ -90,6 +90,7 @@ void stats_json_collector(struct jsonw *w, const struct collector *c)
 		jw_u64(w, "frames", c->natstack.frames);
 		jw_u64(w, "cut", c->natstack.cut);
 		jw_u64(w, "unpaired", c->natstack.unpaired);
+		jw_u64(w, "folded", c->natstack.folded);
 		jw_num(w, "seconds", (double)c->natstack.ns / 1e9);
 		jw_end_obj(w);
 	}
