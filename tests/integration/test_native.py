@@ -22,6 +22,10 @@ ZLIBBER = os.path.join(TARGETS, "zlibber.py")
 NATLIBS = os.path.join(TARGETS, "natlibs.py")
 NATFP = os.path.join(TARGETS, "natfp.py")
 NATIVE = "[native, no GIL]"
+# The interpreter's call machinery (natfold.c's table, some of its rows):
+# folded away on the callee side of the outermost Python frame.
+MACHINERY = re.compile(r"\[native\] (_?PyObject_(Call|Vectorcall|MakeTpCall|FastCall)|cfunction_|"
+                       r"method_vectorcall|_PyEval_Vector|_PyFunction_Vectorcall|slot_tp_)")
 
 
 def test_zlib_leaf_under_its_python_line(interp, start_target, pybpfprof):
@@ -78,6 +82,16 @@ def test_native_fp_chain_under_its_python_line(interp, start_target, pybpfprof):
     stats = re.search(r'"native_stacks":\{"stacks":(\d+)', r.stderr)
     assert stats and int(stats.group(1)) >= total, r.stderr[-2000:]
     assert '"walk":"fp"' in r.stderr, r.stderr[-2000:]
+
+
+def _machinery(stacks):
+    """The call machinery frames after each stack's first Python frame."""
+    found = []
+    for frames, _ in stacks:
+        py = [i for i, f in enumerate(frames) if not f.startswith("[")]
+        if py:
+            found += [f for f in frames[py[0]:] if MACHINERY.match(f)]
+    return found
 
 
 def _python_frame_above(frames, lib):
@@ -162,6 +176,15 @@ def test_libraries_under_their_python_lines(interp, start_target, pybpfprof, tmp
     assert any(re.match(r"\[native\] libz\.so[.0-9]*$", f) for f in frames), back.stdout[-2000:]
     for fs, _ in stacks:
         assert not [a for a, b in zip(fs, fs[1:]) if a == b and " (" not in a], fs
+    # compress's C function right under its Python line, no call machinery
+    # between (Debian's zlib module is built into its stripped python3.11:
+    # a "[native] python3.11" frame there, unnamed).
+    assert not _machinery(stacks), _machinery(stacks)[:5]
+    compress = [fs[i - 1] for fs, _ in stacks for i, f in enumerate(fs)
+                if f.startswith("[native] zlib_compress")]
+    assert interp.name == "3.11-debian-static" or compress, back.stdout[-2000:]
+    assert all(f.startswith("squeeze (") and f.endswith(":%d)" % m["squeeze"]) for f in compress), \
+        compress[:5]
     inside, right = _under_line(stacks, "libcrypto.so", "digest", m["digest"])
     assert inside >= 20 and right >= inside * 0.9, (inside, right, back.stdout[-3000:])
     if interp.name == "3.11-debian-static":

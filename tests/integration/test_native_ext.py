@@ -6,12 +6,14 @@ entry frames, 3.12+ the shim frame. One interpreter per layout family
 (PBP_ALL_FAMILIES=1: every one)."""
 
 import os
+import re
 import subprocess
 
 import pytest
 
 from conftest import TARGETS
 from profile import parse_collapsed
+from test_native import _machinery
 
 
 def _prebuilt(interp):
@@ -62,3 +64,10 @@ def test_native_stack_python_c_python_c(interp, start_target, pybpfprof, tmp_pat
     assert total >= 50, back.stdout[-3000:]
     assert ordered >= total * 0.8, (ordered, total, back.stdout[-3000:])
     assert '"native_stacks":' in r.stderr
+    # pbpnat_call's PyObject_CallObject and the interpreter's _PyEval_Vector
+    # (or _PyFunction_Vectorcall) folded: the callback right after pbpnat_call.
+    # Where the build names them (not sid's, whose stripped machinery is one
+    # nameless frame of the interpreter's file).
+    assert not _machinery(stacks), _machinery(stacks)[:5]
+    if not interp.chrooted:
+        assert re.search(r'"native_stacks":{[^}]*"folded":[1-9]', r.stderr), r.stderr[-2000:]

@@ -24,6 +24,7 @@
 #include "symbol/native.h"
 #include "symbol/natfp.h"
 #include "symbol/natmaps.h"
+#include "symbol/natfold.h"
 #include "symbol/natstack.h"
 #include "symbol/natsym.h"
 #include "symbol/unwind.h"
@@ -349,6 +350,65 @@ static void test_groups(void)
 	CHECK_EQ_INT(natstack_groups(&s, 0, starts), 0);
 }
 
+static void test_fold_names(void)
+{
+	static const char *const mach[] = {
+		"_PyEval_Vector", "_PyFunction_Vectorcall", "PyObject_Vectorcall", "PyObject_CallObject",
+		"PyObject_CallOneArg", "_PyObject_MakeTpCall", "_PyObject_Call_Prepend",
+		"_PyObject_FastCallDictTstate", "_PyObject_VectorcallDictTstate", "cfunction_vectorcall_O",
+		"cfunction_vectorcall_FASTCALL_KEYWORDS", "cfunction_call", "method_vectorcall_NOARGS",
+		"slot_tp_call", "slot_tp_init", "_Py_slot_tp_getattr_hook", "slot_sq_length.cold",
+		"vectorcall_method", "type_call", "gen_iternext", "gen_send_ex2.constprop.0",
+		"PyEval_EvalCode", "run_eval_code_obj", "_PyEval_EvalCodeWithName", "function_code_fastcall",
+	};
+	static const char *const kept[] = {
+		"time_sleep", "builtin_sorted", "list_sort_impl", "functools_reduce", "map_next",
+		"list_extend", "PyObject_GetAttr", "PyObject_RichCompare", "unsafe_object_compare",
+		"PyRun_StringFlags", "run_mod", "_PyPegen_parse", "_PyObject_Malloc", "PyObject_Cal",
+		"zlib_compress", "", ".cold", "_PyEval_Vectorcall", "type_call_x", "PyEval",
+	};
+
+	for (size_t i = 0; i < sizeof(mach) / sizeof(mach[0]); i++)
+		CHECK_EQ_STR(natfold_machinery(mach[i]) ? mach[i] : "(kept)", mach[i]);
+	for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++)
+		CHECK_EQ_STR(natfold_machinery(kept[i]) ? "(folded)" : kept[i], kept[i]);
+}
+
+/* A fake stack, innermost first: Python -> C -> Python callback -> C, as 3.11 runs it. */
+static void test_fold_stack(void)
+{
+	static const struct { const char *func, *lib; bool eval, drop; } st[] = {
+		{ "spin_inner", "ext.so", false, false },
+		{ "pbpnat_spin", "ext.so", false, false },
+		{ "PyObject_Call", "libfoo.so", false, false },         /* another file's own function */
+		{ "_PyEval_EvalFrameDefault", "libpython3.11.so", true, false },
+		{ "_PyEval_Vector", "libpython3.11.so", false, true },
+		{ "PyObject_CallObject", "libpython3.11.so", false, true },
+		{ "pbpnat_call", "ext.so", false, false },
+		{ "cfunction_vectorcall_O", "libpython3.11.so", false, true },
+		{ "builtin_sorted", "libpython3.11.so", false, false },
+		{ "_PyEval_EvalFrameDefault", "libpython3.11.so", true, false },
+		{ "PyEval_EvalCode", "libpython3.11.so", false, false }, /* below the first Python frame */
+		{ "Py_RunMain", "libpython3.11.so", false, false },
+	};
+	enum { N = sizeof(st) / sizeof(st[0]) };
+	struct natfold_frame f[N];
+	bool drop[N];
+
+	for (size_t i = 0; i < N; i++)
+		natfold_classify(st[i].func, st[i].lib, st[i].eval, &f[i]);
+	CHECK_EQ_INT(natfold_mark(f, N, 9, drop), 3);
+	for (size_t i = 0; i < N; i++)
+		CHECK_EQ_STR(drop[i] == st[i].drop ? st[i].func : "(wrong)", st[i].func);
+	/* Python frames at the root (no activation paired): every frame is on their callee side. */
+	CHECK_EQ_INT(natfold_mark(f, N, N, drop), 4);
+	CHECK(drop[10]);
+	/* No activation: no interpreter's file known, nothing folded. */
+	for (size_t i = 0; i < N; i++)
+		natfold_classify(st[i].func, st[i].lib, false, &f[i]);
+	CHECK_EQ_INT(natfold_mark(f, N, N, drop), 0);
+}
+
 /*
  * The stack read raw, redzones and all, as the kernel reads it: not
  * checked by ASan, and not through its memcpy.
@@ -555,6 +615,8 @@ int main(void)
 	test_aggnat_merge();
 	test_leaf();
 	test_groups();
+	test_fold_names();
+	test_fold_stack();
 	test_unwind();
 	test_fp_pcs();
 	test_fp_weave();

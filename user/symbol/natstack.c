@@ -9,6 +9,7 @@
 #include "core/errors.h"
 #include "core/limits.h"
 #include "symbol/natfp.h"
+#include "symbol/natfold.h"
 #include "symbol/unwind.h"
 
 uint32_t natstack_groups(const struct pbp_sample *s, uint32_t npy, uint32_t *starts)
@@ -55,22 +56,25 @@ static void put_group(struct merge *m, uint32_t g)
 }
 
 /*
- * One native frame's location, whether it is an activation of the loop, and
- * whether it has no function's name (named by its library, or [unknown]).
+ * One native frame's location, whether it is an activation of the loop or
+ * call machinery (fold), and whether it has no function's name (named by
+ * its library, or [unknown]).
  */
 static int64_t frame_loc(struct natsym *ns, struct natproc *np, uint64_t pc, struct agg *a,
-			 bool *eval, bool *nameless)
+			 struct natfold_frame *fold, bool *nameless)
 {
 	struct natframe f;
+	bool eval;
 
-	*eval = false;
 	*nameless = true;
+	*fold = (struct natfold_frame){ 0 };
 	if (!native_frame(ns, np, pc, &f))
 		return agg_loc(a, NATIVE_UNKNOWN, NULL, -1, LOC_PY);
 	/* The function, or a part the compiler split off it ("_PyEval_EvalFrameDefault.cold"). */
 	*nameless = !f.func[0];
-	*eval = strncmp(f.func, EVAL_FUNC, strlen(EVAL_FUNC)) == 0 &&
-		(f.func[strlen(EVAL_FUNC)] == '\0' || f.func[strlen(EVAL_FUNC)] == '.');
+	eval = strncmp(f.func, EVAL_FUNC, strlen(EVAL_FUNC)) == 0 &&
+	       (f.func[strlen(EVAL_FUNC)] == '\0' || f.func[strlen(EVAL_FUNC)] == '.');
+	natfold_classify(f.func, f.lib, eval, fold);
 	return native_frame_loc(&f, pc, a);
 }
 
@@ -86,7 +90,7 @@ static int64_t frame_loc(struct natsym *ns, struct natproc *np, uint64_t pc, str
 #define LOOP_MIN_SPAN (32u << 10)
 
 static uint32_t nameless_loop(struct unwinder *unw, const uint64_t *pcs, size_t npc,
-			      const bool *nameless, bool *eval)
+			      const bool *nameless, struct natfold_frame *fold)
 {
 	uint64_t start[NATIVE_MAX_FRAMES], end, best = 0, span = LOOP_MIN_SPAN - 1;
 	uint32_t acts = 0;
@@ -101,10 +105,24 @@ static uint32_t nameless_loop(struct unwinder *unw, const uint64_t *pcs, size_t 
 		}
 	}
 	for (size_t i = 0; best && i < npc; i++) {
-		eval[i] = nameless[i] && start[i] == best;
-		acts += eval[i];
+		fold[i].eval = nameless[i] && start[i] == best;
+		acts += fold[i].eval;
 	}
 	return acts;
+}
+
+/* The outermost activation to be replaced by a group (npc when groups go at the root). */
+static size_t outer_replaced(const struct natfold_frame *fold, size_t npc, uint32_t acts,
+			     uint32_t paired, uint32_t ngroups)
+{
+	if (paired < ngroups)
+		return npc;
+	for (size_t i = npc, seen = 0; i-- > 0;) {
+		if (fold[i].eval && acts - seen <= paired)
+			return i;
+		seen += fold[i].eval;
+	}
+	return npc;
 }
 
 /* The native frames root first, each activation replaced by its group (paired from the innermost). */
@@ -112,18 +130,24 @@ static int weave(struct merge *m, struct natsym *ns, struct natproc *np, const u
 		 size_t npc, bool cut, struct agg *a, struct natstack_stats *st)
 {
 	int64_t locs[NATIVE_MAX_FRAMES];
-	bool eval[NATIVE_MAX_FRAMES], nameless[NATIVE_MAX_FRAMES];
+	struct natfold_frame fold[NATIVE_MAX_FRAMES];
+	bool nameless[NATIVE_MAX_FRAMES], drop[NATIVE_MAX_FRAMES];
 	uint32_t acts = 0, paired, g;
 
 	for (size_t i = 0; i < npc; i++) {
-		if ((locs[i] = frame_loc(ns, np, pcs[i], a, &eval[i], &nameless[i])) < 0)
+		if ((locs[i] = frame_loc(ns, np, pcs[i], a, &fold[i], &nameless[i])) < 0)
 			return (int)locs[i];
-		acts += eval[i];
+		acts += fold[i].eval;
 	}
 	if (!acts && m->ngroups && np->unw)
-		acts = nameless_loop(np->unw, pcs, npc, nameless, eval);
+		acts = nameless_loop(np->unw, pcs, npc, nameless, fold);
 	paired = acts < m->ngroups ? acts : m->ngroups;
 	st->unpaired += acts != m->ngroups;
+	if (m->ngroups)
+		st->folded += natfold_mark(fold, npc, outer_replaced(fold, npc, acts, paired, m->ngroups),
+					   drop);
+	else
+		memset(drop, 0, npc * sizeof(*drop));
 	if (cut) {
 		int64_t id = agg_loc(a, NATIVE_CUT, NULL, -1, LOC_PY);
 
@@ -136,14 +160,14 @@ static int weave(struct merge *m, struct natsym *ns, struct natproc *np, const u
 		put_group(m, g);
 	/* Outer activations past the groups stay as they are. */
 	for (size_t i = npc, seen = 0; i-- > 0;) {
-		if (eval[i] && acts - seen <= paired) {
+		if (fold[i].eval && acts - seen <= paired) {
 			put_group(m, g++);
 			seen++;
 			continue;
 		}
-		seen += eval[i];
+		seen += fold[i].eval;
 		/* A run of one library's nameless frames is one frame: calls inside it are unknown. */
-		if (!(nameless[i] && m->n && m->out[m->n - 1] == (uint32_t)locs[i]))
+		if (!drop[i] && !(nameless[i] && m->n && m->out[m->n - 1] == (uint32_t)locs[i]))
 			put(m, (uint32_t)locs[i]);
 	}
 	return 0;

@@ -6,6 +6,7 @@
  * frames it was running: on 3.11+ the frames between two entry frames (the
  * kernel marks them, struct pbp_sample's .entries), before 3.11 one frame
  * per activation. Activations and groups are paired from the innermost.
+ * The interpreter's call machinery between them is dropped (natfold.h).
  */
 #ifndef PBP_SYMBOL_NATSTACK_H
 #define PBP_SYMBOL_NATSTACK_H
@@ -26,6 +27,7 @@ struct natstack_stats {
 	uint64_t frames;        /* native frames in them */
 	uint64_t cut;           /* deeper than NATIVE_MAX_FRAMES: the outer ones left out */
 	uint64_t unpaired;      /* activations and Python frame groups did not match one to one */
+	uint64_t folded;        /* call machinery frames dropped (natfold.h) */
 	uint64_t ns;            /* time spent unwinding and merging */
 };
 
