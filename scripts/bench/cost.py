@@ -92,6 +92,33 @@ def bpf_share(run, base):
     return 100.0 * us * run.s["taken"] / 1e6 / run.ref_cpu
 
 
+def ways_cost(bench, it, scenario, target, where, rates, ways):
+    """Profiler CPU and BPF time per sample on a busy target (spawned as
+    target, "in WHERE" in the labels), each way (key, label, options) at
+    each rate, over the second half of each run: a way's first samples read
+    what it names once (a library, a kernel stack), not a cost per sample."""
+    busy, _ = spawn(it, target)
+    idle, _ = spawn(it, "idle")
+    try:
+        for key, label, extra in ways:
+            runs = cost_runs(bench, it, busy.pid, idle.pid, rates, bench.cfg["reps"],
+                             low=False, extra=extra, warm=bench.cfg["run_s"] / 2)
+            for hz in rates:
+                rs = runs[hz]
+                bench.add(it, Figure("%s_cost_us@%d" % (key, hz), "profiler CPU/sample in "
+                                     "%s, %s, %d Hz" % (where, label, hz), "µs",
+                                     [steady(r) for r in rs], "%.2f"))
+                bench.add(it, Figure("%s_prog_us@%d" % (key, hz), "BPF time/sample in "
+                                     "%s, %s, %d Hz" % (where, label, hz), "µs",
+                                     [program_us(r) for r in rs], "%.2f"))
+            bench.det(scenario, "| %s | %s | %s |" % (it.name, label, "; ".join(
+                "%d Hz: %d delivered" % (hz, int(med([r.s.get("delivered", 0) for r in runs[hz]])))
+                for hz in rates)))
+    finally:
+        kill(busy)
+        kill(idle)
+
+
 def cost(bench, it):
     busy, _ = spawn(it, "hold", DEPTH)
     idle, _ = spawn(it, "idle")

@@ -6,9 +6,7 @@ sample by the program's own clock, over the second half of each run (the
 first sample of each distinct kernel stack reads it from the map and names
 it, once: not a cost per sample)."""
 
-from common import Figure, med
-from cost import cost_runs, program_us, steady
-from targets import kill, spawn
+from cost import ways_cost
 
 KERNEL_RATES = [99, 999]
 WAYS = [("nokernel", "no kernel frames (the default)", []),
@@ -16,23 +14,4 @@ WAYS = [("nokernel", "no kernel frames (the default)", []),
 
 
 def kframes(bench, it):
-    busy, _ = spawn(it, "syscalls")
-    idle, _ = spawn(it, "idle")
-    try:
-        for key, label, extra in WAYS:
-            runs = cost_runs(bench, it, busy.pid, idle.pid, KERNEL_RATES, bench.cfg["reps"],
-                             low=False, extra=extra, warm=bench.cfg["run_s"] / 2)
-            for hz in KERNEL_RATES:
-                rs = runs[hz]
-                bench.add(it, Figure("%s_cost_us@%d" % (key, hz), "profiler CPU/sample in "
-                                     "syscalls, %s, %d Hz" % (label, hz), "µs",
-                                     [steady(r) for r in rs], "%.2f"))
-                bench.add(it, Figure("%s_prog_us@%d" % (key, hz), "BPF time/sample in "
-                                     "syscalls, %s, %d Hz" % (label, hz), "µs",
-                                     [program_us(r) for r in rs], "%.2f"))
-            bench.det("kframes", "| %s | %s | %s |" % (it.name, label, "; ".join(
-                "%d Hz: %d delivered" % (hz, int(med([r.s.get("delivered", 0) for r in runs[hz]])))
-                for hz in KERNEL_RATES)))
-    finally:
-        kill(busy)
-        kill(idle)
+    ways_cost(bench, it, "kframes", "syscalls", "syscalls", KERNEL_RATES, WAYS)

@@ -28,6 +28,7 @@ ROWS = [
     ("%s_%s@%d" % (way, k, hz), "native") for way in ("noleaf", "leaf", "native", "fp")
     for k in ("cost_us", "prog_us") for hz in (99, 999)] + [
     ("zslow_plain@99", "native"), ("zslow_native@99", "native")] + [
+    ("%s_paid@99" % way, "native") for way in ("noleaf", "native", "fp")] + [
     ("%s_%s@%d" % (way, k, hz), "kframes") for way in ("nokernel", "kernel")
     for k in ("cost_us", "prog_us") for hz in (99, 999)]
 DETAIL_KEYS = [

@@ -70,10 +70,7 @@ def test_native_fp_chain_under_its_python_line(interp, start_target, pybpfprof):
         if not any(f.startswith("[native] fp_c (") for f in frames):
             continue
         total += count
-        at = []
-        for w in want:
-            hits = [i for i, f in enumerate(frames) if f.startswith(w)]
-            at.append(hits[-1] if hits else -1)
+        at = last_positions(frames, want)
         if -1 not in at and at == sorted(at) and at[1:] == [len(frames) - 3, len(frames) - 2,
                                                             len(frames) - 1]:
             ordered += count
@@ -82,6 +79,16 @@ def test_native_fp_chain_under_its_python_line(interp, start_target, pybpfprof):
     stats = re.search(r'"native_stacks":\{"stacks":(\d+)', r.stderr)
     assert stats and int(stats.group(1)) >= total, r.stderr[-2000:]
     assert '"walk":"fp"' in r.stderr, r.stderr[-2000:]
+
+
+def last_positions(frames, want):
+    """For each prefix in want, the index of the last frame starting with
+    it, -1 when none does."""
+    at = []
+    for w in want:
+        hits = [i for i, f in enumerate(frames) if f.startswith(w)]
+        at.append(hits[-1] if hits else -1)
+    return at
 
 
 def _machinery(stacks):

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import TARGETS
 from profile import parse_collapsed
-from test_native import _machinery
+from test_native import _machinery, last_positions
 
 
 def _prebuilt(interp):
@@ -54,10 +54,7 @@ def test_native_stack_python_c_python_c(interp, start_target, pybpfprof, tmp_pat
         if not any(f.startswith("in_callback (") for f in frames):
             continue
         total += count
-        at = []
-        for w in want:
-            hits = [i for i, f in enumerate(frames) if f.startswith(w)]
-            at.append(hits[-1] if hits else -1)
+        at = last_positions(frames, want)
         if -1 not in at and at == sorted(at):
             ordered += count
         assert not any(f.startswith("[native] _PyEval_EvalFrameDefault") for f in frames), frames

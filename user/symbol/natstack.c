@@ -80,9 +80,9 @@ static int64_t frame_loc(struct natsym *ns, struct natproc *np, uint64_t pc, str
 
 /*
  * No frame named as the loop, yet Python frames to place: a build whose
- * loop has no symbol over the code that runs (sid's 3.13 and 3.14 keep
- * only a 1 KiB stub of _PyEval_EvalFrameDefault in .dynsym; the body,
- * 84 KiB split off by the profile-guided build, is nameless). .eh_frame_hdr
+ * loop has no symbol over the code that runs (sid's 3.14 keeps only a
+ * 1.2 KiB stub of _PyEval_EvalFrameDefault in .dynsym; the body, 84 KiB
+ * split off by the profile-guided build, is nameless; 3.13 likewise). .eh_frame_hdr
  * still bounds every function, and the loop is the largest in any CPython
  * by far: the nameless frames in the largest function on the stack, when
  * it spans LOOP_MIN_SPAN or more, are its activations. How many found.
