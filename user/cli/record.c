@@ -675,9 +675,12 @@ int run_alloc(struct record *r)
 	/* Made now: libdw's start (tens of ms) is paid before sampling, not by the first samples. */
 	if (r->c.o.native_leaf || r->c.o.native)
 		r->c.natsym = natsym_new();
-	/* Likewise kallsyms (some 0.1 s): read once, before sampling. */
-	if (r->c.o.kernel)
-		r->c.kstacks = kstacks_new(KALLSYMS_PATH);
+	/*
+	 * Likewise kallsyms (some 0.1 s), read once before sampling: also
+	 * before capabilities are dropped, after which its addresses read 0.
+	 */
+	if (r->c.o.kernel && !(r->c.kstacks = kstacks_new(KALLSYMS_PATH)))
+		return report_error(NULL, -PBP_E_NOMEM);
 	timeline_init(&r->timeline, TIMELINE_MAX);
 	if (output_format(r) == format_by_name("gecko"))
 		r->c.timeline = &r->timeline;   /* the one format that shows when samples were taken */

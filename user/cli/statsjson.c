@@ -25,8 +25,7 @@ static const char *cap_name(enum sampler_cap why)
 /* --kernel: the kernel's stack ids (kept, or why not), and what user space named. */
 static void stats_json_kernel(struct jsonw *w, const struct collector *c, const uint64_t *st)
 {
-	static const struct kstack_stats none;
-	const struct kstack_stats *ks = c->kstacks ? kstacks_stats(c->kstacks) : &none;
+	const struct kstack_stats *ks = kstacks_stats(c->kstacks);
 
 	jw_obj(w, "kernel_stacks");
 	jw_u64(w, "kept", st[PBP_STAT_KSTACK]);
@@ -65,7 +64,7 @@ void stats_json_sampler(struct jsonw *w, const struct collector *c, const uint64
 	jw_u64(w, "faulted", st[PBP_STAT_FAULTED]);
 	jw_u64(w, "snapped", st[PBP_STAT_SNAPPED]);
 	jw_u64(w, "snap_lost", st[PBP_STAT_SNAP_LOST]);
-	if (c->o.kernel)        /* only asked for: the default key set stays as it was */
+	if (c->kstacks)         /* --kernel only: the default key set stays as it was */
 		stats_json_kernel(w, c, st);
 }
 

@@ -53,9 +53,8 @@ static uint32_t read_kstack(void *ctx, int32_t id, uint64_t *ips)
 void target_kernel_frames(struct collector *c, const struct pbp_sample *ks, uint32_t *locs,
 			  uint32_t *n, uint32_t max)
 {
-	if (!c->o.kernel || !(ks->flags & PBP_F_KSTACK) || *n == 0)
-		return;
-	if (!c->kstacks && !(c->kstacks = kstacks_new(KALLSYMS_PATH)))
+	/* c->kstacks: made with --kernel before sampling, while kallsyms may still be read. */
+	if (!c->kstacks || !(ks->flags & PBP_F_KSTACK) || *n == 0)
 		return;
 	kernel_frames(c->kstacks, ks, read_kstack, c, c->agg, locs, n, max);
 }

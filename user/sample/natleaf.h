@@ -19,7 +19,7 @@ void target_native_leaf(struct collector *c, struct target *t, const struct pbp_
 			uint32_t *locs, uint32_t *n, uint32_t max);
 
 /*
- * --kernel (o.kernel) and a sample the kernel took a kernel stack for: its
+ * --kernel (c->kstacks made) and a sample the kernel took a kernel stack for: its
  * kernel frames appended to locs[0..*n), the innermost, at most max.
  */
 void target_kernel_frames(struct collector *c, const struct pbp_sample *ks, uint32_t *locs,
