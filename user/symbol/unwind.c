@@ -226,6 +226,7 @@ static bool table_span(const uint8_t *hdr, size_t size, uint64_t hdr_vaddr, uint
 		       uint64_t *start, uint64_t *end)
 {
 	uint32_t count, lo = 0, hi;
+	uint64_t from, to;
 	int32_t loc;
 
 	if (size < 12 || hdr[0] != 1 || hdr[2] != EH_HDR_COUNT_ENC || hdr[3] != EH_HDR_TABLE_ENC)
@@ -244,12 +245,17 @@ static bool table_span(const uint8_t *hdr, size_t size, uint64_t hdr_vaddr, uint
 			hi = mid;
 	}
 	memcpy(&loc, hdr + 12 + (size_t)lo * 8, 4);
-	*start = hdr_vaddr + (int64_t)loc;
-	if (lo + 1 == count || *start > vaddr)
+	from = hdr_vaddr + (int64_t)loc;
+	if (lo + 1 == count || from > vaddr)
 		return false;
 	memcpy(&loc, hdr + 12 + (size_t)(lo + 1) * 8, 4);
-	*end = hdr_vaddr + (int64_t)loc;
-	return *end > vaddr;
+	to = hdr_vaddr + (int64_t)loc;
+	if (to <= vaddr)
+		return false;
+	/* Only a span found is written: a caller compares starts, a failed lookup's included. */
+	*start = from;
+	*end = to;
+	return true;
 }
 
 bool unwind_func_span(struct unwinder *u, uint64_t pc, uint64_t *start, uint64_t *end)
