@@ -1,8 +1,8 @@
 """Scenario native (issue 19): what native frames cost. A target compressing
-with zlib (in libz without the GIL nearly all the time) profiled three ways,
-at 99 and 999 Hz: without native frames (the default), with the leaf, and with
+with zlib (in libz without the GIL nearly all the time) profiled four ways,
+at 99 and 999 Hz: without native frames (the default), with the leaf, with
 --native (the kernel copies 8 KiB of stack per sample, user space unwinds
-it). Profiler CPU per sample in steady state and BPF time per sample by the
+it) and with --native=fp (the kernel walks frame pointers). Profiler CPU per sample in steady state and BPF time per sample by the
 program's own clock, as the cost scenario measures them, but over the
 second half of each run: the first sample in a library reads it (once per
 library, milliseconds; natbench measures that), which is not a cost per
