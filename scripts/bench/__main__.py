@@ -53,10 +53,11 @@ Scenarios (--only takes their names):
             sandwich views switched to, and its size against the page before
             issue #23's report (goal <= 1.5x)
   native    a target compressing with zlib, at 99 and 999 Hz, without native
-            frames, with --native-leaf and with --native: profiler CPU and
-            BPF time per sample in steady state; and a fixed zlib workload
-            under 30 Python frames timed by the target itself, unprofiled and
-            at 99 Hz without and with --native (goal: under 1 % slower)
+            frames, with --native-leaf, --native and --native=fp: profiler
+            CPU and BPF time per sample in steady state, and the target's CPU
+            in the BPF program at 99 Hz (goal for --native: under 1 %); and a
+            fixed zlib workload under 30 Python frames timed by the target
+            itself, unprofiled and at 99 Hz without and with --native
 
 Every figure is a ratio or count measured in one run of this script. Cases are
 interleaved (each repetition runs every case once, in an order rotated from
