@@ -81,10 +81,16 @@ SID_EXTRA = [("3.13-sid-chroot", "/usr/bin/python3.13"),
              ("3.14-dbg-sid-chroot", "/usr/bin/python3.14d")]
 REQUIRE_ALL = os.environ.get("PBP_REQUIRE_ALL", "") not in ("", "0")
 ALL_FAMILIES = os.environ.get("PBP_ALL_FAMILIES", "") not in ("", "0")
-# One interpreter per layout family, for tests marked `families`: the oldest
-# (co_lnotab, no debug offsets), the PyFrameObject chain (3.8-3.10), 3.11's
-# interpreter frames in a static binary, 3.12, 3.13 and 3.14 (_Py_DebugOffsets).
-FAMILY_REPS = {"3.6", "3.10", "3.11-debian-static", "3.12", "3.13", "3.14-sid-chroot"}
+# One interpreter per layout family, where a test runs unless it is marked
+# `every_version`: the oldest (co_lnotab, no debug offsets), the PyFrameObject
+# chain (3.8-3.10), 3.11's interpreter frames in a static binary, 3.12, 3.13
+# and 3.14 (_Py_DebugOffsets), and the free-threaded 3.14t. FAMILY_OF names,
+# for every other interpreter, the representative whose runs cover it.
+FAMILY_REPS = {"3.6", "3.10", "3.11-debian-static", "3.12", "3.13", "3.14-sid-chroot",
+               "3.14t-sid-chroot"}
+FAMILY_OF = {"3.7": "3.6", "3.8": "3.10", "3.9": "3.10", "3.11": "3.11-debian-static",
+             "3.13-sid-chroot": "3.13", "3.13-dbg-sid-chroot": "3.13",
+             "3.14-dbg-sid-chroot": "3.14-sid-chroot"}
 READY_TIMEOUT = float(os.environ.get("PBP_READY_TIMEOUT", "60"))
 
 PROBE = ("import sys, json, threading; "
@@ -503,8 +509,11 @@ atexit.register(_cleanup)
 # --- pytest hooks ------------------------------------------------------------
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "families: run on one interpreter of each layout "
-                            "family (FAMILY_REPS), not on every one")
+    config.addinivalue_line("markers", "every_version: the test reads what a layout gives "
+                            "(dump exactness, thread names, stack decoding, per-version "
+                            "offsets): it runs on every interpreter, not one of each family")
+    config.addinivalue_line("markers", "families: the default, said explicitly: one "
+                            "interpreter of each layout family (FAMILY_REPS)")
 
 
 def pytest_report_header(config):
@@ -524,14 +533,16 @@ def pytest_generate_tests(metafunc):
         if metafunc.module.__name__ not in EXTRA_SUITES:
             interps = [i for i in interps if not i.extra]
         # A suite may name the interpreters it is about (INTERPRETERS = [...]).
+        # Otherwise a test runs on one interpreter of each layout family
+        # (FAMILY_REPS): what it checks does not change between the versions
+        # of a family. A test that reads what a layout gives is marked
+        # `every_version` and runs on all. PBP_INTERPS, naming interpreters,
+        # and PBP_ALL_FAMILIES=1 run every test on all of those.
         own = getattr(metafunc.module, "INTERPRETERS", None)
         if own is not None:
             interps = [i for i in interps if i.name in own]
-        # A test whose subject is not a layout (a process's lifetime, PID
-        # namespaces) runs on one interpreter of each layout family, unless
-        # PBP_INTERPS names others or PBP_ALL_FAMILIES=1 asks for all.
-        if metafunc.definition.get_closest_marker("families") and not ALL_FAMILIES:
-            interps = [i for i in interps if i.name in FAMILY_REPS] or interps
+        elif not (only or ALL_FAMILIES or metafunc.definition.get_closest_marker("every_version")):
+            interps = [i for i in interps if i.name in FAMILY_REPS]
         metafunc.parametrize("interp", interps, ids=[i.name for i in interps],
                              indirect=True)
 

@@ -36,6 +36,7 @@ def frames(fs):
     return [(f["function"], f["file"], f["line"]) for f in fs]
 
 
+@pytest.mark.every_version
 def test_tasks_match_target(interp, start_target, pybpfprof):
     """3.11 and later. Before 3.14 a task's awaiters are those asyncio's own
     objects give (_fut_waiter, a gather's future's _children), which the

@@ -12,6 +12,9 @@ import pytest
 
 from conftest import TARGETS, _discover
 
+# Each reads what a layout gives: on every interpreter, not one of each family.
+pytestmark = pytest.mark.every_version
+
 PARKED = os.path.join(TARGETS, "parked.py")
 
 EXIT_USAGE, EXIT_NO_PROCESS, EXIT_NOT_PYTHON, EXIT_UNSUPPORTED = 2, 3, 4, 5

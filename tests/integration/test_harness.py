@@ -5,7 +5,12 @@ import os
 import re
 import time
 
+import pytest
+
 from conftest import TARGETS
+
+# Each reads what a layout gives: on every interpreter, not one of each family.
+pytestmark = pytest.mark.every_version
 
 PARKED = os.path.join(TARGETS, "parked.py")
 PARK_MARK = re.compile(r"^\s*[^#\s].*#\s*park:\s*([\w-]+)\s*$")

@@ -172,6 +172,7 @@ def test_frame_cycle(interp, start_target, tmp_path):
 
 # --- (b) absurd code objects ----------------------------------------------------------
 
+@pytest.mark.every_version
 def test_absurd_code_objects(interp, start_target, tmp_path):
     proc, pid, ready = start_target(interp, "absurd.py", timeout=120)
     tids = role_tids(ready)
@@ -274,6 +275,7 @@ def test_control_characters_in_names(interp, start_target, tmp_path):
 MAX_DEPTH = 16384       # Python frames a stack keeps
 
 
+@pytest.mark.every_version
 def test_deep_stacks(interp, start_target, tmp_path):
     """A stack deeper than the bound keeps its root and its leaf, and one marker
     frame says how many were left out between them: in dump (text and JSON)

@@ -41,6 +41,7 @@ def four(interp, start_target):
     return start_four(start_target, interp)
 
 
+@pytest.mark.every_version
 def test_cpu_mode(four, tmp_path):
     pid, t = four
     threads, err = record(tmp_path, pid, "cpu")
@@ -54,6 +55,7 @@ def test_cpu_mode(four, tmp_path):
     assert status_share(threads[t["spinner"]], "[running]") >= 0.80, err
 
 
+@pytest.mark.every_version
 def test_gil_mode(four, tmp_path):
     pid, t = four
     threads, err = record(tmp_path, pid, "gil", hz=199)
@@ -62,6 +64,7 @@ def test_gil_mode(four, tmp_path):
     assert share(threads, t["waiter"]) <= 0.01, err
 
 
+@pytest.mark.every_version
 def test_wall_mode(four, tmp_path):
     pid, t = four
     threads, err = record(tmp_path, pid, "wall", hz=199)
@@ -73,6 +76,7 @@ def test_wall_mode(four, tmp_path):
     assert "GIL held" in err and "contended" in err
 
 
+@pytest.mark.every_version
 def test_gil_contention(interp, start_target, tmp_path):
     proc, pid, ready = start_target(interp, WORKERS, "spinner", "spinner")
     a, b = [t["native_id"] for t in ready["threads"]]

@@ -73,6 +73,7 @@ def test_sleeping_threads_never_sampled(interp, start_target, tmp_path):
     assert total(threads[tids(ready, "spinner")[0]]) > 500
 
 
+@pytest.mark.every_version
 def test_deep_recursion_whole_with_exact_lines(interp, start_target, tmp_path):
     proc, pid, ready = start_target(interp, WORKERS, "deep")
     stacks, err = profile_of(tmp_path, "-p", pid, "-F", 499, "-d", 2, "--stats")

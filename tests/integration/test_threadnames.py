@@ -5,7 +5,12 @@ for threads threading does not know, on every interpreter."""
 import json
 import os
 
+import pytest
+
 from conftest import TARGETS
+
+# Each reads what a layout gives: on every interpreter, not one of each family.
+pytestmark = pytest.mark.every_version
 
 NAMED = os.path.join(TARGETS, "named_threads.py")
 NAME_MAX = 63   # bytes pybpfprof keeps of a name (struct pythread_name)

@@ -11,6 +11,9 @@ import pytest
 
 from conftest import TARGETS
 
+# Each reads what a layout gives: on every interpreter, not one of each family.
+pytestmark = pytest.mark.every_version
+
 BUMPED = os.path.join(TARGETS, "bumped.py")
 EXIT_UNSUPPORTED = 5
 NEWEST = (3, 14)
