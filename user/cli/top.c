@@ -62,7 +62,7 @@ struct top {
 	struct window shown;            /* the span of last */
 	uint64_t lost_before, lost_shown;
 	uint64_t start_unix_ns;
-	int failed;                     /* a window's sink: -errno, -PBP_E_* */
+	int failed;                     /* a window's sink: -PBP_E_* */
 	bool ending;                    /* the run's last window: kept, not shown */
 	uint64_t whole_end_ns;          /* the end of the last window merged into whole */
 	bool cumulative, paused;
@@ -188,10 +188,10 @@ static int show_plain(struct top *t)
 	live_free(&v);
 	if (fflush(stdout) == 0)
 		return 0;
-	err = -errno;
-	if (err != -EPIPE)
+	/* A reader that quit (EPIPE) ends the run quietly; anything else is said. */
+	if (errno != EPIPE)
 		fprintf(stderr, "pybpfprof: cannot write stdout: %s\n", strerror(errno));
-	return err;
+	return -PBP_E_IO;
 }
 
 /* ------------------------------------------------------------- a launched command's output */
@@ -277,7 +277,7 @@ static int command_pipe(struct top *t)
 	int fds[2];
 
 	if (pipe2(fds, O_CLOEXEC) != 0 || fcntl(fds[0], F_SETFL, O_NONBLOCK) != 0)
-		return report_error(NULL, -errno);
+		return report_error(NULL, pbp_err_from_errno(errno, -PBP_E_IO));
 	t->cmd_fd = fds[0];
 	t->r.command_out = fds[1];
 	return 0;
@@ -501,7 +501,7 @@ static int run(struct top *t, int *go_fd)
 	command_finish(t);
 	t->ending = true;
 	if (t->failed || (t->failed = loop_close_window(&r->loop, r->end_ns, true)) != 0)
-		return t->failed == -EPIPE || t->failed == -EIO ? EXIT_IO : exit_code_for(t->failed);
+		return exit_code_for(t->failed);
 	if (r->follow && r->cmd && (code = launch_check_profiled(r)) != 0)
 		return code;
 	return r->outpath ? write_whole(t) : 0;

@@ -2,8 +2,31 @@
 /* Internal errors in words: what failed is said by the caller, this says why. */
 #include "core/errors.h"
 
+#include <errno.h>
+
+bool pbp_is_err(int err)
+{
+	int e = err < 0 ? -err : err;
+
+	return e == PBP_OK || (e > PBP_E_BASE && e < PBP_E_END);
+}
+
+int pbp_err_from_errno(int e, int fallback)
+{
+	switch (e) {
+	case EPERM:
+	case EACCES: return -PBP_E_PERM;
+	case ENOMEM: return -PBP_E_NOMEM;
+	case EMFILE:
+	case ENFILE: return -PBP_E_MFILE;
+	default: return fallback;
+	}
+}
+
 const char *pbp_strerror(int err)
 {
+	if (!pbp_is_err(err))
+		return "unknown error";
 	switch (err < 0 ? -err : err) {
 	case PBP_OK: return "ok";
 	case PBP_E_GONE: return "process exited";

@@ -27,31 +27,51 @@ enum pbp_exit {
 
 /*
  * Internal error codes: every function that can fail returns 0 or one of
- * these, negated. Lookups that answer "none" (a line number, an index by
- * name) return -1 for it; that is a value, not a failure.
+ * these, negated. They start at PBP_E_BASE, above every errno, so that an
+ * errno that strayed into a return value can never read as one of ours:
+ * pbp_strerror() calls it an unknown error and exit_code_for() an
+ * internal one. An errno becomes a code through pbp_err_from_errno() only.
+ * Lookups that answer "none" (a line number, an index by name) return -1
+ * for it; that is a value, not a failure.
  */
+#define PBP_E_BASE 1000
+
 enum pbp_err {
 	PBP_OK = 0,
-	PBP_E_GONE = 1,     /* process exited (ESRCH) */
-	PBP_E_FAULT = 2,    /* address not mapped in the target */
-	PBP_E_PERM = 3,     /* EPERM: not allowed to read */
-	PBP_E_CORRUPT = 4,  /* data read is inconsistent */
-	PBP_E_NOMEM = 5,
-	PBP_E_NOTPY = 6,
-	PBP_E_VERSION = 7,
-	PBP_E_NOENT = 8,    /* pid does not exist */
-	PBP_E_BPF = 9,      /* the kernel refused the BPF side */
-	PBP_E_NOBTF = 10,   /* no /sys/kernel/btf/vmlinux */
-	PBP_E_CHILD = 11,   /* a launched command could not start (it said why) */
-	PBP_E_LIMIT = 12,   /* --max-processes reached */
-	PBP_E_OLDKERNEL = 13, /* Linux older than 5.17 */
-	PBP_E_MFILE = 14,   /* EMFILE, ENFILE: no file descriptor left */
-	PBP_E_ADDRINUSE = 15, /* the agent's listen address is taken */
-	PBP_E_NET = 16,     /* the agent could not listen there */
-	PBP_E_IO = 17,      /* a system call on a file failed: its errno is kept where the message is made */
-	PBP_E_INVAL = 18,   /* a value given (an option, a line of a file read back) does not parse */
+	PBP_E_GONE = PBP_E_BASE + 1, /* process exited (ESRCH) */
+	PBP_E_FAULT,        /* address not mapped in the target */
+	PBP_E_PERM,         /* EPERM: not allowed to read */
+	PBP_E_CORRUPT,      /* data read is inconsistent */
+	PBP_E_NOMEM,
+	PBP_E_NOTPY,
+	PBP_E_VERSION,
+	PBP_E_NOENT,        /* pid does not exist */
+	PBP_E_BPF,          /* the kernel refused the BPF side */
+	PBP_E_NOBTF,        /* no /sys/kernel/btf/vmlinux */
+	PBP_E_CHILD,        /* a launched command could not start (it said why) */
+	PBP_E_LIMIT,        /* --max-processes reached */
+	PBP_E_OLDKERNEL,    /* Linux older than 5.17 */
+	PBP_E_MFILE,        /* EMFILE, ENFILE: no file descriptor left */
+	PBP_E_ADDRINUSE,    /* the agent's listen address is taken */
+	PBP_E_NET,          /* the agent could not listen there */
+	PBP_E_IO,           /* a system call on a file failed: its errno is kept where the message is made */
+	PBP_E_INVAL,        /* a value given (an option, a line of a file read back) does not parse */
+	PBP_E_END           /* one past the last code */
 };
 
+/* Whether err (of either sign) is 0 or one of the codes above. */
+bool pbp_is_err(int err);
+
+/*
+ * The code for errno e, negated: the errnos that mean the same whatever
+ * failed (permission, memory, file descriptors) get their own code; any
+ * other is `fallback` (a -PBP_E_* code), which says what the failing call
+ * was for. (ESRCH is not among them: a process gone to /proc, "no BTF" to
+ * libbpf.)
+ */
+int pbp_err_from_errno(int e, int fallback);
+
+/* A code of either sign in words; anything else is "unknown error". */
 const char *pbp_strerror(int err);
 
 #endif /* PBP_CORE_ERRORS_H */

@@ -53,7 +53,7 @@ static int open_maps(pid_t pid, FILE **f)
 		return -PBP_E_MFILE;
 	if (errno == ENOMEM)
 		return -PBP_E_NOMEM;
-	return errno == EACCES || errno == EPERM ? -PBP_E_PERM : -PBP_E_GONE;
+	return pbp_err_from_errno(errno, -PBP_E_GONE);
 }
 
 /*

@@ -18,9 +18,9 @@ const char *format_name(int fmt);
 int format_write(int fmt, const struct agg *a, const struct profile_meta *m, FILE *o);
 /* Open path for a profile in format fmt (a .gz path: gzipped, unless fmt is already). 0 or -PBP_E_IO. */
 int profile_open(struct output *out, int fmt, const char *path);
-/* Write the profile to an opened output and commit it, or abort it. Returns -errno. */
+/* Write the profile to an opened output and commit it, or abort it. 0 or -PBP_E_* (-PBP_E_IO: out->err has the errno). */
 int profile_write_to(struct output *out, int fmt, const struct agg *a, const struct profile_meta *m);
-/* Both; on failure "cannot write PATH: REASON" has been said. Returns -errno. */
+/* Both; on failure "cannot write PATH: REASON" has been said. 0 or -PBP_E_*. */
 int profile_write(int fmt, const struct agg *a, const struct profile_meta *m, const char *path);
 
 #endif /* PBP_OUTPUT_FORMATS_H */

@@ -197,22 +197,10 @@ static bool id_valid(const char *id)
 	return i == ID_LEN && !id[i];
 }
 
+/* An open or read that failed: a missing file, or one we may not read (ELOOP: a symbolic link, ENOTDIR, EIO, ...). */
 static int errno_err(int e)
 {
-	switch (e) {
-	case ENOENT:
-		return -PBP_E_NOENT;
-	case EACCES:
-	case EPERM:
-		return -PBP_E_PERM;
-	case ENOMEM:
-		return -PBP_E_NOMEM;
-	case EMFILE:
-	case ENFILE:
-		return -PBP_E_MFILE;
-	default:        /* ELOOP (a symbolic link), ENOTDIR, EIO, ... */
-		return -PBP_E_CORRUPT;
-	}
+	return e == ENOENT ? -PBP_E_NOENT : pbp_err_from_errno(e, -PBP_E_CORRUPT);
 }
 
 /*

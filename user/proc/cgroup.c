@@ -354,15 +354,10 @@ int cgroup_parse(const char *text, size_t len, struct cgroup_info *out)
 /* Hundreds of v1 hierarchies with long paths would still fit. */
 #define CG_FILE_MAX (64 * 1024)
 
+/* /proc/PID/cgroup missing, or unreadable because the process is gone: "no such process". */
 static int errno_err(int e)
 {
-	if (e == ENOENT || e == ESRCH)
-		return -PBP_E_NOENT;
-	if (e == EACCES || e == EPERM)
-		return -PBP_E_PERM;
-	if (e == ENOMEM)
-		return -PBP_E_NOMEM;
-	return -PBP_E_GONE;
+	return e == ENOENT || e == ESRCH ? -PBP_E_NOENT : pbp_err_from_errno(e, -PBP_E_GONE);
 }
 
 int cgroup_read(pid_t pid, struct cgroup_info *out)

@@ -88,7 +88,7 @@ int discover_pythons(pid_t *out, size_t max, size_t *n)
 	*n = 0;
 	d = opendir("/proc");
 	if (!d)
-		return errno == EACCES || errno == EPERM ? -PBP_E_PERM : -PBP_E_NOENT;
+		return pbp_err_from_errno(errno, -PBP_E_NOENT);
 	/* kernel threads and zombies have an empty maps: they drop out by themselves */
 	while ((de = readdir(d))) {
 		if (!proc_entry_pid(de->d_name, &pid) || pid == self || !pid_maps_python(pid))
@@ -149,7 +149,7 @@ int proc_argv(pid_t pid, char *out, size_t len)
 	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return errno == EACCES || errno == EPERM ? -PBP_E_PERM : -PBP_E_NOENT;
+		return pbp_err_from_errno(errno, -PBP_E_NOENT);
 	while (n < len - 1 && r != 0) {
 		r = read(fd, out + n, len - 1 - n);
 		if (r < 0 && errno != EINTR)

@@ -177,7 +177,7 @@ int tidmap_rebuild(struct tidmap *m, pid_t pid)
 	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
 	dir = opendir(path);
 	if (!dir)
-		return errno == EACCES || errno == EPERM ? -PBP_E_PERM : -PBP_E_GONE;
+		return pbp_err_from_errno(errno, -PBP_E_GONE);
 	while (!err && (d = readdir(dir))) {
 		pid_t ids[NS_LEVELS], ours = (pid_t)atoi(d->d_name);
 		int n;

@@ -41,16 +41,6 @@ struct remote {
 	struct remote_stats st;
 };
 
-static int errno_to_err(int e)
-{
-	switch (e) {
-	case ESRCH: return -PBP_E_GONE;
-	case EPERM: return -PBP_E_PERM;
-	case ENOMEM: return -PBP_E_NOMEM;
-	default: return -PBP_E_FAULT;
-	}
-}
-
 struct remote *remote_open(pid_t pid, unsigned pages)
 {
 	struct remote *r = calloc(1, sizeof(*r));
@@ -107,7 +97,7 @@ static int read_now(struct remote *r, uint64_t addr, void *buf, size_t len)
 	if (n < 0) {
 		if (errno == EFAULT)
 			r->st.faults++;
-		return errno_to_err(errno);
+		return errno == ESRCH ? -PBP_E_GONE : pbp_err_from_errno(errno, -PBP_E_FAULT);
 	}
 	r->st.bytes += (uint64_t)n;
 	if ((size_t)n != len) {

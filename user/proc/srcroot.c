@@ -64,8 +64,7 @@ static int open_dir(pid_t pid, const char *what, int *fd, dev_t *dev, ino_t *ino
 	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, what);
 	*fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (*fd < 0)
-		return errno == EACCES || errno == EPERM ? -PBP_E_PERM
-			: errno == EMFILE || errno == ENFILE ? -PBP_E_MFILE : -PBP_E_GONE;
+		return pbp_err_from_errno(errno, -PBP_E_GONE);
 	if (fstat(*fd, &st) != 0) {
 		close(*fd);
 		*fd = -1;

@@ -31,7 +31,7 @@ struct window {
 
 /*
  * Where a closed window's aggregate goes: the profile file and the summary
- * at exit today; a node agent's push or serve later. 0 or -errno/-PBP_E_*.
+ * at exit today; a node agent's push or serve later. 0 or -PBP_E_*.
  */
 struct window_sink {
 	int (*write)(void *ctx, const struct agg *a, const struct window *w);

@@ -148,18 +148,6 @@ static int perf_open(int cpu, unsigned hz)
 	return (int)syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
-/* Map an errno from loading or attaching to our error. */
-static int bpf_err(int e)
-{
-	if (e == EPERM || e == EACCES)
-		return -PBP_E_PERM;
-	if (e == EMFILE || e == ENFILE)
-		return -PBP_E_MFILE;
-	if (e == ENOMEM)
-		return -PBP_E_NOMEM;
-	return -PBP_E_BPF;
-}
-
 /*
  * libbpf says only "no BTF" (ESRCH) when it could not read the kernel's
  * BTF, whatever stopped it (it goes on to look in /boot): read it again
@@ -175,7 +163,7 @@ static int why_not_loaded(void)
 		btf__free(btf);
 		return -PBP_E_BPF;
 	}
-	return bpf_err(e);
+	return pbp_err_from_errno(e, -PBP_E_BPF);
 }
 
 /* /sys/devices/system/cpu/online: "0-3,5,7-8". */
@@ -234,13 +222,13 @@ static int attach_cpus(struct sampler *s, unsigned hz)
 			continue;
 		s->pfds[cpu] = perf_open(cpu, hz);
 		if (s->pfds[cpu] < 0) {
-			err = errno == ENODEV ? 0 : bpf_err(errno);
+			err = errno == ENODEV ? 0 : pbp_err_from_errno(errno, -PBP_E_BPF);
 			continue;
 		}
 		s->nonline++;
 		s->links[cpu] = bpf_program__attach_perf_event(s->skel->progs.on_sample, s->pfds[cpu]);
 		if (!s->links[cpu])
-			err = bpf_err(errno);
+			err = pbp_err_from_errno(errno, -PBP_E_BPF);
 	}
 	free(online);
 	return err;
@@ -260,11 +248,11 @@ static int track_threads(struct sampler *s)
 
 	s->switch_link = bpf_program__attach(s->skel->progs.on_switch);
 	if (!s->switch_link)
-		return bpf_err(errno);
+		return pbp_err_from_errno(errno, -PBP_E_BPF);
 	m = mmap(NULL, tstates_bytes(), PROT_READ | PROT_WRITE, MAP_SHARED,
 		 bpf_map__fd(s->skel->maps.tstates), 0);
 	if (m == MAP_FAILED)
-		return bpf_err(errno);
+		return pbp_err_from_errno(errno, -PBP_E_BPF);
 	s->tstates = m;
 	s->free_slots = malloc(sizeof(*s->free_slots) * PBP_MAX_SLOTS);
 	if (!s->free_slots)
@@ -283,16 +271,16 @@ static int track_threads(struct sampler *s)
 static int track_processes(struct sampler *s, bool forks)
 {
 	if (forks && !(s->fork_link = bpf_program__attach(s->skel->progs.on_fork)))
-		return bpf_err(errno);
+		return pbp_err_from_errno(errno, -PBP_E_BPF);
 	s->exit_link = bpf_program__attach(s->skel->progs.on_exit);
 	if (!s->exit_link)
-		return bpf_err(errno);
+		return pbp_err_from_errno(errno, -PBP_E_BPF);
 	s->exec_link = bpf_program__attach(s->skel->progs.on_exec);
 	if (!s->exec_link)
-		return bpf_err(errno);
+		return pbp_err_from_errno(errno, -PBP_E_BPF);
 	s->prb = ring_buffer__new(bpf_map__fd(s->skel->maps.procevents), on_proc_event, s, NULL);
 	if (!s->prb)
-		return bpf_err(errno);
+		return pbp_err_from_errno(errno, -PBP_E_BPF);
 	return 0;
 }
 
@@ -308,12 +296,12 @@ static int watch_rings(struct sampler *s)
 
 	s->efd = epoll_create1(EPOLL_CLOEXEC);
 	if (s->efd < 0)
-		return bpf_err(errno);
+		return pbp_err_from_errno(errno, -PBP_E_BPF);
 	for (int i = 0; i < 2; i++) {
 		struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u32 = (uint32_t)i };
 
 		if (epoll_ctl(s->efd, EPOLL_CTL_ADD, fds[i], &ev) != 0)
-			return bpf_err(errno);
+			return pbp_err_from_errno(errno, -PBP_E_BPF);
 	}
 	return 0;
 }
@@ -501,7 +489,7 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o)
 	s->rng = (uint64_t)getpid() ^ (uint64_t)(uintptr_t)s;
 	s->skel = profile_bpf__open();
 	if (!s->skel) {
-		err = bpf_err(errno);
+		err = pbp_err_from_errno(errno, -PBP_E_BPF);
 		goto fail;
 	}
 	s->skel->rodata->wake_bytes = bpf_map__max_entries(s->skel->maps.events) / 4;
@@ -526,14 +514,14 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o)
 		bpf_map__set_max_entries(s->skel->maps.kstacks, 1);
 	err = profile_bpf__load(s->skel);
 	if (err) {
-		err = bpf_err(-err);
+		err = pbp_err_from_errno(-err, -PBP_E_BPF);
 		if (err == -PBP_E_BPF)
 			err = why_not_loaded();
 		goto fail;
 	}
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_event, s, NULL);
 	if (!s->rb) {
-		err = bpf_err(errno);
+		err = pbp_err_from_errno(errno, -PBP_E_BPF);
 		goto fail;
 	}
 	err = watch_rings(s);
@@ -610,18 +598,23 @@ void sampler_jitter(struct sampler *s)
 	s->flip = !s->flip;
 }
 
+static int map_put(struct bpf_map *m, const void *key, const void *val)
+{
+	return bpf_map_update_elem(bpf_map__fd(m), key, val, BPF_ANY) ? pbp_err_from_errno(errno, -PBP_E_BPF) : 0;
+}
+
 static int sampler_add_proc(struct sampler *s, pid_t pid, const struct pbp_proc *p)
 {
 	__u32 key = (__u32)pid;
 
-	return bpf_map_update_elem(bpf_map__fd(s->skel->maps.procs), &key, p, BPF_ANY) ? -errno : 0;
+	return map_put(s->skel->maps.procs, &key, p);
 }
 
 int sampler_follow(struct sampler *s, pid_t pid)
 {
 	__u32 key = (__u32)pid, parent = 0;
 
-	return bpf_map_update_elem(bpf_map__fd(s->skel->maps.followed), &key, &parent, BPF_ANY) ? -errno : 0;
+	return map_put(s->skel->maps.followed, &key, &parent);
 }
 
 void sampler_drain_events(struct sampler *s)
@@ -666,7 +659,7 @@ static int sampler_set_thread(struct sampler *s, pid_t tid, pid_t tgid, uint64_t
 	struct pbp_thread t = { .tstate = tstate, .tgid = (__u32)tgid, .slot = (__u32)(slot < 0 ? PBP_MAX_SLOTS : slot) };
 	__u32 key = (__u32)tid;
 
-	return bpf_map_update_elem(bpf_map__fd(s->skel->maps.threads), &key, &t, BPF_ANY) ? -errno : 0;
+	return map_put(s->skel->maps.threads, &key, &t);
 }
 
 static void sampler_del_thread(struct sampler *s, pid_t tid)
@@ -718,7 +711,7 @@ int sampler_wake_on(struct sampler *s, int fd)
 {
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u32 = 2 };
 
-	return epoll_ctl(s->efd, EPOLL_CTL_ADD, fd, &ev) != 0 ? -errno : 0;
+	return epoll_ctl(s->efd, EPOLL_CTL_ADD, fd, &ev) != 0 ? pbp_err_from_errno(errno, -PBP_E_IO) : 0;
 }
 
 void sampler_stats(struct sampler *s, uint64_t out[PBP_STAT__COUNT])

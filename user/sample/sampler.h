@@ -57,7 +57,7 @@ void sampler_drain_events(struct sampler *s);
 int sampler_drain(struct sampler *s);
 /* Wait up to ns (less if a process or thread event comes), then drain. */
 int sampler_wait(struct sampler *s, uint64_t ns);
-/* New input on fd (a terminal's keys) ends a wait early too: 0 or -errno. */
+/* New input on fd (a terminal's keys) ends a wait early too: 0 or -PBP_E_*. */
 int sampler_wake_on(struct sampler *s, int fd);
 void sampler_stats(struct sampler *s, uint64_t out[PBP_STAT__COUNT]);
 /* Re-draw each CPU's sampling period around the mean (breaks aliasing). */

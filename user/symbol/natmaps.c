@@ -107,7 +107,7 @@ int natmaps_read(struct natmaps *nm, pid_t pid)
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
 	f = fopen(path, "re");
 	if (!f)
-		return errno == ENOMEM ? -PBP_E_NOMEM : -PBP_E_GONE;
+		return pbp_err_from_errno(errno, -PBP_E_GONE);
 	err = natmaps_parse(nm, f);
 	fclose(f);
 	return err;

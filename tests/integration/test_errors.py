@@ -1,0 +1,47 @@
+"""Errors are pybpfprof's own codes, never an errno read as one: top that
+runs out of memory says so and exits 12 (it used to exit 10, I/O, because
+the aggregate's "out of memory" code was the same number as EIO)."""
+
+import subprocess
+import time
+
+import pytest
+
+from conftest import PYBPFPROF, SANITIZED
+
+EXIT_RESOURCES = 12
+# What runs out of memory is the profiler, whatever it profiles: one interpreter.
+INTERPRETERS = ["3.12"]
+
+
+def vm_size_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmSize for %d" % pid)
+
+
+@pytest.mark.skipif(SANITIZED, reason="ASan reserves terabytes of address space: no limit can be set")
+def test_top_out_of_memory_exits_12(interp, start_target, tmp_path):
+    proc, pid, ready = start_target(interp, "manycodes.py")
+    err = tmp_path / "top.err"
+    with open(str(err), "w") as e:
+        top = subprocess.Popen([PYBPFPROF, "top", "-p", str(pid), "-F", "999"], stdout=subprocess.DEVNULL,
+                               stderr=e, stdin=subprocess.DEVNULL)
+    try:
+        # Sampling has begun (the first window is printed at 1 s); then a limit
+        # just above what it has: the aggregate of new stacks soon needs more.
+        time.sleep(2.5)
+        assert top.poll() is None, err.read_text()
+        limit = (vm_size_kib(top.pid) + 256) * 1024
+        subprocess.run(["prlimit", "--pid", str(top.pid), "--as=%d" % limit], check=True)
+        code = top.wait(timeout=60)
+    finally:
+        if top.poll() is None:
+            top.kill()
+            top.wait()
+    text = err.read_text()
+    assert code == EXIT_RESOURCES, (code, text)
+    assert "out of memory" in text and "ulimit -v" in text, text
+    assert len(text.strip().splitlines()) == 1, text
