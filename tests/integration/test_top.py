@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from conftest import PYBPFPROF, pybpfprof
+from conftest import PYBPFPROF, REPO, pybpfprof
 from profile import WORKERS, parse_collapsed, total
 
 TOLERANCE = 10.0    # percentage points
@@ -119,6 +119,24 @@ def test_launched_command_ends_top():
     r = pybpfprof("top", "--", "python3", "-c", code, timeout=30)
     assert r.returncode == 3, r.stderr
     assert len(parse_tables(r.stdout)) >= 1, r.stdout
+
+
+def test_once_command_that_cannot_run():
+    """The command's one error line, and no empty table beside it on stdout."""
+    r = pybpfprof("top", "--once", "--", "/nonexistent/cmd", timeout=30)
+    assert r.returncode == 4, r.stderr
+    assert r.stdout == "", r.stdout
+    assert r.stderr.splitlines() == ["pybpfprof: cannot run '/nonexistent/cmd': No such file or directory"]
+
+
+def test_help_names_every_format():
+    """top -o takes every format a recording does; --help names them all, and says gecko keeps no times."""
+    with open(os.path.join(REPO, "scripts", "pybpfprof.bash-completion")) as f:
+        formats = re.search(r'_pybpfprof_formats="([^"]+)"', f.read()).group(1).split()
+    text = " ".join(pybpfprof("top", "--help").stdout.split())
+    listed = re.search(r"The -o file's format: (.+?) \(default", text).group(1)
+    assert set(re.findall(r"\b(%s)\b" % "|".join(formats), listed)) == set(formats), listed
+    assert "gecko (without sample times" in listed, listed
 
 
 def test_usage_errors():
