@@ -45,6 +45,9 @@ def test_sandwich_of_a_known_function(tmp_path, page):  # noqa: F811
         (2, "wait_io (/usr/lib/python3.11/socket.py:700)"): 30, (3, "[sleeping]"): 30}
     assert page.eval("pbp.state()")["total"] == KNOWN_TOTAL      # the header still counts all
     assert page.eval("document.getElementById('fg-up').hidden") is False
+    # the two roots meeting in the middle are named after the function, each once
+    assert [f["label"] for f in page.eval("pbp.callers()") if f["depth"] == 0] == ["callers of main (app.py) (80 samples)"]
+    assert [f["label"] for f in frames(page) if f["depth"] == 0] == ["callees of main (app.py) (80 samples)"]
     # the callers' canvas lights up as the search matches: <module>'s row (the middle one of five)
     up_pixel = ("Array.from(document.getElementById('fg-up').getContext('2d')"
                 ".getImageData(Math.round(5 * devicePixelRatio), Math.round(18 * 2.5 * devicePixelRatio), 1, 1).data)")
@@ -54,6 +57,7 @@ def test_sandwich_of_a_known_function(tmp_path, page):  # noqa: F811
     page.screenshot(artifact("html-sandwich.png"))
     press(page, "sandwich")                                        # again: back to the graph
     assert page.eval("pbp.view()")["view"] == "graph"
+    assert [f["label"] for f in frames(page) if f["depth"] == 0] == ["all (%d samples)" % KNOWN_TOTAL]
     assert page.eval("document.getElementById('fg-up').hidden") is True
     assert_clean(page)
 
