@@ -8,6 +8,7 @@ headless Chromium as test_html.py does, on the same known profile.
 import collections
 import marshal
 
+from conftest import pybpfprof
 from test_html import (KNOWN, KNOWN_TOTAL, artifact, assert_clean, browser, convert, frame,  # noqa: F401
                        frames, open_page, page)
 
@@ -88,6 +89,27 @@ def test_table_self_is_pstats_tottime(tmp_path, page):  # noqa: F811
     page.eval("pbp.setView('inverted')")
     roots = {f["text"]: f["samples"] for f in frames(page) if f["depth"] == 1}
     assert {function_of(t): n for t, n in roots.items()} == {n: v for n, v in got.items() if v}
+    assert_clean(page)
+
+
+def test_diff_table_names_keep_the_width(tmp_path, page):  # noqa: F811
+    """pybpfprof diff's table beside the graph (1280 px): three share columns
+    narrow enough that the names keep most of the width, a 24-character name whole."""
+    before, after = tmp_path / "before.txt", tmp_path / "after.txt"
+    before.write_text(KNOWN)
+    after.write_text(KNOWN.replace("[running] 50", "[running] 90"))
+    html = tmp_path / "diff.html"
+    r = pybpfprof("diff", before, after, "-o", html)
+    assert r.returncode == 0, r.stderr
+    open_page(page, str(html))
+    widths = page.eval("[...document.querySelectorAll('#fns-head th')].map(t => t.getBoundingClientRect().width)")
+    assert widths[0] >= 0.4 * sum(widths), widths
+    cut = page.eval("[...document.querySelectorAll('#fns-body td:first-child')]"
+                    ".filter(t => t.textContent.length <= 24 && t.scrollWidth > t.clientWidth).map(t => t.textContent)")
+    assert cut == [], (cut, widths)
+    # the numbers still fit their columns, the headings with their sort mark
+    assert page.eval("[...document.querySelectorAll('#fns th, #fns td:not(:first-child)')]"
+                     ".every(t => t.scrollWidth <= t.clientWidth)"), widths
     assert_clean(page)
 
 

@@ -49,8 +49,11 @@ function fnStats() {
   return rows;
 }
 
+/* Key, heading, what the heading means. Diff's are short: its columns are
+   three, and their width would come out of the names'. */
 const FN_COLS = DIFF
-  ? [["name", "Function"], ["before", "Total before"], ["after", "Total after"], ["change", "Change"]]
+  ? [["name", "Function"], ["before", "Before", "Total share before"], ["after", "After", "Total share after"],
+     ["change", "Change", "Total share after less before, in percentage points"]]
   : [["name", "Function"], ["self", "Self"], ["total", "Total"]];
 
 function fnCell(r, key) {
@@ -65,9 +68,10 @@ function fnCell(r, key) {
 function fnHead() {
   const head = $("fns-head");
   head.replaceChildren();
-  for (const [key, title] of FN_COLS) {
+  for (const [key, title, what] of FN_COLS) {
     const th = document.createElement("th");
     th.textContent = title;
+    if (what) th.title = what;
     th.dataset.key = key;
     if (key === fnSort) th.setAttribute("aria-sort", fnAsc ? "ascending" : "descending");
     th.addEventListener("click", () => {
