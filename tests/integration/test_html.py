@@ -60,6 +60,17 @@ def convert(tmp_path, name, text, ext, *args):
     return str(out)
 
 
+def known_diff(tmp_path):
+    """pybpfprof diff's page of KNOWN against itself with compute's 50 samples grown to 90."""
+    before, after = tmp_path / "before.txt", tmp_path / "after.txt"
+    before.write_text(KNOWN)
+    after.write_text(KNOWN.replace("[running] 50", "[running] 90"))
+    html = tmp_path / "diff.html"
+    r = pybpfprof("diff", before, after, "-o", html)
+    assert r.returncode == 0, r.stderr
+    return str(html)
+
+
 def artifact(name):
     os.makedirs(ARTIFACTS, exist_ok=True)
     return os.path.join(ARTIFACTS, name)

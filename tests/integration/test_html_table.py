@@ -8,9 +8,8 @@ headless Chromium as test_html.py does, on the same known profile.
 import collections
 import marshal
 
-from conftest import pybpfprof
 from test_html import (KNOWN, KNOWN_TOTAL, artifact, assert_clean, browser, convert, frame,  # noqa: F401
-                       frames, open_page, page)
+                       frames, known_diff, open_page, page)
 
 
 def function_of(frame_text):
@@ -95,13 +94,7 @@ def test_table_self_is_pstats_tottime(tmp_path, page):  # noqa: F811
 def test_diff_table_names_keep_the_width(tmp_path, page):  # noqa: F811
     """pybpfprof diff's table beside the graph (1280 px): three share columns
     narrow enough that the names keep most of the width, a 24-character name whole."""
-    before, after = tmp_path / "before.txt", tmp_path / "after.txt"
-    before.write_text(KNOWN)
-    after.write_text(KNOWN.replace("[running] 50", "[running] 90"))
-    html = tmp_path / "diff.html"
-    r = pybpfprof("diff", before, after, "-o", html)
-    assert r.returncode == 0, r.stderr
-    open_page(page, str(html))
+    open_page(page, known_diff(tmp_path))
     widths = page.eval("[...document.querySelectorAll('#fns-head th')].map(t => t.getBoundingClientRect().width)")
     assert widths[0] >= 0.4 * sum(widths), widths
     cut = page.eval("[...document.querySelectorAll('#fns-body td:first-child')]"

@@ -10,8 +10,7 @@ import json
 import os
 
 from test_html import (KNOWN, KNOWN_TOTAL, artifact, assert_clean, big_profile, browser, convert,  # noqa: F401
-                       frame, frames, open_page, page)
-from conftest import pybpfprof
+                       frame, frames, known_diff, open_page, page)
 from test_html_table import function_of
 
 
@@ -286,13 +285,7 @@ def test_dark_theme_and_toggle(tmp_path, browser, page):  # noqa: F811
 
 def test_sandwich_and_inverted_of_a_diff(tmp_path, page):  # noqa: F811
     """pybpfprof diff's page: a view keeps each frame's samples before and after."""
-    before, after = tmp_path / "before.txt", tmp_path / "after.txt"
-    before.write_text(KNOWN)
-    after.write_text(KNOWN.replace("[running] 50", "[running] 90"))
-    html = tmp_path / "diff.html"
-    r = pybpfprof("diff", before, after, "-o", html)
-    assert r.returncode == 0, r.stderr
-    open_page(page, str(html))
+    open_page(page, known_diff(tmp_path))
     click_row(page, "main (app.py)")
     press(page, "sandwich")
     got = {f["text"]: (f["before"], f["after"]) for f in frames(page) if f["depth"] == 2}
