@@ -60,6 +60,17 @@ def convert(tmp_path, name, text, ext, *args):
     return str(out)
 
 
+def known_diff(tmp_path):
+    """pybpfprof diff's page of KNOWN against itself with compute's 50 samples grown to 90."""
+    before, after = tmp_path / "before.txt", tmp_path / "after.txt"
+    before.write_text(KNOWN)
+    after.write_text(KNOWN.replace("[running] 50", "[running] 90"))
+    html = tmp_path / "diff.html"
+    r = pybpfprof("diff", before, after, "-o", html)
+    assert r.returncode == 0, r.stderr
+    return str(html)
+
+
 def artifact(name):
     os.makedirs(ARTIFACTS, exist_ok=True)
     return os.path.join(ARTIFACTS, name)
@@ -304,6 +315,30 @@ def test_html_process_filter(tmp_path, page):
     texts = {f["text"] for f in frames(page)}
     assert {"b (b.py:1)", "c (b.py:9)"} <= texts and "a (a.py:1)" not in texts
     assert_clean(page)
+
+
+def test_html_narrow_window_toolbar(tmp_path, browser):
+    """400 px wide: the sticky bar is one row (its controls scroll sideways),
+    not a quarter of the screen; every control is still in it and works."""
+    narrow = browser.new_page(400, 500)
+    try:
+        open_page(narrow, convert(tmp_path, "known", KNOWN, ".html"))
+        bar = narrow.eval("document.getElementById('bar').getBoundingClientRect().height")
+        assert bar <= 0.12 * 500, bar          # was 176 px (35%): rows of wrapped controls
+        assert narrow.eval("(() => { const b = document.getElementById('bar'); return b.scrollWidth > b.clientWidth; })()")
+        for part in ("#legend .item:last-child", "#search"):     # each reached by scrolling the bar
+            narrow.eval("document.querySelector(%r).scrollIntoView({block: 'nearest', inline: 'nearest'})" % part)
+            assert narrow.eval("(() => { const r = document.querySelector(%r).getBoundingClientRect();"
+                               " return r.left >= 0 && r.right <= innerWidth; })()" % part), part
+        narrow.eval("window.scrollTo(0, 150)")          # still on top once the page scrolled
+        assert narrow.eval("window.scrollY") > 50
+        assert narrow.eval("document.getElementById('bar').getBoundingClientRect().top") == 0
+        narrow.type_into("#search", "fib")
+        assert state(narrow)["matched"].startswith("Matched: 16.7%")
+        narrow.screenshot(artifact("html-narrow.png"))
+        assert_clean(narrow)
+    finally:
+        narrow.close()
 
 
 def test_html_status_legend(tmp_path, page):

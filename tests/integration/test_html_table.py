@@ -6,9 +6,10 @@ headless Chromium as test_html.py does, on the same known profile.
 """
 
 import collections
+import marshal
 
 from test_html import (KNOWN, KNOWN_TOTAL, artifact, assert_clean, browser, convert, frame,  # noqa: F401
-                       frames, open_page, page)
+                       frames, known_diff, open_page, page)
 
 
 def function_of(frame_text):
@@ -20,12 +21,15 @@ def function_of(frame_text):
 
 
 def expected_table(text):
-    """{function: (self, total)} of collapsed stacks, thread and process labels left out."""
+    """{function: (self, total)} of collapsed stacks, thread and process labels
+    left out; self is the innermost Python frame's (a status's only in a stack
+    without one)."""
     own, tot = collections.Counter(), collections.Counter()
     for line in text.splitlines():
         stack, _, n = line.rpartition(" ")
         funcs = [function_of(f) for f in stack.split(";") if not f.startswith(("thread ", "process "))]
-        own[funcs[-1]] += int(n)
+        py = [f for f in funcs if not f.startswith("[")]
+        own[(py or funcs)[-1]] += int(n)
         for fn in set(funcs):
             tot[fn] += int(n)
     return {fn: (own[fn], tot[fn]) for fn in tot}
@@ -44,7 +48,8 @@ def test_table_figures_and_layout(tmp_path, page):  # noqa: F811
     got = {r["name"]: (r["self"], r["total"]) for r in rows(page)}
     want = expected_table(KNOWN)
     assert got == want
-    assert got["fib (fib.py)"] == (0, 20)          # fib under fib: once
+    assert got["fib (fib.py)"] == (20, 20)         # fib under fib: once; its [running] leaf takes no self
+    assert got["[sleeping]"] == (0, 30)
     # own first, the largest first
     selfs = [r["self"] for r in rows(page)]
     assert selfs == sorted(selfs, reverse=True)
@@ -56,6 +61,48 @@ def test_table_figures_and_layout(tmp_path, page):  # noqa: F811
                     " return [c.right, c.top, t.left, t.top]; })()")
     assert box[2] >= box[0] - 1 and abs(box[3] - box[1]) < 60, box
     page.screenshot(artifact("html-table.png"))
+    assert_clean(page)
+
+
+# A thread without Python frames: its status is its only function.
+IDLE = "process 42 python3 app.py;thread 103 idle;[sleeping] 7\n"
+
+
+def test_table_self_is_pstats_tottime(tmp_path, page):  # noqa: F811
+    """With --status every stack ends in a status: the table's self must still
+    be the innermost Python frame's, as pstats' tottime (and the summary, pprof,
+    the inverted view) count it, not the status leaf's."""
+    text = KNOWN + IDLE
+    with open(convert(tmp_path, "st", text, ".pstats", "-F", "50"), "rb") as f:
+        tottime = {"%s (%s)" % (name, file): round(tt * 50, 6) for (file, _, name), (_, _, tt, _, _)
+                   in marshal.load(f).items()}
+    open_page(page, convert(tmp_path, "st", text, ".html", "-F", "50"))
+    got = {r["name"]: r["self"] for r in rows(page)}
+    assert {n: v for n, v in got.items() if not n.startswith("[")} == tottime
+    assert tottime["fib (fib.py)"] == 20 and tottime["compute (app.py)"] == 50
+    # statuses: self only where no Python frame is; the table's self sums to every sample
+    assert {n: v for n, v in got.items() if n.startswith("[")} == {
+        "[running]": 0, "[sleeping]": 7, "[native, no GIL]": 0, "[gil wait]": 0}
+    assert sum(got.values()) == KNOWN_TOTAL + 7
+    # the inverted view's roots (leaf functions) agree with the table's self
+    page.eval("pbp.setView('inverted')")
+    roots = {f["text"]: f["samples"] for f in frames(page) if f["depth"] == 1}
+    assert {function_of(t): n for t, n in roots.items()} == {n: v for n, v in got.items() if v}
+    assert_clean(page)
+
+
+def test_diff_table_names_keep_the_width(tmp_path, page):  # noqa: F811
+    """pybpfprof diff's table beside the graph (1280 px): three share columns
+    narrow enough that the names keep most of the width, a 24-character name whole."""
+    open_page(page, known_diff(tmp_path))
+    widths = page.eval("[...document.querySelectorAll('#fns-head th')].map(t => t.getBoundingClientRect().width)")
+    assert widths[0] >= 0.4 * sum(widths), widths
+    cut = page.eval("[...document.querySelectorAll('#fns-body td:first-child')]"
+                    ".filter(t => t.textContent.length <= 24 && t.scrollWidth > t.clientWidth).map(t => t.textContent)")
+    assert cut == [], (cut, widths)
+    # the numbers still fit their columns, the headings with their sort mark
+    assert page.eval("[...document.querySelectorAll('#fns th, #fns td:not(:first-child)')]"
+                     ".every(t => t.scrollWidth <= t.clientWidth)"), widths
     assert_clean(page)
 
 

@@ -10,8 +10,7 @@ import json
 import os
 
 from test_html import (KNOWN, KNOWN_TOTAL, artifact, assert_clean, big_profile, browser, convert,  # noqa: F401
-                       frame, frames, open_page, page)
-from conftest import pybpfprof
+                       frame, frames, known_diff, open_page, page)
 from test_html_table import function_of
 
 
@@ -45,6 +44,9 @@ def test_sandwich_of_a_known_function(tmp_path, page):  # noqa: F811
         (2, "wait_io (/usr/lib/python3.11/socket.py:700)"): 30, (3, "[sleeping]"): 30}
     assert page.eval("pbp.state()")["total"] == KNOWN_TOTAL      # the header still counts all
     assert page.eval("document.getElementById('fg-up').hidden") is False
+    # the two roots meeting in the middle are named after the function, each once
+    assert [f["label"] for f in page.eval("pbp.callers()") if f["depth"] == 0] == ["callers of main (app.py) (80 samples)"]
+    assert [f["label"] for f in frames(page) if f["depth"] == 0] == ["callees of main (app.py) (80 samples)"]
     # the callers' canvas lights up as the search matches: <module>'s row (the middle one of five)
     up_pixel = ("Array.from(document.getElementById('fg-up').getContext('2d')"
                 ".getImageData(Math.round(5 * devicePixelRatio), Math.round(18 * 2.5 * devicePixelRatio), 1, 1).data)")
@@ -54,6 +56,7 @@ def test_sandwich_of_a_known_function(tmp_path, page):  # noqa: F811
     page.screenshot(artifact("html-sandwich.png"))
     press(page, "sandwich")                                        # again: back to the graph
     assert page.eval("pbp.view()")["view"] == "graph"
+    assert [f["label"] for f in frames(page) if f["depth"] == 0] == ["all (%d samples)" % KNOWN_TOTAL]
     assert page.eval("document.getElementById('fg-up').hidden") is True
     assert_clean(page)
 
@@ -282,13 +285,7 @@ def test_dark_theme_and_toggle(tmp_path, browser, page):  # noqa: F811
 
 def test_sandwich_and_inverted_of_a_diff(tmp_path, page):  # noqa: F811
     """pybpfprof diff's page: a view keeps each frame's samples before and after."""
-    before, after = tmp_path / "before.txt", tmp_path / "after.txt"
-    before.write_text(KNOWN)
-    after.write_text(KNOWN.replace("[running] 50", "[running] 90"))
-    html = tmp_path / "diff.html"
-    r = pybpfprof("diff", before, after, "-o", html)
-    assert r.returncode == 0, r.stderr
-    open_page(page, str(html))
+    open_page(page, known_diff(tmp_path))
     click_row(page, "main (app.py)")
     press(page, "sandwich")
     got = {f["text"]: (f["before"], f["after"]) for f in frames(page) if f["depth"] == 2}

@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from conftest import PYBPFPROF, pybpfprof
+from conftest import PYBPFPROF, REPO, pybpfprof
 from profile import WORKERS, parse_collapsed, total
 
 TOLERANCE = 10.0    # percentage points
@@ -121,6 +121,24 @@ def test_launched_command_ends_top():
     assert len(parse_tables(r.stdout)) >= 1, r.stdout
 
 
+def test_once_command_that_cannot_run():
+    """The command's one error line, and no empty table beside it on stdout."""
+    r = pybpfprof("top", "--once", "--", "/nonexistent/cmd", timeout=30)
+    assert r.returncode == 4, r.stderr
+    assert r.stdout == "", r.stdout
+    assert r.stderr.splitlines() == ["pybpfprof: cannot run '/nonexistent/cmd': No such file or directory"]
+
+
+def test_help_names_every_format():
+    """top -o takes every format a recording does; --help names them all, and says gecko keeps no times."""
+    with open(os.path.join(REPO, "scripts", "pybpfprof.bash-completion")) as f:
+        formats = re.search(r'_pybpfprof_formats="([^"]+)"', f.read()).group(1).split()
+    text = " ".join(pybpfprof("top", "--help").stdout.split())
+    listed = re.search(r"The -o file's format: (.+?) \(default", text).group(1)
+    assert set(re.findall(r"\b(%s)\b" % "|".join(formats), listed)) == set(formats), listed
+    assert "gecko (without sample times" in listed, listed
+
+
 def test_usage_errors():
     for args in (["top"], ["top", "-p", "1", "-f", "svg"], ["top", "--interval", "0", "-p", "1"],
                  ["top", "-p", "1", "--", "true"]):
@@ -136,7 +154,7 @@ class Tmux(object):
     the command's exit code and the terminal's modes after it are printed
     in the pane when it ends."""
 
-    def __init__(self, tmp_path, command, env=""):
+    def __init__(self, tmp_path, command, env="", width=80):
         self.sock = "pbp-top-%d-%s" % (os.getpid(), uuid.uuid4().hex[:8])
         self.done = str(tmp_path / ("%s.done" % self.sock))
         script = tmp_path / ("%s.sh" % self.sock)
@@ -144,7 +162,7 @@ class Tmux(object):
         script.write_text("trap : INT\n%s %s\necho EXIT=$? > %s.tmp\nstty -a | tr ' ;' '\\n\\n' | grep -Ex -- '-?(icanon|echo)' "
                           ">> %s.tmp\nmv %s.tmp %s\nsleep 60\n"
                           % (env, command, self.done, self.done, self.done, self.done))
-        self.tmux("new-session", "-d", "-s", "top", "-x", "80", "-y", "24", "sh %s" % script)
+        self.tmux("new-session", "-d", "-s", "top", "-x", str(width), "-y", "24", "sh %s" % script)
 
     def tmux(self, *args):
         r = subprocess.run(["tmux", "-L", self.sock] + list(args), capture_output=True,
@@ -185,8 +203,8 @@ class Tmux(object):
 def tmux(tmp_path):
     made = []
 
-    def start(command, env=""):
-        made.append(Tmux(tmp_path, command, env))
+    def start(command, env="", width=80):
+        made.append(Tmux(tmp_path, command, env, width))
         return made[-1]
     yield start
     for t in made:
@@ -317,3 +335,54 @@ def test_plain_reader_gone(interp, start_target):
             p.wait()
     assert first.startswith("pybpfprof top:")
     assert p.returncode == 10 and err == "", (p.returncode, err)
+
+
+NAPPERS = """import os, sys, threading, time
+def nap():
+    while True:
+        time.sleep(0.02)
+for name in ("nap-0", "nap-1"):
+    threading.Thread(target=nap, name=name, daemon=True).start()
+for _ in range(600):
+    if os.path.exists(sys.argv[1]):
+        break
+    time.sleep(0.1)
+"""
+KEYS = {"o/t/n by own/total/name", "c cumulative", "Tab/a thread/all", "space pause", "q quit"}
+
+
+def thread_rows(text):
+    """{name: (tid, samples, the rest)} of the screen's thread rows."""
+    rows = {}
+    for line in text.splitlines()[3:]:
+        m = re.match(r"^(\d+) (\S+)\s+(\d+)(.*)$", line)
+        if not m:
+            break
+        rows[m.group(2)] = (int(m.group(1)), int(m.group(3)), m.group(4))
+    return rows
+
+
+def test_screen_narrow(tmux, tmp_path):
+    """30 columns: each thread row keeps its id, name and count (its bar, which
+    no longer fits, left out rather than drawn over them); the keys line at
+    30, 60 and 80 columns holds whole keys only, q always."""
+    script = tmp_path / "nappers.py"
+    script.write_text(NAPPERS)
+    done = tmp_path / "nappers.done"
+    t = tmux("%s top -m wall -- python3 %s %s" % (PYBPFPROF, script, done), width=30)
+    text = t.wait_for(lambda s: len(thread_rows(s)) == 3 and min(r[1] for r in thread_rows(s).values()) > 0)
+    rows = thread_rows(text)
+    assert set(rows) == {"python3", "nap-0", "nap-1"} or set(rows) == {"MainThread", "nap-0", "nap-1"}, text
+    assert all(r[2].strip() == "" for r in rows.values()), text
+    for before, width in ((0, 30), (30, 60), (60, 80)):
+        if before:
+            t.tmux("resize-window", "-t", "top", "-x", str(width))
+            text = t.wait_for(lambda s: max(len(ln) for ln in s.splitlines()) > before)
+        keys = text.splitlines()[-1].strip().split("  ")
+        assert keys[-1] == "q quit" and set(keys) <= KEYS, (width, text)
+        if width == 80:
+            assert set(keys) == KEYS, text
+    bars = thread_rows(text)
+    assert all(re.match(r"^\s+[A-Za-z?.]{10,} \w.* \d+%$", r[2]) for r in bars.values()), text  # room again: bars
+    done.write_text("")
+    assert t.ended()[0] == 0, t.screen()

@@ -91,8 +91,8 @@ static const struct argp_option opts[] = {
 	{ "interval", OPT_INTERVAL, "SECONDS", 0, "Refresh this often (default 1)", 3 },
 	{ "output", 'o', "FILE", 0, "At the end, write the whole run's profile here", 3 },
 	{ "format", 'f', "FORMAT", 0,
-	  "The -o file's format: collapsed, html, svg, speedscope, pprof or pstats (default: from "
-	  "its extension)", 3 },
+	  "The -o file's format: collapsed, html, svg, speedscope, gecko (without sample times: top "
+	  "keeps none), pprof or pstats (default: from its extension)", 3 },
 	{ 0 },
 };
 
@@ -500,10 +500,12 @@ static int run(struct top *t, int *go_fd)
 	screen_close();         /* before anything more is said on the terminal */
 	command_finish(t);
 	t->ending = true;
+	/* A command that never ran (or ran no Python) is said before --once's
+	   table, which would show nothing: the error alone, as record says it. */
+	if (!t->failed && r->follow && r->cmd && (code = launch_check_profiled(r)) != 0)
+		return code;
 	if (t->failed || (t->failed = loop_close_window(&r->loop, r->end_ns, true)) != 0)
 		return exit_code_for(t->failed);
-	if (r->follow && r->cmd && (code = launch_check_profiled(r)) != 0)
-		return code;
 	return r->outpath ? write_whole(t) : 0;
 }
 

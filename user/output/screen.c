@@ -22,6 +22,7 @@
 #define MIN_BAR 10
 #define MAX_BAR 40
 #define WHO_WIDTH 22
+#define MIN_WHO 8               /* a thread id and the start of its name */
 
 static SCREEN *scr;
 static bool colour;
@@ -164,23 +165,37 @@ static void draw_main_status(const struct live_thread *t)
 	addnstr(s, COLS - getcurx(stdscr));
 }
 
+/*
+ * A thread's row: its id, name and count first, the name cut to make room on
+ * a narrow screen; its bar and busiest status only where a whole bar of
+ * MIN_BAR still fits. The text stops short of the last column: ncurses moves
+ * the cursor to the next line after it, and the bar would be drawn from there
+ * over the row's start.
+ */
 static int draw_threads(int y, const struct live_view *v, int rows)
 {
-	int bar_w = COLS - WHO_WIDTH - 11 - 18;
+	int who_w = COLS - 12 < WHO_WIDTH ? COLS - 12 : WHO_WIDTH;
+	int bar_w, room;
 	char who[256], bar[MAX_BAR + 1], s[512];
 
+	who_w = who_w < MIN_WHO ? MIN_WHO : who_w;
+	room = COLS - 1 - (who_w + 11);
+	bar_w = COLS - who_w - 11 - 18;
 	bar_w = bar_w < MIN_BAR ? MIN_BAR : bar_w > MAX_BAR ? MAX_BAR : bar_w;
-	snprintf(s, sizeof(s), "%-*s %8s  STATUS", WHO_WIDTH, "THREAD", "SAMPLES");
+	bar_w = bar_w > room ? room : bar_w;
+	snprintf(s, sizeof(s), "%-*s %8s  STATUS", who_w, "THREAD", "SAMPLES");
 	line(y++, A_BOLD, s);
 	for (uint32_t i = 0; i < v->nthreads && (int)i < rows; i++) {
 		const struct live_thread *t = &v->threads[i];
 
-		live_thread_text(t, who, sizeof(who), WHO_WIDTH);
-		snprintf(s, sizeof(s), "%-*s %8llu  ", WHO_WIDTH, who, (unsigned long long)t->samples);
+		live_thread_text(t, who, sizeof(who), who_w);
+		snprintf(s, sizeof(s), "%-*s %8llu  ", who_w, who, (unsigned long long)t->samples);
 		line(y, A_NORMAL, s);
-		live_bar(t->status, t->samples, bar, bar_w);
-		draw_bar(y, getcurx(stdscr), bar);
-		draw_main_status(t);
+		if (bar_w >= MIN_BAR) {
+			live_bar(t->status, t->samples, bar, bar_w);
+			draw_bar(y, who_w + 11, bar);
+			draw_main_status(t);
+		}
 		y++;
 	}
 	if (v->nthreads > (uint32_t)rows) {
@@ -226,6 +241,22 @@ static void draw_functions(int y, int last, const struct live_head *h, const str
 		line(y, A_NORMAL, "");
 }
 
+/* The keys, as many whole ones as fit (never one cut mid-word), q always. */
+static void draw_keys(int y)
+{
+	static const char *const keys[] = { "o/t/n by own/total/name", "c cumulative", "Tab/a thread/all",
+					    "space pause" };      /* 78 columns with q: all fit in 80 */
+	static const char quit[] = "q quit";
+	char s[256] = "";
+	size_t len = 0;
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if ((int)(len + strlen(keys[i]) + 2 + 1 + strlen(quit)) <= COLS)
+			len += (size_t)snprintf(s + len, sizeof(s) - len, " %s ", keys[i]);
+	snprintf(s + len, sizeof(s) - len, " %s", quit);
+	bar_line(y, s);
+}
+
 void screen_draw(const struct live_head *h, const struct live_view *v, const struct live_thread *thread,
 		 const char *note)
 {
@@ -239,6 +270,6 @@ void screen_draw(const struct live_head *h, const struct live_view *v, const str
 	draw_functions(y, note ? LINES - 3 : LINES - 2, h, v, thread);
 	if (note)
 		line(LINES - 2, A_DIM, note);
-	bar_line(LINES - 1, " o/t/n sort by own/total/name  c cumulative  Tab/a one thread/all  space pause  q quit");
+	draw_keys(LINES - 1);
 	refresh();
 }

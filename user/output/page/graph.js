@@ -14,11 +14,18 @@ function fill(i) {
   return i > 0 ? colourOfLoc(loc[i]) : ROOT_COLOUR;
 }
 
-function label(i, w) {
+/* The root's text: all samples, or in a sandwich the function's, its callers
+   (up: the canvas above) or its callees: two roots meet in the middle, and
+   "all" twice there read as two more frames of the same name. */
+function rootText(up) {
+  const n = DIFF ? `${fmt(totB[0])} samples before, ${fmt(totA[0])} after` : `${fmt(tot[0])} samples`;
+  return view === "sandwich" ? `${up ? "callers" : "callees"} of ${fnName[sandFn]} (${n})` : `all (${n})`;
+}
+
+function label(i, w, up = upRows > 0) {
   const room = Math.floor((w - 6) / charW);
   if (room < 3) return "";
-  const t = i > 0 ? text(loc[i])
-    : DIFF ? `all (${fmt(totB[0])} samples before, ${fmt(totA[0])} after)` : `all (${fmt(tot[0])} samples)`;
+  const t = i > 0 ? text(loc[i]) : rootText(up);
   return t.length <= room ? t : t.slice(0, room - 1) + "\u2026";
 }
 
@@ -109,7 +116,7 @@ function diffTip(i) {
 function showTip(i, cx, cy) {
   const v = tot[i], all = tot[0];
   tip.replaceChildren();
-  tipLine(i > 0 ? text(loc[i]) : "all samples", "t");
+  tipLine(i > 0 ? text(loc[i]) : view === "sandwich" ? rootText(false) : "all samples", "t");
   if (DIFF) diffTip(i); else {
   const of = view === "sandwich" ? `those through ${fnName[sandFn]}` : $("filter").value === "all" && !hideStatus.size ? "all" : "this filter";
   tipLine(`${fmt(v)} samples, ${pct(v / all)} of ${of}`);

@@ -18,9 +18,13 @@ const fnOf = new Int32Array(NLOC).fill(-1), fnName = [];
 const FN_ROWS = 500;                    /* rows drawn at most: search narrows the rest */
 let selFn = -1, fnRows = [], fnShown = [], fnSort = DIFF ? "change" : "self", fnAsc = false;
 
-/* Per function over the tree as filtered: total and self, in the units of tot (and before/after samples). */
+/* Per function over the tree as filtered: total and self, in the units of tot
+   (and before/after samples). Self is the innermost Python frame's, as in
+   the summary, pstats, pprof and the inverted view: a status leaf under it
+   says what the thread was doing there and takes none; a status has self
+   only in stacks without a Python frame. */
 function fnStats() {
-  const F = fnName.length, onPath = new Int32Array(F), path = [];
+  const F = fnName.length, onPath = new Int32Array(F), path = [], ownBy = new Int32Array(N).fill(-1);
   const T = new Float64Array(F), S = new Float64Array(F);
   const TB = new Float64Array(DIFF ? F : 0), TA = new Float64Array(DIFF ? F : 0);
   for (let i = 1; i < N; i++) {
@@ -28,12 +32,13 @@ function fnStats() {
       const f = fnOf[loc[path.pop()]];
       if (f >= 0) onPath[f]--;
     }
-    const f = fnOf[loc[i]];
+    const f = fnOf[loc[i]], py = kindOf(loc[i]) === PY;
+    ownBy[i] = py || ownBy[par[i]] < 0 ? f : ownBy[par[i]];
     path.push(i);
+    if (ownBy[i] >= 0) S[ownBy[i]] += self[i];
     if (f < 0) continue;
     if (!onPath[f]) { T[f] += tot[i]; if (DIFF) { TB[f] += totB[i]; TA[f] += totA[i]; } }
     onPath[f]++;
-    S[f] += self[i];
   }
   const rows = [];
   for (let f = 0; f < F; f++) {
@@ -44,8 +49,11 @@ function fnStats() {
   return rows;
 }
 
+/* Key, heading, what the heading means. Diff's are short: its columns are
+   three, and their width would come out of the names'. */
 const FN_COLS = DIFF
-  ? [["name", "Function"], ["before", "Total before"], ["after", "Total after"], ["change", "Change"]]
+  ? [["name", "Function"], ["before", "Before", "Total share before"], ["after", "After", "Total share after"],
+     ["change", "Change", "Total share after less before, in percentage points"]]
   : [["name", "Function"], ["self", "Self"], ["total", "Total"]];
 
 function fnCell(r, key) {
@@ -60,9 +68,10 @@ function fnCell(r, key) {
 function fnHead() {
   const head = $("fns-head");
   head.replaceChildren();
-  for (const [key, title] of FN_COLS) {
+  for (const [key, title, what] of FN_COLS) {
     const th = document.createElement("th");
     th.textContent = title;
+    if (what) th.title = what;
     th.dataset.key = key;
     if (key === fnSort) th.setAttribute("aria-sort", fnAsc ? "ascending" : "descending");
     th.addEventListener("click", () => {

@@ -149,7 +149,8 @@ window.pbp = {
                   matched: $("matched").textContent, filter: $("filter").value, nodes: N }),
   frames: () => {
     const r = canvas.getBoundingClientRect();
-    return dN.map((i, k) => Object.assign({ text: i > 0 ? text(loc[i]) : "all", depth: dep[i], samples: tot[i], x: dX[k], w: dW[k],
+    return dN.map((i, k) => Object.assign({ text: i > 0 ? text(loc[i]) : "all", label: label(i, dW[k], false),
+                               depth: dep[i], samples: tot[i], x: dX[k], w: dW[k],
                                cx: r.left + dX[k] + dW[k] / 2, cy: r.top + dep[i] * ROW + ROW / 2, fill: fill(i) },
                                DIFF ? { before: totB[i], after: totA[i], delta: delta(i) } : {}));
   },

@@ -86,8 +86,8 @@ function rebuild(own = true) {
     build(mask, derive(callersOf(sandFn)));
     render(upCanvas, true);
     const rows = Math.round(upCanvas.height / (window.devicePixelRatio || 1) / ROW);
-    upFrames = dN.map((i, k) => ({ text: i > 0 ? text(loc[i]) : "all", depth: dep[i], samples: tot[i],
-                                   x: dX[k], w: dW[k], y: (rows - 1 - dep[i]) * ROW, l: loc[i], label: label(i, dW[k]),
+    upFrames = dN.map((i, k) => ({ text: i > 0 ? text(loc[i]) : rootText(true), depth: dep[i], samples: tot[i],
+                                   x: dX[k], w: dW[k], y: (rows - 1 - dep[i]) * ROW, l: loc[i], label: label(i, dW[k], true),
                                    base: i === 0 ? ROOT_COLOUR : DIFF ? diffColour(i) : colourOfLoc(loc[i]) }));
     $("sand-title").textContent = `Sandwich of ${fnName[sandFn]}: its callers above (${fmt(tot[0])} samples), its callees below. Press the button again to leave.`;
     build(mask, derive(calleesOf(sandFn)));
