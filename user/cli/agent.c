@@ -39,7 +39,8 @@
 
 #define SLICE_NS 1000000000ull          /* the history's grain: a pull's seconds are whole slices */
 #define MIN_HISTORY_NS 60000000000ull
-#define STOP_FLUSH_NS 5000000000ull     /* SIGTERM: the last window is pushed within this */
+/* SIGTERM: the last window is pushed within this; a transfer is cut at most a second later (libcurl's progress calls) */
+#define STOP_FLUSH_NS 3000000000ull
 #define REDISCOVER_NS 60000000000ull    /* /proc looked at again (execs are seen at once) */
 #define ENV_PREFIX "PYBPFPROF_"
 #define MAX_ENV_ARGS 64
