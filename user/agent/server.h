@@ -27,7 +27,10 @@ struct server_ops {
 int server_parse_listen(const char *s, struct sockaddr_storage *sa, socklen_t *len);
 
 struct server;
-/* Listen and serve: 0, or -PBP_E_* (the address taken, not allowed, ...). */
+/*
+ * Listen and serve: 0, or -PBP_E_* (the address taken, not allowed, out of
+ * memory, ...).
+ */
 int server_start(const struct sockaddr_storage *sa, const struct server_ops *ops, struct server **out);
 void server_stop(struct server *s);
 

@@ -494,6 +494,8 @@ static int agent_start(struct agent *g)
 	if (g->push.url && (err = push_start(&g->push, &g->pusher)) != 0)
 		return report_error(NULL, err);
 	if (g->listen && (err = server_start(&g->listen_sa, &ops, &g->srv)) != 0) {
+		if (err == -PBP_E_NOMEM || err == -PBP_E_MFILE)
+			return report_error(NULL, err);        /* says the limit that stopped it */
 		fprintf(stderr, "pybpfprof: cannot listen on %s: %s\n", g->listen, pbp_strerror(err));
 		return exit_code_for(err);
 	}
