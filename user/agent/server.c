@@ -15,6 +15,7 @@
 #include <stdbool.h>
 
 #include "agent/clients.h"
+#include "agent/secret.h"
 #include "agent/server.h"
 #include "core/errors.h"
 
@@ -34,6 +35,8 @@ struct server {
 	struct MHD_Daemon *d;
 	struct server_ops ops;
 	struct clients *clients;
+	struct token *token;
+	struct tls_pair *tls;
 };
 
 /* The request's context, from the URI callback to the handler. */
@@ -190,6 +193,22 @@ static void request_done(void *cls, struct MHD_Connection *c, void **req, enum M
 	clients_answered(s->clients, client_of(c));
 }
 
+static enum MHD_Result unauthorized(struct MHD_Connection *c)
+{
+	static const char msg[] = "a bearer token is needed (Authorization: Bearer TOKEN)\n";
+	struct MHD_Response *r = MHD_create_response_from_buffer(sizeof(msg) - 1, (void *)msg,
+								 MHD_RESPMEM_PERSISTENT);
+	enum MHD_Result ret;
+
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"pybpfprof\"");
+	ret = MHD_queue_response(c, MHD_HTTP_UNAUTHORIZED, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 			      const char *version, const char *upload, size_t *upload_len, void **req)
 {
@@ -207,7 +226,27 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 			route = &routes[i];
 	if (!route)
 		return text(c, MHD_HTTP_NOT_FOUND, "not found: /debug/pprof/profile, /metrics or /healthz\n");
+	/* the probe's path stays open: it says only that the agent runs */
+	if (s->token && route->get != get_health &&
+	    !token_accepts(s->token, MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION)))
+		return unauthorized(c);
 	return route->get(s, c);
+}
+
+/* The token and the TLS pair, read before listening: 0, or -PBP_E_* with *what naming the file. */
+static int load_secrets(struct server *s, const struct server_opts *o, const char **what)
+{
+	int err = 0;
+
+	if (o->token_file) {
+		*what = o->token_file;
+		err = token_open(o->token_file, &s->token);
+	}
+	if (!err && o->cert_file) {
+		*what = o->cert_file;
+		err = tls_pair_open(o->cert_file, o->key_file, &s->tls);
+	}
+	return err;
 }
 
 static void server_free(struct server *s)
@@ -215,6 +254,8 @@ static void server_free(struct server *s)
 	if (s->d)
 		MHD_stop_daemon(s->d);
 	clients_free(s->clients);   /* after the daemon: it removed every connection */
+	token_free(s->token);
+	tls_pair_free(s->tls);
 	free(s);
 }
 
@@ -235,21 +276,28 @@ static int start_error(int e)
 	}
 }
 
-int server_start(const struct sockaddr_storage *sa, const struct server_ops *ops, struct server **out)
+int server_start(const struct sockaddr_storage *sa, const struct server_ops *ops, const struct server_opts *o,
+		 struct server **out, const char **what)
 {
 	struct server *s = calloc(1, sizeof(*s));
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO;
 	int err;
 
 	*out = NULL;
+	*what = NULL;
 	if (!s)
 		return -PBP_E_NOMEM;
 	s->ops = *ops;
-	err = clients_new(&s->clients);
+	err = load_secrets(s, o, what);
+	if (!err)
+		err = clients_new(&s->clients);
 	if (err)
 		goto fail;
+	*what = NULL;
 	if (sa->ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
+	if (s->tls)
+		flags |= MHD_USE_TLS;
 	errno = 0;
 	s->d = MHD_start_daemon(flags, 0, NULL, NULL, handle, s,
 				MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)sa,
@@ -258,6 +306,7 @@ int server_start(const struct sockaddr_storage *sa, const struct server_ops *ops
 				MHD_OPTION_NOTIFY_CONNECTION, connection_event, s,
 				MHD_OPTION_NOTIFY_COMPLETED, request_done, s,
 				MHD_OPTION_URI_LOG_CALLBACK, uri_seen, s,
+				s->tls ? MHD_OPTION_HTTPS_CERT_CALLBACK : MHD_OPTION_END, tls_pair_callback(),
 				MHD_OPTION_END);
 	if (s->d) {
 		*out = s;
@@ -267,6 +316,12 @@ int server_start(const struct sockaddr_storage *sa, const struct server_ops *ops
 fail:
 	server_free(s);
 	return err;
+}
+
+bool server_tls_supported(void)
+{
+	return MHD_is_feature_supported(MHD_FEATURE_TLS) == MHD_YES &&
+	       MHD_is_feature_supported(MHD_FEATURE_HTTPS_CERT_CALLBACK) == MHD_YES;
 }
 
 void server_stop(struct server *s)
