@@ -24,25 +24,13 @@ import time
 import pytest
 
 from agent_receiver import free_port
-from agent_run import Agent, http_get, interps, start_service
+from agent_run import http_get, interps, start_service
 from conftest import PYBPFPROF
+from test_agent import agents  # noqa: F401  (the fixture: agents(tmp_path, *args) -> Agent)
 
 CURL = "/usr/bin/curl"
 OPENSSL = "/usr/bin/openssl"
 HEAD_S = 5          # CLIENTS_HEAD_S in user/agent/clients.h
-
-
-@pytest.fixture
-def agents():
-    started = []
-
-    def start(*args, **kwargs):
-        a = Agent(*args, name="agent%d" % len(started), **kwargs)
-        started.append(a)
-        return a
-    yield start
-    for a in started:
-        a.kill()
 
 
 def listening(agents, tmp_path, *args):
