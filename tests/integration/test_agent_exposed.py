@@ -148,12 +148,12 @@ def test_slow_clients_cannot_starve_healthz(tmp_path, agents):
     refused); then 500 from ten other loopback addresses, closed and opened
     again as the agent sheds them."""
     agent, port = listening(agents, tmp_path)
-    times, opened, closed = storm(port, ["127.0.0.1"], 8, HEAD_S + 3, 200)
+    times, opened, closed = storm(port, ["127.0.0.1"], 8, HEAD_S + 2, 200)
     assert times and None not in times, ("8 slow clients of one address", times,
                                          agent.describe())
-    assert closed >= 8, ("a head trickled for %d s was not cut" % (HEAD_S + 3), opened, closed)
+    assert closed >= 8, ("a head trickled for %d s was not cut" % (HEAD_S + 2), opened, closed)
     sources = ["127.0.0.%d" % i for i in range(2, 12)]
-    times, opened, closed = storm(port, sources, 50, HEAD_S + 3, 3000)
+    times, opened, closed = storm(port, sources, 50, HEAD_S + 2, 3000)
     fails = [t for t in times if t is None]
     assert len(times) >= 8 and not fails, ("500 slow clients: %d of %d probes failed"
                                            % (len(fails), len(times)), times, agent.describe())
@@ -369,15 +369,19 @@ class Answering(object):
 FORGED = b'ts=2026-01-01T00:00:00.000Z level=error msg="forged by the push server" admin=yes\n'
 
 
-@pytest.mark.parametrize("reply", [(200, FORGED), (500, FORGED + b"x" * (10 << 20))],
-                         ids=["200-forged-line", "500-10MB"])
-def test_push_answer_not_in_log(start_target, tmp_path, agents, reply):
+def test_push_answer_not_in_log(start_target, tmp_path, agents):
+    """The ingest answers a forged logfmt line with 200, then with a 500
+    and 10 MB: nothing on stdout, no forged line or pair in the log, each
+    answer's start logged as one escaped value."""
     pid, _ = start_service(start_target, tmp_path, interps(1)[0], "answered_svc")
-    srv = Answering(reply)
+    srv = Answering((200, FORGED))
     try:
         agent = agents(tmp_path, "--push", srv.url, "--interval", "1", "--log-level", "debug",
                        "-p", str(pid))
         assert wait_for(lambda: len(srv.posts) >= 2, 15), agent.describe()
+        srv.reply = (500, FORGED + b"x" * (10 << 20))
+        n = len(srv.posts)
+        assert wait_for(lambda: len(srv.posts) >= n + 2, 15), agent.describe()
         time.sleep(0.5)
         rc, _ = agent.stop()
     finally:
@@ -392,12 +396,13 @@ def test_push_answer_not_in_log(start_target, tmp_path, agents, reply):
         assert line.startswith("ts=") and "forged" not in line.split(" msg=")[0], line
         assert not re.search(r'\badmin=yes', line), ("a forged pair", line)
     said = [l for l in log.splitlines() if "body=" in l]
-    assert said and all(len(l) < 1000 for l in said), said
-    # one logfmt value; read back, the answer's start with every '=', quote and control byte as \xNN
-    value = re.search(r' body="((?:[^"\\]|\\.)*)"', said[0]).group(1)
-    value = re.sub(r"\\(.)", r"\1", value)
-    assert value.startswith(r'ts\x3d2026-01-01T00:00:00.000Z level\x3derror msg\x3d\x22forged'), value
-    assert len(value) < 128 * 4 + 8, value
+    assert [l for l in said if "status=500" in l] and [l for l in said if "msg=pushed" in l], said
+    for line in said:
+        # one logfmt value; read back, the answer's start with every '=', quote and control byte as \xNN
+        value = re.search(r' body="((?:[^"\\]|\\.)*)"', line).group(1)
+        value = re.sub(r"\\(.)", r"\1", value)
+        assert value.startswith(r'ts\x3d2026-01-01T00:00:00.000Z level\x3derror msg\x3d\x22forged'), value
+        assert len(value) < 128 * 4 + 8 and len(line) < 1000, line
 
 
 def test_sigterm_during_hung_push(start_target, tmp_path, agents):
