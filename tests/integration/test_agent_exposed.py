@@ -24,7 +24,7 @@ import time
 import pytest
 
 from agent_receiver import free_port
-from agent_run import http_get, interps, start_service
+from agent_run import http_get, interps, metrics, start_service
 from conftest import PYBPFPROF
 from test_agent import agents  # noqa: F401  (the fixture: agents(tmp_path, *args) -> Agent)
 
@@ -152,6 +152,8 @@ def test_slow_clients_cannot_starve_healthz(tmp_path, agents):
     assert times and None not in times, ("8 slow clients of one address", times,
                                          agent.describe())
     assert closed >= 8, ("a head trickled for %d s was not cut" % (HEAD_S + 2), opened, closed)
+    m = metrics(port)      # each probe is a 9th of the address: it sheds a trickler, or 5 s do
+    assert m["pybpfprof_http_late_closed_total"] + m["pybpfprof_http_shed_total"] >= 8, m
     sources = ["127.0.0.%d" % i for i in range(2, 12)]
     times, opened, closed = storm(port, sources, 50, HEAD_S + 2, 3000)
     fails = [t for t in times if t is None]
@@ -160,6 +162,7 @@ def test_slow_clients_cannot_starve_healthz(tmp_path, agents):
     print("500 slow clients: /healthz in at most %.3f s; %d connections opened, %d cut"
           % (max(times), opened, closed))
     assert probe(port) is not None
+    assert metrics(port)["pybpfprof_http_shed_total"] > 0
     rc, _ = agent.stop()
     assert rc == 0, agent.describe()
 

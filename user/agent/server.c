@@ -318,6 +318,11 @@ fail:
 	return err;
 }
 
+void server_stats(struct server *s, uint64_t *late, uint64_t *shed)
+{
+	clients_stats(s->clients, late, shed);
+}
+
 bool server_tls_supported(void)
 {
 	return MHD_is_feature_supported(MHD_FEATURE_TLS) == MHD_YES &&

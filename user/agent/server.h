@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/socket.h>
 
 /*
@@ -42,6 +43,8 @@ struct server;
 int server_start(const struct sockaddr_storage *sa, const struct server_ops *ops, const struct server_opts *o,
 		 struct server **out, const char **what);
 void server_stop(struct server *s);
+/* Connections closed for a late head, and for room (clients.c). */
+void server_stats(struct server *s, uint64_t *late, uint64_t *shed);
 /* Was libmicrohttpd built with TLS (GnuTLS) and its certificate callback? */
 bool server_tls_supported(void);
 

@@ -454,7 +454,8 @@ static int serve_metrics(void *ctx, char **body, size_t *len)
 	struct agent *g = ctx;
 	struct history_stats hs;
 	struct push_stats ps = { 0 };
-	struct metric rows[16];
+	struct metric rows[20];
+	uint64_t late = 0, shed = 0;
 	size_t n = 0;
 
 	history_stats(g->hist, &hs);
@@ -480,6 +481,13 @@ static int serve_metrics(void *ctx, char **body, size_t *len)
 	ROW("pybpfprof_queue_bytes", "gauge", "Bytes of profiles waiting to be pushed.", ps.queued_bytes);
 	ROW("process_cpu_seconds_total", "counter", "CPU time of the agent.", metrics_cpu_seconds());
 	ROW("process_resident_memory_bytes", "gauge", "Resident memory of the agent.", metrics_rss_bytes());
+	if (g->srv) {
+		server_stats(g->srv, &late, &shed);
+		ROW("pybpfprof_http_late_closed_total", "counter",
+		    "Connections closed for not sending their request head within 5 s.", late);
+		ROW("pybpfprof_http_shed_total", "counter",
+		    "Connections waiting for their head closed to make room for others.", shed);
+	}
 #undef ROW
 	return metrics_format(rows, n, body, len);
 }
