@@ -12,7 +12,7 @@ ARCH     := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 WARN     := -Wall -Wextra -Werror
 CFLAGS   ?= -O2 -g
 INCLUDES := -Iinclude -Iuser -I$(BUILD)
-LDLIBS   := -lbpf -ldw -lelf -lz -lprotobuf-c -lmicrohttpd -lcurl -lcjson -lncursesw -ltinfo -lpthread
+LDLIBS   := -lbpf -ldw -lelf -lz -lprotobuf-c -lmicrohttpd -lgnutls -lcurl -lcjson -lncursesw -ltinfo -lpthread
 
 # User space: one folder per stage (see README "How it works"); everything
 # but the entry point is a library that the program, the unit tests and the

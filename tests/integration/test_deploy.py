@@ -89,6 +89,21 @@ def under(path, parent):
 
 # --- security -----------------------------------------------------------------------
 
+def test_network_policy_admits_one_namespace(docs, pod):
+    """The agent's port is reachable from one namespace only (issue 31): a
+    profile names every Python process's functions, files and pods."""
+    np = docs["NetworkPolicy"]["spec"]
+    labels = docs["DaemonSet"]["spec"]["template"]["metadata"]["labels"]
+    assert np["policyTypes"] == ["Ingress"]
+    assert all(labels.get(k) == v for k, v in np["podSelector"]["matchLabels"].items())
+    (rule,) = np["ingress"]
+    assert [list(f) for f in rule["from"]] == [["namespaceSelector"]], rule["from"]
+    assert list(rule["from"][0]["namespaceSelector"]["matchLabels"]) == ["kubernetes.io/metadata.name"]
+    ports = {p["name"] for c in pod["containers"] for p in c.get("ports", [])}
+    assert [p["port"] for p in rule["ports"]] == ["http-metrics"] and "http-metrics" in ports
+    assert pod["terminationGracePeriodSeconds"] > 5, "the agent takes up to 5 s to push its last window"
+
+
 def test_host_pid_not_privileged(pod, agent):
     assert pod.get("hostPID") is True
     assert not pod.get("hostNetwork"), "the agent listens on the pod IP, not the node's"
@@ -110,7 +125,8 @@ def test_no_api_access(docs, pod):
     sa = docs["ServiceAccount"]
     assert pod["serviceAccountName"] == sa["metadata"]["name"]
     assert pod.get("automountServiceAccountToken") is False
-    assert set(docs) == {"ServiceAccount", "DaemonSet"}, "no Role or binding: the agent needs no API access"
+    assert set(docs) == {"ServiceAccount", "DaemonSet", "NetworkPolicy"}, \
+        "no Role or binding: the agent needs no API access"
     for d in docs.values():
         assert "namespace" not in d["metadata"], "namespace-agnostic: kubectl apply -n NS"
 

@@ -31,6 +31,7 @@
 #define CONNECT_TIMEOUT_MS 3000L
 #define REFUSED_LOG_EVERY_NS 60000000000ull     /* a refused push is logged once a minute */
 #define TOKEN_MAX 8192
+#define REPLY_KEEP 128          /* of a push's answer, this much is read and logged: it is the server's text */
 /* Pyroscope refuses a profile whose time is over an hour old: no use sending it. */
 #define MAX_AGE_S 3600
 
@@ -159,8 +160,68 @@ static char *ingest_url(struct pusher *p, const struct item *it)
 	return url;
 }
 
+/* The start of the answer's body; the rest is not read (the transfer stops there). */
+struct reply {
+	char text[REPLY_KEEP];
+	size_t len;
+	bool cut;
+};
+
+static size_t keep_reply(char *data, size_t size, size_t n, void *arg)
+{
+	struct reply *r = arg;
+	size_t room = sizeof(r->text) - r->len, take = n < room ? n : room;
+
+	(void)size;     /* always 1 (libcurl's documentation) */
+	memcpy(r->text + r->len, data, take);
+	r->len += take;
+	if (take < n) {
+		r->cut = true;
+		return 0;       /* a 10 MB error page is not read: libcurl stops with a write error */
+	}
+	return n;
+}
+
+/*
+ * The answer as one log value: bytes that are not printable ASCII, '=' (a
+ * forged " key=" would start a pair of its own in alog), quotes and
+ * backslashes as \xNN; "..." when it was longer.
+ */
+static void reply_text(const struct reply *r, char *out, size_t len)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < r->len && o + 5 < len; i++) {
+		unsigned char ch = (unsigned char)r->text[i];
+
+		if (ch < 0x20 || ch >= 0x7f || ch == '=' || ch == '"' || ch == '\\')
+			o += (size_t)snprintf(out + o, len - o, "\\x%02x", ch);
+		else
+			out[o++] = (char)ch;
+	}
+	if (r->cut && o + 4 < len)
+		memcpy(out + o, "...", 3), o += 3;
+	out[o] = '\0';
+	if (!o)
+		snprintf(out, len, "-");
+}
+
+/* Once SIGTERM's deadline passed, a transfer under way stops (a hung server would hold it for REQUEST_TIMEOUT_MS). */
+static int check_deadline(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+{
+	struct pusher *p = arg;
+	bool late;
+
+	(void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+	pthread_mutex_lock(&p->lock);
+	late = p->stopping && mono_ns() >= p->deadline_ns;
+	pthread_mutex_unlock(&p->lock);
+	return late;    /* non-zero: libcurl aborts (CURLE_ABORTED_BY_CALLBACK) */
+}
+
 /* One POST: the HTTP status, or 0 when no answer came (connection refused, timeout). */
-static long post(struct pusher *p, const struct item *it, long timeout_ms, char *err, size_t errlen)
+static long post(struct pusher *p, const struct item *it, long timeout_ms, char *err, size_t errlen,
+		 struct reply *r)
 {
 	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/octet-stream");
 	char tenant[512], *url = ingest_url(p, it);
@@ -183,13 +244,19 @@ static long post(struct pusher *p, const struct item *it, long timeout_ms, char 
 			 CONNECT_TIMEOUT_MS);
 	curl_easy_setopt(p->curl, CURLOPT_ERRORBUFFER, err);
 	curl_easy_setopt(p->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(p->curl, CURLOPT_WRITEFUNCTION, keep_reply);
+	curl_easy_setopt(p->curl, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(p->curl, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(p->curl, CURLOPT_XFERINFOFUNCTION, check_deadline);
+	curl_easy_setopt(p->curl, CURLOPT_XFERINFODATA, p);
 	if (p->o.basic_auth) {
 		curl_easy_setopt(p->curl, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
 		curl_easy_setopt(p->curl, CURLOPT_USERPWD, p->o.basic_auth);
 	}
 	err[0] = '\0';
+	*r = (struct reply){ .len = 0 };
 	rc = url ? curl_easy_perform(p->curl) : CURLE_OUT_OF_MEMORY;
-	if (rc == CURLE_OK)
+	if (rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && r->cut))
 		curl_easy_getinfo(p->curl, CURLINFO_RESPONSE_CODE, &status);
 	else if (!err[0])
 		snprintf(err, errlen, "%s", curl_easy_strerror(rc));
@@ -213,21 +280,23 @@ static uint64_t next_backoff(struct pusher *p)
 }
 
 /* The head was sent with this outcome (lock held): pop it, or keep it and say when to retry. */
-static uint64_t settle(struct pusher *p, long status, const char *err)
+static uint64_t settle(struct pusher *p, long status, const char *err, const struct reply *r)
 {
 	struct item *it = at(p, 0);
 	uint64_t now = mono_ns(), wait = 0;
+	char body[REPLY_KEEP * 4 + 8];
 
+	reply_text(r, body, sizeof(body));
 	if (status >= 200 && status < 300) {
 		p->st.pushes++;
 		p->st.bytes += it->len;
 		p->backoff_ns = 0;
-		alog(LOG_DEBUG, "pushed", "name=%s bytes=%zu", it->name, it->len);
+		alog(LOG_DEBUG, "pushed", "name=%s bytes=%zu body=%s", it->name, it->len, body);
 	} else if (retryable(status)) {
 		p->st.errors++;
 		wait = next_backoff(p);
-		alog(LOG_WARN, "push failed, will retry", "name=%s status=%ld error=%s retry_in_ms=%llu", it->name,
-		     status, err[0] ? err : "-", (unsigned long long)(wait / 1000000));
+		alog(LOG_WARN, "push failed, will retry", "name=%s status=%ld error=%s retry_in_ms=%llu body=%s",
+		     it->name, status, err[0] ? err : "-", (unsigned long long)(wait / 1000000), body);
 		return now + wait;
 	} else {
 		p->st.errors++;
@@ -235,8 +304,8 @@ static uint64_t settle(struct pusher *p, long status, const char *err)
 		if (!p->last_refused_log || now - p->last_refused_log >= REFUSED_LOG_EVERY_NS) {
 			p->last_refused_log = now;
 			alog(LOG_ERROR, "push refused, window dropped (said once a minute)",
-			     "name=%s status=%ld rejected_total=%llu", it->name, status,
-			     (unsigned long long)p->st.rejected);
+			     "name=%s status=%ld rejected_total=%llu body=%s", it->name, status,
+			     (unsigned long long)p->st.rejected, body);
 		}
 	}
 	pop(p);
@@ -274,6 +343,7 @@ static void *push_thread(void *arg)
 	struct pusher *p = arg;
 	uint64_t retry_at = 0;
 	char err[CURL_ERROR_SIZE];
+	struct reply r;
 
 	pthread_mutex_lock(&p->lock);
 	while (wait_turn(p, retry_at)) {
@@ -290,10 +360,10 @@ static void *push_thread(void *arg)
 			timeout = (long)((p->deadline_ns - mono_ns()) / 1000000) + 1;
 		p->sending = true;
 		pthread_mutex_unlock(&p->lock);
-		status = post(p, &it, timeout, err, sizeof(err));
+		status = post(p, &it, timeout, err, sizeof(err), &r);
 		pthread_mutex_lock(&p->lock);
 		p->sending = false;
-		retry_at = settle(p, status, err);
+		retry_at = settle(p, status, err, &r);
 	}
 	pthread_mutex_unlock(&p->lock);
 	return NULL;

@@ -2,7 +2,9 @@
 #ifndef PBP_AGENT_SERVER_H
 #define PBP_AGENT_SERVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/socket.h>
 
 /*
@@ -26,9 +28,24 @@ struct server_ops {
 /* "[ADDR:]PORT", ADDR an IPv4 address or [IPv6]: 0 (ADDR absent: 127.0.0.1), or -PBP_E_INVAL. */
 int server_parse_listen(const char *s, struct sockaddr_storage *sa, socklen_t *len);
 
+/* What locks the endpoints; NULL: not locked. key_file goes with cert_file. */
+struct server_opts {
+	const char *token_file;         /* a bearer token for all but /healthz */
+	const char *cert_file, *key_file;       /* PEM: serve HTTPS */
+};
+
 struct server;
-/* Listen and serve: 0, or -PBP_E_* (the address taken, not allowed, ...). */
-int server_start(const struct sockaddr_storage *sa, const struct server_ops *ops, struct server **out);
+/*
+ * Listen and serve: 0, or -PBP_E_* (the address taken, not allowed, out of
+ * memory, ...). When a file of o is what failed (-PBP_E_IO with errno,
+ * -PBP_E_INVAL: empty, not PEM), *what is its path, else NULL.
+ */
+int server_start(const struct sockaddr_storage *sa, const struct server_ops *ops, const struct server_opts *o,
+		 struct server **out, const char **what);
 void server_stop(struct server *s);
+/* Connections closed for a late head, and for room (clients.c). */
+void server_stats(struct server *s, uint64_t *late, uint64_t *shed);
+/* Was libmicrohttpd built with TLS (GnuTLS) and its certificate callback? */
+bool server_tls_supported(void);
 
 #endif /* PBP_AGENT_SERVER_H */

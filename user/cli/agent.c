@@ -8,6 +8,7 @@
  */
 #include <argp.h>
 #include <ctype.h>
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <regex.h>
@@ -39,7 +40,8 @@
 
 #define SLICE_NS 1000000000ull          /* the history's grain: a pull's seconds are whole slices */
 #define MIN_HISTORY_NS 60000000000ull
-#define STOP_FLUSH_NS 5000000000ull     /* SIGTERM: the last window is pushed within this */
+/* SIGTERM: the last window is pushed within this; a transfer is cut at most a second later (libcurl's progress calls) */
+#define STOP_FLUSH_NS 3000000000ull
 #define REDISCOVER_NS 60000000000ull    /* /proc looked at again (execs are seen at once) */
 #define ENV_PREFIX "PYBPFPROF_"
 #define MAX_ENV_ARGS 64
@@ -50,6 +52,7 @@ struct agent {
 	double interval;
 	const char *listen, *service_template, *node, *host_root;
 	struct push_opts push;
+	struct server_opts serve;
 	size_t max_memory;
 	struct sockaddr_storage listen_sa;
 	/* state */
@@ -67,7 +70,8 @@ struct agent {
 };
 
 enum { OPT_INTERVAL = 2000, OPT_LISTEN, OPT_PUSH, OPT_TENANT, OPT_BASIC_AUTH, OPT_BEARER, OPT_QUEUE,
-       OPT_MAXMEM, OPT_SERVICE, OPT_NODE, OPT_HOST_ROOT, OPT_LOG_LEVEL };
+       OPT_MAXMEM, OPT_SERVICE, OPT_NODE, OPT_HOST_ROOT, OPT_LOG_LEVEL, OPT_LISTEN_TOKEN, OPT_TLS_CERT,
+       OPT_TLS_KEY };
 
 static const struct argp_option opts[] = {
 	{ NULL, 0, NULL, 0, "Agent:", 4 },
@@ -75,6 +79,12 @@ static const struct argp_option opts[] = {
 	{ "listen", OPT_LISTEN, "[ADDR:]PORT", 0,
 	  "Serve /debug/pprof/profile, /metrics and /healthz here (ADDR default 127.0.0.1; a pod IP "
 	  "or 0.0.0.0 must be asked for)", 4 },
+	{ "listen-token-file", OPT_LISTEN_TOKEN, "FILE", 0,
+	  "With --listen: every request but /healthz must carry the token in FILE as a bearer token "
+	  "(FILE re-read when it changes)", 4 },
+	{ "tls-cert-file", OPT_TLS_CERT, "FILE", 0,
+	  "With --listen: serve HTTPS with this PEM certificate (chain); reloaded when it changes", 4 },
+	{ "tls-key-file", OPT_TLS_KEY, "FILE", 0, "The PEM private key of --tls-cert-file", 4 },
 	{ "push", OPT_PUSH, "URL", 0, "Push to this Grafana Pyroscope server (URL/ingest)", 4 },
 	{ "tenant", OPT_TENANT, "ID", 0, "With --push: the X-Scope-OrgID header", 4 },
 	{ "basic-auth", OPT_BASIC_AUTH, "USER:PASSWORD", 0, "With --push: HTTP basic authentication", 4 },
@@ -105,6 +115,9 @@ static error_t parse_push(int key, char *arg, struct argp_state *st, struct agen
 		g->push.url = arg;
 		break;
 	case OPT_TENANT: g->push.tenant = arg; break;
+	case OPT_LISTEN_TOKEN: g->serve.token_file = arg; break;
+	case OPT_TLS_CERT: g->serve.cert_file = arg; break;
+	case OPT_TLS_KEY: g->serve.key_file = arg; break;
 	case OPT_BASIC_AUTH:
 		if (!strchr(arg, ':'))
 			argp_error(st, "invalid --basic-auth (USER:PASSWORD)");
@@ -120,6 +133,19 @@ static error_t parse_push(int key, char *arg, struct argp_state *st, struct agen
 		return ARGP_ERR_UNKNOWN;
 	}
 	return 0;
+}
+
+/* What locks --listen goes with it, the TLS files together, and needs a libmicrohttpd with TLS. */
+static void check_listen_opts(struct argp_state *st, const struct agent *g)
+{
+	const struct server_opts *o = &g->serve;
+
+	if (!g->listen && (o->token_file || o->cert_file || o->key_file))
+		argp_error(st, "--listen-token-file, --tls-cert-file and --tls-key-file go with --listen");
+	if (!o->cert_file != !o->key_file)
+		argp_error(st, "--tls-cert-file and --tls-key-file go together");
+	if (o->cert_file && !server_tls_supported())
+		argp_error(st, "--tls-cert-file: this libmicrohttpd was built without TLS");
 }
 
 /* The arguments made from the environment. */
@@ -178,6 +204,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *st)
 			argp_error(st, "give --listen, --push or both");
 		if (!g->push.url && (g->push.tenant || g->push.basic_auth || g->push.bearer_token_file))
 			argp_error(st, "--tenant, --basic-auth and --bearer-token-file go with --push");
+		check_listen_opts(st, g);
 		break;
 	default:
 		return parse_push(key, arg, st, g);
@@ -427,7 +454,8 @@ static int serve_metrics(void *ctx, char **body, size_t *len)
 	struct agent *g = ctx;
 	struct history_stats hs;
 	struct push_stats ps = { 0 };
-	struct metric rows[16];
+	struct metric rows[20];
+	uint64_t late = 0, shed = 0;
 	size_t n = 0;
 
 	history_stats(g->hist, &hs);
@@ -453,6 +481,13 @@ static int serve_metrics(void *ctx, char **body, size_t *len)
 	ROW("pybpfprof_queue_bytes", "gauge", "Bytes of profiles waiting to be pushed.", ps.queued_bytes);
 	ROW("process_cpu_seconds_total", "counter", "CPU time of the agent.", metrics_cpu_seconds());
 	ROW("process_resident_memory_bytes", "gauge", "Resident memory of the agent.", metrics_rss_bytes());
+	if (g->srv) {
+		server_stats(g->srv, &late, &shed);
+		ROW("pybpfprof_http_late_closed_total", "counter",
+		    "Connections closed for not sending their request head within 5 s.", late);
+		ROW("pybpfprof_http_shed_total", "counter",
+		    "Connections waiting for their head closed to make room for others.", shed);
+	}
 #undef ROW
 	return metrics_format(rows, n, body, len);
 }
@@ -483,19 +518,33 @@ static int agent_init(struct agent *g)
 	return run_alloc(&g->r);
 }
 
+/* The one line for a server that did not start; its exit code. */
+static int listen_error(const struct agent *g, int err, const char *file)
+{
+	if (file && err == -PBP_E_IO)
+		fprintf(stderr, "pybpfprof: cannot read %s: %s\n", file, strerror(errno));
+	else if (file && err == -PBP_E_INVAL)
+		fprintf(stderr, "pybpfprof: %s: %s\n", file, file == g->serve.token_file ? "no token in it"
+			: "not a PEM certificate (chain) and its private key");
+	else if (err == -PBP_E_NOMEM || err == -PBP_E_MFILE)
+		return report_error(NULL, err);
+	else
+		fprintf(stderr, "pybpfprof: cannot listen on %s: %s\n", g->listen, pbp_strerror(err));
+	return exit_code_for(err);
+}
+
 /* After the BPF side is up: the server answers only once there is something to serve. */
 static int agent_start(struct agent *g)
 {
 	struct server_ops ops = { serve_profile, serve_metrics, g };
+	const char *what;
 	int err;
 
 	g->push.sample_rate = g->r.c.o.hz;
 	if (g->push.url && (err = push_start(&g->push, &g->pusher)) != 0)
 		return report_error(NULL, err);
-	if (g->listen && (err = server_start(&g->listen_sa, &ops, &g->srv)) != 0) {
-		fprintf(stderr, "pybpfprof: cannot listen on %s: %s\n", g->listen, pbp_strerror(err));
-		return exit_code_for(err);
-	}
+	if (g->listen && (err = server_start(&g->listen_sa, &ops, &g->serve, &g->srv, &what)) != 0)
+		return listen_error(g, err, what);
 	g->pushed_until = g->r.loop.win.start_unix_ns;
 	loop_add_sink(&g->r.loop, &(struct window_sink){ keep_slice, g });
 	loop_add(&g->r.loop, &(struct timer){ .period = SLICE_NS, .next = g->r.start_ns + SLICE_NS,
