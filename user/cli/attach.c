@@ -76,7 +76,11 @@ void run_label_target(struct record *r, struct target *t)
 	if (r->describe)
 		r->describe(r->describe_ctx, t->pid, &cg, &m);
 	if (root) {
-		if (proc_cmdline(t->pid, cmd, sizeof(cmd)) != 0 || !cmd[0])
+		cmd[0] = '\0';
+		/* proc_cmdline's success is a length: only an error or "" falls back to the comm */
+		if (proc_cmdline(t->pid, cmd, sizeof(cmd)) < 0)
+			cmd[0] = '\0';
+		if (!cmd[0])
 			proc_thread_comm(t->pid, t->pid, cmd, sizeof(cmd));
 		root_label(label, sizeof(label), "process", (uint32_t)t->pid,
 			   t->p->tids ? (uint32_t)t->p->ns_pid : 0, cmd);

@@ -1,0 +1,140 @@
+"""Labels (issue #30 items 3, 9, 13, 17, 18; issue #31 item 4): the
+`process` root frame and pprof label carry the command line in every place
+that writes them (-p A,B, -a, followed subprocesses, the agent with
+--cmdline-labels), the agent labels a process by its script by default. None of
+this depends on a layout, so one interpreter outside a chroot runs it
+(PBP_INTERPS's first, see agent_run.interps).
+
+Run alone: PBP_INTERPS=3.12 pytest-3 -x -v tests/integration/test_labels.py"""
+
+import os
+import subprocess
+import time
+
+import pytest
+
+from agent_run import interps
+from conftest import PYBPFPROF
+from pprof_wire import Profile
+from profile import parse_collapsed
+
+# Spins half the time in spin_work() until killed; the flags are only for its command line.
+SPIN = '''
+import json, os, sys, time
+def spin_work():
+    while True:
+        t = time.monotonic() + 0.02
+        while time.monotonic() < t:
+            sum(range(200))
+        time.sleep(0.02)
+ready = os.environ.get("PBP_READY")
+if ready:
+    with open(ready + ".tmp", "w") as f:
+        json.dump({"pid": os.getpid(), "version": list(sys.version_info[:3])}, f)
+    os.replace(ready + ".tmp", ready)
+spin_work()
+'''
+
+# Starts spin.py --flag A and --flag B (not forked: exec'd), waits until each
+# has spent 0.3 s of CPU, and stops them.
+PARENT = '''
+import os, subprocess, sys, time
+here = os.path.dirname(os.path.abspath(__file__))
+kids = [subprocess.Popen([sys.executable, os.path.join(here, "spin.py"), "--flag", x]) for x in "AB"]
+def cpu(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        st = f.read().rsplit(")", 1)[1].split()
+    return (int(st[11]) + int(st[12])) / os.sysconf("SC_CLK_TCK")
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline and min(cpu(k.pid) for k in kids) < 0.3:
+    time.sleep(0.05)
+for k in kids:
+    k.kill()
+    k.wait()
+'''
+
+
+def cmdline(pid):
+    """/proc/PID/cmdline as the process label should read it: one line."""
+    with open("/proc/%d/cmdline" % pid, "rb") as f:
+        return f.read().rstrip(b"\0").replace(b"\0", b" ").decode()
+
+
+@pytest.fixture(scope="module")
+def flagged(tmp_path_factory):
+    """spin.py --flag A and --flag B, running for the module: {pid: cmdline}."""
+    interp = interps(1)[0]
+    d = tmp_path_factory.mktemp("flagged")
+    script = d / "spin.py"
+    script.write_text(SPIN)
+    procs = [subprocess.Popen(interp.cmd(str(script), "--flag", x), stdin=subprocess.DEVNULL,
+                              env=dict(os.environ, PBP_READY=str(d / x)), start_new_session=True)
+             for x in "AB"]
+    try:
+        deadline = time.monotonic() + 30
+        while not all(os.path.exists(str(d / x)) for x in "AB"):
+            assert time.monotonic() < deadline and all(p.poll() is None for p in procs)
+            time.sleep(0.05)
+        out = {p.pid: cmdline(p.pid) for p in procs}
+        yield interp, out
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+def roots(stacks):
+    """{pid: the text of its process root after the pid} of collapsed stacks."""
+    out = {}
+    for frames, _ in stacks:
+        word, pid, rest = (frames[0].split(" ", 2) + ["", ""])[:3]
+        assert word == "process", frames[0]
+        out.setdefault(int(pid), set()).add(rest)
+    return out
+
+
+def pprof_process_labels(path):
+    """{pid: {process label}} of a pprof file, and every string it holds."""
+    prof = Profile(path.read_bytes())
+    out = {}
+    for s in prof.samples:
+        labels = prof.all_labels(s)
+        if "pid" in labels:
+            out.setdefault(int(labels["pid"]), set()).add(labels.get("process"))
+    return out, prof.strings
+
+
+def test_process_root_is_the_command_line(flagged, tmp_path):
+    """-p A,B (pprof: root frame and label) and -a -p A,B (collapsed): each
+    process reads its own command line, not the interpreter's name."""
+    interp, want = flagged
+    pids = ",".join(str(p) for p in want)
+    pb = tmp_path / "two.pb.gz"
+    r = subprocess.run([PYBPFPROF, "-p", pids, "-F", "99", "-d", "2", "-o", str(pb)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    labels, _ = pprof_process_labels(pb)
+    assert labels == {pid: {cmd} for pid, cmd in want.items()}, (labels, want)
+
+    txt = tmp_path / "all.txt"
+    r = subprocess.run([PYBPFPROF, "-a", "-p", pids, "-F", "99", "-d", "2", "-o", str(txt)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert roots(parse_collapsed(txt.read_text())) == {pid: {cmd} for pid, cmd in want.items()}
+
+
+def test_followed_children_read_their_command_lines(tmp_path):
+    """Launch mode: the children a command starts are each their own root,
+    named by their own command line."""
+    interp = interps(1)[0]
+    (tmp_path / "spin.py").write_text(SPIN)
+    (tmp_path / "parent.py").write_text(PARENT)
+    out = tmp_path / "tree.txt"
+    r = subprocess.run([PYBPFPROF, "-F", "99", "-o", str(out), "--"] +
+                       interp.cmd(str(tmp_path / "parent.py")), capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    texts = {t for s in roots(parse_collapsed(out.read_text())).values() for t in s}
+    spin = str(tmp_path / "spin.py")
+    for x in "AB":
+        assert any(t.endswith("%s --flag %s" % (spin, x)) for t in texts), (x, texts)
