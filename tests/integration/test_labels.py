@@ -13,7 +13,8 @@ import time
 
 import pytest
 
-from agent_run import interps
+from agent_run import Agent, http_get, interps
+from agent_receiver import free_port
 from conftest import PYBPFPROF
 from pprof_wire import Profile
 from profile import parse_collapsed
@@ -138,3 +139,42 @@ def test_followed_children_read_their_command_lines(tmp_path):
     spin = str(tmp_path / "spin.py")
     for x in "AB":
         assert any(t.endswith("%s --flag %s" % (spin, x)) for t in texts), (x, texts)
+
+
+def pull_until(agent, port, pids, tmp_path):
+    """The agent's last 2 s once both pids have samples in it (bounded)."""
+    deadline = time.monotonic() + 30
+    while True:
+        status, _, body = http_get(port, "/debug/pprof/profile?seconds=2", timeout=30)
+        if status == 200:
+            path = tmp_path / ("pull%d.pb.gz" % port)
+            path.write_bytes(body)
+            labels, strings = pprof_process_labels(path)
+            if set(pids) <= set(labels):
+                return labels, strings
+        assert time.monotonic() < deadline, (status, agent.describe())
+        assert agent.alive(), agent.describe()
+        time.sleep(0.5)
+
+
+def test_agent_process_label_is_the_script_unless_asked(flagged, tmp_path):
+    """The agent's pulled profiles name a process by its script by default
+    (its arguments may be secrets); --cmdline-labels gives the command line."""
+    interp, want = flagged
+    pids = ",".join(str(p) for p in want)
+    ports = [free_port(), free_port()]
+    plain = Agent(tmp_path, "--listen", "127.0.0.1:%d" % ports[0], "-F", "49", "-p", pids,
+                  name="plain")
+    full = Agent(tmp_path, "--listen", "127.0.0.1:%d" % ports[1], "-F", "49", "-p", pids,
+                 "--cmdline-labels", name="full")
+    try:
+        for a, port in ((plain, ports[0]), (full, ports[1])):
+            a.wait_http(port)
+        labels, strings = pull_until(plain, ports[0], want, tmp_path)
+        assert labels == {pid: {"spin"} for pid in want}, labels
+        assert not any("--flag" in t for t in strings), strings
+        labels, strings = pull_until(full, ports[1], want, tmp_path)
+        assert labels == {pid: {cmd} for pid, cmd in want.items()}, labels
+    finally:
+        plain.kill()
+        full.kill()

@@ -78,7 +78,9 @@ void run_label_target(struct record *r, struct target *t)
 	if (root) {
 		cmd[0] = '\0';
 		/* proc_cmdline's success is a length: only an error or "" falls back to the comm */
-		if (proc_cmdline(t->pid, cmd, sizeof(cmd)) < 0)
+		if (r->process_name)
+			r->process_name(r->describe_ctx, t->pid, cmd, sizeof(cmd));
+		else if (proc_cmdline(t->pid, cmd, sizeof(cmd)) < 0)
 			cmd[0] = '\0';
 		if (!cmd[0])
 			proc_thread_comm(t->pid, t->pid, cmd, sizeof(cmd));
