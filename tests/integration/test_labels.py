@@ -8,6 +8,7 @@ this depends on a layout, so one interpreter outside a chroot runs it
 Run alone: PBP_INTERPS=3.12 pytest-3 -x -v tests/integration/test_labels.py"""
 
 import os
+import shutil
 import subprocess
 import time
 
@@ -178,3 +179,41 @@ def test_agent_process_label_is_the_script_unless_asked(flagged, tmp_path):
     finally:
         plain.kill()
         full.kill()
+
+
+# --- item 17: messages of the command line -----------------------------------------
+
+@pytest.mark.parametrize("argv", [["-p", "1"], ["top", "-p", "1"], ["convert"], ["diff", "a", "b"]],
+                         ids=["record", "top", "convert", "diff"])
+def test_empty_output_path_is_a_usage_error(argv):
+    """-o "" is refused before anything is read, not 'cannot write : ...'."""
+    r = subprocess.run([PYBPFPROF] + argv + ["-o", ""], capture_output=True, text=True, timeout=30,
+                       stdin=subprocess.DEVNULL)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.splitlines()[0].endswith("invalid -o '' (a file name, or - for stdout)"), r.stderr
+
+
+def test_dump_takes_one_pid(flagged):
+    """dump -p A -p B dumped B alone, saying nothing of A."""
+    interp, want = flagged
+    a, b = sorted(want)
+    r = subprocess.run([PYBPFPROF, "dump", "-p", str(a), "-p", str(b)], capture_output=True,
+                       text=True, timeout=30)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "dump reads one process: give -p once" in r.stderr.splitlines()[0], r.stderr
+    assert r.stdout == ""
+
+
+def test_refused_with_ptrace_does_not_say_needs_root(flagged):
+    """A target refused to a pybpfprof that holds CAP_SYS_PTRACE (here: run
+    as root of a child user namespace, the target in the parent's) is not
+    told "needs root or CAP_SYS_PTRACE"."""
+    unshare = shutil.which("unshare")
+    if not unshare or subprocess.run([unshare, "-U", "-r", "true"]).returncode != 0:
+        pytest.skip("cannot make a user namespace (unshare -U -r)")
+    pid = sorted(flagged[1])[0]
+    r = subprocess.run([unshare, "-U", "-r", "--fork", PYBPFPROF, "dump", "-p", str(pid)],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 6, r.stderr
+    assert r.stderr == ("pybpfprof: pid %d: permission denied even with CAP_SYS_PTRACE (a process "
+                        "of a parent user namespace, or refused by a security module)\n" % pid)

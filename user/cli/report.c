@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "cli/privs.h"
 #include "cli/report.h"
 #include "core/errors.h"
 #include "cpython/process.h"
@@ -92,6 +93,11 @@ int report_attach_error(pid_t pid, int err, const struct pyproc *p)
 
 		fprintf(stderr, "pybpfprof: pid %d: unsupported Python version %s (supported: 3.6 to 3.14%s)\n",
 			(int)pid, p->version, ft ? ", with the GIL: free-threaded builds are not read yet" : "");
+		return exit_code_for(err);
+	}
+	if (-err == PBP_E_PERM && privs_can_ptrace()) {
+		fprintf(stderr, "pybpfprof: pid %d: permission denied even with CAP_SYS_PTRACE (a process "
+			"of a parent user namespace, or refused by a security module)\n", (int)pid);
 		return exit_code_for(err);
 	}
 	snprintf(what, sizeof(what), "pid %d", (int)pid);
