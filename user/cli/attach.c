@@ -154,7 +154,7 @@ static void skip(struct record *r, pid_t pid, int err, const struct pyproc *p)
 	k->pid = pid;
 	k->err = err;
 	proc_thread_comm(pid, pid, comm, sizeof(comm));
-	if (-err == PBP_E_VERSION && p && p->version[0])
+	if ((-err == PBP_E_VERSION || -err == PBP_E_FREETHREADED) && p && p->version[0])
 		snprintf(k->what, sizeof(k->what), "%s, Python %s", comm, p->version);
 	else
 		snprintf(k->what, sizeof(k->what), "%s", comm);

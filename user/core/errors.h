@@ -23,6 +23,7 @@ enum pbp_exit {
 	EXIT_INTERNAL = 11,
 	EXIT_RESOURCES = 12,    /* a resource limit (open files, memory, locked memory) stopped it */
 	EXIT_LISTEN = 13,       /* the agent could not listen on its --listen address */
+	EXIT_FREE_THREADED = 14, /* a free-threaded CPython build (3.13t, 3.14t), not read yet */
 };
 
 /*
@@ -50,6 +51,7 @@ enum pbp_err {
 	PBP_E_NET = 16,     /* the agent could not listen there */
 	PBP_E_IO = 17,      /* a system call on a file failed: its errno is kept where the message is made */
 	PBP_E_INVAL = 18,   /* a value given (an option, a line of a file read back) does not parse */
+	PBP_E_FREETHREADED = 19, /* a free-threaded build: its version may be in range, its build is not */
 };
 
 const char *pbp_strerror(int err);
