@@ -7,6 +7,7 @@ this depends on a layout, so one interpreter outside a chroot runs it
 
 Run alone: PBP_INTERPS=3.12 pytest-3 -x -v tests/integration/test_labels.py"""
 
+import json
 import os
 import shutil
 import subprocess
@@ -217,3 +218,48 @@ def test_refused_with_ptrace_does_not_say_needs_root(flagged):
     assert r.returncode == 6, r.stderr
     assert r.stderr == ("pybpfprof: pid %d: permission denied even with CAP_SYS_PTRACE (a process "
                         "of a parent user namespace, or refused by a security module)\n" % pid)
+
+
+# --- item 18: bidi controls from the target ------------------------------------------
+
+BIDI = '''
+import json, os, sys, threading, time
+def spin():
+    while True:
+        t = time.monotonic() + 0.02
+        while time.monotonic() < t:
+            sum(range(200))
+        time.sleep(0.02)
+th = threading.Thread(target=spin, name="evil\\u2066x\\u202aq\\u202eeman", daemon=True)
+th.start()
+ready = os.environ["PBP_READY"]
+with open(ready + ".tmp", "w") as f:
+    json.dump({"pid": os.getpid(), "tid": th.native_id}, f)
+os.replace(ready + ".tmp", ready)
+time.sleep(600)
+'''
+BIDI_CHARS = {chr(c) for c in list(range(0x202a, 0x202f)) + list(range(0x2066, 0x206a))}
+
+
+def test_bidi_controls_escaped_on_the_terminal(start_target, tmp_path):
+    """A thread name with U+2066, U+202A and U+202E is shown escaped, as
+    controls are, by dump (text and JSON), a run's summary and top."""
+    interp = interps(1)[0]
+    if interp.version[:2] < (3, 8):
+        pytest.skip("Thread.native_id is 3.8+")
+    script = tmp_path / "bidi.py"
+    script.write_text(BIDI)
+    proc, pid, ready = start_target(interp, str(script))
+    shown = "evil\\u2066x\\u202aq\\u202eeman"
+    runs = {"dump": ["dump", "-p", pid], "dump --json": ["dump", "-p", pid, "--json"],
+            "summary": ["-p", pid, "-d", "1", "-o", tmp_path / "p.txt"],
+            "top": ["top", "--once", "-d", "1", "-p", pid]}
+    for what, argv in runs.items():
+        r = subprocess.run([PYBPFPROF] + [str(a) for a in argv], capture_output=True, timeout=60)
+        assert r.returncode == 0, (what, r.stderr)
+        out = (r.stdout + r.stderr).decode()
+        assert not BIDI_CHARS & set(out), (what, out)
+        assert shown in out, (what, out)
+        if what == "dump --json":       # lossless there: the name reads back whole
+            names = {t["tid"]: t["name"] for t in json.loads(out)["threads"]}
+            assert names[ready["tid"]] == "evil\u2066x\u202aq\u202eeman", names
