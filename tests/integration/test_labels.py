@@ -263,3 +263,48 @@ def test_bidi_controls_escaped_on_the_terminal(start_target, tmp_path):
         if what == "dump --json":       # lossless there: the name reads back whole
             names = {t["tid"]: t["name"] for t in json.loads(out)["threads"]}
             assert names[ready["tid"]] == "evil\u2066x\u202aq\u202eeman", names
+
+
+# --- item 9: one thread, one name -----------------------------------------------------
+
+EARLY = '''
+import sys, time
+def spin_before(cpu):
+    end = time.process_time() + cpu
+    while time.process_time() < end:
+        pass
+def spin_after(cpu):
+    end = time.process_time() + cpu
+    while time.process_time() < end:
+        pass
+spin_before(0.3)
+assert "threading" not in sys.modules
+import threading
+t = threading.Thread(target=time.sleep, args=(1,))   # a new thread: the names are read again
+t.start()
+spin_after(0.3)
+t.join()
+'''
+
+
+@pytest.mark.families
+def test_main_thread_has_one_name_from_its_first_sample(interp, tmp_path):
+    """Launch mode samples the main thread before threading is imported: it
+    is MainThread from the first sample, not its comm until then."""
+    script = tmp_path / "early.py"
+    script.write_text(EARLY)
+    out = tmp_path / "early.txt"
+    r = subprocess.run([PYBPFPROF, "-t", "-F", "199", "-o", str(out), "--"] +
+                       interp.cmd(interp.place(str(script))), capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    stacks = parse_collapsed(out.read_text())
+    names = {}
+    for frames, count in stacks:
+        word, tid, name = (frames[0].split(" ", 2) + ["", ""])[:3]
+        assert word == "thread", frames[0]
+        for f in ("spin_before", "spin_after"):
+            if any(x.startswith(f + " ") for x in frames):
+                names.setdefault(f, set()).add((tid, name))
+    assert len(names.get("spin_before", ())) == 1 and names.get("spin_before") == names.get("spin_after"), names
+    assert list(names["spin_before"])[0][1] == "MainThread", names
