@@ -1,9 +1,12 @@
-"""Labels (issue #30 items 3, 9, 13, 17, 18; issue #31 item 4): the
-`process` root frame and pprof label carry the command line in every place
-that writes them (-p A,B, -a, followed subprocesses, the agent with
---cmdline-labels), the agent labels a process by its script by default. None of
-this depends on a layout, so one interpreter outside a chroot runs it
-(PBP_INTERPS's first, see agent_run.interps).
+"""Labels and messages (issue #30 items 3, 9, 13, 17, 18; issue #31 item 4):
+the `process` root frame and pprof label carry the command line in every
+place that writes them (-p A,B, -a, followed subprocesses, the agent with
+--cmdline-labels) and the agent labels a process by its script by default;
+the main thread has one name; -o "", dump's second -p and a refusal to root
+are said plainly; bidi controls from the target are escaped. None of this
+depends on a layout, so one interpreter outside a chroot runs it
+(PBP_INTERPS's first, see agent_run.interps). Versions' refusals (item 13)
+are tested in test_versions.py and test_dump.py.
 
 Run alone: PBP_INTERPS=3.12 pytest-3 -x -v tests/integration/test_labels.py"""
 
@@ -21,8 +24,8 @@ from conftest import PYBPFPROF
 from pprof_wire import Profile
 from profile import parse_collapsed
 
-# Spins half the time in spin_work() until killed; the flags are only for its command line.
-SPIN = '''
+# Half the time busy, until killed.
+SPIN_WORK = '''
 import json, os, sys, time
 def spin_work():
     while True:
@@ -30,6 +33,9 @@ def spin_work():
         while time.monotonic() < t:
             sum(range(200))
         time.sleep(0.02)
+'''
+# spin_work() in the main thread; the flags are only for its command line.
+SPIN = SPIN_WORK + '''
 ready = os.environ.get("PBP_READY")
 if ready:
     with open(ready + ".tmp", "w") as f:
@@ -222,15 +228,9 @@ def test_refused_with_ptrace_does_not_say_needs_root(flagged):
 
 # --- item 18: bidi controls from the target ------------------------------------------
 
-BIDI = '''
-import json, os, sys, threading, time
-def spin():
-    while True:
-        t = time.monotonic() + 0.02
-        while time.monotonic() < t:
-            sum(range(200))
-        time.sleep(0.02)
-th = threading.Thread(target=spin, name="evil\\u2066x\\u202aq\\u202eeman", daemon=True)
+BIDI = SPIN_WORK + '''
+import threading
+th = threading.Thread(target=spin_work, name="evil\\u2066x\\u202aq\\u202eeman", daemon=True)
 th.start()
 ready = os.environ["PBP_READY"]
 with open(ready + ".tmp", "w") as f:
@@ -287,10 +287,10 @@ t.join()
 '''
 
 
-@pytest.mark.families
-def test_main_thread_has_one_name_from_its_first_sample(interp, tmp_path):
+def test_main_thread_has_one_name_from_its_first_sample(tmp_path):
     """Launch mode samples the main thread before threading is imported: it
     is MainThread from the first sample, not its comm until then."""
+    interp = interps(1)[0]
     script = tmp_path / "early.py"
     script.write_text(EARLY)
     out = tmp_path / "early.txt"
