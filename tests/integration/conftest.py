@@ -343,7 +343,7 @@ def _discover_freethreaded(main):
     """The free-threaded 3.14t that scripts/build-freethreaded.sh builds into
     the sid chroot. Never built here (it is no part of CI): only found. It is
     reported as skipped, with why, when it is not there, and also when it is:
-    pybpfprof does not read free-threaded targets yet (exit 5)."""
+    pybpfprof does not read free-threaded targets yet (exit 14)."""
     interp = Interp("3.14t-sid-chroot", "sid-chroot", [], executable="/opt/python3.14t/src/python")
     if main.skip_reason:
         interp.skip_reason = main.skip_reason
@@ -367,7 +367,7 @@ def _discover_freethreaded(main):
     except OSError:
         pass
     interp.skip_reason = ("built (%s, make %s s), but pybpfprof does not read free-threaded "
-                          "targets yet: it refuses them with exit 5 (issue #20)"
+                          "targets yet: it refuses them with exit 14 (issue #20)"
                           % (stamp.get("sys_version", "?"), stamp.get("make_seconds", "?")))
     return interp
 

@@ -173,7 +173,9 @@ def test_error_unsupported_version(pybpfprof):
     try:
         time.sleep(0.5)
         r = pybpfprof("dump", "-p", p.pid)
-        one_line_error(r, EXIT_UNSUPPORTED, "unsupported Python version")
+        m = re.search(r"python(\d+\.\d+)$", exe)
+        one_line_error(r, EXIT_UNSUPPORTED, "unsupported Python version %s" % m.group(1))
+        assert r.stderr.rstrip().endswith("(supported: 3.6 to 3.14)"), r.stderr
     finally:
         p.kill()
         p.wait()

@@ -42,6 +42,11 @@ static void test_plain(void)
 	/* a surrogate, an overlong form, a cut character: each byte shown */
 	CHECK_EQ_STR(esc("\xed\xa0\x80|\xc0\xaf|\xe5\x90", TEXT_PLAIN),
 		     "\\xed\\xa0\\x80|\\xc0\\xaf|\\xe5\\x90");
+	/* bidi embeddings, overrides, isolates (U+202A, U+202E, U+2066, U+2069); their neighbours stay */
+	CHECK_EQ_STR(esc("a\xe2\x80\xaa" "b\xe2\x80\xae" "c\xe2\x81\xa6" "d\xe2\x81\xa9" "e", TEXT_PLAIN),
+		     "a\\u202ab\\u202ec\\u2066d\\u2069e");
+	CHECK_EQ_STR(esc("\xe2\x80\xa9\xe2\x80\xaf\xe2\x81\xa5\xe2\x81\xaa", TEXT_PLAIN),
+		     "\xe2\x80\xa9\xe2\x80\xaf\xe2\x81\xa5\xe2\x81\xaa");
 }
 
 static void test_json_xml(void)
@@ -49,6 +54,7 @@ static void test_json_xml(void)
 	CHECK_EQ_STR(esc("q\"b\\\n\x1b\x7f\xc2\x9b\xff<", TEXT_JSON),
 		     "q\\\"b\\\\\\u000a\\u001b\\u007f\\u009b\xef\xbf\xbd<");
 	CHECK_EQ_STR(esc("<&>\xe2\x80\xa8", TEXT_HTML_JSON), "\\u003c\\u0026\\u003e\\u2028");
+	CHECK_EQ_STR(esc("\xe2\x80\xae\xe2\x81\xa7", TEXT_JSON), "\\u202e\\u2067");
 	CHECK_EQ_STR(esc("<a&'\">\x1b\t\x7f\xc2\x9b\xff", TEXT_XML),
 		     "&lt;a&amp;&#39;&quot;&gt;\xef\xbf\xbd\t&#x7f;&#x9b;\xef\xbf\xbd");
 }

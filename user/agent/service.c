@@ -176,17 +176,21 @@ static void ph_comm(const struct entry *e, char *out, size_t len)
 	proc_thread_comm(e->pid, e->pid, out, len);
 }
 
-/* The script's name, else (-c, an interactive interpreter) the command name. */
-static void ph_script(const struct entry *e, char *out, size_t len)
+void service_script_of(pid_t pid, char *out, size_t len)
 {
 	char argv[4096];
-	int got = proc_argv(e->pid, argv, sizeof(argv));
+	int got = proc_argv(pid, argv, sizeof(argv));
 
 	out[0] = '\0';
 	if (got > 0)
 		service_script(argv, (size_t)got, out, len);
 	if (!out[0])
-		ph_comm(e, out, len);
+		proc_thread_comm(pid, pid, out, len);
+}
+
+static void ph_script(const struct entry *e, char *out, size_t len)
+{
+	service_script_of(e->pid, out, len);
 }
 
 /* A template's placeholders: one row each. */

@@ -35,6 +35,8 @@ void services_describe(struct services *s, pid_t pid, const struct cgroup_info *
  * no script (-c, an interactive interpreter).
  */
 void service_script(const char *argv, size_t n, char *out, size_t len);
+/* pid's script name as service_script() finds it, else (-c, an interactive interpreter) its command name. */
+void service_script_of(pid_t pid, char *out, size_t len);
 /* Keep [A-Za-z0-9_.-/] (what Pyroscope takes in a service name), the rest becomes '_'; "" -> "unknown". */
 void service_sanitize(char *name);
 

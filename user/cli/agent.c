@@ -51,6 +51,7 @@ struct agent {
 	/* options */
 	double interval;
 	const char *listen, *service_template, *node, *host_root;
+	bool cmdline_labels;    /* the process label: the command line, not the script's name */
 	struct push_opts push;
 	struct server_opts serve;
 	size_t max_memory;
@@ -71,7 +72,7 @@ struct agent {
 
 enum { OPT_INTERVAL = 2000, OPT_LISTEN, OPT_PUSH, OPT_TENANT, OPT_BASIC_AUTH, OPT_BEARER, OPT_QUEUE,
        OPT_MAXMEM, OPT_SERVICE, OPT_NODE, OPT_HOST_ROOT, OPT_LOG_LEVEL, OPT_LISTEN_TOKEN, OPT_TLS_CERT,
-       OPT_TLS_KEY };
+       OPT_TLS_KEY, OPT_CMDLINE_LABELS };
 
 static const struct argp_option opts[] = {
 	{ NULL, 0, NULL, 0, "Agent:", 4 },
@@ -101,6 +102,9 @@ static const struct argp_option opts[] = {
 	{ "host-root", OPT_HOST_ROOT, "DIR", 0,
 	  "Where the node's / is mounted, for the container runtimes' bundles (default /)", 4 },
 	{ "log-level", OPT_LOG_LEVEL, "LEVEL", 0, "error, warn, info (default) or debug", 4 },
+	{ "cmdline-labels", OPT_CMDLINE_LABELS, NULL, 0,
+	  "Label pulled profiles' processes with their command lines (default: the script or module "
+	  "name; arguments may hold secrets)", 4 },
 	{ 0 },
 };
 
@@ -187,6 +191,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *st)
 		g->service_template = arg;
 		break;
 	case OPT_NODE: g->node = arg; break;
+	case OPT_CMDLINE_LABELS: g->cmdline_labels = true; break;
 	case OPT_HOST_ROOT: g->host_root = arg; break;
 	case OPT_LOG_LEVEL:
 		level = log_level_by_name(arg);
@@ -309,6 +314,13 @@ static void describe(void *ctx, pid_t pid, const struct cgroup_info *cg, struct 
 	struct agent *g = ctx;
 
 	services_describe(g->svc, pid, cg, m);
+}
+
+/* The process root's text by default: a command line's arguments may be passwords or tokens. */
+static void script_name(void *ctx, pid_t pid, char *out, size_t len)
+{
+	(void)ctx;
+	service_script_of(pid, out, len);
 }
 
 /* A closed slice: into the history; the figures /metrics shows are published. */
@@ -514,6 +526,7 @@ static int agent_init(struct agent *g)
 	if (!g->hist || !g->svc)
 		return report_error(NULL, -PBP_E_NOMEM);
 	g->r.describe = describe;
+	g->r.process_name = g->cmdline_labels ? NULL : script_name;
 	g->r.describe_ctx = g;
 	return run_alloc(&g->r);
 }

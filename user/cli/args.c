@@ -3,6 +3,7 @@
  * Command-line values, checked strictly: what strtoull and strtod would
  * quietly accept (signs, spaces, hex, inf) is refused.
  */
+#include <argp.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -70,4 +71,11 @@ int mode_by_name(const char *name)
 const char *mode_name(int mode)
 {
 	return mode >= 0 && mode < (int)(sizeof(mode_names) / sizeof(mode_names[0])) ? mode_names[mode] : "?";
+}
+
+const char *output_path(struct argp_state *st, const char *arg)
+{
+	if (!arg[0])
+		argp_error(st, "invalid -o '' (a file name, or - for stdout)");
+	return arg;
 }

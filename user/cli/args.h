@@ -4,12 +4,16 @@
 
 #include <sys/types.h>
 
+struct argp_state;
+
 /* Decimal digits only (no sign, space or junk), within [min, max]: 0, else -PBP_E_INVAL. */
 int parse_uint(const char *s, unsigned long long min, unsigned long long max, unsigned long long *out);
 /* A finite decimal number of seconds (1.5, 2e3; no sign, hex, inf or nan) in [min, max]: 0, else -PBP_E_INVAL. */
 int parse_seconds(const char *s, double min, double max, double *out);
 /* A process id, 1 to INT_MAX: 0, else -PBP_E_INVAL. */
 int parse_pid(const char *s, pid_t *pid);
+/* -o's value, refused (exit 2) when empty: "" would read as "cannot write : No such file". */
+const char *output_path(struct argp_state *st, const char *arg);
 /* cpu, wall or gil, in any case; -1 if none of them. */
 int mode_by_name(const char *name);
 /* "cpu", "wall" or "gil" for a mode_by_name() result. */

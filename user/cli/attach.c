@@ -76,7 +76,13 @@ void run_label_target(struct record *r, struct target *t)
 	if (r->describe)
 		r->describe(r->describe_ctx, t->pid, &cg, &m);
 	if (root) {
-		if (proc_cmdline(t->pid, cmd, sizeof(cmd)) != 0 || !cmd[0])
+		cmd[0] = '\0';
+		/* proc_cmdline's success is a length: only an error or "" falls back to the comm */
+		if (r->process_name)
+			r->process_name(r->describe_ctx, t->pid, cmd, sizeof(cmd));
+		else if (proc_cmdline(t->pid, cmd, sizeof(cmd)) < 0)
+			cmd[0] = '\0';
+		if (!cmd[0])
 			proc_thread_comm(t->pid, t->pid, cmd, sizeof(cmd));
 		root_label(label, sizeof(label), "process", (uint32_t)t->pid,
 			   t->p->tids ? (uint32_t)t->p->ns_pid : 0, cmd);
@@ -148,7 +154,7 @@ static void skip(struct record *r, pid_t pid, int err, const struct pyproc *p)
 	k->pid = pid;
 	k->err = err;
 	proc_thread_comm(pid, pid, comm, sizeof(comm));
-	if (-err == PBP_E_VERSION && p && p->version[0])
+	if ((-err == PBP_E_VERSION || -err == PBP_E_FREETHREADED) && p && p->version[0])
 		snprintf(k->what, sizeof(k->what), "%s, Python %s", comm, p->version);
 	else
 		snprintf(k->what, sizeof(k->what), "%s", comm);

@@ -46,7 +46,7 @@ static error_t diff_parse(int key, char *arg, struct argp_state *st)
 	struct diff_args *a = st->input;
 
 	switch (key) {
-	case 'o': a->out = arg; break;
+	case 'o': a->out = output_path(st, arg); break;
 	case 'f':
 		if (!diffable(format_by_name(arg)))
 			argp_error(st, "diff writes html or collapsed, not '%s'", arg);

@@ -60,6 +60,9 @@ static error_t dump_parse(int key, char *arg, struct argp_state *st)
 
 	switch (key) {
 	case 'p':
+		/* a second -p replaced the first, and one process was dumped of the two asked for */
+		if (a->pid)
+			argp_error(st, "dump reads one process: give -p once");
 		if (parse_pid(arg, &a->pid))
 			argp_error(st, "invalid pid '%s'", arg);
 		break;
@@ -158,7 +161,7 @@ static error_t convert_parse(int key, char *arg, struct argp_state *st)
 
 	switch (key) {
 	case 'i': a->in = arg; break;
-	case 'o': a->out = arg; break;
+	case 'o': a->out = output_path(st, arg); break;
 	case 'f':
 		if (format_by_name(arg) < 0)
 			argp_error(st, "unknown format '%s'", arg);

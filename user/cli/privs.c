@@ -146,6 +146,13 @@ int privs_check(void)
 	return EXIT_PERM;
 }
 
+bool privs_can_ptrace(void)
+{
+	struct capsets c;
+
+	return caps_get(&c) == 0 && (c.eff & BIT(CAP_SYS_PTRACE));
+}
+
 /* ------------------------------------------------------------ the drop */
 
 void privs_note_output(const char *path)

@@ -12,6 +12,12 @@
  * raised. 0, or one line on stderr naming the missing ones and EXIT_PERM.
  */
 int privs_check(void);
+/*
+ * Whether CAP_SYS_PTRACE is effective: a target refused then is not ours to
+ * read at all (another user namespace's, a security module's refusal), and
+ * "needs root" would be no advice.
+ */
+bool privs_can_ptrace(void);
 /* What the run does after set-up, for privs_drop_after_setup() to keep room for. */
 void privs_note_output(const char *path);   /* the profile is written there at the end */
 void privs_note_child(void);                /* a launched command is signalled at the end */

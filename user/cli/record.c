@@ -111,7 +111,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *st)
 		if (r->format < 0)
 			argp_error(st, "unknown format '%s'", arg);
 		break;
-	case 'o': r->outpath = arg; break;
+	case 'o': r->outpath = output_path(st, arg); break;
 	case 't': r->c.o.per_thread = true; break;
 	case OPT_STATUS: r->c.o.status = true; break;
 	case OPT_ASYNC: r->c.o.async = true; break;

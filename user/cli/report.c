@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "cli/privs.h"
 #include "cli/report.h"
 #include "core/errors.h"
 #include "cpython/process.h"
@@ -22,6 +23,7 @@ int exit_code_for(int err)
 	case PBP_E_NOENT: return EXIT_NO_PROCESS;
 	case PBP_E_NOTPY: return EXIT_NOT_PYTHON;
 	case PBP_E_VERSION: return EXIT_UNSUPPORTED;
+	case PBP_E_FREETHREADED: return EXIT_FREE_THREADED;
 	case PBP_E_PERM: return EXIT_PERM;
 	case PBP_E_GONE: return EXIT_TARGET_GONE;
 	case PBP_E_FAULT:
@@ -75,7 +77,7 @@ int report_error(const char *what, int err)
  */
 int exited_error(pid_t pid, int err)
 {
-	if (!err || -err == PBP_E_NOENT || -err == PBP_E_PERM || -err == PBP_E_VERSION ||
+	if (!err || -err == PBP_E_NOENT || -err == PBP_E_PERM || -err == PBP_E_VERSION || -err == PBP_E_FREETHREADED ||
 	    -err == PBP_E_NOMEM || -err == PBP_E_MFILE)
 		return err;
 	return proc_exited(pid) ? -PBP_E_GONE : err;
@@ -87,11 +89,19 @@ int report_attach_error(pid_t pid, int err, const struct pyproc *p)
 
 	err = exited_error(pid, err);
 	if (-err == PBP_E_VERSION && p && p->version[0]) {
-		/* "3.14.10 free-threaded": its number is in range, its build is not. */
-		bool ft = strstr(p->version, "free-threaded") != NULL;
-
-		fprintf(stderr, "pybpfprof: pid %d: unsupported Python version %s (supported: 3.6 to 3.14%s)\n",
-			(int)pid, p->version, ft ? ", with the GIL: free-threaded builds are not read yet" : "");
+		fprintf(stderr, "pybpfprof: pid %d: unsupported Python version %s (supported: 3.6 to 3.14)\n",
+			(int)pid, p->version);
+		return exit_code_for(err);
+	}
+	/* "3.14.10t": its number is in range, its build is not. */
+	if (-err == PBP_E_FREETHREADED && p && p->version[0]) {
+		fprintf(stderr, "pybpfprof: pid %d: free-threaded build %s is not supported yet (supported: "
+			"3.6 to 3.14, GIL builds)\n", (int)pid, p->version);
+		return exit_code_for(err);
+	}
+	if (-err == PBP_E_PERM && privs_can_ptrace()) {
+		fprintf(stderr, "pybpfprof: pid %d: permission denied even with CAP_SYS_PTRACE (a process "
+			"of a parent user namespace, or refused by a security module)\n", (int)pid);
 		return exit_code_for(err);
 	}
 	snprintf(what, sizeof(what), "pid %d", (int)pid);

@@ -169,6 +169,12 @@ struct record {
 	 */
 	void (*describe)(void *ctx, pid_t pid, const struct cgroup_info *cg, struct proc_meta *m);
 	void *describe_ctx;
+	/*
+	 * What a process root says after its ids (called with describe_ctx):
+	 * the agent's script name, as command lines may hold secrets. NULL: the
+	 * command line.
+	 */
+	void (*process_name)(void *ctx, pid_t pid, char *out, size_t len);
 	struct proc_note *notes;        /* --subprocesses: the tree's processes */
 	int nnotes;
 	uint64_t unnoted;               /* processes of the tree past MAX_PROC_NOTES */

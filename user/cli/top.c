@@ -110,7 +110,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *st)
 		if (parse_seconds(arg, 0.1, 3600, &t->interval))
 			argp_error(st, "invalid --interval '%s' (0.1 to 3600 seconds)", arg);
 		break;
-	case 'o': r->outpath = arg; break;
+	case 'o': r->outpath = output_path(st, arg); break;
 	case 'f':
 		r->format = format_by_name(arg);
 		if (r->format < 0)

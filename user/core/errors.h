@@ -23,6 +23,7 @@ enum pbp_exit {
 	EXIT_INTERNAL = 11,
 	EXIT_RESOURCES = 12,    /* a resource limit (open files, memory, locked memory) stopped it */
 	EXIT_LISTEN = 13,       /* the agent could not listen on its --listen address */
+	EXIT_FREE_THREADED = 14, /* a free-threaded CPython build (3.13t, 3.14t), not read yet */
 };
 
 /*
@@ -56,6 +57,7 @@ enum pbp_err {
 	PBP_E_NET,          /* the agent could not listen there */
 	PBP_E_IO,           /* a system call on a file failed: its errno is kept where the message is made */
 	PBP_E_INVAL,        /* a value given (an option, a line of a file read back) does not parse */
+	PBP_E_FREETHREADED, /* a free-threaded build: its version may be in range, its build is not */
 	PBP_E_END           /* one past the last code */
 };
 

@@ -147,12 +147,22 @@ static bool is_control(uint32_t cp)
 	return cp < 0x20 || (cp >= 0x7f && cp < 0xa0);
 }
 
+/*
+ * The bidirectional embeddings, overrides and isolates (U+202A-U+202E,
+ * U+2066-U+2069): a terminal shows them by reordering what follows, so a
+ * name holding one can make the line read as something else.
+ */
+static bool is_bidi(uint32_t cp)
+{
+	return (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
 static bool is_bad_byte(uint32_t cp)
 {
 	return cp >= (BAD_BYTE | 0x80) && cp <= (BAD_BYTE | 0xff);
 }
 
-/* Plain text: \n \t \r, other controls and invalid bytes as \xNN. */
+/* Plain text: \n \t \r, other controls and invalid bytes as \xNN, bidi controls as \uNNNN. */
 static void put_text_cp(struct sink *k, uint32_t cp)
 {
 	if (cp == '\n')
@@ -163,13 +173,16 @@ static void put_text_cp(struct sink *k, uint32_t cp)
 		put_bytes(k, "\\r", 2);
 	else if (is_control(cp) || is_bad_byte(cp))
 		put_fmt(k, "\\x%02x", cp & 0xff);
+	else if (is_bidi(cp))
+		put_fmt(k, "\\u%04x", cp);
 	else
 		put_utf8(k, cp);
 }
 
 /*
  * JSON: the characters themselves, escaped as JSON wants, and DEL and C1 too
- * so that no control byte is in the file; an invalid byte is U+FFFD. Inside
+ * so that no control byte is in the file, and the bidi controls (dump --json
+ * is read on terminals too); an invalid byte is U+FFFD. Inside
  * an HTML <script> also '<' '>' '&', so that no "</script>" or "<!--" can
  * appear in the page's source, and U+2028/9, which older JavaScript parsers
  * take for line ends.
@@ -180,7 +193,7 @@ static void put_json_cp(struct sink *k, uint32_t cp, bool html)
 		cp = REPLACEMENT;
 	if (cp == '"' || cp == '\\')
 		put_fmt(k, "\\%c", cp);
-	else if (is_control(cp) ||
+	else if (is_control(cp) || is_bidi(cp) ||
 		 (html && (cp == '<' || cp == '>' || cp == '&' || cp == 0x2028 || cp == 0x2029)))
 		put_fmt(k, "\\u%04x", cp);
 	else

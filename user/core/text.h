@@ -16,7 +16,8 @@ void utf8_scrub(char *s);
 
 /*
  * How text from the target (names, files, command lines) is written: never
- * a control character (C0, DEL, C1) as such, always valid UTF-8.
+ * a control character (C0, DEL, C1) as such, nor in plain text and JSON a
+ * bidi embedding, override or isolate; always valid UTF-8.
  */
 enum text_esc {
 	TEXT_PLAIN,             /* terminal, collapsed stacks: \n \t \r, else \xNN (invalid bytes too) */

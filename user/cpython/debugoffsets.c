@@ -392,7 +392,7 @@ static int check_header(const uint8_t *blob, size_t len, const struct dlayout **
 	if (ft > 1)
 		return -PBP_E_CORRUPT;
 	if (ft && (*newer || !(*lp)->ft_known))
-		return -PBP_E_VERSION;
+		return -PBP_E_FREETHREADED;
 	*free_threaded = ft == 1;
 	if (len < (*lp)->size)
 		return *newer ? -PBP_E_VERSION : -PBP_E_CORRUPT;
@@ -664,6 +664,8 @@ int pyver_from_debug_offsets(const void *blob, size_t len, struct pyver *v)
 	out.newer = newer;
 	err = debug_layout(b, l, ft, &out);
 	/* A newer version whose table does not fit the newest layout: not one we can read. */
+	if (err == -PBP_E_VERSION && ft)
+		return -PBP_E_FREETHREADED;     /* says free-threaded, and is not one we read */
 	if (err)
 		return newer ? -PBP_E_VERSION : err;
 	out.lt_kind = LT_LOCATIONS;

@@ -245,6 +245,9 @@ static int find_version_36(struct pyproc *p, const struct elf_info *ei)
 	unsigned maj = 0, min = 0, mic = 0;
 	int err = version_string(p, &maj, &min, &mic);
 
+	/* no version string found: the file's name may still say which (libpython2.7.so) */
+	if (err == -PBP_E_VERSION && ei->soname_version[0])
+		snprintf(p->version, sizeof(p->version), "%s", ei->soname_version);
 	if (err)
 		return err;
 	snprintf(p->version, sizeof(p->version), "%u.%u.%u", maj, min, mic);
@@ -281,7 +284,7 @@ static int find_version(struct pyproc *p, const struct elf_info *ei, uint64_t bi
 		if (hex >> 24 == 3)
 			snprintf(p->version, sizeof(p->version), "3.%u.%u%s",
 				 (unsigned)(hex >> 16 & 0xff), (unsigned)(hex >> 8 & 0xff),
-				 ft == 1 ? " free-threaded" : "");
+				 ft == 1 ? "t" : "");
 		err = pyver_from_debug_offsets(blob, max, &p->v);
 		free(blob);
 		if (err == 0)
@@ -423,7 +426,7 @@ int pyproc_open(pid_t pid, const struct pyproc_limits *lim, struct pyproc **out)
 	 * off, and no such build could be tested here (README).
 	 */
 	if (!err && p->v.free_threaded)
-		err = -PBP_E_VERSION;
+		err = -PBP_E_FREETHREADED;
 	p->pycode_type = ei.pycode_type_vaddr ? bias + ei.pycode_type_vaddr : 0;
 	if (!err && p->v.newer)
 		err = verify_newer(p);

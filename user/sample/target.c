@@ -103,13 +103,22 @@ static void seed_state(struct collector *c, struct target *t, struct tcache *e)
 	st->off_reason = state == 'D' ? PBP_OFF_DISK : state == 'R' ? PBP_OFF_NONE : PBP_OFF_SLEEP;
 }
 
-/* The Python name (threading.Thread.name) when it could be read, else the kernel's comm. */
+/*
+ * The main thread is "MainThread" before threading names it (launch mode
+ * samples it from its first instruction): named by its comm until then, one
+ * thread would be two roots, "python3" and later "MainThread".
+ */
+#define MAIN_THREAD_NAME "MainThread"
+
+/* The Python name (threading.Thread.name) when it could be read, else MainThread or the kernel's comm. */
 static void set_name(struct collector *c, struct target *t, struct tcache *e, const char *pyname)
 {
 	char name[sizeof(e->name)];
 
 	if (pyname && pyname[0])
 		snprintf(name, sizeof(name), "%s", pyname);
+	else if (e->tid == t->pid)
+		snprintf(name, sizeof(name), "%s", MAIN_THREAD_NAME);
 	else
 		proc_thread_comm(t->pid, e->tid, name, sizeof(name));
 	utf8_scrub(name);       /* comm is cut at 15 bytes, maybe inside a character */
@@ -409,11 +418,12 @@ static struct tcache *adopt_thread(struct collector *c, struct target *t, pid_t 
 
 	/*
 	 * Named late, it carries its process's command name until then (which a
-	 * thread inherits) rather than /proc being read for each new thread.
+	 * thread inherits) rather than /proc being read for each new thread; the
+	 * main thread is MainThread, as it will be once named.
 	 */
 	if (c->o.names_late && !t->comm[0])
 		proc_thread_comm(t->pid, t->pid, t->comm, sizeof(t->comm));
-	register_thread(c, t, &th, c->o.names_late ? t->comm : NULL, false);
+	register_thread(c, t, &th, c->o.names_late && tid != t->pid ? t->comm : NULL, false);
 	return tc_find(t, tid);
 }
 
