@@ -477,10 +477,14 @@ DEEPEST = b";".join([b"f (a.py:1)"] * 16388)    # the most frames pybpfprof writ
     (b"a 4503599627370496\nb 4503599627370497\n", "its count takes the total over 2^53"),
     (b"a;b 99999999999999999999999\n", "its count takes the total over 2^53"),
     (b"a 1\n 2\n", "it has no frame"),
-    (b"a\x00b 1\n", "it holds a NUL byte"),
+    (b"a 1\n   3\n", "it has no frame"),
+    (b"a;;b 1\n", "it has an empty frame"),
+    (b";;; 1\n", "it has an empty frame"),
+    (b"a; 1\n", "it has an empty frame"),
+    (b"a 1\nb\x00c 1\n", "it holds a NUL byte"),
     (DEEPEST + b" 1\n" + DEEPEST + b";g 1\n", "it has more than 16,388 frames"),
-], ids=["no-count", "negative", "junk", "sum-over-2^53", "count-over-2^53", "no-frame", "nul",
-        "too-deep"])
+], ids=["no-count", "negative", "junk", "sum-over-2^53", "count-over-2^53", "no-frame", "blank-frame",
+        "empty-frame", "empty-frames", "empty-last-frame", "nul", "too-deep"])
 def test_convert_says_why(tmp_path, text, why):
     src = tmp_path / "bad.txt"
     src.write_bytes(text)
