@@ -29,11 +29,11 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "aggregate/aggregate.h"
 #include "aggregate/profread.h"
 #include "core/errors.h"
+#include "../unit/gzipmem.h"
 
 #define MUST(c) do { if (!(c)) { fprintf(stderr, "invariant failed: %s\n", #c); __builtin_trap(); } } while (0)
 #define CUTS 48
@@ -73,22 +73,6 @@ static bool same(const struct result *x, const struct result *y)
 	return x->err == y->err && x->lineno == y->lineno && !strcmp(x->why, y->why);
 }
 
-/* One gzip member of data, malloc'd. */
-static uint8_t *gzip_bytes(const uint8_t *data, size_t size, size_t *len)
-{
-	z_stream z = { 0 };
-	size_t cap = size + size / 100 + 1024;
-	uint8_t *out = malloc(cap);
-
-	MUST(out && deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK);
-	z.next_in = (uint8_t *)data, z.avail_in = (uInt)size;
-	z.next_out = out, z.avail_out = (uInt)cap;
-	MUST(deflate(&z, Z_FINISH) == Z_STREAM_END);
-	*len = z.total_out;
-	deflateEnd(&z);
-	return out;
-}
-
 /* A read of a damaged stream: refused for it, or for what it held before the damage. */
 static void check_damaged(const struct result *r, const struct result *whole, const char *why)
 {
@@ -108,6 +92,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	plain = read_bytes(data, size);
 	gz = gzip_bytes(data, size, &gzlen);
+	MUST(gz != NULL);
 	zipped = read_bytes(gz, gzlen);
 	/* gzip is invisible, unless data was gzip already (then it reads gzipped twice) */
 	MUST(same(&plain, &zipped) || (size >= 2 && data[0] == 0x1f && data[1] == 0x8b));

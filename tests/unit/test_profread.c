@@ -13,12 +13,12 @@
 #include <stddef.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "aggregate/aggregate.h"
 #include "aggregate/convert.h"
 #include "aggregate/profread.h"
 #include "core/errors.h"
+#include "gzipmem.h"
 #include "output/formats.h"
 #include "output/writers.h"
 #include "unit.h"
@@ -45,22 +45,6 @@ static int read_bytes(const void *buf, size_t len, struct profread_fail *f, uint
 	return err;
 }
 
-/* gzip of len bytes (one member), malloc'd, its length in *out_len. */
-static uint8_t *gzip_bytes(const void *buf, size_t len, size_t *out_len)
-{
-	z_stream z = { 0 };
-	size_t cap = len + len / 100 + 1024;
-	uint8_t *out = malloc(cap);
-
-	CHECK(out && deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK);
-	z.next_in = (uint8_t *)buf, z.avail_in = (uInt)len;
-	z.next_out = out, z.avail_out = (uInt)cap;
-	CHECK_EQ_INT(deflate(&z, Z_FINISH), Z_STREAM_END);
-	*out_len = z.total_out;
-	deflateEnd(&z);
-	return out;
-}
-
 /* n lines of distinct stacks, their counts adding up to *total. */
 static char *stacks(unsigned n, size_t *len, uint64_t *total)
 {
@@ -85,6 +69,7 @@ static void test_cuts(unsigned n, size_t step)
 	char *text = stacks(n, &len, &want);
 	uint8_t *gz = gzip_bytes(text, len, &gzlen);
 
+	CHECK(gz != NULL);
 	CHECK_EQ_INT(read_bytes(gz, gzlen, &f, &total), 0);
 	CHECK_EQ_INT(total, want);
 	for (size_t cut = 2; cut < gzlen; cut += step, cuts++) {
@@ -109,6 +94,7 @@ static void test_gzip_end(void)
 	char *text = stacks(FEW, &len, &want);
 	uint8_t *gz = gzip_bytes(text, len, &gzlen), *two = malloc(2 * gzlen + 1);
 
+	CHECK(gz && two);
 	CHECK_EQ_INT(read_bytes(text, len, &f, &total), 0);
 	CHECK_EQ_INT(total, want);
 	test_cuts(FEW, 1);
@@ -166,11 +152,13 @@ static void test_other_formats(void)
 		CHECK_EQ_STR(f.why, cases[i].why);
 		/* gzipped, the same; gzipped twice, said so */
 		gz = gzip_bytes(out, len, &gzlen);
+		CHECK(gz != NULL);
 		CHECK_EQ_INT(read_bytes(gz, gzlen, &f, &total), -PBP_E_INVAL);
 		CHECK_EQ_STR(f.why, cases[i].why);
 		free(out);
 		out = (char *)gz;
 		gz = gzip_bytes(out, gzlen, &gzlen);
+		CHECK(gz != NULL);
 		CHECK_EQ_INT(read_bytes(gz, gzlen, &f, &total), -PBP_E_INVAL);
 		CHECK_EQ_STR(f.why, "it is gzipped twice");
 		free(gz);
