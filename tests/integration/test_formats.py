@@ -477,10 +477,14 @@ DEEPEST = b";".join([b"f (a.py:1)"] * 16388)    # the most frames pybpfprof writ
     (b"a 4503599627370496\nb 4503599627370497\n", "its count takes the total over 2^53"),
     (b"a;b 99999999999999999999999\n", "its count takes the total over 2^53"),
     (b"a 1\n 2\n", "it has no frame"),
-    (b"a\x00b 1\n", "it holds a NUL byte"),
+    (b"a 1\n   3\n", "it has no frame"),
+    (b"a;;b 1\n", "it has an empty frame"),
+    (b";;; 1\n", "it has an empty frame"),
+    (b"a; 1\n", "it has an empty frame"),
+    (b"a 1\nb\x00c 1\n", "it holds a NUL byte"),
     (DEEPEST + b" 1\n" + DEEPEST + b";g 1\n", "it has more than 16,388 frames"),
-], ids=["no-count", "negative", "junk", "sum-over-2^53", "count-over-2^53", "no-frame", "nul",
-        "too-deep"])
+], ids=["no-count", "negative", "junk", "sum-over-2^53", "count-over-2^53", "no-frame", "blank-frame",
+        "empty-frame", "empty-frames", "empty-last-frame", "nul", "too-deep"])
 def test_convert_says_why(tmp_path, text, why):
     src = tmp_path / "bad.txt"
     src.write_bytes(text)
@@ -506,6 +510,71 @@ def test_convert_line_too_long(tmp_path):
     err = p.stderr.read().decode()
     assert (p.wait(timeout=60), err) == (
         2, "pybpfprof: stdin:2: not a collapsed-stack line: it is longer than 256 MiB\n")
+
+
+def many_stacks_gz(tmp_path):
+    """20,000 stacks gzipped, as the issue that found the cut files read whole had them."""
+    text = "".join("main (a.py:1);f%d (b.py:%d);g (c.py:3) %d\n" % (i, i, 89858 + i) for i in range(20000))
+    gz = tmp_path / "many.txt.gz"
+    gz.write_bytes(gzip.compress(text.encode(), mtime=0))
+    return gz
+
+
+@pytest.mark.parametrize("reader", ["convert", "diff"])
+def test_damaged_gzip_refused(tmp_path, reader):
+    """A gzip stream cut anywhere, or with bytes after its end, is damaged
+    data (exit 10) for every reader, not a shorter profile: zlib's gzread
+    took a cut stream as a short file and skipped bytes after the last
+    member. A cut .pb.gz too (it used to read as "not a pprof profile")."""
+    good = many_stacks_gz(tmp_path)
+    data = good.read_bytes()
+    (tmp_path / "p.txt").write_text(PROFILE)
+    assert pybpfprof("convert", "-i", tmp_path / "p.txt", "-o", tmp_path / "p.pb.gz").returncode == 0
+    pb = (tmp_path / "p.pb.gz").read_bytes()
+    cases = [(data[:n], "truncated") for n in (2, 10, 2994, len(data) // 2, len(data) - 1)]
+    cases += [(pb[:len(pb) // 2], "truncated"), (data + b"\n", "bytes after its end"),
+              (data + pb[:1], "bytes after its end")]
+    for i, (content, why) in enumerate(cases):
+        bad = tmp_path / ("bad%d.gz" % i)
+        bad.write_bytes(content)
+        out = tmp_path / "out.txt"
+        args = ("-i", bad, "-o", out) if reader == "convert" else (good, bad, "-o", out)
+        r = pybpfprof(reader, *args)
+        assert (r.returncode, r.stderr) == (
+            10, "pybpfprof: cannot read %s: damaged gzip data (%s)\n" % (bad, why)), len(content)
+        assert not out.exists()
+    # two members are one gzip file (cat a.gz b.gz), read whole
+    (tmp_path / "two.gz").write_bytes(data + data)
+    r = pybpfprof("convert", "-i", tmp_path / "two.gz")
+    assert r.returncode == 0, r.stderr
+    assert sum(int(l.rsplit(" ", 1)[1]) for l in r.stdout.splitlines()) == 2 * sum(89858 + i for i in range(20000))
+
+
+@pytest.mark.parametrize("reader", ["convert", "diff"])
+def test_other_formats_named(tmp_path, reader):
+    """pybpfprof's own outputs that keep no stacks to read back, pstats and
+    random bytes are named, not taken for a collapsed file with a bad first
+    line (or one holding a NUL)."""
+    src = tmp_path / "p.txt"
+    src.write_text(PROFILE)
+    cases = {".speedscope.json": "speedscope JSON", ".gecko.json": "a Gecko profile (JSON)",
+             ".html": "an HTML page", ".svg": "an SVG image", ".pstats": "Python pstats (marshal)",
+             ".html.gz": "an HTML page", ".txt.gz.gz": "gzipped twice"}
+    for ext, what in cases.items():
+        made = tmp_path / ("made" + ext)
+        if ext == ".txt.gz.gz":
+            made.write_bytes(gzip.compress(gzip.compress(PROFILE.encode())))
+        else:
+            assert pybpfprof("convert", "-i", src, "-o", made).returncode == 0
+    (tmp_path / "made.bin").write_bytes(bytes((i * 7919 >> 3) & 0xff for i in range(512)))
+    cases[".bin"] = "binary data"
+    for ext, what in cases.items():
+        made = tmp_path / ("made" + ext)
+        args = ("-i", made) if reader == "convert" else (src, made)
+        r = pybpfprof(reader, *args, "-o", tmp_path / "out.txt")
+        assert (r.returncode, r.stderr) == (2, "pybpfprof: %s: not a profile pybpfprof reads "
+                                               "(collapsed stacks or pprof): it is %s\n" % (made, what))
+        assert not (tmp_path / "out.txt").exists()
 
 
 def test_convert_directory(tmp_path):

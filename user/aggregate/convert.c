@@ -3,6 +3,7 @@
  * Collapsed stacks read back into an aggregate, so a profile written once
  * can be rendered again in any format (`pybpfprof convert`).
  */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
@@ -85,11 +86,21 @@ static int64_t frame_loc(struct agg *a, char *f, struct stack_tags *t)
 	return py_frame(a, f);
 }
 
+/*
+ * Nothing but spaces: no frame. pybpfprof never writes one (a name is never
+ * empty, and a frame with a file says it), so such a frame, as much as an
+ * empty one (";;"), is a damaged line rather than a frame to draw blank.
+ */
+static bool blank(const char *f)
+{
+	return f[strspn(f, " \t")] == '\0';
+}
+
 /* 0, -PBP_E_INVAL with *why for a line that is not a stack, or -PBP_E_NOMEM. */
 static int parse_line(struct agg *a, char *line, uint32_t *locs, const char **why)
 {
 	struct stack_tags t = { .status = ST_UNKNOWN };
-	char *sp = strrchr(line, ' '), *end, *save = NULL;
+	char *sp = strrchr(line, ' '), *end;
 	unsigned long long count;
 	uint32_t n = 0;
 
@@ -105,9 +116,17 @@ static int parse_line(struct agg *a, char *line, uint32_t *locs, const char **wh
 	if (count == 0)
 		return 0;   /* flamegraph.pl takes it, and it counts for nothing */
 	*sp = '\0';
-	for (char *f = strtok_r(line, ";", &save); f; f = strtok_r(NULL, ";", &save)) {
+	*why = "it has no frame";
+	if (blank(line))
+		return -PBP_E_INVAL;
+	for (char *f = line, *next; f; f = next) {
 		int64_t id;
 
+		if ((next = strchr(f, ';')))
+			*next++ = '\0';
+		*why = "it has an empty frame";
+		if (blank(f))
+			return -PBP_E_INVAL;
 		*why = "it has more than " TOO_MANY " frames";
 		if (n >= FRAMES_MAX)
 			return -PBP_E_INVAL;
@@ -115,8 +134,7 @@ static int parse_line(struct agg *a, char *line, uint32_t *locs, const char **wh
 			return (int)id;
 		locs[n++] = (uint32_t)id;
 	}
-	*why = "it has no frame";
-	return n ? agg_add(a, &t, locs, n, count) : -PBP_E_INVAL;
+	return agg_add(a, &t, locs, n, count);
 }
 
 /*

@@ -212,7 +212,7 @@ int pprof_read(struct agg *a, const uint8_t *buf, size_t len, const char **why)
 	struct reader r = { .a = a, .p = p };
 	int err = -PBP_E_INVAL;
 
-	r.why = "it is not a pprof profile (profile.proto)";
+	r.why = "it is not a pprof profile (profile.proto), or one cut short or damaged";
 	/* The format's one fixed point: string 0 is "". Text that happens to decode has none. */
 	if (p && p->n_string_table > 0 && p->string_table[0][0] == '\0' && p->n_sample_type > 0)
 		err = read_profile(&r);

@@ -10,9 +10,10 @@ struct agg;
 /*
  * Read a profile pybpfprof wrote and that keeps stacks into a: collapsed
  * stacks or pprof, either gzipped or not (the first bytes decide, not the
- * name; see profload.c). path NULL or "-" is stdin. Says what went wrong in one line and returns the exit
- * code (EXIT_OK, EXIT_IO: unreadable, EXIT_USAGE: not such a profile,
- * EXIT_INTERNAL: out of memory).
+ * name; see aggregate/profread.c). path NULL or "-" is stdin. Says what
+ * went wrong in one line and returns the exit code (EXIT_OK; EXIT_IO:
+ * unreadable, or damaged gzip data such as a stream cut short; EXIT_USAGE:
+ * not such a profile; EXIT_INTERNAL: out of memory).
  */
 int profile_load(const char *path, struct agg *a);
 /*

@@ -19,7 +19,7 @@ enum pbp_exit {
 	EXIT_NO_BPF = 7,        /* no BTF, BPF or perf events in this kernel */
 	EXIT_TARGET_GONE = 8,   /* target exited before anything could be read */
 	EXIT_CORRUPT = 9,       /* target memory makes no sense */
-	EXIT_IO = 10,           /* could not write the output */
+	EXIT_IO = 10,           /* could not write the output, or read a profile back (damaged gzip too) */
 	EXIT_INTERNAL = 11,
 	EXIT_RESOURCES = 12,    /* a resource limit (open files, memory, locked memory) stopped it */
 	EXIT_LISTEN = 13,       /* the agent could not listen on its --listen address */
