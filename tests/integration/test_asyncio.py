@@ -312,3 +312,44 @@ def test_top_async(interp, start_target, pybpfprof):
     for name in ("spinner", "[awaiting] asyncio.sleep", "[awaiting] asyncio.Event.wait"):
         assert abs(funcs[name][0] - 100 / 6) <= 5, (name, r.stdout)
     assert abs(funcs["task main"][1] - 100 * 5 / 6) <= 5 or abs(funcs["task main"][1] - 100 * 4 / 6) <= 5
+
+
+# --- issue 30: every tick, every task ---------------------------------------------
+
+def recent_interp(interp, legacy="3.12"):
+    """One reader each: 3.14's lists, and 3.11 to 3.13's registries on `legacy`."""
+    if interp.version < (3, 14) and interp.name != legacy:
+        pytest.skip("3.14, and %s for 3.11 to 3.13's registries" % legacy)
+
+
+@pytest.mark.families
+def test_wall_many_tasks_every_tick(interp, start_target, tmp_path):
+    """Wall mode with 1,000 parked tasks: a read of their list takes long and
+    the next waits 10 times that, yet each tick counts every parked task once,
+    from the last read: each task has as many samples as the loop's thread
+    (what the run counted of it, not wall time), none said missing, and the
+    waiting samples are those --stats=json gives."""
+    recent_interp(interp)
+    proc, pid, ready = start_target(interp, "aiomany.py", 1000)
+    out = tmp_path / "many.txt"
+    r = run_profile("-p", pid, "-d", 3, "-F", 49, "--mode", "wall", "--async", "--stats=json",
+                    "-o", out)
+    assert r.returncode == 0, r.stderr
+    st = json.loads([l for l in r.stderr.splitlines() if l.startswith("{")][0])
+    stacks = parse_collapsed(out.read_text())
+    parked = {}
+    for frames, count in stacks:
+        tasks = [x for x in frames if re.match(r"task p\d+$", x)]
+        if tasks:
+            parked[tasks[-1]] = parked.get(tasks[-1], 0) + count
+    waiting = sum(c for f, c in stacks if f[-1].startswith("[awaiting] "))
+    thread = total(stacks) - waiting
+    low, high = min(parked.values()), max(parked.values())
+    print("wall --async, 1000 parked: thread %d samples, each parked task %d to %d; "
+          "%d task-list reads, %.3f s" % (thread, low, high, st["async"]["task_lists"],
+                                          st["async"]["task_list_seconds"]))
+    assert len(parked) == 1000 and thread >= 50, (len(parked), thread)
+    assert low >= 0.98 * thread and high <= thread, (low, high, thread)
+    assert st["async"]["waiting_task_samples"] == waiting
+    assert st["async"]["waiting_task_samples_missed"] == 0
+    assert "not counted" not in r.stderr

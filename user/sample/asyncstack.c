@@ -35,8 +35,10 @@
 
 void async_state_free(struct async_state *s)
 {
-	if (s)
+	if (s) {
 		aio_graph_free(&s->g);
+		async_idle_free(s);
+	}
 	free(s);
 }
 

@@ -23,6 +23,7 @@ struct async_stats {
 	uint64_t graph_reads;   /* task lists read (one a tick of each loop's thread) */
 	uint64_t graph_unread;  /* bounded failures in them (struct aio_stats, summed) */
 	uint64_t graph_ns;      /* the time they took */
+	uint64_t missed;        /* waiting tasks' samples not counted: tasks past the bound */
 };
 
 void async_state_free(struct async_state *s);

@@ -679,6 +679,7 @@ void target_new_window(struct collector *c, struct target *t)
 			agg_set_thread_name(c->agg, (uint32_t)t->pid, (uint32_t)e->tid, e->name);
 	}
 	t->proc_loc = -1;
+	async_idle_new_window(t->aio);
 	apply_labels(c, t);
 }
 
