@@ -353,3 +353,29 @@ def test_wall_many_tasks_every_tick(interp, start_target, tmp_path):
     assert st["async"]["waiting_task_samples"] == waiting
     assert st["async"]["waiting_task_samples_missed"] == 0
     assert "not counted" not in r.stderr
+
+
+@pytest.mark.families
+def test_cpu_awaited_task_every_sample(interp, start_target, tmp_path):
+    """cpu mode: task db-query, awaited by task fetch-users, burns 2 ms between
+    2 ms sleeps. Every sample in burn() carries both task frames, in order,
+    above db_query: the task is the one at the sample (3.11 to 3.13: the
+    kernel's coroutine frame), not the one running when it is named, often
+    none by then."""
+    if interp.version < (3, 11):
+        pytest.skip("--async: 3.11 and later")
+    proc, pid, ready = start_target(interp, "aiodbquery.py")
+    out = tmp_path / "dbq.txt"
+    r = run_profile("-p", pid, "-d", 3, "-F", 199, "--mode", "cpu", "--async", "-q", "-o", out)
+    assert r.returncode == 0, r.stderr
+    burn = tasked = 0
+    for frames, count in parse_collapsed(out.read_text()):
+        funcs = [func_of(x) for x in frames]
+        if "burn" not in funcs:
+            continue
+        burn += count
+        i = funcs.index("db_query")
+        if funcs[i - 2:i] == ["task fetch-users", "task db-query"]:
+            tasked += count
+    print("cpu --async: %d of %d burn samples under their tasks" % (tasked, burn))
+    assert burn >= 50 and tasked == burn, (tasked, burn)

@@ -33,7 +33,15 @@ struct async_src {
 	uint64_t tstate;        /* its thread's state */
 	bool from_kernel;       /* task is the kernel's copy at the sample (PBP_F_TASK) */
 	uint64_t task;
+	uint64_t coro_frame;    /* 3.11 to 3.13: the kernel's outermost coroutine frame (PBP_F_CORO), 0 none */
 };
+
+/*
+ * asyncio's layout looked for now (the thread of tstate names the
+ * interpreter), as async_join would at its first stack: *tell when the
+ * kernel is to learn it. *sp is made on first use; 0 or -PBP_E_NOMEM.
+ */
+int async_prepare(struct async_state **sp, struct pyproc *p, uint64_t tstate, bool *tell);
 
 /*
  * The stack locs[0..*n) (root first) of the thread of src->tstate in p

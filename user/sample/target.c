@@ -300,6 +300,19 @@ static void join_tasks(struct collector *c, struct target *t, const struct async
 		tell_kernel(c, t);
 }
 
+/*
+ * --async: asyncio's layout looked for as soon as the threads are known, so
+ * that the kernel copies the running task (3.14) or coroutine frame (3.11 to
+ * 3.13) from the first samples on, not only once the first is named.
+ */
+static void async_early(struct collector *c, struct target *t)
+{
+	bool tell = false;
+
+	if (t->list[0].tstate && async_prepare(&t->aio, t->p, t->list[0].tstate, &tell) == 0 && tell)
+		tell_kernel(c, t);
+}
+
 int target_init(struct collector *c, struct target *t)
 {
 	t->proc_loc = -1;
@@ -311,6 +324,8 @@ int target_init(struct collector *c, struct target *t)
 		return -PBP_E_BPF;
 	t->alive = true;
 	target_rescan(c, t, true);
+	if (c->o.async)
+		async_early(c, t);
 	return 0;
 }
 
@@ -458,7 +473,8 @@ void target_on_sample(struct collector *c, struct target *t, const struct pbp_sa
 	/* Python frames go after room for the root labels, which count() puts before them. */
 	symbolize(t->p, ks, c->agg, c->locs + off, MAX_LOCS - off - 1, &n, &c->sym);
 	if (c->o.async && n)
-		join_tasks(c, t, &(struct async_src){ e->tstate, ks->flags & PBP_F_TASK, ks->task },
+		join_tasks(c, t, &(struct async_src){ e->tstate, ks->flags & PBP_F_TASK, ks->task,
+							ks->flags & PBP_F_CORO ? ks->task : 0 },
 			   c->locs + off, &n, MAX_LOCS - off - 1);
 	target_native_leaf(c, t, ks, c->locs + off, &n, MAX_LOCS - off - 1);
 	target_kernel_frames(c, ks, c->locs + off, &n, MAX_LOCS - off - 1);
@@ -536,7 +552,7 @@ static int tick_stack(struct collector *c, struct target *t, struct tcache *e,
 	if (err && n == 0)
 		return err;
 	if (c->o.async)
-		join_tasks(c, t, &(struct async_src){ e->tstate, false, 0 }, c->locs, &n, MAX_LOCS - 2);
+		join_tasks(c, t, &(struct async_src){ e->tstate, false, 0, 0 }, c->locs, &n, MAX_LOCS - 2);
 	err = keep_stack(e, c->locs, n);
 	e->kernel_ns = 0;
 	e->switch_snap = false;
