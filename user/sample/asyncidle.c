@@ -80,9 +80,22 @@ static int64_t task_loc(struct idle *d, size_t i)
 	return d->task_loc[i];
 }
 
+/*
+ * asyncio's own files: .../pythonX.Y/asyncio/NAME.py. Any "/asyncio/" in the
+ * path also folded a user's coroutines when their project sat in a
+ * directory of that name.
+ */
 static bool in_asyncio(const struct codeinfo *ci)
 {
-	return ci && strstr(ci->file, "/asyncio/") != NULL;
+	const char *a = NULL, *dir;
+
+	for (const char *f = ci ? ci->file : ""; (f = strstr(f, "/asyncio/")) != NULL; f++)
+		a = f;
+	if (!a || strchr(a + 9, '/'))
+		return false;
+	for (dir = a; dir > ci->file && dir[-1] != '/'; dir--)
+		;
+	return strncmp(dir, "python3", 7) == 0;
 }
 
 /* The leaf: what the chain's end awaits. folded: asyncio's coroutine the user's awaits, or NULL. */
