@@ -93,6 +93,8 @@ static bool layout(struct async_state *s, struct pyproc *p, uint64_t tstate, boo
 	if (now < s->retry_ns)
 		return false;
 	err = aio_find_layout(p, &s->l);
+	if (err == -PBP_E_VERSION && !tstate)
+		return false;   /* 3.11 to 3.13: the registries are found from a thread's interpreter */
 	if (err == -PBP_E_VERSION)
 		err = legacy_layout(s, p, tstate);
 	s->ok = err == 0;

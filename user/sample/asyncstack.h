@@ -37,9 +37,10 @@ struct async_src {
 };
 
 /*
- * asyncio's layout looked for now (the thread of tstate names the
- * interpreter), as async_join would at its first stack: *tell when the
- * kernel is to learn it. *sp is made on first use; 0 or -PBP_E_NOMEM.
+ * asyncio's layout looked for now, as async_join would at its first stack
+ * (3.11 to 3.13: only with a thread state, whose interpreter names the
+ * registries; tstate 0 looks for 3.14's alone): *tell when the kernel is to
+ * learn it. *sp is made on first use; 0 or -PBP_E_NOMEM.
  */
 int async_prepare(struct async_state **sp, struct pyproc *p, uint64_t tstate, bool *tell);
 

@@ -301,15 +301,17 @@ static void join_tasks(struct collector *c, struct target *t, const struct async
 }
 
 /*
- * --async: asyncio's layout looked for as soon as the threads are known, so
- * that the kernel copies the running task (3.14) or coroutine frame (3.11 to
- * 3.13) from the first samples on, not only once the first is named.
+ * --async: asyncio's layout looked for before the kernel is first told of
+ * the process (3.14's), and again once its threads are known (3.11 to
+ * 3.13's, found from a thread's interpreter), so that the kernel copies the
+ * running task or coroutine frame from the first samples on, not only
+ * once the first is named.
  */
-static void async_early(struct collector *c, struct target *t)
+static void async_early(struct collector *c, struct target *t, uint64_t tstate)
 {
 	bool tell = false;
 
-	if (t->list[0].tstate && async_prepare(&t->aio, t->p, t->list[0].tstate, &tell) == 0 && tell)
+	if (async_prepare(&t->aio, t->p, tstate, &tell) == 0 && tell && tstate)
 		tell_kernel(c, t);
 }
 
@@ -320,12 +322,14 @@ int target_init(struct collector *c, struct target *t)
 	if (!t->list)
 		return -PBP_E_NOMEM;
 	t->init_ns = mono_ns();
+	if (c->o.async)
+		async_early(c, t, 0);
 	if (tell_kernel(c, t) != 0)
 		return -PBP_E_BPF;
 	t->alive = true;
 	target_rescan(c, t, true);
-	if (c->o.async)
-		async_early(c, t);
+	if (c->o.async && t->list[0].tstate)
+		async_early(c, t, t->list[0].tstate);
 	return 0;
 }
 
