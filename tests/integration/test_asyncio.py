@@ -332,7 +332,7 @@ def test_wall_many_tasks_every_tick(interp, start_target, tmp_path):
     recent_interp(interp)
     proc, pid, ready = start_target(interp, "aiomany.py", 1000)
     out = tmp_path / "many.txt"
-    r = run_profile("-p", pid, "-d", 3, "-F", 49, "--mode", "wall", "--async", "--stats=json",
+    r = run_profile("-p", pid, "-d", 2, "-F", 49, "--mode", "wall", "--async", "--stats=json",
                     "-o", out)
     assert r.returncode == 0, r.stderr
     st = json.loads([l for l in r.stderr.splitlines() if l.startswith("{")][0])
