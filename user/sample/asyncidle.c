@@ -26,10 +26,12 @@
  * one more sample of the stack that read made (agg_bump: no hashing, no
  * read of the target): 10,000 tasks cost a tick 10,000 additions, and no
  * tick goes uncounted, whenever the run ends. A task's stack is that of the
- * last read, up to IDLE_GAP read times old. After a window closes (top, the
- * agent) those stacks are gone with the aggregate, and the next tick reads
- * again. Tasks past the bound of a read (AIO_MAX_TASKS) are counted, not
- * read: their samples are the shortfall (st->missed), said at the end.
+ * last read, up to IDLE_GAP read times old. After a window closes (top)
+ * those stacks are gone with the aggregate: the next tick counts the graph
+ * kept again into the new one, or reads, if another thread's read since
+ * took its place. Tasks past the bound of a read (AIO_MAX_TASKS) are
+ * counted, not read: their samples are the shortfall (st->missed), said at
+ * the end.
  *
  * Before 3.14 the same read gives the running task's awaiters (no task
  * records its own): outside wall mode, async_graph_refresh makes it when a
@@ -275,6 +277,7 @@ static int read_graph(struct async_state *s, struct pyproc *p, uint64_t tstate, 
 {
 	int err = read_tasks(s, p, tstate, m, src);
 
+	s->g_tstate = err ? 0 : tstate;
 	st->graph_reads++;
 	st->graph_unread += unread(&s->g.st);
 	return err;
@@ -332,6 +335,7 @@ int async_idle_tick(struct async_state *s, struct pyproc *p, uint64_t tstate,
 	struct idle d = { p, &s->g, k, NULL, NULL };
 	struct idle_pace *pc;
 	uint64_t t0 = mono_ns();
+	bool again;
 	int err;
 
 	if (!s->ok || k->nroot > 4)
@@ -341,6 +345,12 @@ int async_idle_tick(struct async_state *s, struct pyproc *p, uint64_t tstate,
 		credit(pc, k, st);
 		return 0;
 	}
+	/*
+	 * A window closed since this thread's list was read, and none other
+	 * read since: the graph kept is counted into the new aggregate (names
+	 * and lines, no walk of the lists), the read still paced.
+	 */
+	again = pc && t0 < pc->next_ns && s->g.tasks && s->g_tstate == tstate;
 	if (!s->g.tasks && aio_graph_init(&s->g) != 0)
 		return -PBP_E_NOMEM;
 	if (pc) {
@@ -350,7 +360,7 @@ int async_idle_tick(struct async_state *s, struct pyproc *p, uint64_t tstate,
 	}
 	remote_invalidate_all(p->r);
 	remote_cache_mutable(p->r, true);
-	err = read_graph(s, p, tstate, &m, &src, st);
+	err = again ? 0 : read_graph(s, p, tstate, &m, &src, st);
 	if (!err)
 		err = count_all(&d, st);
 	remote_cache_mutable(p->r, false);
@@ -358,8 +368,9 @@ int async_idle_tick(struct async_state *s, struct pyproc *p, uint64_t tstate,
 	if (pc) {
 		pc->beyond = s->g.st.beyond;
 		pc->valid = !err;
-		pc->next_ns = mono_ns() + IDLE_GAP * (mono_ns() - t0);
+		if (!again)
+			pc->next_ns = mono_ns() + IDLE_GAP * (mono_ns() - t0);
 	}
-	st->graph_ns += mono_ns() - t0;
+	st->graph_ns += again ? 0 : mono_ns() - t0;
 	return err;
 }

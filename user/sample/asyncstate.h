@@ -32,6 +32,7 @@ struct async_state {
 	struct aio_layout l;
 	uint64_t md;            /* l.legacy: asyncio.tasks' module dict */
 	struct aio_graph g;     /* wall mode's waiting tasks; tasks NULL until first needed */
+	uint64_t g_tstate;      /* the thread whose list g is (0: none read whole) */
 	struct idle_pace pace[IDLE_THREADS];
 	uint64_t join_next_ns;  /* before 3.14, outside wall mode: the registries' next read */
 };
