@@ -379,3 +379,27 @@ def test_cpu_awaited_task_every_sample(interp, start_target, tmp_path):
             tasked += count
     print("cpu --async: %d of %d burn samples under their tasks" % (tasked, burn))
     assert burn >= 50 and tasked == burn, (tasked, burn)
+
+
+@pytest.mark.families
+def test_top_wall_many_tasks_each_interval(interp, start_target, pybpfprof):
+    """top closes a window every interval: each interval's table still counts
+    every waiting task (200 parked and main; the spinner too when a read
+    fell between its steps) once for each of the thread's ticks in it, not in
+    lumps when a paced read comes round. One interpreter: the windows are no
+    layout's."""
+    if interp.name != "3.12":
+        pytest.skip("the windows are no layout's: 3.12 only")
+    proc, pid, ready = start_target(interp, "aiomany.py", 200)
+    r = pybpfprof("top", "-p", pid, "--async", "-m", "wall", "-F", 49, "-d", 2.2,
+                  "--interval", 0.5)
+    assert r.returncode == 0, r.stderr
+    tables = re.findall(r"^samples (\d+) in .*\n(?:waiting tasks (\d+) samples more)?",
+                        r.stdout, re.M)
+    print("top --async, 200 parked: (samples, waiting) %s" % tables)
+    assert len(tables) >= 3, r.stdout
+    for samples, waiting in tables:
+        # A little under: a tick whose own stack could not be read counts no
+        # task; over: a read made between the spinner's steps counts it too.
+        n = int(samples)
+        assert n > 0 and 0.95 * 201 * n <= int(waiting or 0) <= 202 * n, tables
