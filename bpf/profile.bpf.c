@@ -293,6 +293,7 @@ struct walk_ctx {
 	bool fr_span, co_span;
 	__u32 buf;             /* BUF_SAMPLE or BUF_SWITCH */
 	__u32 tgid;
+	__u64 coro;            /* coro_owner set: the outermost coroutine frame yet */
 	bool fresh;            /* a code object never seen before: wake user space */
 };
 
@@ -427,6 +428,21 @@ static __always_inline void mark_entry(struct walk_ctx *c, struct pbp_sample *s,
 }
 
 /*
+ * 3.11 to 3.13 keep no running task where the kernel can read it: the
+ * outermost coroutine frame stands for it (the walk goes outwards, so the
+ * last one seen), one byte read a frame, and only when --async asks.
+ */
+static __always_inline void note_coro(struct walk_ctx *c)
+{
+	__u8 owner = 0;
+
+	if (c->o.coro_owner && c->o.coro_owner != PBP_NOOFF &&
+	    bpf_probe_read_user(&owner, 1, (const void *)(c->frame + c->o.coro_owner)) == 0 &&
+	    owner == c->o.owner_gen)
+		c->coro = c->frame;
+}
+
+/*
  * One step of the frame walk, run by bpf_loop so the verifier checks it once.
  * A frame is counted only when all its reads succeeded. Each frame costs one
  * copy of its span and one of its code object's; a span copy that faults
@@ -465,6 +481,7 @@ static long walk_step(__u32 i, void *vctx)
 			return 1;
 		c->fresh |= first_sight(code_key(c->tgid, f));
 		c->n++;
+		note_coro(c);
 	}
 	c->frame = ff.prev;
 	return 0;
@@ -525,6 +542,10 @@ static __always_inline bool walk(struct pbp_sample *s, const struct pbp_offsets 
 		s->flags |= PBP_F_TRUNCATED;
 	s->resume = c.frame;
 	s->nframes = c.n;
+	if (c.coro) {
+		s->task = c.coro;
+		s->flags |= PBP_F_CORO;
+	}
 	return c.fresh;
 }
 

@@ -53,6 +53,16 @@ struct pbp_offsets {
 	 * 0: not asked (or not known yet).
 	 */
 	__u16 ts_running_task;
+	/*
+	 * 3.11 to 3.13 with --async, once asyncio's layout is found: offset of
+	 * a frame's owner byte. The outermost frame whose owner is owner_gen
+	 * (a coroutine's: the running task's own, under the loop's frames) is
+	 * copied into .task, flagged PBP_F_CORO, so that user space knows the
+	 * task at the sample, not when it names it. 0: not asked.
+	 */
+	__u16 coro_owner;
+	__u8 owner_gen;
+	__u8 pad_coro;
 };
 
 /* Per target process, keyed by tgid in the "procs" map. */
@@ -122,6 +132,7 @@ enum pbp_sample_flags {
 	PBP_F_USTACK = 1 << 9,     /* a struct pbp_ustack for this sample came just before it */
 	PBP_F_ENTRIES = 1 << 10,   /* .entries marks the frames that entered the evaluation loop */
 	PBP_F_KSTACK = 1 << 11,    /* --kernel: the thread was in the kernel; .kstack says where */
+	PBP_F_CORO = 1 << 12,      /* .task is the outermost coroutine frame's address (coro_owner set) */
 };
 
 /*
@@ -137,7 +148,7 @@ struct pbp_sample {
 	__u64 tstate;
 	__u64 resume;          /* frame address where the kernel stopped, if flagged */
 	__u64 switches;        /* PBP_F_SWITCH_OUT: the thread's switch count after leaving */
-	__u64 task;            /* ts_running_task set: the thread's running asyncio task, 0 none */
+	__u64 task;            /* PBP_F_TASK: the running asyncio task (0 none); PBP_F_CORO: a frame */
 	/*
 	 * PBP_F_REGS: the user-space registers at the sample: where the thread
 	 * was in native code (its innermost native frame), and its stack.

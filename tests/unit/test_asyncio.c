@@ -5,7 +5,8 @@
  * disagrees with _Py_DebugOffsets; _Py_DebugOffsets gives coroutine and set
  * offsets on 3.14 only; the task graph of the fuzzer's seeds
  * (../fuzz/corpus/asyncio, tests/fuzz/asyncio_seeds.py) is what they hold,
- * and each bad one ends in its counted failure.
+ * and each bad one ends in its counted failure; tasks past the bound are
+ * counted.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -243,6 +244,44 @@ static void test_bad(struct aio_graph *g)
 	CHECK(g->n == 3 && g->tasks[1].nawaiters == 0);
 }
 
+/*
+ * More tasks than a read keeps (issue 30): the first AIO_MAX_TASKS are read,
+ * the rest counted in beyond, for the profile to say what it left out.
+ */
+static void test_beyond(struct aio_graph *g)
+{
+	const size_t size = 176, n = AIO_MAX_TASKS + 100;
+	struct aio_layout l = {
+		.legacy = true, .task_type = MEM_BASE + 0x3f60, .task_size = 176, .task_name = 144,
+		.task_coro = 136, .task_loop = 16, .task_fut_waiter = 128, .fr_stacktop = 64,
+		.fr_localsplus = 72,
+	};
+	uint8_t *mem = calloc(n, size);
+	struct fakemem m = { mem, n * size };
+	struct aio_mem am = { fakemem_read, &m };
+	struct aio_given *given = calloc(n, sizeof(*given));
+	struct pyver v;
+
+	if (!mem || !given || pyver_of("data/debug_offsets_3.14.bin", &v) != 0) {
+		CHECK(!"no memory for the tasks, or no 3.14 offsets");
+		goto out;
+	}
+	v.async_ok = false;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t type = l.task_type;
+
+		memcpy(mem + i * size + v.ob_type, &type, 8);
+		given[i] = (struct aio_given){ MEM_BASE + i * size, 0, false };
+	}
+	CHECK_EQ_INT(aio_graph_read_given(&am, &v, &l, given, n, g), 0);
+	CHECK_EQ_INT(g->n, AIO_MAX_TASKS);
+	CHECK_EQ_INT(g->st.beyond, 100);
+	CHECK_EQ_INT(g->st.list_long, 1);
+out:
+	free(mem);
+	free(given);
+}
+
 int main(void)
 {
 	struct aio_graph g;
@@ -256,6 +295,7 @@ int main(void)
 	test_future_iter(&g);
 	test_legacy(&g);
 	test_legacy_gather(&g);
+	test_beyond(&g);
 	aio_graph_free(&g);
 	return unit_done("test_asyncio");
 }

@@ -135,13 +135,13 @@ static void tasks_text(const struct adump *d)
 	}
 }
 
-#define NSTATS 9
+#define NSTATS 10
 
 static void stats_of(const struct aio_stats *s, unsigned v[NSTATS])
 {
 	const unsigned a[NSTATS] = { s->list_faults, s->list_cycles, s->list_long, s->not_tasks,
 				     s->chain_faults, s->chain_cycles, s->chain_long, s->set_faults,
-				     s->set_corrupt };
+				     s->set_corrupt, s->beyond };
 
 	memcpy(v, a, sizeof(a));
 }
@@ -149,6 +149,7 @@ static void stats_of(const struct aio_stats *s, unsigned v[NSTATS])
 static const char *const stat_names[NSTATS] = {
 	"list_faults", "list_cycles", "list_too_long", "not_tasks", "chain_faults",
 	"chain_cycles", "chain_too_long", "awaited_by_faults", "awaited_by_corrupt",
+	"tasks_past_bound",     /* counted, not read: past AIO_MAX_TASKS */
 };
 
 /* What could not be read: the graph of a running process is a best effort, said so. */

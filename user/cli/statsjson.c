@@ -92,6 +92,7 @@ void stats_json_collector(struct jsonw *w, const struct collector *c)
 		jw_u64(w, "tasked", c->async.tasked);
 		jw_u64(w, "unplaced", c->async.unplaced);
 		jw_u64(w, "waiting_task_samples", c->async.waiting);
+		jw_u64(w, "waiting_task_samples_missed", c->async.missed);
 		jw_u64(w, "task_lists", c->async.graph_reads);
 		jw_num(w, "task_list_seconds", (double)c->async.graph_ns / 1e9);
 		jw_u64(w, "task_list_unread", c->async.graph_unread);

@@ -20,6 +20,7 @@
 #include "core/jsonw.h"
 #include "core/limits.h"
 #include "core/text.h"
+#include "cpython/asyncio_graph.h"
 #include "cpython/codeobj.h"
 #include "output/top.h"
 #include "output/writers.h"
@@ -145,6 +146,10 @@ static void print_async(const struct collector *c)
 			"running), counted besides the threads' %llu", (unsigned long long)c->async.waiting,
 			(unsigned long long)(agg_total(c->agg) - c->async.waiting));
 	fputc('\n', stderr);
+	if (c->async.missed)
+		fprintf(stderr, "pybpfprof: warning: --async: %llu samples of waiting tasks not counted: "
+			"a task list held more than the %u tasks read at once\n",
+			(unsigned long long)c->async.missed, AIO_MAX_TASKS);
 }
 
 static void print_summary(struct record *r)

@@ -128,6 +128,16 @@ static int add_task(struct walk *w, uint64_t addr, int owner, bool running)
 	return 0;
 }
 
+/*
+ * Past the bound the tasks are not read, only counted, so that the tasks a
+ * profile leaves out are said: one read a node, bounded too.
+ */
+static void count_beyond(struct walk *w, const struct aio_source *s, uint64_t node)
+{
+	while (node != s->head && w->g->st.beyond < AIO_MAX_BEYOND && rd_u64(w, node, &node) == 0)
+		w->g->st.beyond++;
+}
+
 /* One list: bounded by the tasks it may add, ended by a task already seen. */
 static void walk_list(struct walk *w, const struct aio_source *s)
 {
@@ -140,6 +150,7 @@ static void walk_list(struct walk *w, const struct aio_source *s)
 	while (node != s->head) {
 		if (w->g->n >= AIO_MAX_TASKS) {
 			w->g->st.list_long++;
+			count_beyond(w, s, node);
 			return;
 		}
 		if (node < w->l->task_node || find_task(w, node - w->l->task_node) >= 0) {
@@ -270,6 +281,7 @@ static void read_chain(struct walk *w, struct aio_task *t)
 		w->g->st.chain_faults++;
 		return;
 	}
+	t->coro = coro;
 	while (coro) {
 		if (t->nframes >= AIO_MAX_CHAIN) {
 			w->g->st.chain_long++;
@@ -437,6 +449,7 @@ int aio_graph_read_given(const struct aio_mem *m, const struct pyver *v, const s
 	for (size_t i = 0; i < n; i++) {
 		if (g->n >= AIO_MAX_TASKS) {
 			g->st.list_long++;
+			g->st.beyond += (unsigned)(n - i < AIO_MAX_BEYOND ? n - i : AIO_MAX_BEYOND);
 			break;
 		}
 		if (find_task(w, tasks[i].addr) < 0 &&
@@ -477,7 +490,7 @@ static void link_children(const struct aio_mem *m, const struct pyver *v, const 
 		g->st.set_faults++;
 		return;
 	}
-	if (size > AIO_MAX_SET) {
+	if (size > AIO_MAX_TASKS) {     /* a gather of every task is no corruption */
 		g->st.set_corrupt++;
 		return;
 	}

@@ -10,10 +10,12 @@ struct aio_layout;
 struct pyver;
 
 /* Bounds of one read of a process's task graph: memory read from it is untrusted. */
-#define AIO_MAX_TASKS 8192      /* tasks kept, all lists together */
+#define AIO_MAX_TASKS 32768     /* tasks kept, all lists together (pages touched only as used) */
 #define AIO_MAX_CHAIN 64        /* coroutine frames of one task */
 #define AIO_MAX_AWAITERS 16     /* awaiters of one task */
-#define AIO_MAX_SET 4096        /* slots of an awaited-by set's table, children of a gather */
+#define AIO_MAX_SET 4096        /* slots of an awaited-by set's table */
+#define AIO_MAX_REGISTRY (8 * AIO_MAX_TASKS)    /* slots of a set of every task (before 3.14) */
+#define AIO_MAX_BEYOND (1u << 20)       /* tasks past AIO_MAX_TASKS counted, not read */
 
 /* How the target's memory is read: 0 or -PBP_E_* (the fuzzer gives a buffer). */
 struct aio_mem {
@@ -50,6 +52,7 @@ struct aio_task {
 	 */
 	uint64_t awaits, awaits_type;
 	uint64_t fut_waiter;    /* before 3.14: the future its step waits on (_fut_waiter) */
+	uint64_t coro;          /* its coroutine (task_coro) */
 	int32_t awaits_task;
 	char awaits_name[32];   /* the type's tp_name, "" when unread */
 	struct aio_frame frames[AIO_MAX_CHAIN];     /* outermost (the task's coroutine) first */
@@ -61,6 +64,7 @@ struct aio_stats {
 	unsigned list_faults;   /* a list read failed part way (a task freed mid-read) */
 	unsigned list_cycles;   /* a list came back to a task it had given */
 	unsigned list_long;     /* AIO_MAX_TASKS reached */
+	unsigned beyond;        /* tasks past it: counted (up to AIO_MAX_BEYOND), left out */
 	unsigned not_tasks;     /* a list node whose object is no task */
 	unsigned chain_faults, chain_cycles, chain_long;
 	unsigned set_faults, set_corrupt;
@@ -109,7 +113,7 @@ struct aio_gather {
  * returns keeps them (_children), and the task whose _fut_waiter it is
  * awaits them all: each child among g's tasks gets that awaiter. A list is
  * a PyListObject (ob_size, then ob_item after the header); one unreadable
- * counts in set_faults, one of absurd length (AIO_MAX_SET) in set_corrupt.
+ * counts in set_faults, one longer than AIO_MAX_TASKS in set_corrupt.
  * Children not among the tasks (finished, or a nested gather's future) are
  * left out. 0, or -PBP_E_NOMEM.
  */

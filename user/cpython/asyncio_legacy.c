@@ -18,7 +18,7 @@
  * threading ident its loop's _thread_id holds (set while the loop runs).
  *
  * Everything is read while the process runs: the registries are bounded
- * (AIO_MAX_SET slots a set), and anything that is not what it should be is
+ * (AIO_MAX_REGISTRY slots a set), and anything that is not what it should be is
  * skipped; the walk itself (asyncio_graph.c) counts its own failures.
  */
 #include <stdio.h>
@@ -44,6 +44,7 @@ struct legacy {
 	size_t nts;
 	struct aio_given *out;
 	size_t n;
+	unsigned beyond;        /* tasks past AIO_MAX_TASKS */
 	uint64_t wr_type;       /* weakref.ReferenceType, once seen */
 	uint64_t running[MAX_LOOPS];    /* _current_tasks' values */
 	size_t nrunning;
@@ -147,8 +148,12 @@ static void give(struct legacy *s, uint64_t obj)
 	uint64_t type, loop;
 	bool running = false;
 
-	if (s->n >= AIO_MAX_TASKS || pyobj_type(s->p, obj, &type) != 0 || type != s->l->task_type)
+	if (pyobj_type(s->p, obj, &type) != 0 || type != s->l->task_type)
 		return;         /* a dummy key, a dead reference (None), another type */
+	if (s->n >= AIO_MAX_TASKS) {
+		s->beyond += s->beyond < AIO_MAX_BEYOND;        /* said, not read */
+		return;
+	}
 	for (size_t i = 0; i < s->nrunning; i++)
 		running |= s->running[i] == obj;
 	if (remote_ptr(s->p->r, obj + s->l->task_loop, &loop) != 0)
@@ -162,7 +167,7 @@ static void read_set(struct legacy *s, uint64_t set, bool weak)
 	uint64_t mask, table, key, obj, type;
 	uint8_t *t;
 
-	if (remote_ptr(s->p->r, set + s->gen->set_mask, &mask) != 0 || mask >= AIO_MAX_SET ||
+	if (remote_ptr(s->p->r, set + s->gen->set_mask, &mask) != 0 || mask >= AIO_MAX_REGISTRY ||
 	    (mask & (mask + 1)) != 0 || remote_ptr(s->p->r, set + s->gen->set_table, &table) != 0)
 		return;
 	t = malloc((mask + 1) * 16);
@@ -271,6 +276,8 @@ int aio_legacy_tasks(struct pyproc *p, const struct aio_layout *l, uint64_t md,
 		read_registry(s, md, "_eager_tasks", false);
 	}
 	err = aio_graph_read_given(&m, &p->v, l, s->out, s->n, g);
+	g->st.beyond += s->beyond;
+	g->st.list_long += s->beyond > 0;
 	if (!err)
 		err = join_gathers(p, &m, g);
 	free(s->out);

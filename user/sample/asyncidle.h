@@ -28,11 +28,19 @@ struct async_sink {
  *   root;task main;task sleeper;sleeper;[awaiting] asyncio.sleep
  *
  * (the tasks awaiting it, outermost first, itself, its coroutine chain, and
- * what that awaits). Nothing until async_join has found the layout. What
- * cannot be read is counted (st->graph_unread) and left out; 0, or -PBP_E_NOMEM.
+ * what that awaits). The list is read at most once every IDLE_GAP times the
+ * last read's time; the ticks in between count the last read's stacks again.
+ * Nothing until async_join has found the layout. What cannot be read is
+ * counted (st->graph_unread) and left out, tasks past the bound in
+ * st->missed for each tick; 0, or -PBP_E_NOMEM.
  */
 int async_idle_tick(struct async_state *s, struct pyproc *p, uint64_t tstate,
 		    const struct async_sink *k, struct async_stats *st);
+
+/* A window closed: the stacks kept for the ticks between reads are gone with its aggregate. */
+void async_idle_new_window(struct async_state *s);
+/* What async_idle_tick keeps (the state itself is async_state_free's). */
+void async_idle_free(struct async_state *s);
 
 /*
  * Before 3.14 a task names no awaiter: those of the running task come from

@@ -8,11 +8,17 @@
  *
  * On 3.14 the kernel copies the running task's address into each sample
  * once the layout is known (pbp_offsets.ts_running_task); its name and
- * awaiters are read when the sample is named, a few milliseconds later. A
- * stack read now (a wall tick), or sampled before the kernel was told, gets
- * the task running now; so does every sample on 3.11 to 3.13, whose thread
- * states hold no running task (asyncio_legacy.c reads _current_tasks). Task frames go only where the task's own coroutine is on
- * the stack, so a task that changed in between leaves the sample as it
+ * awaiters are read when the sample is named, a few milliseconds later.
+ * 3.11 to 3.13's thread states hold no running task: the kernel copies the
+ * outermost coroutine frame instead (pbp_offsets.coro_owner), which lies
+ * inside its coroutine, and the task whose coroutine that is comes from the
+ * last read of asyncio's registries (asyncidle.c). Reading _current_tasks
+ * when the sample is named instead missed 44% of the samples of a task
+ * that ran 2 ms between sleeps: by then it slept. A stack read now (a wall
+ * tick), sampled before the kernel was told, or of a task newer than the
+ * last read gets the task running now (asyncio_legacy.c reads
+ * _current_tasks). Task frames go only where the task's own coroutine is
+ * on the stack, so a task that changed in between leaves the sample as it
  * was rather than naming another task.
  */
 #include <stdlib.h>
@@ -26,17 +32,21 @@
 #include "cpython/asyncio_legacy.h"
 #include "cpython/asyncio_tasks.h"
 #include "cpython/codeobj.h"
+#include "cpython/objects.h"
 #include "cpython/process.h"
 #include "proc/remote.h"
 #include "sample/asyncidle.h"
 
 #define RETRY_NS 1000000000ull  /* asyncio not loaded yet: look again a second later */
+#define FRAME_OWNED_BY_GENERATOR 1      /* 3.11 to 3.13's frame owner of a coroutine's frame */
 
 
 void async_state_free(struct async_state *s)
 {
-	if (s)
+	if (s) {
 		aio_graph_free(&s->g);
+		async_idle_free(s);
+	}
 	free(s);
 }
 
@@ -48,6 +58,23 @@ static int legacy_layout(struct async_state *s, struct pyproc *p, uint64_t tstat
 	int err = remote_ptr(p->r, tstate + p->v.ts_interp, &interp);
 
 	return err ? err : aio_legacy_find(p, interp, &s->l, &s->md);
+}
+
+/*
+ * 3.11 to 3.13: where a frame's owner byte is, for the kernel to find the
+ * outermost coroutine frame; 3.11's (not in the generated table) is the
+ * char right after its bool is_entry (Include/internal/pycore_frame.h).
+ */
+static bool coro_owner(struct pbp_offsets *k)
+{
+	__u16 off = k->fr_owner != PBP_NOOFF ? k->fr_owner :
+		    k->fr_is_entry != PBP_NOOFF ? (__u16)(k->fr_is_entry + 1) : PBP_NOOFF;
+
+	if (off == PBP_NOOFF)
+		return false;
+	k->coro_owner = off;
+	k->owner_gen = FRAME_OWNED_BY_GENERATOR;
+	return true;
 }
 
 /*
@@ -66,6 +93,8 @@ static bool layout(struct async_state *s, struct pyproc *p, uint64_t tstate, boo
 	if (now < s->retry_ns)
 		return false;
 	err = aio_find_layout(p, &s->l);
+	if (err == -PBP_E_VERSION && !tstate)
+		return false;   /* 3.11 to 3.13: the registries are found from a thread's interpreter */
 	if (err == -PBP_E_VERSION)
 		err = legacy_layout(s, p, tstate);
 	s->ok = err == 0;
@@ -75,6 +104,8 @@ static bool layout(struct async_state *s, struct pyproc *p, uint64_t tstate, boo
 		p->v.k.ts_running_task = (__u16)s->l.ts_running_task;
 		*tell = true;
 	}
+	if (s->ok && s->l.legacy)
+		*tell = coro_owner(&p->v.k);
 	return s->ok;
 }
 
@@ -117,6 +148,25 @@ static void legacy_chain(const struct async_state *s, uint64_t task, uint64_t *t
 	}
 }
 
+/*
+ * 3.11 to 3.13: the task whose coroutine holds the kernel's frame, among the
+ * last read's tasks, if it is still that task's (memory of a task freed since
+ * may hold another by now); 0: none.
+ */
+static uint64_t task_of_frame(const struct async_state *s, struct pyproc *p, uint64_t frame)
+{
+	uint64_t coro = frame - p->v.gen_iframe, now, type;
+
+	for (size_t i = 0; s->g.tasks && i < s->g.n; i++) {
+		const struct aio_task *t = &s->g.tasks[i];
+
+		if (t->coro == coro)
+			return remote_ptr(p->r, t->addr + s->l.task_coro, &now) == 0 && now == coro &&
+			       pyobj_type(p, t->addr, &type) == 0 && type == s->l.task_type ? t->addr : 0;
+	}
+	return 0;
+}
+
 /* Where the task's coroutine frame is in locs (root first): the first with its name and file. */
 static long coroutine_at(struct pyproc *p, struct agg *a, uint64_t code, const uint32_t *locs,
 			 uint32_t n)
@@ -134,6 +184,44 @@ static long coroutine_at(struct pyproc *p, struct agg *a, uint64_t code, const u
 			return (long)i;
 	}
 	return -1;
+}
+
+/*
+ * 3.11 to 3.13: the task of the stack locs. The kernel's coroutine frame
+ * names it, when the last read has it; else (a stack read now, one sampled
+ * before the kernel was told, a task newer than the read) the task running
+ * now, when its coroutine is on the stack; else, with no frame from the
+ * kernel, the one task of the last read whose coroutine is (none when two
+ * are). Failing all, the task running now (async_join counts it unplaced).
+ */
+static uint64_t legacy_task(struct async_state *s, struct pyproc *p, struct agg *a,
+			    const struct async_src *src, const uint32_t *locs, uint32_t n)
+{
+	uint64_t task = src->coro_frame ? task_of_frame(s, p, src->coro_frame) : 0;
+	uint64_t now = 0, found = 0, code = 0;
+	bool on = false;
+
+	if (task)
+		return task;
+	if (running_now(s, p, src->tstate, &now) != 0)
+		now = 0;
+	if (src->coro_frame || (now && coroutine_at(p, a, aio_task_code(p, &s->l, now), locs, n) >= 0))
+		return now;
+	for (size_t i = 0; s->g.tasks && i < s->g.n; i++) {
+		const struct aio_task *t = &s->g.tasks[i];
+
+		if (!t->nframes)
+			continue;
+		if (t->frames[0].code != code) {        /* tasks of one coroutine: looked for once */
+			code = t->frames[0].code;
+			on = coroutine_at(p, a, code, locs, n) >= 0;
+		}
+		if (on && found)
+			return now;     /* two tasks run that coroutine: which one is not known */
+		if (on)
+			found = t->addr;
+	}
+	return found ? found : now;
 }
 
 /* "task NAME" of each task, outermost awaiter first, into ids. */
@@ -157,6 +245,15 @@ static int task_locs(struct pyproc *p, struct agg *a, const struct aio_layout *l
 	return 0;
 }
 
+int async_prepare(struct async_state **sp, struct pyproc *p, uint64_t tstate, bool *tell)
+{
+	*tell = false;
+	if (!*sp && !(*sp = calloc(1, sizeof(**sp))))
+		return -PBP_E_NOMEM;
+	layout(*sp, p, tstate, tell);
+	return 0;
+}
+
 int async_join(struct async_state **sp, struct pyproc *p, struct agg *a, const struct async_src *src,
 	       uint32_t *locs, uint32_t *n, uint32_t max, struct async_stats *st, bool *tell, bool wall)
 {
@@ -171,20 +268,22 @@ int async_join(struct async_state **sp, struct pyproc *p, struct agg *a, const s
 		return -PBP_E_NOMEM;
 	if (!layout(*sp, p, src->tstate, tell))
 		return 0;
-	/* Not the kernel's copy: the task running now, a little after the stack was taken. */
-	if (!src->from_kernel && running_now(*sp, p, src->tstate, &task) != 0)
-		return 0;
-	if (!task)
-		return 0;
 	if ((*sp)->l.legacy) {
-		/* Its awaiters from the registries' last read: made here outside wall mode. */
+		/* The registries' last read (made here outside wall mode): the frame's task, its awaiters. */
 		if ((!wall || !(*sp)->g.tasks) &&
 		    async_graph_refresh(*sp, p, src->tstate, st) == -PBP_E_NOMEM)
 			return -PBP_E_NOMEM;
+		task = legacy_task(*sp, p, a, src, locs, *n);
+		if (!task)
+			return 0;
 		legacy_chain(*sp, task, tasks, &nt);
+	} else {
+		/* Not the kernel's copy: the task running now, a little after the stack was taken. */
+		if (!src->from_kernel && running_now(*sp, p, src->tstate, &task) != 0)
+			return 0;
+		if (!task || aio_task_chain(p, &(*sp)->l, task, tasks, ASYNC_MAX_TASKS, &nt) != 0 || nt == 0)
+			return 0;
 	}
-	else if (aio_task_chain(p, &(*sp)->l, task, tasks, ASYNC_MAX_TASKS, &nt) != 0 || nt == 0)
-		return 0;
 	at = coroutine_at(p, a, aio_task_code(p, &(*sp)->l, tasks[0]), locs, *n);
 	if (at < 0 || *n + nt > max) {
 		st->unplaced++;

@@ -23,6 +23,7 @@ struct async_stats {
 	uint64_t graph_reads;   /* task lists read (one a tick of each loop's thread) */
 	uint64_t graph_unread;  /* bounded failures in them (struct aio_stats, summed) */
 	uint64_t graph_ns;      /* the time they took */
+	uint64_t missed;        /* waiting tasks' samples not counted: tasks past the bound */
 };
 
 void async_state_free(struct async_state *s);
@@ -32,7 +33,16 @@ struct async_src {
 	uint64_t tstate;        /* its thread's state */
 	bool from_kernel;       /* task is the kernel's copy at the sample (PBP_F_TASK) */
 	uint64_t task;
+	uint64_t coro_frame;    /* 3.11 to 3.13: the kernel's outermost coroutine frame (PBP_F_CORO), 0 none */
 };
+
+/*
+ * asyncio's layout looked for now, as async_join would at its first stack
+ * (3.11 to 3.13: only with a thread state, whose interpreter names the
+ * registries; tstate 0 looks for 3.14's alone): *tell when the kernel is to
+ * learn it. *sp is made on first use; 0 or -PBP_E_NOMEM.
+ */
+int async_prepare(struct async_state **sp, struct pyproc *p, uint64_t tstate, bool *tell);
 
 /*
  * The stack locs[0..*n) (root first) of the thread of src->tstate in p

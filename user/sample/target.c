@@ -309,6 +309,21 @@ static void join_tasks(struct collector *c, struct target *t, const struct async
 		tell_kernel(c, t);
 }
 
+/*
+ * --async: asyncio's layout looked for before the kernel is first told of
+ * the process (3.14's), and again once its threads are known (3.11 to
+ * 3.13's, found from a thread's interpreter), so that the kernel copies the
+ * running task or coroutine frame from the first samples on, not only
+ * once the first is named.
+ */
+static void async_early(struct collector *c, struct target *t, uint64_t tstate)
+{
+	bool tell = false;
+
+	if (async_prepare(&t->aio, t->p, tstate, &tell) == 0 && tell && tstate)
+		tell_kernel(c, t);
+}
+
 int target_init(struct collector *c, struct target *t)
 {
 	t->proc_loc = -1;
@@ -316,10 +331,14 @@ int target_init(struct collector *c, struct target *t)
 	if (!t->list)
 		return -PBP_E_NOMEM;
 	t->init_ns = mono_ns();
+	if (c->o.async)
+		async_early(c, t, 0);
 	if (tell_kernel(c, t) != 0)
 		return -PBP_E_BPF;
 	t->alive = true;
 	target_rescan(c, t, true);
+	if (c->o.async && t->list[0].tstate)
+		async_early(c, t, t->list[0].tstate);
 	return 0;
 }
 
@@ -468,7 +487,8 @@ void target_on_sample(struct collector *c, struct target *t, const struct pbp_sa
 	/* Python frames go after room for the root labels, which count() puts before them. */
 	symbolize(t->p, ks, c->agg, c->locs + off, MAX_LOCS - off - 1, &n, &c->sym);
 	if (c->o.async && n)
-		join_tasks(c, t, &(struct async_src){ e->tstate, ks->flags & PBP_F_TASK, ks->task },
+		join_tasks(c, t, &(struct async_src){ e->tstate, ks->flags & PBP_F_TASK, ks->task,
+							ks->flags & PBP_F_CORO ? ks->task : 0 },
 			   c->locs + off, &n, MAX_LOCS - off - 1);
 	target_native_leaf(c, t, ks, c->locs + off, &n, MAX_LOCS - off - 1);
 	target_kernel_frames(c, ks, c->locs + off, &n, MAX_LOCS - off - 1);
@@ -546,7 +566,7 @@ static int tick_stack(struct collector *c, struct target *t, struct tcache *e,
 	if (err && n == 0)
 		return err;
 	if (c->o.async)
-		join_tasks(c, t, &(struct async_src){ e->tstate, false, 0 }, c->locs, &n, MAX_LOCS - 2);
+		join_tasks(c, t, &(struct async_src){ e->tstate, false, 0, 0 }, c->locs, &n, MAX_LOCS - 2);
 	err = keep_stack(e, c->locs, n);
 	e->kernel_ns = 0;
 	e->switch_snap = false;
@@ -689,6 +709,7 @@ void target_new_window(struct collector *c, struct target *t)
 			agg_set_thread_name(c->agg, (uint32_t)t->pid, (uint32_t)e->tid, e->name);
 	}
 	t->proc_loc = -1;
+	async_idle_new_window(t->aio);
 	apply_labels(c, t);
 }
 

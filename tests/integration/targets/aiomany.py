@@ -1,0 +1,44 @@
+"""Many parked asyncio tasks and one spinning (issue 30), for `record
+--async -m wall`: N tasks "p0".."pN-1" (argv[1]) each await an Event that
+never fires, gathered by the main task with "spinner", which computes in
+spin() and yields (asyncio.sleep(0)) for ever. Every tick of the loop's
+thread should count each parked task once.
+
+Writes $PBP_READY ({"pid", "version", "tasks"}) once spinner runs with
+every task parked. Python 3.8+ (task names)."""
+
+import asyncio
+import json
+import os
+import sys
+
+READY = os.environ["PBP_READY"]
+N = int(sys.argv[1])
+
+
+def spin():
+    sum(range(20000))
+
+
+async def spinner():
+    await asyncio.sleep(0.1)
+    tmp = READY + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump({"pid": os.getpid(), "version": list(sys.version_info[:3]), "tasks": N}, f)
+    os.rename(tmp, READY)
+    while True:
+        spin()
+        await asyncio.sleep(0)
+
+
+async def parked(ev):
+    await ev.wait()
+
+
+async def main():
+    ev = asyncio.Event()
+    ts = [asyncio.create_task(parked(ev), name="p%d" % i) for i in range(N)]
+    await asyncio.gather(asyncio.create_task(spinner(), name="spinner"), *ts)
+
+
+asyncio.run(main())
