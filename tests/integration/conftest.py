@@ -754,8 +754,9 @@ def start_target():
 
 def pybpfprof(*args, **kwargs):
     """Run build/pybpfprof with the arguments; CompletedProcess with text
-    stdout/stderr. Fails the test when it is not built or times out."""
-    timeout = kwargs.pop("timeout", 60)
+    stdout/stderr. Fails the test when it is not built or times out. The one
+    way the tests run the binary (also as the `pybpfprof` fixture)."""
+    timeout = kwargs.pop("timeout", 120)
     if not os.access(PYBPFPROF, os.X_OK):
         pytest.fail("%s is not built (make all)" % os.path.relpath(PYBPFPROF, REPO),
                     pytrace=False)

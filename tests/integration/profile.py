@@ -149,13 +149,6 @@ def wait_no_bpf_objects(timeout=5):
     return left
 
 
-def run_profile(*args, timeout=120):
-    """Run pybpfprof to completion; (CompletedProcess, collapsed stacks)."""
-    r = subprocess.run([PYBPFPROF] + [str(a) for a in args], capture_output=True, text=True,
-                       timeout=timeout)
-    return r
-
-
 def task_cpu_ns(pid, tid):
     with open("/proc/%d/task/%d/schedstat" % (pid, tid)) as f:
         return int(f.read().split()[0])

@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from profile import func_of, parse_collapsed, run_profile, total
+from conftest import pybpfprof
+from profile import func_of, parse_collapsed, total
 
 EXIT_UNSUPPORTED = 5
 
@@ -143,7 +144,7 @@ def churn_cpu_record(proc, pid, tmp_path):
     registries made when samples are named, paced (10x a read's time between
     two): against the churn they happen, the run ends normally, the target
     lives, and they take a bounded share of the run."""
-    r = run_profile("-p", pid, "-d", 1.5, "--mode", "cpu", "--async", "--stats=json", "-o",
+    r = pybpfprof("-p", pid, "-d", 1.5, "--mode", "cpu", "--async", "--stats=json", "-o",
                     tmp_path / "churn.txt")
     assert r.returncode == 0, r.stderr
     st = json.loads([l for l in r.stderr.splitlines() if l.startswith("{")][0])
@@ -159,7 +160,7 @@ def churn_cpu_record(proc, pid, tmp_path):
 
 def record_async(pid, mode, tmp_path):
     out = str(tmp_path / ("%s.txt" % mode))
-    r = run_profile("-p", pid, "-d", 2, "--mode", mode, "--async", "-q", "-o", out)
+    r = pybpfprof("-p", pid, "-d", 2, "--mode", mode, "--async", "-q", "-o", out)
     assert r.returncode == 0, r.stderr
     with open(out) as f:
         return parse_collapsed(f.read())
@@ -333,7 +334,7 @@ def test_wall_many_tasks_every_tick(interp, start_target, tmp_path):
     recent_interp(interp)
     proc, pid, ready = start_target(interp, "aiomany.py", 1000)
     out = tmp_path / "many.txt"
-    r = run_profile("-p", pid, "-d", 2, "-F", 49, "--mode", "wall", "--async", "--stats=json",
+    r = pybpfprof("-p", pid, "-d", 2, "-F", 49, "--mode", "wall", "--async", "--stats=json",
                     "-o", out)
     assert r.returncode == 0, r.stderr
     st = json.loads([l for l in r.stderr.splitlines() if l.startswith("{")][0])
@@ -367,7 +368,7 @@ def test_cpu_awaited_task_every_sample(interp, start_target, tmp_path):
         pytest.skip("--async: 3.11 and later")
     proc, pid, ready = start_target(interp, "aiodbquery.py")
     out = tmp_path / "dbq.txt"
-    r = run_profile("-p", pid, "-d", 3, "-F", 199, "--mode", "cpu", "--async", "-q", "-o", out)
+    r = pybpfprof("-p", pid, "-d", 3, "-F", 199, "--mode", "cpu", "--async", "-q", "-o", out)
     assert r.returncode == 0, r.stderr
     burn = tasked = 0
     for frames, count in parse_collapsed(out.read_text()):

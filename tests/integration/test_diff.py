@@ -13,7 +13,7 @@ import pytest
 
 import cdp
 from conftest import pybpfprof
-from profile import func_of, run_profile
+from profile import func_of
 from test_html import artifact, assert_clean, browser, open_page, page  # noqa: F401 (fixtures)
 
 EXIT_USAGE, EXIT_IO = 2, 10
@@ -23,7 +23,7 @@ HOT, COLD = 0.8, 0.2      # hotswap.py's split of its CPU between the two functi
 def record(start_target, interp, tmp_path, hot, ext=".txt"):
     proc, pid, ready = start_target(interp, "hotswap.py", hot)
     out = tmp_path / (hot + ext)
-    r = run_profile("-p", pid, "-F", 199, "-d", 2, "-o", out)
+    r = pybpfprof("-p", pid, "-F", 199, "-d", 2, "-o", out)
     assert r.returncode == 0, r.stderr
     proc.kill()
     proc.wait()

@@ -12,7 +12,8 @@ import time
 
 import pytest
 
-from profile import by_thread, parse_collapsed, ready_side_path, run_profile, total, wait_for
+from conftest import pybpfprof
+from profile import by_thread, parse_collapsed, ready_side_path, total, wait_for
 
 FOURSPIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets", "fourspin.py")
 TOLERANCE = 0.03    # the 3 points
@@ -36,7 +37,7 @@ def test_cpu_split_matches_thread_time(fourspin, tmp_path):
     pid, ready, times = fourspin
     out = tmp_path / "cpu.txt"
     before = read_times(times)
-    r = run_profile("-p", pid, "-m", "cpu", "-F", 499, "-d", 4, "-t", "-o", out)
+    r = pybpfprof("-p", pid, "-m", "cpu", "-F", 499, "-d", 4, "-t", "-o", out)
     time.sleep(0.15)    # the target's next write of its times
     after = read_times(times)
     assert r.returncode == 0, r.stderr

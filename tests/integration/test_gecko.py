@@ -15,8 +15,9 @@ import collections
 import json
 
 import pytest
+from conftest import pybpfprof
 
-from profile import run_profile
+
 from test_formats import HZ, PROFILE, convert, node_cache, speedscope_import  # noqa: F401 (fixture)
 
 INTERVAL = 1000.0 / HZ
@@ -137,7 +138,7 @@ def test_gecko_recorded_wall_profile_is_a_timeline(interp, start_target, tmp_pat
     [sleeping] stretch, a spinning one [running] (or waiting for a CPU)."""
     proc, pid, ready = start_target(interp, "workers.py", "spinner", "sleeper")
     out = tmp_path / "wall.gecko.json"
-    r = run_profile("-p", pid, "-m", "wall", "--status", "-F", 97, "-d", 2, "-o", out)
+    r = pybpfprof("-p", pid, "-m", "wall", "--status", "-F", 97, "-d", 2, "-o", out)
     proc.kill()
     proc.wait()
     assert r.returncode == 0, r.stderr

@@ -17,7 +17,7 @@ import uuid
 import pytest
 
 from conftest import _discover, pybpfprof
-from profile import run_profile
+
 from test_html import KNOWN, artifact, assert_clean, browser, convert, open_page, page  # noqa: F401
 from test_html_views import click_row
 
@@ -74,7 +74,7 @@ def check_hot(page):
 def test_source_lines_of_a_recorded_target(interp, start_target, tmp_path, page):  # noqa: F811
     proc, pid, ready = start_target(interp, "srcheat.py")
     out = tmp_path / "src.html"
-    r = run_profile("-p", pid, "-m", "wall", "-F", 199, "-d", 1.5, "-o", out)
+    r = pybpfprof("-p", pid, "-m", "wall", "-F", 199, "-d", 1.5, "-o", out)
     assert r.returncode == 0, r.stderr
     proc.kill()
     proc.wait()
@@ -149,7 +149,7 @@ def test_same_path_in_two_roots(tmp_path, page):  # noqa: F811
                 assert proc.poll() is None and time.monotonic() < deadline, "target not ready"
                 time.sleep(0.05)
         out = tmp_path / "two.html"
-        r = run_profile("-a", "-p", ",".join(str(p.pid) for p, _ in procs), "-m", "wall", "-F", 199,
+        r = pybpfprof("-a", "-p", ",".join(str(p.pid) for p, _ in procs), "-m", "wall", "-F", 199,
                         "-d", 1.5, "-o", out)
         assert r.returncode == 0, r.stderr
     finally:

@@ -6,14 +6,15 @@ import re
 
 import pytest
 
-from profile import WORKERS, by_thread, func_of, parse_collapsed, ready_side_path, run_profile, total, wait_for
+from conftest import pybpfprof
+from profile import WORKERS, by_thread, func_of, parse_collapsed, ready_side_path, total, wait_for
 
 STATUSES = ["[running]", "[native, no GIL]", "[runnable]", "[gil wait]", "[sleeping]", "[disk]"]
 
 
 def record(tmp_path, pid, mode, *extra, seconds=3, hz=499):
     out = tmp_path / ("%s.txt" % mode)
-    r = run_profile("-p", pid, "-m", mode, "-F", hz, "-d", seconds, "-t", "--status", "-o", out,
+    r = pybpfprof("-p", pid, "-m", mode, "-F", hz, "-d", seconds, "-t", "--status", "-o", out,
                     *extra)
     assert r.returncode == 0, r.stderr
     return by_thread(parse_collapsed(out.read_text())), r.stderr

@@ -17,8 +17,8 @@ import pytest
 
 import test_dump
 import test_record
-from conftest import PYBPFPROF, TARGETS, _discover, nspids
-from profile import WORKERS, by_thread, func_of, no_bpf_leftovers, parse_collapsed, run_profile
+from conftest import PYBPFPROF, TARGETS, _discover, nspids, pybpfprof
+from profile import WORKERS, by_thread, func_of, no_bpf_leftovers, parse_collapsed
 from test_host import go_raw, raw_samples, script_for, tag_of
 from test_modes import record, share, start_four, status_share
 
@@ -67,7 +67,7 @@ def test_inner_ids_shown(interp, ns_start, pybpfprof, tmp_path):
     assert 'Thread %d (%d in its namespace) "' % (spinner, inner[spinner]) in text
 
     out = tmp_path / "t.txt"
-    r = run_profile("-p", pid, "-d", 2, "-t", "-o", out)
+    r = pybpfprof("-p", pid, "-d", 2, "-t", "-o", out)
     assert r.returncode == 0, r.stderr
     assert "pid %d (%d in its namespace) (Python " % (pid, ready["ns_pid"]) in r.stderr
     assert re.search(r"thread %d +\(%d in its namespace\) " % (spinner, inner[spinner]), r.stderr)
@@ -77,13 +77,13 @@ def test_inner_ids_shown(interp, ns_start, pybpfprof, tmp_path):
                for root in roots), roots
     # The tool's own round trip: convert reads the label back to the same thread.
     pb = tmp_path / "t.pb.gz"
-    r = run_profile("convert", "-i", out, "-o", pb)
+    r = pybpfprof("convert", "-i", out, "-o", pb)
     assert r.returncode == 0, r.stderr
     threads = {s.get("thread_id") for s in raw_samples(go_raw(pb))}
     assert str(spinner) in threads, threads
 
     pb = tmp_path / "p.pb.gz"
-    r = run_profile("-p", pid, "-d", 2, "-o", pb)
+    r = pybpfprof("-p", pid, "-d", 2, "-o", pb)
     assert r.returncode == 0, r.stderr
     labels = raw_samples(go_raw(pb))
     assert labels and all(s.get("pid") == str(pid) and s.get("ns_pid") == str(ready["ns_pid"])
@@ -173,7 +173,7 @@ def test_unmatched_samples_are_reported(tmp_path):
             "    for i in range(2): libc.pthread_create(ctypes.byref(t, 8 * i), None, start, buf)\n"
             "    for i in range(2): libc.pthread_join(ctypes.c_ulong(t[i]), None)\n")
     out = tmp_path / "c.txt"
-    r = run_profile("-o", out, "--", interp.host_executable, "-c", code, timeout=60)
+    r = pybpfprof("-o", out, "--", interp.host_executable, "-c", code, timeout=60)
     assert r.returncode == 0, r.stderr
     m = re.search(r"warning: (\d+) of (\d+) samples delivered by the kernel matched no Python thread",
                   r.stderr)

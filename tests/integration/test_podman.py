@@ -32,8 +32,8 @@ import time
 
 import pytest
 
-from conftest import _discover, nspids
-from profile import func_of, parse_collapsed, run_profile
+from conftest import _discover, nspids, pybpfprof
+from profile import func_of, parse_collapsed
 
 REQUIRE = os.environ.get("PBP_REQUIRE_PODMAN", "") not in ("", "0")
 FUNC = "podman_target_spin"
@@ -148,7 +148,7 @@ def test_target_is_in_a_container(container):
 def test_profile_by_host_pid(container, tmp_path):
     pid, _ = container
     out = tmp_path / "p.txt"
-    r = run_profile("-p", pid, "-d", 2, "-o", out)
+    r = pybpfprof("-p", pid, "-d", 2, "-o", out)
     assert r.returncode == 0, r.stderr
     stacks = parse_collapsed(out.read_text())
     assert any(FUNC in map(func_of, frames) for frames, _ in stacks), out.read_text()
@@ -157,7 +157,7 @@ def test_profile_by_host_pid(container, tmp_path):
 def test_profile_all_of_one_container(container, tmp_path):
     pid, cid = container
     out = tmp_path / "a.txt"
-    r = run_profile("-a", "--container", cid[:12], "-d", 2, "-o", out)
+    r = pybpfprof("-a", "--container", cid[:12], "-d", 2, "-o", out)
     assert r.returncode == 0, r.stderr
     stacks = parse_collapsed(out.read_text())
     assert stacks, r.stderr

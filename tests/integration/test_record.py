@@ -14,14 +14,14 @@ import time
 
 import pytest
 
-from conftest import PYBPFPROF, _discover
-from profile import (FRAME, WORKERS, no_bpf_leftovers, ready_side_path, by_thread, bpf_programs_of_dead, func_of, marks,
-                     parse_collapsed, run_profile, task_cpu_ns, total, wait_for)
+from conftest import PYBPFPROF, _discover, pybpfprof
+from profile import (FRAME, WORKERS, no_bpf_leftovers, ready_side_path, by_thread, bpf_programs_of_dead,
+                     func_of, marks, parse_collapsed, task_cpu_ns, total, wait_for)
 
 
 def profile_of(tmp_path, *args, timeout=120):
     out = tmp_path / "out.txt"
-    r = run_profile(*args, "-o", out, timeout=timeout)
+    r = pybpfprof(*args, "-o", out, timeout=timeout)
     assert r.returncode == 0, r.stderr
     return parse_collapsed(out.read_text()), r.stderr
 
@@ -257,9 +257,9 @@ def test_sigkill_leaves_no_kernel_objects_and_no_partial_file(start_target, tmp_
 
 
 def test_errors(tmp_path):
-    r = run_profile("-p", "4194301", "-d", "1")
+    r = pybpfprof("-p", "4194301", "-d", "1")
     assert r.returncode == 3 and r.stderr.count("\n") == 1, r.stderr
-    r = run_profile("-F", "0", "-p", "1")
+    r = pybpfprof("-F", "0", "-p", "1")
     assert r.returncode == 2
-    r = run_profile()
+    r = pybpfprof()
     assert r.returncode == 2 and "give -p PID, -a, or a command" in r.stderr

@@ -13,7 +13,8 @@ import shlex
 
 import pytest
 
-from profile import func_of, parse_collapsed, run_profile
+from conftest import pybpfprof
+from profile import func_of, parse_collapsed
 
 TREE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets", "tree.py")
 ROOT = re.compile(r"^process (\d+) ")
@@ -36,7 +37,7 @@ def samples_in(stacks, func):
 
 def launch(interp, tmp_path, argv, *opts, timeout=120):
     out = tmp_path / "out.txt"
-    r = run_profile(*opts, "-o", out, "--", *argv, timeout=timeout)
+    r = pybpfprof(*opts, "-o", out, "--", *argv, timeout=timeout)
     assert r.returncode == 0, r.stderr
     return parse_collapsed(out.read_text()), r.stderr
 
@@ -104,7 +105,7 @@ def test_forking_server_handlers_each_their_own_root(interp, tmp_path):
     """socketserver.ForkingTCPServer: every request's handler, in a child
     forked without exec, is in the profile under its own process root."""
     out = tmp_path / "out.txt"
-    r = run_profile("-F", 499, "-o", out, "--", *interp.cmd(interp.place(TREE), "server", 4))
+    r = pybpfprof("-F", 499, "-o", out, "--", *interp.cmd(interp.place(TREE), "server", 4))
     assert r.returncode == 0, r.stderr
     handlers = [int(x) for x in r.stdout.split()]
     assert len(handlers) == 4, r.stdout
@@ -138,7 +139,7 @@ def test_brief_workers_appear_or_are_counted(interp, tmp_path):
     """Five workers of 50 ms of CPU each: every one is in the profile with
     samples of brief(), or counted as lost in the summary."""
     out = tmp_path / "out.txt"
-    r = run_profile("-F", 999, "-o", out, "--", *interp.cmd(interp.place(TREE), "brief", 5, 50))
+    r = pybpfprof("-F", 999, "-o", out, "--", *interp.cmd(interp.place(TREE), "brief", 5, 50))
     assert r.returncode == 0, r.stderr
     workers = [int(x) for x in r.stdout.split()]
     assert len(workers) == 5, r.stdout
@@ -160,7 +161,7 @@ def test_attach_subprocesses_finds_running_and_new_children(interp, start_target
     (found in /proc) and the workers forked after (from the kernel)."""
     proc, pid, ready = start_target(interp, TREE, "late")
     out = tmp_path / "out.txt"
-    r = run_profile("-p", pid, "--subprocesses", "-d", 4, "-o", out)
+    r = pybpfprof("-p", pid, "--subprocesses", "-d", 4, "-o", out)
     assert r.returncode == 0, r.stderr
     procs = by_process(parse_collapsed(out.read_text()))
     late = [p for p, ss in procs.items() if p != pid and samples_in(ss, "late_work")]
@@ -168,7 +169,7 @@ def test_attach_subprocesses_finds_running_and_new_children(interp, start_target
     assert len(late) >= 2, r.stderr
     assert len(early) == 1, r.stderr
     # Without the option, -p profiles the process alone: its children spin, it sleeps.
-    r = run_profile("-p", pid, "-d", 1, "-o", out)
+    r = pybpfprof("-p", pid, "-d", 1, "-o", out)
     assert r.returncode == 0, r.stderr
     stacks = parse_collapsed(out.read_text())
     assert samples_in(stacks, "late_work") == 0 and samples_in(stacks, "early_work") == 0
