@@ -373,7 +373,8 @@ bool run_pending(void *ctx, struct timer *t, uint64_t now)
 		}
 		r->pending[i] = r->pending[--r->npending];
 		if (r->all) {
-			if (pid_alive(p.pid) && !consider(r, p.pid))
+			/* consider() finds a process gone by itself: /proc is read once less per exec on the node. */
+			if (!consider(r, p.pid) && pid_alive(p.pid))
 				run_queue_pending(r, p.pid, p.tries + 1);
 		} else if (!pid_alive(p.pid)) {
 			exec_done(r, p.pid, -PBP_E_NOTPY, NULL);    /* it ended as what it was */

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* What the kernel says of a process and its threads, from /proc. */
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -17,16 +19,17 @@
 static const char *thread_stat(pid_t pid, pid_t tid, char *buf, size_t len)
 {
 	char path[64], *p;
-	FILE *f;
-	size_t n;
+	ssize_t n;
+	int fd;
 
+	/* open and read, not stdio: an agent reads this for every process the node starts. */
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-	f = fopen(path, "re");
-	if (!f)
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		return NULL;
-	n = fread(buf, 1, len - 1, f);
-	fclose(f);
-	buf[n] = '\0';
+	n = read(fd, buf, len - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
 	p = strrchr(buf, ')');     /* comm may hold spaces and parentheses */
 	return p && p[1] == ' ' && p[2] ? p + 2 : NULL;
 }
