@@ -200,6 +200,7 @@ static void teardown(struct world *w)
 	target_fini(&w->c, &w->t);
 	agg_free(w->c.agg);
 	free(w->c.locs);
+	free(w->c.list);
 }
 
 /* A kernel sample of thread i, depth frames deep (code at unmapped addresses). */
@@ -607,7 +608,7 @@ static void test_names_late(void)
 	}
 }
 
-/* A target's labels and root frame, given once, are in every window's aggregate. */
+/* A target's labels and root frame, given once, are in every window's aggregate it has samples in. */
 static void test_labels(void)
 {
 	struct proc_meta m = { .pid = (uint32_t)getpid() }, *copy;
@@ -627,6 +628,8 @@ static void test_labels(void)
 	CHECK_EQ_INT(target_set_labels(&w.c, &w.t, &m, "process 1 app.py"), 0);
 	m.label[PL_SERVICE] = "changed";        /* the target keeps its own copy */
 	for (int window = 0; window < 2; window++) {
+		if (window)
+			adopt(&w, 0);   /* its first sample in the window gives the labels to it */
 		got = agg_process(w.c.agg, (uint32_t)getpid());
 		CHECK(got && !strcmp(got->label[PL_SERVICE], "shop/web") &&
 		      !strcmp(got->label[PL_PYTHON_VERSION], "3.99.0") && !strcmp(got->label[PL_POD], ""));
@@ -638,6 +641,41 @@ static void test_labels(void)
 		agg_reset(w.c.agg);
 		target_new_window(&w.c, &w.t);
 	}
+	teardown(&w);
+}
+
+/*
+ * An agent closes a window every second: a target not sampled in one
+ * costs nothing there (no read of the process, nothing written in the
+ * aggregate), and its first sample after makes its names and labels again.
+ */
+static void test_idle_windows(void)
+{
+	struct proc_meta m = { .pid = (uint32_t)getpid() };
+	struct world w;
+	uint64_t reads;
+
+	m.label[PL_SERVICE] = "idle";
+	setup(&w, MODE_CPU);
+	CHECK_EQ_INT(target_set_labels(&w.c, &w.t, &m, "process 1 idle.py"), 0);
+	adopt(&w, 0);
+	reads = remote_stats(w.t.p->r)->reads;
+	CHECK(reads > 0);       /* target_init read its thread list: the count is live */
+	for (int window = 0; window < 3; window++) {
+		agg_reset(w.c.agg);
+		target_new_window(&w.c, &w.t);
+		CHECK(agg_process(w.c.agg, (uint32_t)getpid()) == NULL);
+		CHECK_EQ_INT(w.t.proc_loc, -1);
+	}
+	CHECK_EQ_INT(remote_stats(w.t.p->r)->reads, reads);
+	CHECK(w.t.counted == w.t.counted_rescan + 1);   /* record's periodic rescan: due for it */
+	adopt(&w, 0);
+	CHECK_EQ_INT(agg_total(w.c.agg), 1);
+	CHECK(agg_process(w.c.agg, (uint32_t)getpid()) != NULL);
+	CHECK(w.t.proc_loc >= 0);
+	target_rescan(&w.c, &w.t, true);
+	CHECK(remote_stats(w.t.p->r)->reads > reads);
+	CHECK_EQ_INT(w.t.counted, w.t.counted_rescan);  /* read now: not again until sampled */
 	teardown(&w);
 }
 
@@ -658,6 +696,7 @@ static void test_fini(void)
 	CHECK_EQ_INT(w.s.del, NTHREADS);
 	agg_free(w.c.agg);
 	free(w.c.locs);
+	free(w.c.list);
 }
 
 int main(void)
@@ -673,6 +712,7 @@ int main(void)
 	test_new_window();
 	test_names_late();
 	test_labels();
+	test_idle_windows();
 	test_fini();
 	return unit_done("target");
 }

@@ -12,6 +12,7 @@
 #include <regex.h>
 #include <signal.h>
 #include <stdio.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -200,8 +201,10 @@ static int any_alive(struct record *r, bool look)
 				if (t->alive)
 					sampler_del_proc(r->c.smp, t->pid), t->alive = false;
 				follow_drop_gone(r, t, now);    /* a tree's processes come and go */
-			} else if (r->all)
+			} else if (r->all) {
 				run_drop_target(r, t);   /* a host has many: free them as they go */
+				r->trim_due = true;
+			}
 			else if (t->alive)
 				sampler_del_proc(r->c.smp, t->pid), t->alive = false;
 		}
@@ -278,6 +281,21 @@ static bool run_ticks(void *ctx, struct timer *t, uint64_t now)
 }
 
 /*
+ * What the processes that went held (page and code caches, thread tables)
+ * is in the middle of the heap, which malloc never gives back by itself: an
+ * agent's memory would stay at its highest for good. At most once an
+ * ALIVE_EVERY_NS, on a node where processes end several times a second.
+ */
+static void trim_heap(struct record *r, uint64_t now)
+{
+	if (!r->trim_due || now < r->next_trim)
+		return;
+	r->trim_due = false;
+	r->next_trim = now + ALIVE_EVERY_NS;
+	malloc_trim(0);
+}
+
+/*
  * Every ALIVE_EVERY_NS, and at once after an exit event: the run ends with
  * its targets. With -a an exit event drops the target it names; /proc is
  * looked at for all only every ALIVE_EVERY_NS (a host's processes exit
@@ -290,12 +308,16 @@ static bool check_alive(void *ctx, struct timer *t, uint64_t now)
 
 	(void)t;
 	if (look)
-		r->next_alive_look = now + ALIVE_EVERY_NS;
+		r->next_alive_look = now + (r->all ? ALIVE_HOST_EVERY_NS : ALIVE_EVERY_NS);
 	if (r->follow) {
 		any_alive(r, look);
 		return follow_roots_alive(r) && !r->launch_err;
 	}
-	return any_alive(r, look) || r->all;
+	if (any_alive(r, look) || r->all) {
+		trim_heap(r, now);
+		return true;
+	}
+	return false;
 }
 
 /* --subprocesses: a command that is not Python and started nothing is given up on. */
@@ -320,7 +342,12 @@ static uint64_t pending_due(void *ctx)
 	return due;
 }
 
-/* A target's thread list is read when it started a thread, and every RESCAN_EVERY_NS for all. */
+/*
+ * A target's thread list is read when it started a thread, and every
+ * RESCAN_EVERY_NS for those sampled since the last: what a read would find
+ * in an idle one (names set, threads ended) shows in no profile until it is
+ * sampled, and a node's hundreds of idle processes read nothing.
+ */
 static bool rescan_due(void *ctx, struct timer *t, uint64_t now)
 {
 	struct record *r = ctx;
@@ -329,7 +356,7 @@ static bool rescan_due(void *ctx, struct timer *t, uint64_t now)
 	(void)t;
 	for (int i = 0; i < r->ntargets; i++) {
 		struct target *tg = &r->targets[i];
-		bool due = all;
+		bool due = all && tg->counted != tg->counted_rescan;
 
 		if (!tg->alive)
 			continue;
@@ -539,7 +566,8 @@ static void new_window(void *ctx)
 		if (!t->p)
 			continue;
 		target_new_window(&r->c, t);
-		if (now - t->labels_ns >= LABELS_EVERY_NS)
+		/* Not sampled since: its labels are in no profile, and reading /proc for them is a node's idle cost. */
+		if (now - t->labels_ns >= LABELS_EVERY_NS && t->counted != t->counted_labels)
 			run_label_target(r, t);
 	}
 }
@@ -582,6 +610,7 @@ void run_cleanup(struct record *r, int go_fd)
 		srcroots_close(r->roots);
 	free(r->roots);
 	free(r->c.locs);
+	free(r->c.list);
 	free(r->targets);
 	free(r->skipped);
 	free(r->notes);

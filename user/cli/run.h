@@ -72,6 +72,8 @@ struct sources;
  * target as a safety net only, seldom: with -a a host has many targets.
  */
 #define ALIVE_EVERY_NS 5000000000ull
+/* -a: a node's hundreds of idle processes are not opened in /proc every few seconds each. */
+#define ALIVE_HOST_EVERY_NS 60000000000ull
 /* A target's labels (cgroup, command line, service) are read again this often. */
 #define LABELS_EVERY_NS 60000000000ull
 #define JITTER_PERIODS 64
@@ -181,6 +183,8 @@ struct record {
 	int launch_err;                 /* the launched command given up on: why (-PBP_E_*) */
 	struct timer *alive_timer;      /* due at once after a target's exit */
 	uint64_t next_alive_look;       /* -a: when /proc is next read for every target */
+	bool trim_due;                  /* -a: targets were freed since the heap was last trimmed */
+	uint64_t next_trim;             /* ... and when it may be trimmed again */
 	uint64_t next_rescan;           /* of every target's thread list */
 };
 

@@ -54,14 +54,11 @@ struct remote *remote_open(pid_t pid, unsigned pages)
 		while (sets * 2 * WAYS <= pages)
 			sets *= 2;
 		r->pages = calloc((size_t)sets * WAYS, sizeof(*r->pages));
-		r->arena = malloc((size_t)sets * WAYS * PAGE_SZ);
-		if (!r->pages || !r->arena) {
+		if (!r->pages) {
 			remote_close(r);
 			return NULL;
 		}
-		for (unsigned i = 0; i < sets * WAYS; i++)
-			r->pages[i].data = r->arena + (size_t)i * PAGE_SZ;
-		r->nsets = sets;
+		r->nsets = sets;        /* the arena is made at the first cached read */
 	}
 	return r;
 }
@@ -122,6 +119,31 @@ int remote_ptr(struct remote *r, uint64_t addr, uint64_t *out)
 	return remote_read(r, addr, out, sizeof(*out));
 }
 
+/*
+ * The pages' memory, made when a pass first needs it: a process that is
+ * never sampled after it was found (most of a node's) holds none.
+ */
+static bool arena_ready(struct remote *r)
+{
+	if (r->arena)
+		return true;
+	r->arena = malloc((size_t)r->nsets * WAYS * PAGE_SZ);
+	if (!r->arena)
+		return false;
+	for (unsigned i = 0; i < r->nsets * WAYS; i++) {
+		r->pages[i].data = r->arena + (size_t)i * PAGE_SZ;
+		r->pages[i].addr = 0;
+	}
+	return true;
+}
+
+void remote_release(struct remote *r)
+{
+	free(r->arena);
+	r->arena = NULL;
+	r->epoch++;
+}
+
 static struct page *set_of(struct remote *r, uint64_t page)
 {
 	/* Mix the bits: code objects cluster, and plain modulo would thrash one set. */
@@ -163,8 +185,8 @@ int remote_read_cached(struct remote *r, uint64_t addr, void *buf, size_t len)
 {
 	uint8_t *out = buf;
 
-	if (!r->nsets)
-		return read_now(r, addr, buf, len);
+	if (!r->nsets || !arena_ready(r))
+		return read_now(r, addr, buf, len);     /* no memory for pages: read it all */
 	if (addr == 0 || addr + len < addr)
 		return -PBP_E_FAULT;
 	while (len) {

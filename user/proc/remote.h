@@ -32,6 +32,11 @@ int remote_read_cached(struct remote *r, uint64_t addr, void *buf, size_t len);
  */
 void remote_cache_mutable(struct remote *r, bool on);
 void remote_invalidate_all(struct remote *r);
+/*
+ * The page cache's memory given back (its pages are only good for one pass
+ * anyway): made again by the next cached read.
+ */
+void remote_release(struct remote *r);
 const struct remote_stats *remote_stats(const struct remote *r);
 /* Read a pointer / u32 / int helpers, uncached. */
 int remote_ptr(struct remote *r, uint64_t addr, uint64_t *out);

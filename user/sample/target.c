@@ -157,6 +157,7 @@ static void register_thread(struct collector *c, struct target *t, const struct 
 }
 
 static int tell_kernel(struct collector *c, struct target *t);
+static void window_catch_up(struct collector *c, struct target *t);
 
 static uint64_t list_hash(const struct pythread *list, size_t n)
 {
@@ -183,7 +184,7 @@ static void come_back(struct target *t, uint64_t when)
 }
 
 /* Python names of the list's threads, NULL when not due yet or not read. */
-static char (*read_names(struct target *t, size_t n, bool full))[PBP_NAME_LEN]
+static char (*read_names(struct collector *c, struct target *t, size_t n, bool full))[PBP_NAME_LEN]
 {
 	char (*names)[PBP_NAME_LEN];
 	uint64_t start = mono_ns();
@@ -195,7 +196,7 @@ static char (*read_names(struct target *t, size_t n, bool full))[PBP_NAME_LEN]
 	}
 	names = calloc(n ? n : 1, sizeof(*names));
 	if (names)
-		pythreads_name_all(t->p, t->list, n, names);
+		pythreads_name_all(t->p, c->list, n, names);
 	t->names_ns = start;
 	t->names_due = false;
 	t->names_ok = after_cost(start, mono_ns());
@@ -223,10 +224,16 @@ void target_rescan(struct collector *c, struct target *t, bool full)
 		come_back(t, t->rescan_ok);
 		return;
 	}
+	window_catch_up(c, t);
+	if (!c->list && !(c->list = calloc(PBP_MAX_THREADS, sizeof(*c->list))))
+		return;         /* read at the next sample or rescan */
 	t->last_rescan = now;
+	t->counted_rescan = t->counted;
 	c->rescans++;
 	remote_invalidate_all(t->p->r);
-	err = pythreads_read(t->p, t->list, PBP_MAX_THREADS, &n);
+	err = pythreads_read(t->p, c->list, PBP_MAX_THREADS, &n);
+	if (err || n == 0)
+		memset(&c->list[0], 0, sizeof(c->list[0]));    /* not the last target's first thread */
 	/*
 	 * A process caught at its first instruction (launch mode, an exec) has
 	 * no thread yet: look again soon, for wall and gil ticks to count it.
@@ -237,18 +244,20 @@ void target_rescan(struct collector *c, struct target *t, bool full)
 	/* 3.12+ keep the GIL in the interpreter, which a process at its first instruction lacks. */
 	if (!t->gil_addr && n > 0)
 		tell_kernel(c, t);
-	h = list_hash(t->list, n);
+	h = list_hash(c->list, n);
 	if (!full && h == t->list_hash && !t->names_due && now - t->names_ns < NAMES_EVERY_NS)
 		goto out;
 	t->list_hash = h;
-	names = read_names(t, n, full || now - t->names_ns >= NAMES_EVERY_NS);
+	names = read_names(c, t, n, full || now - t->names_ns >= NAMES_EVERY_NS);
 	t->gen++;
 	for (size_t i = 0; i < n; i++)
-		if (t->list[i].tid)
-			register_thread(c, t, &t->list[i], names ? names[i] : NULL, names != NULL);
+		if (c->list[i].tid)
+			register_thread(c, t, &c->list[i], names ? names[i] : NULL, names != NULL);
 	free(names);
 	tc_sweep(c, t);
 out:
+	/* Its pages were this pass's: a process sampled again makes them anew, an idle one holds none. */
+	remote_release(t->p->r);
 	now = mono_ns();
 	c->rescan_ns += now - t->last_rescan;
 	t->rescan_ok = empty ? t->last_rescan + EMPTY_RESCAN_NS : after_cost(t->last_rescan, now);
@@ -327,9 +336,6 @@ static void async_early(struct collector *c, struct target *t, uint64_t tstate)
 int target_init(struct collector *c, struct target *t)
 {
 	t->proc_loc = -1;
-	t->list = calloc(PBP_MAX_THREADS, sizeof(*t->list));
-	if (!t->list)
-		return -PBP_E_NOMEM;
 	t->init_ns = mono_ns();
 	if (c->o.async)
 		async_early(c, t, 0);
@@ -337,8 +343,9 @@ int target_init(struct collector *c, struct target *t)
 		return -PBP_E_BPF;
 	t->alive = true;
 	target_rescan(c, t, true);
-	if (c->o.async && t->list[0].tstate)
-		async_early(c, t, t->list[0].tstate);
+	/* The scratch holds this target's list now (its first entry zeroed when none was read). */
+	if (c->o.async && c->list && c->list[0].tstate)
+		async_early(c, t, c->list[0].tstate);
 	return 0;
 }
 
@@ -356,7 +363,6 @@ void target_fini(struct collector *c, struct target *t)
 	}
 	free(t->tc);
 	natproc_free(&t->nat);
-	free(t->list);
 	free(t->meta);
 	free(t->root);
 	pyproc_close(t->p);
@@ -374,6 +380,7 @@ static void count(struct collector *c, struct target *t, struct tcache *e, const
 	int64_t id;
 
 	e->status[status < ST__COUNT ? status : ST_UNKNOWN]++;
+	t->counted++;
 	if (n == 0)
 		return;     /* no Python frame: nothing to attribute */
 	if (kept && e->agg_id[status] >= 0) {
@@ -452,6 +459,7 @@ void target_on_sample(struct collector *c, struct target *t, const struct pbp_sa
 	struct pbp_sample s;
 	uint32_t n = 0, off = LABEL_ROOM;
 
+	window_catch_up(c, t);
 	if (!e && (ks->flags & PBP_F_TSTATE_FOUND) && c->o.names_late) {
 		/*
 		 * The kernel found the new thread's state, which is all a sample
@@ -642,6 +650,7 @@ void target_tick(struct collector *c, struct target *t, uint64_t instant)
 
 	if (!t->alive)
 		return;
+	window_catch_up(c, t);
 	/* One read a tick: the GIL struct of the main interpreter stays where it is. */
 	remote_invalidate_all(t->p->r);
 	if (t->gil_addr)
@@ -686,16 +695,30 @@ int target_set_labels(struct collector *c, struct target *t, const struct proc_m
 	t->meta = meta;
 	t->root = name;
 	t->labels_ns = mono_ns();
+	t->counted_labels = t->counted;
 	return apply_labels(c, t);
 }
 
 /*
  * The aggregate was reset (a window closed): its ids mean nothing now, kept
  * stacks included. Each thread's stack is read again at its next tick or
- * sample, and its name given to the new aggregate.
+ * sample, and its name given to the new aggregate. That is done at the
+ * target's next use (window_catch_up), not here: an agent closes a window a
+ * second, and a node's idle processes would each cost a pass over their
+ * threads every second for nothing.
  */
 void target_new_window(struct collector *c, struct target *t)
 {
+	(void)c;
+	t->window_stale = true;
+	t->proc_loc = -1;
+}
+
+static void window_catch_up(struct collector *c, struct target *t)
+{
+	if (!t->window_stale)
+		return;
+	t->window_stale = false;
 	for (uint32_t i = 0; i < t->tc_cap; i++) {
 		struct tcache *e = &t->tc[i];
 

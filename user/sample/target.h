@@ -75,6 +75,7 @@ struct collector {
 	uint64_t read_now;      /* wall/gil: stack read from the target at the tick */
 	uint64_t late_switches; /* wall/gil: a switch between the tick instant and the look */
 	uint64_t rescans, rescan_ns;    /* thread-list reads, and the time they took */
+	struct pythread *list;  /* scratch for pythreads_read, every target's: made at the first */
 	struct async_stats async;
 	struct natsym *natsym;  /* native names, every target's: made at the first need */
 	uint64_t native_leaves; /* samples given a native leaf */
@@ -99,7 +100,6 @@ struct target {
 	uint64_t names_ns;      /* when the threads' Python names were last read */
 	uint64_t rescan_soon, rescan_later; /* a thread started: read the list then (0: no) */
 	uint64_t gil_addr;      /* the main interpreter's GIL struct, 0 if unknown */
-	struct pythread *list;  /* scratch for pythreads_read */
 	struct tcache *tc;      /* open addressing by tid */
 	uint32_t tc_cap, tc_n;
 	int64_t proc_loc;       /* root frame "process PID cmdline", -1 for none */
@@ -110,6 +110,12 @@ struct target {
 	struct proc_meta *meta;
 	char *root;
 	uint64_t labels_ns;     /* when they were made */
+	/*
+	 * Samples counted, and their count at the last periodic list read and
+	 * when the labels were made: a process with none since reads nothing.
+	 */
+	uint64_t counted, counted_rescan, counted_labels;
+	bool window_stale;      /* a window closed: made again for the new one at its next sample */
 	char comm[16];          /* names_late: the process's command name, "" until needed */
 	uint64_t gil_ticks, gil_held, gil_contended;
 	struct async_state *aio;        /* --async: the asyncio layout, NULL until looked for */
