@@ -577,3 +577,46 @@ def test_kubernetes_labels(start_target, tmp_path, agents):
                         break       # another test's, or not empty: not ours to wait for
                     time.sleep(0.1)
         shutil.rmtree(host_root, ignore_errors=True)
+
+
+# --- 6: what idle processes cost -------------------------------------------------------
+
+IDLE = """
+import os, threading, time
+for _ in range(2):
+    threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()
+ready = os.environ["PBP_READY"]
+with open(ready + ".tmp", "w") as f:
+    f.write('{"pid": %d}' % os.getpid())
+os.replace(ready + ".tmp", ready)
+time.sleep(3600)
+"""
+IDLE_WATCH = 35     # past the periodic thread-list read (30 s), some 35 windows
+
+
+def test_idle_processes_read_nothing(start_target, tmp_path, agents):
+    """Idle processes (3 sleeping threads each) are read when found and
+    then never again: over IDLE_WATCH seconds of windows, periodic list
+    reads and label refreshes, pybpfprof_process_reads_total stays put.
+    One interpreter: the rule is the agent's, not a layout's."""
+    script = tmp_path / "idle.py"
+    script.write_text(IDLE)
+    pids = [start_target(interps(1)[0], str(script))[1] for _ in range(3)]
+    port = free_port()
+    agent = agents(tmp_path, "--listen", "127.0.0.1:%d" % port, "-p", ",".join(map(str, pids)))
+    agent.wait_http(port)
+    deadline = time.monotonic() + 20
+    m = metrics(port)
+    while (m["pybpfprof_processes"] < 3 or time.time() < agent.started + 4) \
+            and time.monotonic() < deadline:
+        time.sleep(0.5)
+        m = metrics(port)
+    assert m["pybpfprof_processes"] == 3, (m, agent.describe())
+    found = m["pybpfprof_process_reads_total"]
+    assert found > 0, m     # discovery read them: the counter counts
+    time.sleep(IDLE_WATCH)
+    m = metrics(port)
+    assert m["pybpfprof_processes"] == 3, m
+    assert m["pybpfprof_process_reads_total"] == found, (found, m)
+    rc, _ = agent.stop()
+    assert rc == 0, agent.describe()

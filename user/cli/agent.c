@@ -66,7 +66,7 @@ struct agent {
 	char node_buf[HOST_NAME_MAX + 1];
 	/* what /metrics reads, published by the loop once a slice */
 	pthread_mutex_t lock;
-	uint64_t samples, lost, slices, windows;
+	uint64_t samples, lost, slices, windows, reads;
 	uint32_t processes;
 };
 
@@ -338,6 +338,7 @@ static int keep_slice(void *ctx, const struct agg *a, const struct window *w)
 	g->lost = st[PBP_STAT_LOST];
 	g->slices++;
 	g->processes = (uint32_t)run_live_targets(&g->r);
+	g->reads = run_process_reads(&g->r);
 	pthread_mutex_unlock(&g->lock);
 	return 0;
 }
@@ -479,6 +480,8 @@ static int serve_metrics(void *ctx, char **body, size_t *len)
 	ROW("pybpfprof_lost_samples_total", "counter", "Samples the kernel could not hand over.", g->lost);
 	ROW("pybpfprof_processes", "gauge", "Python processes being profiled.", g->processes);
 	ROW("pybpfprof_windows_total", "counter", "Push windows closed.", g->windows);
+	ROW("pybpfprof_process_reads_total", "counter",
+	    "Reads of the profiled processes' memory (an idle process has none after it is found).", g->reads);
 	pthread_mutex_unlock(&g->lock);
 	ROW("pybpfprof_history_bytes", "gauge", "Bytes the history of slices holds.", hs.bytes);
 	ROW("pybpfprof_history_slices_dropped_total", "counter",

@@ -24,6 +24,7 @@
 #include "proc/cgroup.h"
 #include "proc/discover.h"
 #include "proc/procfs.h"
+#include "proc/remote.h"
 #include "sample/loop.h"
 #include "sample/sampler.h"
 #include "sample/target.h"
@@ -46,6 +47,16 @@ int run_live_targets(const struct record *r)
 
 	for (int i = 0; i < r->ntargets; i++)
 		n += r->targets[i].p && r->targets[i].alive;
+	return n;
+}
+
+uint64_t run_process_reads(const struct record *r)
+{
+	uint64_t n = r->c.reads_gone;
+
+	for (int i = 0; i < r->ntargets; i++)
+		if (r->targets[i].p)
+			n += remote_stats(r->targets[i].p->r)->reads;
 	return n;
 }
 

@@ -204,6 +204,8 @@ int run_sources(struct record *r, const struct agg *a, struct sources *src, stru
 extern const struct pyproc_limits run_target_limits, run_host_limits;
 struct target *run_target_of(struct record *r, pid_t pid);
 int run_live_targets(const struct record *r);
+/* Reads of the profiled processes' memory since the start, those of processes gone included. */
+uint64_t run_process_reads(const struct record *r);
 /* A zombie has exited: its parent just has not reaped it yet. */
 bool pid_alive(pid_t pid);
 void run_label_target(struct record *r, struct target *t);

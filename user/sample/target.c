@@ -365,6 +365,8 @@ void target_fini(struct collector *c, struct target *t)
 	natproc_free(&t->nat);
 	free(t->meta);
 	free(t->root);
+	if (t->p)
+		c->reads_gone += remote_stats(t->p->r)->reads;
 	pyproc_close(t->p);
 	memset(t, 0, sizeof(*t));
 }

@@ -76,6 +76,7 @@ struct collector {
 	uint64_t late_switches; /* wall/gil: a switch between the tick instant and the look */
 	uint64_t rescans, rescan_ns;    /* thread-list reads, and the time they took */
 	struct pythread *list;  /* scratch for pythreads_read, every target's: made at the first */
+	uint64_t reads_gone;    /* reads of the memory of targets since freed (target_fini) */
 	struct async_stats async;
 	struct natsym *natsym;  /* native names, every target's: made at the first need */
 	uint64_t native_leaves; /* samples given a native leaf */
