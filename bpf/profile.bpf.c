@@ -1110,11 +1110,45 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 
 /* ------------------------------------------------------------ process lifecycle */
 
-static __always_inline void proc_event(__u32 kind, __u32 pid, __u32 parent)
+static __always_inline void proc_event_flags(__u32 kind, __u32 pid, __u32 parent, __u64 flags)
 {
 	struct pbp_proc_event ev = { .kind = kind, .pid = pid, .parent = parent };
 
-	bpf_ringbuf_output(&procevents, &ev, sizeof(ev), 0);
+	bpf_ringbuf_output(&procevents, &ev, sizeof(ev), flags);
+}
+
+static __always_inline void proc_event(__u32 kind, __u32 pid, __u32 parent)
+{
+	proc_event_flags(kind, pid, parent, 0);
+}
+
+/*
+ * Whole-host mode reports every exec on the node, and a node running builds
+ * or cron jobs execs hundreds of times a second: each woke the agent, most
+ * of its CPU with nothing to profile. An exec of a process that is not a
+ * target wakes user space at most once per EXEC_GAP_NS per CPU; the others
+ * wait in the ring for that wakeup or the loop's own, user space's first
+ * look at a new program being some tens of ms after it anyway.
+ */
+#define EXEC_GAP_NS (100 * 1000000ull)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} exec_woke SEC(".maps");
+
+static __always_inline __u64 exec_wake_flags(void)
+{
+	__u32 k = 0;
+	__u64 now = bpf_ktime_get_ns(), *last = bpf_map_lookup_elem(&exec_woke, &k);
+
+	if (last && now - *last < EXEC_GAP_NS)
+		return BPF_RB_NO_WAKEUP;
+	if (last)
+		*last = now;
+	return 0;
 }
 
 /* Whole-host mode: every exec may start a Python process; user space checks it. */
@@ -1166,8 +1200,10 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 		if (!ns_inum)
 			bpf_map_delete_elem(&threads, &old);
 	}
-	if (target || all_execs || is_followed(tgid))
+	if (target || is_followed(tgid))
 		proc_event(PBP_EV_EXEC, tgid, 0);
+	else if (all_execs)
+		proc_event_flags(PBP_EV_EXEC, tgid, 0, exec_wake_flags());
 	return 0;
 }
 
