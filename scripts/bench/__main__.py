@@ -52,6 +52,14 @@ Scenarios (--only takes their names):
             ms to its first painted frame (goal < 2 s), the inverted and
             sandwich views switched to, and its size against the page before
             issue #23's report (goal <= 1.5x)
+  agent     once, not per interpreter: `pybpfprof agent --listen` over
+            200 idle processes of pyenv 3.6-3.13 (three sleeping threads
+            each): its CPU share of one core, RSS per process and reads of
+            their memory after discovery; its RSS 60 s after they exit
+            against its RSS alone; and over 50 processes (a third busy, a
+            third asleep, a third churning threads) pushed every 15 s and
+            pulled every 30 s: CPU share and CPU per sample delivered.
+            Dated rows kept across runs in RESULTS.md
   native    a target compressing with zlib, at 99 and 999 Hz, without native
             frames, with --native-leaf, --native and --native=fp: profiler
             CPU and BPF time per sample in steady state, and the target's CPU
@@ -73,7 +81,7 @@ pybpfprof's figures are read from its --stats=json line, never its wording.
 Modules: common (settings, goals, statistics), targets (the target script,
 interpreters, processes), kernel (schedstat, BPF run times, perf timers),
 runs (running pybpfprof), measure (the scenarios' driver), slowdown, cost,
-wall, host, page, native (the scenarios), report (RESULTS.md).
+wall, host, page, native, agent (the scenarios), report (RESULTS.md).
 """
 
 import argparse
@@ -135,7 +143,7 @@ def main():
     print("\n".join(screen))
     print("\n%s written (%s)" % (os.path.relpath(a.results), "quick" if a.quick else "full"))
     fails = sum(1 for n in b.figs for f in b.figs[n].values() if f.verdict() == "FAIL")
-    fails += sum(1 for f in b.page_figs if f.verdict() == "FAIL")
+    fails += sum(1 for f in b.page_figs + b.agent_figs if f.verdict() == "FAIL")
     if fails:
         print("%d figure(s) miss their target: see the Why section" % fails)
     return 0

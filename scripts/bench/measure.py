@@ -5,6 +5,7 @@ import subprocess
 import tempfile
 import time
 
+import agent
 import cost
 import host
 import kframes
@@ -27,6 +28,8 @@ class Bench(object):
         self.figs = {}          # interp name -> {key: Figure}
         self.detail = {}        # scenario -> list of markdown lines
         self.page_figs = []     # the page scenario's: not per interpreter
+        self.agent_figs = []    # the agent scenario's: once, every version at once
+        self.agent_row = None   # ... and its dated row for RESULTS.md
         self.tmp = tempfile.mkdtemp(prefix="pbp-bench-out-")
         self.has_all = "--all" in subprocess.run([PBP, "--help"], capture_output=True,
                                                  text=True).stdout
@@ -43,7 +46,12 @@ class Bench(object):
     # -- driver
 
     def run(self):
-        order = [s for s in SCENARIOS if s in self.only and s != "page"]
+        order = [s for s in SCENARIOS if s in self.only and s not in ("page", "agent")]
+        if "agent" in self.only:
+            log("agent (once: pyenv 3.6-3.13 side by side)")
+            t = time.monotonic()
+            agent.agent(self)
+            log("  %.0f s" % (time.monotonic() - t))
         if "page" in self.only:
             log("page (once: not per interpreter)")
             t = time.monotonic()

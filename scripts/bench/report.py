@@ -82,11 +82,11 @@ def table(b, keys, markdown):
     return [fmt % tuple(head), fmt % tuple("-" * w for w in widths)] + [fmt % tuple(r) for r in rows]
 
 
-def page_table(b, markdown):
-    """The page scenario's figures: one column, since they are not per interpreter."""
+def page_table(b, markdown, figs=None):
+    """The page (or agent) scenario's figures: one column, since they are not per interpreter."""
     head = ["figure (median [min–max])", "value", "target"] + (["pass/fail"] if markdown else [])
     rows = []
-    for f in b.page_figs:
+    for f in b.page_figs if figs is None else figs:
         v = f.verdict()
         rows.append([f.label + (" (%s)" % f.unit if f.unit and f.unit != "x" else ""),
                      f.cell() + (" " + v if v and not markdown else ""), f.target_text()]
@@ -133,6 +133,27 @@ def machine(interps):
         "- kernel.perf_event_max_sample_rate: %s; perf_cpu_time_max_percent: %s" % (
             sysctl("perf_event_max_sample_rate"), sysctl("perf_cpu_time_max_percent")),
     ]
+
+
+AGENT_HEAD = ("| date | versions | alone RSS MB | alone CPU % | idle CPU % | idle reads | idle KB/process | "
+              "RSS after exit % | busy CPU % | busy µs/sample | load |")
+
+
+def agent_rows(path, new):
+    """The agent scenario's dated rows: those of earlier runs kept, this run's added."""
+    rows = []
+    try:
+        with open(path) as f:
+            text = f.read()
+        i = text.find(AGENT_HEAD)
+        if i >= 0:
+            for line in text[i:].splitlines()[2:]:
+                if not line.startswith("| 2"):
+                    break
+                rows.append(line)
+    except OSError:
+        pass
+    return rows + ([new] if new else [])
 
 
 def old_analysis(path):
@@ -239,6 +260,14 @@ def report(b, path, missing, wall_s, quick):
     if b.page_figs:
         lines += ["## The html report (once, not per interpreter)", ""] + page_table(b, True) + [""]
         screen = screen + ([""] if screen else []) + page_table(b, False)
+    dated = agent_rows(path, b.agent_row)
+    if b.agent_figs:
+        lines += ["## The node agent (once, pyenv 3.6-3.13 side by side)", ""] + \
+            page_table(b, True, b.agent_figs) + [""]
+        screen = screen + ([""] if screen else []) + page_table(b, False, b.agent_figs)
+    if dated:
+        lines += ["### The node agent, dated rows (kept across runs)", "", AGENT_HEAD,
+                  "|" + "---|" * 11] + dated + [""]
     lines += ["## Method", "", METHOD % dict(
         guard=GUARD_S, depth=DEPTH, deep=DEEP, chunks=CHUNKS, fast_mode=FAST_MODE, host_how="`-a --comm '^pbpbench$'`" if b.has_all else
         "`-p` with the list of their pids (this build has no `-a`),", **b.cfg)]
@@ -247,6 +276,7 @@ def report(b, path, missing, wall_s, quick):
         lines += ["### %s" % scen, "", "| python | runs | |", "|---|---|---|"] + rows + [""]
     fails = [(n, f) for n in names for f in b.figs.get(n, {}).values() if f.verdict() == "FAIL"]
     fails += [("the html report", f) for f in b.page_figs if f.verdict() == "FAIL"]
+    fails += [("the node agent", f) for f in b.agent_figs if f.verdict() == "FAIL"]
     lines += ["## Misses", ""]
     lines += ["- %s on %s: %s, target %s" % (f.label, n, f.cell(), f.target_text())
               for n, f in fails] or ["None."]

@@ -97,7 +97,8 @@ def write_json(path, obj):
 
 
 def ready(path, **kw):
-    kw.update(pid=os.getpid(), native_id=threading.get_native_id(),
+    # get_native_id is 3.8+: the agent scenario runs 3.6 and 3.7 too
+    kw.update(pid=os.getpid(), native_id=getattr(threading, "get_native_id", lambda: None)(),
               version=sys.version.split()[0])
     write_json(path, kw)
 
@@ -158,6 +159,19 @@ def main():
         ready(sys.argv[2])
         while True:
             time.sleep(3600)
+    elif what == "idle3":                   # idle3 READY: three threads asleep
+        for _ in range(2):
+            threading.Thread(target=time.sleep, args=(1e6,), daemon=True).start()
+        ready(sys.argv[2])
+        time.sleep(1e6)
+    elif what == "churn":                   # churn DEPTH READY: a short thread started 10 times a second
+        depth = int(sys.argv[2])
+        ready(sys.argv[3])
+        while True:
+            t = threading.Thread(target=rec, args=(depth,))
+            t.start()
+            t.join()
+            time.sleep(0.1)
     elif what == "sleeploop":               # sleeploop READY
         ready(sys.argv[2])
         while True:
