@@ -29,7 +29,7 @@
 struct codecache {
 	unsigned nsets;
 	uint64_t clock;
-	struct codeinfo *slots;     /* nsets * WAYS; addr 0 = empty */
+	struct codeinfo *slots;     /* nsets * WAYS; addr 0 = empty; NULL until the first code object */
 	size_t bytes, budget;       /* names and line tables held, and the most allowed */
 	unsigned hand;              /* clock sweep over slots, for the byte budget */
 	struct codecache_stats st;
@@ -45,12 +45,7 @@ struct codecache *codecache_new(unsigned capacity, size_t budget)
 	c->budget = budget;
 	while (sets * 2 * WAYS <= capacity)
 		sets *= 2;
-	c->slots = calloc((size_t)sets * WAYS, sizeof(*c->slots));
-	if (!c->slots) {
-		free(c);
-		return NULL;
-	}
-	c->nsets = sets;
+	c->nsets = sets;        /* the slots are made at the first code object: an idle process names none */
 	return c;
 }
 
@@ -71,7 +66,7 @@ void codecache_free(struct codecache *c)
 {
 	if (!c)
 		return;
-	for (unsigned i = 0; i < c->nsets * WAYS; i++)
+	for (unsigned i = 0; c->slots && i < c->nsets * WAYS; i++)
 		slot_clear(&c->slots[i]);
 	free(c->slots);
 	free(c);
@@ -106,8 +101,8 @@ struct codecache *codecache_clone(const struct codecache *src)
 
 	if (!c)
 		return NULL;
-	c->slots = calloc((size_t)src->nsets * WAYS, sizeof(*c->slots));
-	if (!c->slots) {
+	c->slots = src->slots ? calloc((size_t)src->nsets * WAYS, sizeof(*c->slots)) : NULL;
+	if (src->slots && !c->slots) {
 		free(c);
 		return NULL;
 	}
@@ -115,7 +110,7 @@ struct codecache *codecache_clone(const struct codecache *src)
 	c->budget = src->budget;
 	c->bytes = src->bytes;
 	c->clock = src->clock;
-	for (unsigned i = 0; i < c->nsets * WAYS; i++)
+	for (unsigned i = 0; c->slots && i < c->nsets * WAYS; i++)
 		if (src->slots[i].addr && !slot_copy(&c->slots[i], &src->slots[i])) {
 			codecache_free(c);
 			return NULL;
@@ -263,10 +258,15 @@ static struct codeinfo *victim_in(struct codeinfo *set)
 const struct codeinfo *codecache_get(struct codecache *c, struct pyproc *p, uint64_t addr,
 				     const struct pbp_frame *key, int *err)
 {
-	struct codeinfo *set = set_of(c, addr), *ci = NULL;
+	struct codeinfo *set, *ci = NULL;
 	uint32_t fl, nl;
 
 	*err = 0;
+	if (!c->slots && !(c->slots = calloc((size_t)c->nsets * WAYS, sizeof(*c->slots)))) {
+		*err = -PBP_E_NOMEM;
+		return NULL;
+	}
+	set = set_of(c, addr);
 	if (key) {
 		fl = key->firstlineno, nl = key->name_lo;
 	} else {
