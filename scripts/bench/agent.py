@@ -142,7 +142,7 @@ def agent(bench):
         log("agent: not measured on %s" % ", ".join(n for n, _ in missing))
     for it in its:
         it.setup("agent-" + it.name)
-    figs = {k: [] for k in ("base", "alone", "idle", "idle_rss", "idle_reads", "gone_rss", "busy", "busy_us")}
+    figs = {k: [] for k in ("base", "alone", "idle", "idle_rss", "idle_reads", "gone_rss", "busy", "busy_us", "busy_marg_us")}
     load = []
     try:
         for rep in range(cfg["agent_reps"]):
@@ -186,6 +186,9 @@ def agent(bench):
                 samples = m1["pybpfprof_samples_total"] - m0["pybpfprof_samples_total"]
                 figs["busy"].append(share * 100)
                 figs["busy_us"].append(cpu / samples * 1e6 if samples else None)
+                # What the samples cost over what the node's churn costs the agent alone
+                alone = figs["alone"][-1] / 100 * cfg["agent_busy_s"]
+                figs["busy_marg_us"].append((cpu - alone) / samples * 1e6 if samples else None)
                 for q in procs:
                     kill(q)
             finally:
@@ -209,7 +212,9 @@ def agent(bench):
                [(r / figs["base"][i] - 1) * 100 for i, r in enumerate(figs["gone_rss"])], "%.1f"),
         Figure("agent_busy_pct", "%d busy/idle/churning, push 15 s, pull 30 s: CPU, %% of a core" % b, "%",
                figs["busy"], "%.3f"),
-        Figure("agent_busy_us", "... agent CPU per sample delivered", "µs", figs["busy_us"], "%.1f"),
+        Figure("agent_busy_us", "... agent CPU per sample delivered, all of it", "µs", figs["busy_us"], "%.1f"),
+        Figure("agent_busy_marg_us", "... per sample, over what the agent alone took", "µs",
+               figs["busy_marg_us"], "%.1f"),
     ]
     bench.agent_figs = out
     bench.agent_row = "| %s | %d | %s | load %s |" % (

@@ -70,6 +70,7 @@ TARGETS = {
     "agent_gone_pct": ("<=", 10.0),
     "agent_busy_pct": ("<=", 0.25),
     "agent_busy_us": ("<=", 10.0),
+    "agent_busy_marg_us": ("<=", 10.0),
 }
 
 

@@ -136,7 +136,7 @@ def machine(interps):
 
 
 AGENT_HEAD = ("| date | versions | alone RSS MB | alone CPU % | idle CPU % | idle reads | idle KB/process | "
-              "RSS after exit % | busy CPU % | busy µs/sample | load |")
+              "RSS after exit % | busy CPU % | busy µs/sample | over alone µs/sample | load |")
 
 
 def agent_rows(path, new):
@@ -267,7 +267,7 @@ def report(b, path, missing, wall_s, quick):
         screen = screen + ([""] if screen else []) + page_table(b, False, b.agent_figs)
     if dated:
         lines += ["### The node agent, dated rows (kept across runs)", "", AGENT_HEAD,
-                  "|" + "---|" * 11] + dated + [""]
+                  "|" + "---|" * 12] + dated + [""]
     lines += ["## Method", "", METHOD % dict(
         guard=GUARD_S, depth=DEPTH, deep=DEEP, chunks=CHUNKS, fast_mode=FAST_MODE, host_how="`-a --comm '^pbpbench$'`" if b.has_all else
         "`-p` with the list of their pids (this build has no `-a`),", **b.cfg)]

@@ -368,6 +368,7 @@ void run_discover(struct record *r)
 		for (size_t i = 0; i < n; i++)
 			consider(r, pids[i]);
 	free(pids);
+	r->trim_due = true;     /* what opening them took (ELF reads, scratch) is given back */
 }
 
 bool run_pending(void *ctx, struct timer *t, uint64_t now)

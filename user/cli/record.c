@@ -281,8 +281,9 @@ static bool run_ticks(void *ctx, struct timer *t, uint64_t now)
 }
 
 /*
- * What the processes that went held (page and code caches, thread tables)
- * is in the middle of the heap, which malloc never gives back by itself: an
+ * What the processes that went held (page and code caches, thread tables),
+ * and what finding processes took for a moment (their ELF files read), is
+ * in the middle of the heap, which malloc never gives back by itself: an
  * agent's memory would stay at its highest for good. At most once an
  * ALIVE_EVERY_NS, on a node where processes end several times a second.
  */

@@ -183,7 +183,7 @@ struct record {
 	int launch_err;                 /* the launched command given up on: why (-PBP_E_*) */
 	struct timer *alive_timer;      /* due at once after a target's exit */
 	uint64_t next_alive_look;       /* -a: when /proc is next read for every target */
-	bool trim_due;                  /* -a: targets were freed since the heap was last trimmed */
+	bool trim_due;                  /* -a: targets found or freed since the heap was last trimmed */
 	uint64_t next_trim;             /* ... and when it may be trimmed again */
 	uint64_t next_rescan;           /* of every target's thread list */
 };
