@@ -3,6 +3,7 @@ short runs profiled from the first instruction to the last, frames named
 although the target exited, a target that execs, SIGHUP, the launched
 command's exit status, and what becomes of the command when pybpfprof dies."""
 
+import json
 import os
 import signal
 import subprocess
@@ -277,3 +278,35 @@ def test_exec_into_other_program_said(tmp_path):
     assert got.get("before_exec", 0) >= 10, (got, r.stderr)
     assert few_unknown(got, stacks), (got, r.stderr)
     assert "not profiled after: not a Python process" in r.stderr, r.stderr
+
+
+# --- issue 30, item 5: a storm of short-lived fork children -------------------------
+
+TREE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets", "tree.py")
+
+
+def test_fork_storm_children_keep_their_samples(tmp_path):
+    """200 children of 10 ms of CPU each, 20 alive at a time: what they spent
+    (the parent's RUSAGE_CHILDREN) is in the profile, under the children's
+    own roots and named, not lost because the forks were taken in slower
+    than the children came and went. One interpreter: the subject is the
+    process table, not a layout."""
+    interp = first_interp()
+    out = tmp_path / "out.txt"
+    hz = 99
+    r = launch(["-F", hz, "-o", out], interp.cmd(interp.place(TREE), "storm", 200, 20, 10),
+               timeout=180)
+    assert r.returncode == 0, r.stderr
+    want = json.loads(r.stdout.splitlines()[-1])["children"] * hz
+    stacks = parse_collapsed(out.read_text())
+    parent = min(int(f[0].split()[1]) for f, _ in stacks if f[0].startswith("process "))
+    kids = [(f, c) for f, c in stacks if not f[0].startswith("process %d " % parent)]
+    got = total(kids)
+    named = sum(c for f, c in kids if "storm_work" in map(func_of, f))
+    print("%s: children's samples %d of %.0f (%.0f%%), %d in storm_work()"
+          % (interp.name, got, want, 100.0 * got / want, named))
+    assert want >= 100, r.stdout
+    # 200 runs of about one tick each: a few percent either way is the ticks' luck.
+    assert 0.85 * want <= got <= 1.15 * want, r.stderr
+    assert named >= 0.9 * got, (named, got, r.stderr)
+    assert "samples lost" not in r.stderr, r.stderr

@@ -689,7 +689,8 @@ int run_alloc(struct record *r)
 		return report_error(NULL, -PBP_E_NOMEM);
 	if (r->roots)
 		srcroots_init(r->roots);
-	r->targets = calloc((size_t)r->max_processes, sizeof(*r->targets));
+	r->target_slots = 2 * r->max_processes;
+	r->targets = calloc((size_t)r->target_slots, sizeof(*r->targets));
 	r->skipped = calloc(MAX_SKIPPED, sizeof(*r->skipped));
 	if (!r->c.agg || !r->c.locs || !r->targets || !r->skipped)
 		return report_error(NULL, -PBP_E_NOMEM);

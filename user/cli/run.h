@@ -152,7 +152,13 @@ struct record {
 	pid_t child;
 	int child_status;       /* as waitpid gives it, once child_reaped */
 	bool child_reaped;
-	struct target *targets; /* max_processes slots; t->p == NULL is free */
+	/*
+	 * target_slots: max_processes live targets, and as many exited ones
+	 * whose last samples wait in the ring still (follow_drop_gone);
+	 * t->p == NULL is free.
+	 */
+	struct target *targets;
+	int target_slots;
 	int ntargets;           /* slots in use or used, high-water mark */
 	struct skipped *skipped;
 	int nskipped;
