@@ -203,3 +203,22 @@ def test_dump_of_a_changing_stack_is_whole_or_says_not(interp, start_target, pyb
                                    "Random.randrange", "Random._randbelow",
                                    "Random._randbelow_with_getrandbits"}, names
     assert said <= 15, "most dumps should read a whole stack"
+
+
+# --- issue 30, item 7: 3.6's GIL, not created until a second thread starts ---------
+
+def test_sleeper_that_started_no_thread_holds_no_gil(start_target, pybpfprof, tmp_path):
+    """3.6 creates its GIL when a second thread starts: before that nobody
+    holds it, and a sleeping thread is not said to (dump) nor counted
+    (gil mode, the summary's GIL share). The subject is 3.6's lazy GIL."""
+    interp = next((i for i in _discover() if i.name == "3.6" and not i.skip_reason), None)
+    if interp is None:
+        pytest.skip("no 3.6 interpreter")
+    proc, pid, ready = start_target(interp, os.path.join(TARGETS, "longsleep.py"))
+    time.sleep(0.2)
+    (t,) = dump_json(pybpfprof, pid)["threads"]
+    assert t["on_cpu"] is False and t["holds_gil"] is False, t
+    r = pybpfprof("-m", "gil", "-p", pid, "-d", 1, "-F", 99, "-o", tmp_path / "gil.txt")
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"GIL held 0\.0%", r.stderr), r.stderr
+    assert "gil mode, 0 samples" in r.stderr, r.stderr

@@ -209,7 +209,7 @@ static void collect(struct pyproc *p, struct dump_thread *d, const char *pyname,
 		snprintf(d->name, sizeof(d->name), "%s", pyname);
 	utf8_scrub(d->name);    /* comm is cut at 15 bytes, maybe inside a character */
 	if (pygil_read(p, d->t.interp, &g) == 0 && g.known)
-		d->holds_gil = pygil_holds(&g, d->t.tstate);
+		d->holds_gil = pygil_holds(&g, d->t.tstate, d->state == 'R');
 	if (d->t.frame)
 		walk(p, d, scratch, prev);
 }
