@@ -294,10 +294,11 @@ def test_fork_storm_children_keep_their_samples(tmp_path):
     interp = first_interp()
     out = tmp_path / "out.txt"
     hz = 99
-    r = launch(["-F", hz, "-o", out], interp.cmd(interp.place(TREE), "storm", 200, 20, 10),
-               timeout=180)
+    r = launch(["-F", hz, "--stats=json", "-o", out],
+               interp.cmd(interp.place(TREE), "storm", 200, 20, 10), timeout=180)
     assert r.returncode == 0, r.stderr
     want = json.loads(r.stdout.splitlines()[-1])["children"] * hz
+    stats = json.loads(next(l for l in r.stderr.splitlines() if l.startswith("{")))
     stacks = parse_collapsed(out.read_text())
     parent = min(int(f[0].split()[1]) for f, _ in stacks if f[0].startswith("process "))
     kids = [(f, c) for f, c in stacks if not f[0].startswith("process %d " % parent)]
@@ -309,4 +310,9 @@ def test_fork_storm_children_keep_their_samples(tmp_path):
     # 200 runs of about one tick each: a few percent either way is the ticks' luck.
     assert 0.85 * want <= got <= 1.15 * want, r.stderr
     assert named >= 0.9 * got, (named, got, r.stderr)
-    assert "samples lost" not in r.stderr, r.stderr
+    assert sum(p["lost"] for p in stats["followed"]) <= 0.02 * got, stats["followed"]
+    # Item 8: the figures add up. The processes' samples are the profile's,
+    # and what the kernel delivered is in it or counted by kind.
+    assert sum(p["samples"] for p in stats["followed"]) == stats["samples"] == total(stacks)
+    assert stats["delivered"] == (stats["samples"] + stats["no_python"] + stats["unattributed"]
+                                  + stats["unowned"]), stats

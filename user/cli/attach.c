@@ -399,11 +399,14 @@ void run_on_sample(void *ctx, const struct pbp_sample *ks)
 {
 	struct record *r = ctx;
 	struct target *t = run_target_of(r, (pid_t)ks->tgid);
+	uint64_t before = agg_total(r->c.agg);
 	struct proc_note *n;
 
 	if (!r->follow) {
 		if (t && t->alive)
 			target_on_sample(&r->c, t, ks);
+		else
+			r->unowned++;
 		return;
 	}
 	/* A child's first samples can come before its fork event was read. */
@@ -415,8 +418,11 @@ void run_on_sample(void *ctx, const struct pbp_sample *ks)
 	/* An exited target's last samples are named from what is known of it still. */
 	if (t)
 		target_on_sample(&r->c, t, ks);
+	else
+		r->unowned++;
+	/* What the profile got of it: a sample with no Python frame is not there. */
 	if (n && t)
-		n->samples++;
+		n->samples += agg_total(r->c.agg) - before;
 	else if (n)
 		n->lost++;
 }

@@ -77,6 +77,15 @@ void follow_fork(struct record *r, pid_t pid, pid_t parent)
 		n->python = true;
 }
 
+/* Samples a target's tick put in the profile (wall and gil modes). */
+void follow_counted(struct record *r, pid_t pid, uint64_t n)
+{
+	struct proc_note *pn = n ? follow_note_of(r, pid) : NULL;
+
+	if (pn)
+		pn->samples += n;
+}
+
 /* The launched command or a -p process: seeded by us, not forked under our eyes. */
 static bool is_root(const struct proc_note *n)
 {

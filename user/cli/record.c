@@ -266,8 +266,13 @@ static bool run_ticks(void *ctx, struct timer *t, uint64_t now)
 
 	while (t->next <= now) {
 		if (done++ < MAX_CATCH_UP) {
-			for (int i = 0; i < r->ntargets; i++)
+			for (int i = 0; i < r->ntargets; i++) {
+				uint64_t before = agg_total(r->c.agg);
+
 				target_tick(&r->c, &r->targets[i], t->next);
+				if (r->follow)
+					follow_counted(r, r->targets[i].pid, agg_total(r->c.agg) - before);
+			}
 			r->c.ticks++;
 		} else {
 			r->c.late_ticks++;

@@ -178,6 +178,7 @@ struct record {
 	struct proc_note *notes;        /* --subprocesses: the tree's processes */
 	int nnotes;
 	uint64_t unnoted;               /* processes of the tree past MAX_PROC_NOTES */
+	uint64_t unowned;       /* samples delivered for no target: gone, or not known yet */
 	int launch_err;                 /* the launched command given up on: why (-PBP_E_*) */
 	struct timer *alive_timer;      /* due at once after a target's exit */
 	uint64_t next_alive_look;       /* -a: when /proc is next read for every target */
@@ -224,6 +225,7 @@ void follow_existing(struct record *r);
 /* A followed process forked pid: profiled at once if the parent is, from what is known of it. */
 void follow_fork(struct record *r, pid_t pid, pid_t parent);
 void follow_exit(struct record *r, pid_t pid);
+void follow_counted(struct record *r, pid_t pid, uint64_t n);
 /* True while a process the run was started on (the command, a -p pid) lives. */
 bool follow_roots_alive(struct record *r);
 /* Processes of the tree alive, Python or not. */
