@@ -316,3 +316,39 @@ def test_fork_storm_children_keep_their_samples(tmp_path):
     assert sum(p["samples"] for p in stats["followed"]) == stats["samples"] == total(stacks)
     assert stats["delivered"] == (stats["samples"] + stats["no_python"] + stats["unattributed"]
                                   + stats["unowned"]), stats
+
+
+# --- issue 30, item 10: the run's end ends the command ---------------------------------
+
+LINGER = """
+import os, signal, sys, time
+if sys.argv[1] == "stubborn":
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+with open(sys.argv[2], "w") as f:
+    f.write(str(os.getpid()))
+def linger():
+    time.sleep(60)
+linger()
+"""
+
+
+@pytest.mark.parametrize("sub,kind", [(["-d", 1], "plain"), (["-d", 1], "stubborn"),
+                                      (["top", "--once"], "plain"), (["top", "-d", 1], "plain")],
+                         ids=["record-d", "record-d-stubborn", "top-once", "top-d"])
+def test_run_end_stops_the_command(tmp_path, sub, kind):
+    """-d N -- CMD (and top's --once and -d) end when the run does, not when
+    the command does: a command still running gets SIGTERM, then SIGKILL
+    2 s later (one that ignores SIGTERM), the profile is written and
+    pybpfprof exits 0, saying so. One interpreter: no layout is involved."""
+    interp = first_interp()
+    pidfile = tmp_path / "pid"
+    out = ["-o", tmp_path / "out.txt"] if sub[0] != "top" else []
+    t0 = time.monotonic()
+    r = launch(sub + out, interp.argv + ["-c", LINGER, kind, str(pidfile)], timeout=60)
+    took = time.monotonic() - t0
+    assert r.returncode == 0, r.stderr
+    assert took < 20, "waited %.1f s for a 60 s command" % took
+    assert gone(int(pidfile.read_text()), 5), "the command outlived the run"
+    if sub[0] != "top":
+        assert "stopped: the run ended while it ran" in r.stderr, r.stderr
+        assert (tmp_path / "out.txt").exists()

@@ -152,6 +152,7 @@ struct record {
 	pid_t child;
 	int child_status;       /* as waitpid gives it, once child_reaped */
 	bool child_reaped;
+	bool cmd_stopped;       /* the run ended first (-d, --once, q) and stopped the command */
 	/*
 	 * target_slots: max_processes live targets, and as many exited ones
 	 * whose last samples wait in the ring still (follow_drop_gone);
@@ -239,8 +240,8 @@ void follow_json(struct jsonw *w, const struct record *r);
 
 /* launch.c: the command run under the profiler */
 int launch_start(struct record *r, int *go_fd);
-/* Wait for the launched command; stopping (a signal stopped us): stop it too. */
-void launch_end(struct record *r, bool stopping);
+/* The run is over: the launched command stopped if still at work (by_signal: pybpfprof was told to stop), and reaped. */
+void launch_end(struct record *r, bool by_signal);
 int launch_status(const struct record *r);
 /* --subprocesses: true (launch_err set) when the command is not Python and started nothing. */
 bool launch_given_up(struct record *r);

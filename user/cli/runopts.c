@@ -40,7 +40,8 @@ static const struct argp_option opts[] = {
 	  "Samples per second: of CPU time per thread in cpu mode, ticks in wall and gil modes "
 	  "(default 99; 19 with -a)", 2 },
 	{ "duration", 'd', "SECONDS", 0,
-	  "Stop after this long (default: Ctrl-C, SIGTERM, SIGHUP, or every target exited)", 2 },
+	  "Stop after this long (default: Ctrl-C, SIGTERM, SIGHUP, or every target exited); "
+	  "a command launched with -- is stopped then too", 2 },
 	{ "native-leaf", OPT_NATIVE_LEAF, NULL, 0,
 	  "End samples of threads on a CPU without the GIL with the C function they were in: "
 	  "'[native] FUNCTION (LIBRARY)'", 2 },
