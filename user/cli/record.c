@@ -671,8 +671,6 @@ int run_alloc(struct record *r)
 	sampler_verbose(r->verbose);
 	if (!r->max_processes)
 		r->max_processes = r->all || r->follow ? DEFAULT_MAX_PROCESSES : (r->npids ? r->npids : 1);
-	if (r->max_processes < r->npids)
-		r->max_processes = r->npids;
 	if (r->follow && !(r->notes = calloc(MAX_PROC_NOTES, sizeof(*r->notes))))
 		return report_error(NULL, -PBP_E_NOMEM);
 	r->c.agg = agg_new();
