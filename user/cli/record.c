@@ -72,7 +72,7 @@ static const struct argp_option opts[] = {
 	{ "threads", 't', NULL, 0, "Add a root frame per thread: 'thread TID name'", 3 },
 	{ "status", OPT_STATUS, NULL, 0,
 	  "Add a leaf frame with the thread's status: [running], [native, no GIL], [runnable], "
-	  "[gil wait], [sleeping], [disk]", 3 },
+	  "[gil wait], [sleeping], [disk], [stopped]", 3 },
 	{ "async", OPT_ASYNC, NULL, 0,
 	  "Python 3.11+: put a frame 'task NAME' for the asyncio task a sample's thread runs, and "
 	  "one for each task awaiting it, above the task's coroutine frames; in wall mode also each "

@@ -100,7 +100,8 @@ static void seed_state(struct collector *c, struct target *t, struct tcache *e)
 		return;
 	state = proc_thread_state(t->pid, e->tid);
 	st->oncpu = state == 'R';
-	st->off_reason = state == 'D' ? PBP_OFF_DISK : state == 'R' ? PBP_OFF_NONE : PBP_OFF_SLEEP;
+	st->off_reason = state == 'D' ? PBP_OFF_DISK : state == 'R' ? PBP_OFF_NONE :
+			 state == 'T' || state == 't' ? PBP_OFF_STOPPED : PBP_OFF_SLEEP;
 }
 
 /* The Python name (threading.Thread.name) when it could be read, else the kernel's comm. */
