@@ -13,7 +13,7 @@ import pytest
 from conftest import PYBPFPROF, _discover
 from profile import WORKERS, by_thread, func_of, parse_collapsed, ready_side_path, run_profile, total, wait_for
 
-STATUSES = ["[running]", "[native, no GIL]", "[runnable]", "[gil wait]", "[sleeping]", "[disk]"]
+STATUSES = ["[running]", "[native, no GIL]", "[runnable]", "[gil wait]", "[sleeping]", "[disk]", "[stopped]"]
 
 
 def record(tmp_path, pid, mode, *extra, seconds=3, hz=499):
