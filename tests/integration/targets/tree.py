@@ -21,8 +21,9 @@ Runs on CPython 3.6 to 3.14 (keep the syntax at 3.6's level).
                                  in handle_spin(); prints the handlers' pids
     tree.py storm N K MS         forks N children, K alive at a time, each
                                  spinning MS ms of CPU in storm_work() and
-                                 exiting at once; prints {"children": CPU
-                                 seconds of them all (RUSAGE_CHILDREN)}
+                                 exiting at once; prints {"pid": its own,
+                                 "children": CPU seconds of them all
+                                 (RUSAGE_CHILDREN)}
     tree.py late                 writes $PBP_READY, then forks a worker
                                  spinning 0.3 s in late_work() every 0.5 s,
                                  for 60 s; a child forked before ready
@@ -113,7 +114,7 @@ def storm(n, k, ms):
     for _ in range(live):
         os.wait()
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    print(json.dumps({"children": ru.ru_utime + ru.ru_stime}), flush=True)
+    print(json.dumps({"pid": os.getpid(), "children": ru.ru_utime + ru.ru_stime}), flush=True)
 
 
 def handle_spin():
