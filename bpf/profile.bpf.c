@@ -968,6 +968,8 @@ int on_sample(struct bpf_perf_event_data *ctx)
 
 #define TASK_INTERRUPTIBLE_ 0x1
 #define TASK_UNINTERRUPTIBLE_ 0x2
+#define TASK_STOPPED_ 0x4       /* __TASK_STOPPED: SIGSTOP, SIGTSTP, ... */
+#define TASK_TRACED_ 0x8        /* __TASK_TRACED: held by a tracer */
 #define TASK_NOLOAD_ 0x400
 
 static __always_inline struct pbp_tstate *tstate_of(__u32 tgid, __u32 tid, __u64 *tstate)
@@ -1017,6 +1019,8 @@ static __always_inline __u8 off_reason(struct pbp_tstate *st, struct task_struct
 	struct pbp_proc *p;
 	bool gil;
 
+	if (state & (TASK_STOPPED_ | TASK_TRACED_))
+		return PBP_OFF_STOPPED;         /* asleep only in that nothing runs it until SIGCONT */
 	if ((state & TASK_UNINTERRUPTIBLE_) && !(state & TASK_NOLOAD_)) {
 		st->futex_addr = 0;
 		return PBP_OFF_DISK;

@@ -88,6 +88,7 @@ enum pbp_off_reason {
 	PBP_OFF_SLEEP,         /* interruptible sleep */
 	PBP_OFF_DISK,          /* uninterruptible sleep */
 	PBP_OFF_GIL,           /* futex wait on the target's GIL */
+	PBP_OFF_STOPPED,       /* stopped: SIGSTOP, SIGTSTP, a tracer */
 };
 
 /* Per target thread, at its slot in the "tstates" array, kept by sched_switch. */

@@ -63,6 +63,7 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 TARGETS = os.path.join(HERE, "targets")
+TARGET_LIB = os.path.join(TARGETS, "pbp_target.py")
 PYBPFPROF = os.environ.get("PBP_BIN") or os.path.join(REPO, "build", "pybpfprof")
 SANITIZED = os.environ.get("PBP_SANITIZED", "") not in ("", "0")
 SANITIZER_LOGS = os.environ.get("PBP_SANITIZER_LOGS", "")
@@ -177,6 +178,7 @@ class Interp(object):
             return script
         host, inside = self.mkdtemp()
         shutil.copy(script, host)
+        shutil.copy(TARGET_LIB, host)   # what the targets import
         return os.path.join(inside, os.path.basename(script))
 
     def cmd(self, script_path, *args):

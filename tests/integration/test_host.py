@@ -296,3 +296,26 @@ def test_forked_child_of_a_target(start_target, tmp_path):
     text = out.read_text()
     for i in interps:
         assert "forked_child_%s" % tag_of(i) in text, (i.name, err[-2000:])
+
+
+# --- issue 30, item 12: --max-processes with -a -p --------------------------------------
+
+def test_max_processes_holds_with_pids(start_target, tmp_path):
+    """-a -p A,B,C --max-processes 2: -p filters the host's processes and the
+    limit picks among them (3 were profiled); without -a a limit below the
+    pids given is a usage error (the table had no room for them). One
+    interpreter: no layout is involved."""
+    interp = next(i for i in _discover() if not i.skip_reason)
+    pids = [start_target(interp, os.path.join(os.path.dirname(__file__), "targets",
+                                              "napper.py"))[1] for _ in range(3)]
+    arg = ",".join(map(str, pids))
+    r = subprocess.run([PYBPFPROF, "-a", "-p", arg, "--max-processes", "2", "-d", "1.5",
+                        "--stats=json", "-o", str(tmp_path / "out.txt")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    stats = json.loads(next(l for l in r.stderr.splitlines() if l.startswith("{")))
+    assert len(stats["processes"]) == 2, stats["processes"]
+    r = subprocess.run([PYBPFPROF, "-p", arg, "--max-processes", "2", "-d", "1", "-o",
+                        str(tmp_path / "out2.txt")], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert "--max-processes 2 is fewer than the 3 processes given with -p" in r.stderr

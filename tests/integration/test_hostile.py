@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from conftest import PYBPFPROF, REPO, SANITIZED, TARGETS, _discover
+from conftest import PYBPFPROF, REPO, SANITIZED, TARGETS, _discover, TARGET_LIB
 from profile import (WORKERS, bpf_objects_of_dead, by_thread, func_of, parse_collapsed, total,
                      wait_no_bpf_objects)
 
@@ -641,7 +641,9 @@ def nobody_target(d):
         pytest.skip("needs /usr/bin/python3.11 and setpriv")
     script = os.path.join(d, "workers.py")
     shutil.copy(WORKERS, script)
+    shutil.copy(TARGET_LIB, d)
     os.chmod(script, 0o644)
+    os.chmod(os.path.join(d, os.path.basename(TARGET_LIB)), 0o644)
     ready = os.path.join(d, "ready.json")
     proc = subprocess.Popen(["setpriv", "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY,
                              "--clear-groups", exe, script, "spinner", "sleeper"],

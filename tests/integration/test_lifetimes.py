@@ -3,6 +3,7 @@ short runs profiled from the first instruction to the last, frames named
 although the target exited, a target that execs, SIGHUP, the launched
 command's exit status, and what becomes of the command when pybpfprof dies."""
 
+import json
 import os
 import signal
 import subprocess
@@ -277,3 +278,81 @@ def test_exec_into_other_program_said(tmp_path):
     assert got.get("before_exec", 0) >= 10, (got, r.stderr)
     assert few_unknown(got, stacks), (got, r.stderr)
     assert "not profiled after: not a Python process" in r.stderr, r.stderr
+
+
+# --- issue 30, item 5: a storm of short-lived fork children -------------------------
+
+TREE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets", "tree.py")
+
+
+def test_fork_storm_children_keep_their_samples(tmp_path):
+    """200 children of 10 ms of CPU each, 20 alive at a time: what they spent
+    (the parent's RUSAGE_CHILDREN) is in the profile, under the children's
+    own roots and named, not lost because the forks were taken in slower
+    than the children came and went. One interpreter: the subject is the
+    process table, not a layout."""
+    interp = first_interp()
+    out = tmp_path / "out.txt"
+    hz = 99
+    r = launch(["-F", hz, "--stats=json", "-o", out],
+               interp.cmd(interp.place(TREE), "storm", 200, 20, 10), timeout=180)
+    assert r.returncode == 0, r.stderr
+    said = json.loads(r.stdout.splitlines()[-1])
+    want, parent = said["children"] * hz, said["pid"]
+    stats = json.loads(next(l for l in r.stderr.splitlines() if l.startswith("{")))
+    stacks = parse_collapsed(out.read_text())
+    kids = [(f, c) for f, c in stacks if not f[0].startswith("process %d " % parent)]
+    got = total(kids)
+    named = sum(c for f, c in kids if "storm_work" in map(func_of, f))
+    print("%s: children's samples %d of %.0f (%.0f%%), %d in storm_work()"
+          % (interp.name, got, want, 100.0 * got / want, named))
+    assert want >= 100, r.stdout
+    # 200 runs of about one tick each: a few percent either way is the ticks' luck.
+    assert 0.85 * want <= got <= 1.15 * want, r.stderr
+    assert named >= 0.9 * got, (named, got, r.stderr)
+    assert sum(p["lost"] for p in stats["followed"]) <= 0.02 * got, stats["followed"]
+    # Item 8: the figures add up. The processes' samples are the profile's,
+    # and what the kernel delivered is in it or counted by kind.
+    assert sum(p["samples"] for p in stats["followed"]) == stats["samples"] == total(stacks)
+    assert stats["delivered"] == (stats["samples"] + stats["no_python"] + stats["unattributed"]
+                                  + stats["unowned"]), stats
+
+
+# --- issue 30, item 10: the run's end ends the command ---------------------------------
+
+LINGER = """
+import os, signal, sys, time
+if sys.argv[1] == "stubborn":
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+with open(sys.argv[2], "w") as f:
+    f.write(str(os.getpid()))
+def linger():
+    time.sleep(60)
+linger()
+"""
+
+
+@pytest.mark.parametrize("sub,kind", [(["-d", 1], "plain"), (["-d", 1], "stubborn"),
+                                      (["top", "--once"], "plain"), (["top", "-d", 1], "plain")],
+                         ids=["record-d", "record-d-stubborn", "top-once", "top-d"])
+def test_run_end_stops_the_command(tmp_path, sub, kind):
+    """-d N -- CMD (and top's --once and -d) end when the run does, not when
+    the command does: a command still running gets SIGTERM, then SIGKILL
+    2 s later (one that ignores SIGTERM), the profile is written and
+    pybpfprof exits 0, saying so. One interpreter: no layout is involved."""
+    interp = first_interp()
+    pidfile = tmp_path / "pid"
+    out = ["-o", tmp_path / "out.txt"] if sub[0] != "top" else []
+    t0 = time.monotonic()
+    r = launch(sub + out, interp.argv + ["-c", LINGER, kind, str(pidfile)], timeout=60)
+    took = time.monotonic() - t0
+    assert r.returncode == 0, r.stderr
+    assert took < 20, "waited %.1f s for a 60 s command" % took
+    # A loaded machine may start the interpreter slower than the run lasts:
+    # stopped before it wrote its pid, the command was ended all the same.
+    written = pidfile.read_text() if pidfile.exists() else ""
+    if written:
+        assert gone(int(written), 5), "the command outlived the run"
+    if sub[0] != "top":
+        assert "stopped: the run ended while it ran" in r.stderr, r.stderr
+        assert (tmp_path / "out.txt").exists()

@@ -2,14 +2,18 @@
 targets whose truth is known (tests/integration/targets/workers.py)."""
 
 import json
+import os
 import re
+import signal
+import subprocess
+import time
 
 import pytest
 
-from conftest import pybpfprof
+from conftest import PYBPFPROF, _discover, pybpfprof
 from profile import WORKERS, by_thread, func_of, parse_collapsed, ready_side_path, total, wait_for
 
-STATUSES = ["[running]", "[native, no GIL]", "[runnable]", "[gil wait]", "[sleeping]", "[disk]"]
+STATUSES = ["[running]", "[native, no GIL]", "[runnable]", "[gil wait]", "[sleeping]", "[disk]", "[stopped]"]
 
 
 def record(tmp_path, pid, mode, *extra, seconds=3, hz=499):
@@ -145,3 +149,31 @@ def test_wall_takes_stacks_as_threads_leave_the_cpu(interp, start_target, tmp_pa
         assert abs(has_frame(stacks, "nap_short") - 0.25) <= 0.10, (tid, has_frame(stacks, "nap_short"), err)
         # Woken threads may wait for a CPU on a loaded machine: [runnable], rightly.
         assert status_share(stacks, "[sleeping]") >= 0.80, (tid, err)
+
+
+# --- issue 30, item 11: a stopped thread is [stopped], not [sleeping] ---------------------
+
+def test_sigstopped_target_is_stopped(start_target, tmp_path):
+    """wall --status: a target stopped by SIGSTOP during the run ends its
+    stacks with [stopped] from then (the kernel's switch state), where it
+    said [sleeping]; before, it sleeps. One interpreter: no layout."""
+    interp = next(i for i in _discover() if not i.skip_reason)
+    proc, pid, ready = start_target(interp, os.path.join(os.path.dirname(__file__), "targets",
+                                                         "napper.py"))
+    out = tmp_path / "out.txt"
+    p = subprocess.Popen([PYBPFPROF, "-m", "wall", "--status", "-F", "99", "-d", "3", "-p",
+                          str(pid), "-o", str(out)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.5)
+        os.kill(pid, signal.SIGSTOP)
+        _, err = p.communicate(timeout=60)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert p.returncode == 0, err
+    leaves = {}
+    for frames, count in parse_collapsed(out.read_text()):
+        leaves[frames[-1]] = leaves.get(frames[-1], 0) + count
+    print(leaves)
+    assert leaves.get("[stopped]", 0) >= 0.2 * total(parse_collapsed(out.read_text())), leaves
+    assert leaves.get("[sleeping]", 0) >= 1, leaves

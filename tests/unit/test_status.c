@@ -84,6 +84,9 @@ static void test_classify(void)
 	CHECK_EQ_INT(status_classify(false, PBP_OFF_SLEEP, true, false), ST_SLEEPING);
 	CHECK_EQ_INT(status_classify(false, PBP_OFF_NONE, false, false), ST_SLEEPING);
 	CHECK_EQ_INT(status_classify(false, PBP_OFF_DISK, true, true), ST_DISK);
+	/* SIGSTOP or a tracer: stopped, whatever it held (issue 30, item 11). */
+	CHECK_EQ_INT(status_classify(false, PBP_OFF_STOPPED, true, true), ST_STOPPED);
+	CHECK_EQ_INT(status_classify(false, PBP_OFF_STOPPED, false, false), ST_STOPPED);
 	CHECK_EQ_INT(status_classify(false, PBP_OFF_GIL, true, false), ST_GIL_WAIT);
 	CHECK_EQ_INT(status_classify(false, PBP_OFF_GIL, false, false), ST_GIL_WAIT);
 	/* preempted in the futex call that just took the GIL */

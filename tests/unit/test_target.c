@@ -512,7 +512,21 @@ static void test_gil_mode(void)
 	set_gil(-1, -1);
 	target_tick(&w.c, &w.t, T0 + 2 * PERIOD);
 	CHECK_EQ_INT(counted(&w, 0, ST_RUNNING, READ_DEPTH), 1);
+	CHECK_EQ_INT(agg_total(w.c.agg), 3);
+	CHECK_EQ_INT(thread_total(&w, 2), 0);     /* off CPU: it would have released it */
+	CHECK_EQ_INT(w.t.gil_held, 2);
+	/* ... and nobody while they sleep (issue 30, item 7: "GIL held 100%" asleep). */
+	for (int i = 0; i < 3; i++)
+		set_state(&w, i, false, PBP_OFF_SLEEP, 4, T0 + 2 * PERIOD);
+	target_tick(&w.c, &w.t, T0 + 3 * PERIOD);
+	CHECK_EQ_INT(agg_total(w.c.agg), 3);
+	CHECK_EQ_INT(w.t.gil_ticks, 4);
+	CHECK_EQ_INT(w.t.gil_held, 2);
+	/* Preempted, it still runs Python: held, as 3.7+ keeps it. */
+	set_state(&w, 0, false, PBP_OFF_RUNNABLE, 5, T0 + 3 * PERIOD);
+	target_tick(&w.c, &w.t, T0 + 4 * PERIOD);
 	CHECK_EQ_INT(agg_total(w.c.agg), 4);
+	CHECK_EQ_INT(w.t.gil_held, 3);
 	teardown(&w);
 }
 

@@ -30,6 +30,7 @@ static const struct status_info rows[] = {
 	/* ST_GIL_WAIT */ { "[gil wait]", "gil wait", "#e0393e", 'G' },
 	/* ST_SLEEPING */ { "[sleeping]", "sleeping", "#a9a9b6", 'S' },
 	/* ST_DISK */     { "[disk]", "disk", "#f07f26", 'D' },
+	/* ST_STOPPED */  { "[stopped]", "stopped", "#7a5230", 'T' },
 	/* ST_UNKNOWN */  { "[unknown]", "unknown", "#cdb8f0", '?' },
 };
 
@@ -60,6 +61,7 @@ static uint32_t off_cpu_status(uint8_t reason)
 	case PBP_OFF_RUNNABLE: return ST_RUNNABLE;
 	case PBP_OFF_DISK: return ST_DISK;
 	case PBP_OFF_GIL: return ST_GIL_WAIT;
+	case PBP_OFF_STOPPED: return ST_STOPPED;
 	default: return ST_SLEEPING;
 	}
 }

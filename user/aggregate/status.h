@@ -14,6 +14,7 @@ enum pbp_status {
 	ST_GIL_WAIT,            /* blocked waiting for the GIL */
 	ST_SLEEPING,            /* interruptible sleep: I/O, sleep, lock */
 	ST_DISK,                /* uninterruptible sleep */
+	ST_STOPPED,             /* stopped by a signal (SIGSTOP) or a tracer */
 	ST_UNKNOWN,
 	ST__COUNT,
 };

@@ -252,16 +252,33 @@ static void exec_done(struct record *r, pid_t pid, int err, const struct pyproc 
 		snprintf(n->version, sizeof(n->version), "%s", p->version);
 }
 
-/* A free slot of the target table given to p as pid; NULL when --max-processes are all taken. */
+/*
+ * A free slot of the target table given to p as pid; NULL when
+ * --max-processes live ones are taken. An exited target keeps its slot
+ * until its last samples are read; when those fill the table, the oldest
+ * gives way (what it had left to read is counted lost).
+ */
 static struct target *place_target(struct record *r, pid_t pid, struct pyproc *p)
 {
-	struct target *t = NULL;
+	struct target *t = NULL, *old = NULL;
+	int live = 0;
 
-	for (int i = 0; i < r->max_processes && !t; i++)
-		if (!r->targets[i].p)
-			t = &r->targets[i];
-	if (!t)
+	for (int i = 0; i < r->target_slots; i++) {
+		struct target *x = &r->targets[i];
+
+		if (!x->p)
+			t = t ? t : x;
+		else if (x->alive)
+			live++;
+		else if (!old || x->init_ns < old->init_ns)
+			old = x;
+	}
+	if (live >= r->max_processes || (!t && !old))
 		return NULL;
+	if (!t) {
+		run_drop_target(r, old);
+		t = old;
+	}
 	t->pid = pid;
 	t->p = p;
 	if (t - r->targets >= r->ntargets)
@@ -401,11 +418,14 @@ void run_on_sample(void *ctx, const struct pbp_sample *ks)
 {
 	struct record *r = ctx;
 	struct target *t = run_target_of(r, (pid_t)ks->tgid);
+	uint64_t before = agg_total(r->c.agg);
 	struct proc_note *n;
 
 	if (!r->follow) {
 		if (t && t->alive)
 			target_on_sample(&r->c, t, ks);
+		else
+			r->unowned++;
 		return;
 	}
 	/* A child's first samples can come before its fork event was read. */
@@ -417,8 +437,11 @@ void run_on_sample(void *ctx, const struct pbp_sample *ks)
 	/* An exited target's last samples are named from what is known of it still. */
 	if (t)
 		target_on_sample(&r->c, t, ks);
+	else
+		r->unowned++;
+	/* What the profile got of it: a sample with no Python frame is not there. */
 	if (n && t)
-		n->samples++;
+		n->samples += agg_total(r->c.agg) - before;
 	else if (n)
 		n->lost++;
 }

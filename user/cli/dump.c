@@ -11,6 +11,7 @@
 
 #include "pybpfprof.h"
 #include "cli/dump.h"
+#include "core/clock.h"
 #include "core/errors.h"
 #include "core/limits.h"
 #include "core/text.h"
@@ -32,7 +33,19 @@ struct dump_thread {
 	size_t nframes;
 	size_t elided;          /* frames left out after the first nframes - nframes / 2 */
 	int err;                /* the walk failed part way: frames are what was read */
+	bool torn;              /* no two reads agreed: the frames may mix instants */
 };
+
+/*
+ * A thread running while it is read can return from frames the walk is
+ * following: on 3.6-3.10 a freed frame object goes back to a free list,
+ * and its f_back leads elsewhere (a stack that ends inside a recursion,
+ * with no <module>). Its stack is read until two reads in a row agree, as
+ * a sleeping thread's do at once; at most this many, and for this long.
+ */
+#define DUMP_READS 64
+#define DUMP_READ_NS 100000000ull
+#define TORN_TEXT "the stack changed under every read: frames may be missing or from another instant"
 
 static void print_frame_text(FILE *o, const char *name, const char *file, int line)
 {
@@ -96,8 +109,11 @@ static void print_thread(FILE *o, struct pyproc *p, const struct dump_thread *d,
 			oncpu ? "true" : "false", d->holds_gil ? "true" : "false", d->state);
 		if (d->err)
 			text_put_quoted(o, pbp_strerror(d->err), TEXT_JSON);
+		else if (d->torn)
+			text_put_quoted(o, TORN_TEXT, TEXT_JSON);
 		else
 			fputs("null", o);
+		fprintf(o, ", \"consistent\": %s", d->torn ? "false" : "true");
 		if (d->elided)
 			fprintf(o, ", \"elided\": {\"count\": %zu, \"after\": %zu}", d->elided,
 				elided_after(d));
@@ -114,18 +130,61 @@ static void print_thread(FILE *o, struct pyproc *p, const struct dump_thread *d,
 	fputc('"', o);
 	text_put(o, d->name, TEXT_PLAIN);
 	fprintf(o, "\" (interpreter %lld, %s, %s)%s%s\n", (long long)d->t.interp_id, oncpu ? "on CPU" : "off CPU",
-		d->holds_gil ? "holds the GIL" : "no GIL", d->err ? ": stack incomplete: " : "",
-		d->err ? pbp_strerror(d->err) : "");
+		d->holds_gil ? "holds the GIL" : "no GIL",
+		d->err ? ": stack incomplete: " : d->torn ? ": stack not consistent: " : "",
+		d->err ? pbp_strerror(d->err) : d->torn ? TORN_TEXT : "");
 	print_frames(o, p, d, false);
 	if (d->nframes == 0 && !d->err)
 		fputs("    (no Python frames)\n", o);
 }
 
 
-/* The thread's frames, into a copy of their own: most stacks are short, a few very deep. */
-static void walk(struct pyproc *p, struct dump_thread *d, struct pbp_frame *scratch)
+static bool same_read(const struct pbp_frame *a, size_t na, size_t ea, int erra,
+		      const struct pbp_frame *b, size_t nb, size_t eb, int errb)
 {
-	d->err = stack_walk(p, d->t.frame, scratch, PBP_MAX_DEPTH, &d->nframes, &d->elided);
+	return na == nb && ea == eb && erra == errb && memcmp(a, b, na * sizeof(*a)) == 0;
+}
+
+/* One read of the thread's stack, from its current frame, none of it from an earlier read. */
+static int read_once(struct pyproc *p, const struct dump_thread *d, struct pbp_frame *out,
+		     size_t *n, size_t *elided)
+{
+	uint64_t frame = d->t.frame;
+	int err = 0;
+
+	*n = *elided = 0;
+	remote_invalidate_all(p->r);
+	if (d->t.tstate)
+		err = pythread_frame(p, d->t.tstate, &frame);
+	if (!err && frame)
+		err = stack_walk(p, frame, out, PBP_MAX_DEPTH, n, elided);
+	return err;
+}
+
+/*
+ * The thread's frames, into a copy of their own (most stacks are short, a
+ * few very deep): read until two whole reads agree, else the last one,
+ * torn, or failed part way (d->err).
+ */
+static void walk(struct pyproc *p, struct dump_thread *d, struct pbp_frame *scratch,
+		 struct pbp_frame *prev)
+{
+	uint64_t until = mono_ns() + DUMP_READ_NS;
+	size_t pn = 0, pe = 0;
+	int perr = 0;
+
+	d->torn = true;
+	for (int i = 0; i < DUMP_READS && d->torn; i++) {
+		d->err = read_once(p, d, scratch, &d->nframes, &d->elided);
+		if (i && !d->err && same_read(scratch, d->nframes, d->elided, d->err, prev, pn, pe, perr))
+			d->torn = false;
+		else if (i && mono_ns() > until)
+			break;
+		memcpy(prev, scratch, d->nframes * sizeof(*prev));
+		pn = d->nframes, pe = d->elided, perr = d->err;
+	}
+	if (d->err)
+		d->torn = false;        /* the error says it: the walk failed part way */
 	d->frames = malloc((d->nframes ? d->nframes : 1) * sizeof(*d->frames));
 	if (!d->frames) {
 		d->nframes = d->elided = 0;
@@ -136,7 +195,7 @@ static void walk(struct pyproc *p, struct dump_thread *d, struct pbp_frame *scra
 }
 
 static void collect(struct pyproc *p, struct dump_thread *d, const char *pyname,
-		    struct pbp_frame *scratch)
+		    struct pbp_frame *scratch, struct pbp_frame *prev)
 {
 	struct gilstate g;
 
@@ -150,23 +209,25 @@ static void collect(struct pyproc *p, struct dump_thread *d, const char *pyname,
 		snprintf(d->name, sizeof(d->name), "%s", pyname);
 	utf8_scrub(d->name);    /* comm is cut at 15 bytes, maybe inside a character */
 	if (pygil_read(p, d->t.interp, &g) == 0 && g.known)
-		d->holds_gil = pygil_holds(&g, d->t.tstate);
+		d->holds_gil = pygil_holds(&g, d->t.tstate, d->state == 'R');
 	if (d->t.frame)
-		walk(p, d, scratch);
+		walk(p, d, scratch, prev);
 }
 
 int dump_process(struct pyproc *p, FILE *o, bool json)
 {
 	struct pythread *ts = calloc(PBP_MAX_THREADS, sizeof(*ts));
 	struct pbp_frame *scratch = malloc(PBP_MAX_DEPTH * sizeof(*scratch));
+	struct pbp_frame *prev = malloc(PBP_MAX_DEPTH * sizeof(*prev));
 	struct dump_thread *d;
 	char (*names)[PBP_NAME_LEN] = NULL;
 	size_t n = 0;
 	int err;
 
-	if (!ts || !scratch) {
+	if (!ts || !scratch || !prev) {
 		free(ts);
 		free(scratch);
+		free(prev);
 		return -PBP_E_NOMEM;
 	}
 	remote_invalidate_all(p->r);
@@ -180,7 +241,7 @@ int dump_process(struct pyproc *p, FILE *o, bool json)
 		pythreads_name_all(p, ts, n, names);
 	for (size_t i = 0; !err && i < n; i++) {
 		d[i].t = ts[i];
-		collect(p, &d[i], names && names[i][0] ? names[i] : NULL, scratch);
+		collect(p, &d[i], names && names[i][0] ? names[i] : NULL, scratch, prev);
 	}
 	if (!err && json) {
 		fprintf(o, "{\"pid\": %d, ", (int)p->pid);
@@ -207,5 +268,6 @@ int dump_process(struct pyproc *p, FILE *o, bool json)
 	free(names);
 	free(ts);
 	free(scratch);
+	free(prev);
 	return err;
 }

@@ -77,6 +77,15 @@ void follow_fork(struct record *r, pid_t pid, pid_t parent)
 		n->python = true;
 }
 
+/* Samples a target's tick put in the profile (wall and gil modes). */
+void follow_counted(struct record *r, pid_t pid, uint64_t n)
+{
+	struct proc_note *pn = n ? follow_note_of(r, pid) : NULL;
+
+	if (pn)
+		pn->samples += n;
+}
+
 /* The launched command or a -p process: seeded by us, not forked under our eyes. */
 static bool is_root(const struct proc_note *n)
 {
@@ -128,12 +137,19 @@ int follow_live(const struct record *r)
 	return n;
 }
 
-/* A target gone for a while: its slot is freed (its samples stay in the profile). */
+/*
+ * A target gone for a while, and whose samples have all been read: its slot
+ * is freed (its samples stay in the profile). The samples of a storm of
+ * short-lived children can wait in the ring for seconds while the forks
+ * are taken in; dropped before they are read, they would be lost.
+ */
 bool follow_drop_gone(struct record *r, struct target *t, uint64_t now)
 {
 	struct proc_note *n = follow_note_of(r, t->pid);
 
-	if (n && n->gone_ns && now - n->gone_ns < GONE_GRACE_NS)
+	if (n && !n->gone_ns)
+		n->gone_ns = now;       /* found gone before its exit event was read */
+	if (n && (now - n->gone_ns < GONE_GRACE_NS || n->gone_ns >= sampler_read_upto(r->c.smp)))
 		return false;
 	run_drop_target(r, t);
 	return true;

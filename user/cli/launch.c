@@ -166,18 +166,39 @@ bool launch_given_up(struct record *r)
 	return true;
 }
 
-void launch_end(struct record *r, bool stopping)
+/* The command has not exited (its exit event not seen): it is still at work. */
+static bool command_running(struct record *r)
 {
-	bool told = false;
+	struct proc_note *n = r->follow ? follow_note_of(r, r->child) : NULL;
+	struct target *t = run_target_of(r, r->child);
 
-	while (r->child > 0) {
-		if (stopping && !told) {
-			kill(r->child, SIGTERM);
-			told = true;
-		}
+	if (n)
+		return !n->gone_ns;
+	return !t || t->alive;
+}
+
+/*
+ * The run is over: a command still at work gets SIGTERM, then SIGKILL
+ * after STOP_WAIT_MS, whatever ended the run (a signal, -d, --once, q, an
+ * error), so that it never goes on unprofiled; one that is exiting is
+ * waited for. by_signal: pybpfprof was told to stop; otherwise the run
+ * ended by its own limit, and its exit status is not the command's.
+ */
+void launch_end(struct record *r, bool by_signal)
+{
+	bool stop = r->child > 0 && !launch_reap(r, WNOHANG) && command_running(r);
+
+	if (stop) {
+		kill(r->child, SIGTERM);
+		for (int ms = 0; ms < STOP_WAIT_MS && !launch_reap(r, WNOHANG); ms += 10)
+			usleep(10000);
+		if (r->child > 0)
+			kill(r->child, SIGKILL);
+		r->cmd_stopped = !by_signal;
+	}
+	while (r->child > 0)
 		if (!launch_reap(r, 0) && errno != EINTR)
 			break;
-	}
 }
 
 /*
@@ -250,11 +271,19 @@ int launch_check_profiled(struct record *r)
 
 /*
  * Like time(1): once the profile is written, the launched command's own
- * status, 128 + N for a command killed by signal N, as shells report it.
+ * status, 128 + N for a command killed by signal N, as shells report it;
+ * 0 for a command the run stopped at its end (-d, --once, q).
  */
 int launch_status(const struct record *r)
 {
 	int st = r->child_status, code;
+
+	if (r->cmd_stopped) {
+		if (!r->quiet)
+			fprintf(stderr, "pybpfprof: '%s' stopped: the run ended while it ran "
+				"(SIGTERM, SIGKILL 2 s later)\n", r->cmd[0]);
+		return 0;
+	}
 
 	if (WIFSIGNALED(st)) {
 		code = 128 + WTERMSIG(st);

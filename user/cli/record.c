@@ -73,7 +73,7 @@ static const struct argp_option opts[] = {
 	{ "threads", 't', NULL, 0, "Add a root frame per thread: 'thread TID name'", 3 },
 	{ "status", OPT_STATUS, NULL, 0,
 	  "Add a leaf frame with the thread's status: [running], [native, no GIL], [runnable], "
-	  "[gil wait], [sleeping], [disk]", 3 },
+	  "[gil wait], [sleeping], [disk], [stopped]", 3 },
 	{ "async", OPT_ASYNC, NULL, 0,
 	  "Python 3.11+: put a frame 'task NAME' for the asyncio task a sample's thread runs, and "
 	  "one for each task awaiting it, above the task's coroutine frames; in wall mode also each "
@@ -269,8 +269,13 @@ static bool run_ticks(void *ctx, struct timer *t, uint64_t now)
 
 	while (t->next <= now) {
 		if (done++ < MAX_CATCH_UP) {
-			for (int i = 0; i < r->ntargets; i++)
+			for (int i = 0; i < r->ntargets; i++) {
+				uint64_t before = agg_total(r->c.agg);
+
 				target_tick(&r->c, &r->targets[i], t->next);
+				if (r->follow)
+					follow_counted(r, r->targets[i].pid, agg_total(r->c.agg) - before);
+			}
 			r->c.ticks++;
 		} else {
 			r->c.late_ticks++;
@@ -696,8 +701,6 @@ int run_alloc(struct record *r)
 	sampler_verbose(r->verbose);
 	if (!r->max_processes)
 		r->max_processes = r->all || r->follow ? DEFAULT_MAX_PROCESSES : (r->npids ? r->npids : 1);
-	if (r->max_processes < r->npids)
-		r->max_processes = r->npids;
 	if (r->follow && !(r->notes = calloc(MAX_PROC_NOTES, sizeof(*r->notes))))
 		return report_error(NULL, -PBP_E_NOMEM);
 	r->c.agg = agg_new();
@@ -719,7 +722,8 @@ int run_alloc(struct record *r)
 		return report_error(NULL, -PBP_E_NOMEM);
 	if (r->roots)
 		srcroots_init(r->roots);
-	r->targets = calloc((size_t)r->max_processes, sizeof(*r->targets));
+	r->target_slots = 2 * r->max_processes;
+	r->targets = calloc((size_t)r->target_slots, sizeof(*r->targets));
 	r->skipped = calloc(MAX_SKIPPED, sizeof(*r->skipped));
 	if (!r->c.agg || !r->c.locs || !r->targets || !r->skipped)
 		return report_error(NULL, -PBP_E_NOMEM);

@@ -154,7 +154,14 @@ struct record {
 	pid_t child;
 	int child_status;       /* as waitpid gives it, once child_reaped */
 	bool child_reaped;
-	struct target *targets; /* max_processes slots; t->p == NULL is free */
+	bool cmd_stopped;       /* the run ended first (-d, --once, q) and stopped the command */
+	/*
+	 * target_slots: max_processes live targets, and as many exited ones
+	 * whose last samples wait in the ring still (follow_drop_gone);
+	 * t->p == NULL is free.
+	 */
+	struct target *targets;
+	int target_slots;
 	int ntargets;           /* slots in use or used, high-water mark */
 	struct skipped *skipped;
 	int nskipped;
@@ -180,6 +187,7 @@ struct record {
 	struct proc_note *notes;        /* --subprocesses: the tree's processes */
 	int nnotes;
 	uint64_t unnoted;               /* processes of the tree past MAX_PROC_NOTES */
+	uint64_t unowned;       /* samples delivered for no target: gone, or not known yet */
 	int launch_err;                 /* the launched command given up on: why (-PBP_E_*) */
 	struct timer *alive_timer;      /* due at once after a target's exit */
 	uint64_t next_alive_look;       /* -a: when /proc is next read for every target */
@@ -230,6 +238,7 @@ void follow_existing(struct record *r);
 /* A followed process forked pid: profiled at once if the parent is, from what is known of it. */
 void follow_fork(struct record *r, pid_t pid, pid_t parent);
 void follow_exit(struct record *r, pid_t pid);
+void follow_counted(struct record *r, pid_t pid, uint64_t n);
 /* True while a process the run was started on (the command, a -p pid) lives. */
 bool follow_roots_alive(struct record *r);
 /* Processes of the tree alive, Python or not. */
@@ -243,8 +252,8 @@ void follow_json(struct jsonw *w, const struct record *r);
 
 /* launch.c: the command run under the profiler */
 int launch_start(struct record *r, int *go_fd);
-/* Wait for the launched command; stopping (a signal stopped us): stop it too. */
-void launch_end(struct record *r, bool stopping);
+/* The run is over: the launched command stopped if still at work (by_signal: pybpfprof was told to stop), and reaped. */
+void launch_end(struct record *r, bool by_signal);
 int launch_status(const struct record *r);
 /* --subprocesses: true (launch_err set) when the command is not Python and started nothing. */
 bool launch_given_up(struct record *r);

@@ -31,7 +31,8 @@ static const struct argp_option opts[] = {
 	  "With -a: only this container (id or a prefix of at least 4 characters)", 1 },
 	{ "exclude-pid", OPT_EXCLUDE, "PID[,PID...]", 0, "With -a: never these processes", 1 },
 	{ "max-processes", OPT_MAXPROC, "N", 0,
-	  "With -a: profile at most N processes at once (default 256)", 1 },
+	  "With -a: profile at most N processes at once (default 256); with -a -p, of those "
+	  "given", 1 },
 	{ NULL, 0, NULL, 0, "Sampling:", 2 },
 	{ "mode", 'm', "MODE", 0,
 	  "What a sample counts: cpu (threads on a CPU; default), wall (every thread at every "
@@ -40,7 +41,8 @@ static const struct argp_option opts[] = {
 	  "Samples per second: of CPU time per thread in cpu mode, ticks in wall and gil modes "
 	  "(default 99; 19 with -a)", 2 },
 	{ "duration", 'd', "SECONDS", 0,
-	  "Stop after this long (default: Ctrl-C, SIGTERM, SIGHUP, or every target exited)", 2 },
+	  "Stop after this long (default: Ctrl-C, SIGTERM, SIGHUP, or every target exited); "
+	  "a command launched with -- is stopped then too", 2 },
 	{ "native-leaf", OPT_NATIVE_LEAF, NULL, 0,
 	  "End samples of threads on a CPU without the GIL with the C function they were in: "
 	  "'[native] FUNCTION (LIBRARY)'", 2 },
@@ -175,6 +177,10 @@ void runopts_end_targets(struct argp_state *st, struct record *r)
 		argp_error(st, "--subprocesses and --no-subprocesses go with -p or a command");
 	if (r->npids && r->subprocesses < 0)
 		argp_error(st, "--no-subprocesses goes with a command (-p follows none by default)");
+	/* With -a, -p only filters the host's processes, and the limit picks among them. */
+	if (!r->all && r->max_processes && r->max_processes < r->npids)
+		argp_error(st, "--max-processes %d is fewer than the %d processes given with -p",
+			   r->max_processes, r->npids);
 	r->follow = r->cmd ? r->subprocesses >= 0 : r->subprocesses > 0;
 }
 

@@ -95,6 +95,29 @@ static void warn_unattributed(const struct collector *c, uint64_t delivered)
 		(unsigned long long)c->dropped, (unsigned long long)delivered);
 }
 
+/*
+ * cpu mode: every sample the kernel delivered is in the profile or said
+ * here, by kind, so that the figures add up (the per-process lines of
+ * --subprocesses count what the profile got of each).
+ */
+static void print_not_in_profile(const struct record *r, uint64_t delivered)
+{
+	const struct collector *c = &r->c;
+	uint64_t in = agg_total(c->agg), out = delivered > in ? delivered - in : 0;
+	uint64_t kinds = c->sym.no_python + c->dropped + r->unowned;
+
+	if (c->o.mode != MODE_CPU || !out)
+		return;
+	fprintf(stderr, "pybpfprof: %llu of %llu samples delivered are not in the profile: %llu had "
+		"no Python frame, %llu were of threads no Python thread state claims, %llu of "
+		"processes gone or not known yet", (unsigned long long)out,
+		(unsigned long long)delivered, (unsigned long long)c->sym.no_python,
+		(unsigned long long)c->dropped, (unsigned long long)r->unowned);
+	if (out > kinds)
+		fprintf(stderr, ", %llu not kept (out of memory)", (unsigned long long)(out - kinds));
+	fputc('\n', stderr);
+}
+
 static void warn_late_ticks(const struct collector *c)
 {
 	if (c->late_ticks)
@@ -169,6 +192,7 @@ static void print_summary(struct record *r)
 		(unsigned long long)st[PBP_STAT_TRUNCATED], PBP_MAX_FRAMES,
 		(unsigned long long)st[PBP_STAT_FAULTED], (unsigned long long)c->sym.completed,
 		(unsigned long long)c->sym.failed);
+	print_not_in_profile(r, st[PBP_STAT_DELIVERED]);
 	warn_unattributed(c, st[PBP_STAT_DELIVERED]);
 	print_rate(r, st);
 	if (c->sym.elided)
@@ -298,6 +322,7 @@ static void print_json(struct record *r)
 	jw_u64(&w, "samples", agg_total(c->agg));
 	stats_json_sampler(&w, c, st);
 	stats_json_collector(&w, c);
+	jw_u64(&w, "unowned", r->unowned);
 	jw_arr(&w, "processes");
 	for (int i = 0; i < r->ntargets; i++)
 		if (r->targets[i].p)

@@ -26,26 +26,39 @@
 #define LINETABLE_MAX (1u << 20)
 #define NAME_MAX_UTF8 1024
 
-struct codecache {
+/* The entries, shared by a process and the children it forked (codecache_share). */
+struct codestore {
 	unsigned nsets;
 	uint64_t clock;
 	struct codeinfo *slots;     /* nsets * WAYS; addr 0 = empty; NULL until the first code object */
 	size_t bytes, budget;       /* names and line tables held, and the most allowed */
 	unsigned hand;              /* clock sweep over slots, for the byte budget */
+	unsigned refs;              /* the caches reading it */
+};
+
+/* One process's view of a store: its own statistics. */
+struct codecache {
+	struct codestore *s;
 	struct codecache_stats st;
 };
 
 struct codecache *codecache_new(unsigned capacity, size_t budget)
 {
 	struct codecache *c = calloc(1, sizeof(*c));
+	struct codestore *st = calloc(1, sizeof(*st));
 	unsigned sets = 1;
 
-	if (!c)
-		return NULL;
-	c->budget = budget;
 	while (sets * 2 * WAYS <= capacity)
 		sets *= 2;
-	c->nsets = sets;        /* the slots are made at the first code object: an idle process names none */
+	if (!c || !st) {
+		free(st);
+		free(c);
+		return NULL;
+	}
+	st->budget = budget;
+	st->nsets = sets;       /* the slots are made at the first code object: an idle process names none */
+	st->refs = 1;
+	c->s = st;
 	return c;
 }
 
@@ -64,57 +77,33 @@ static void slot_clear(struct codeinfo *ci)
 
 void codecache_free(struct codecache *c)
 {
-	if (!c)
-		return;
-	for (unsigned i = 0; c->slots && i < c->nsets * WAYS; i++)
-		slot_clear(&c->slots[i]);
-	free(c->slots);
+	struct codestore *st = c ? c->s : NULL;
+
 	free(c);
+	if (!st || --st->refs > 0)
+		return;
+	for (unsigned i = 0; st->slots && i < st->nsets * WAYS; i++)
+		slot_clear(&st->slots[i]);
+	free(st->slots);
+	free(st);
 }
 
-static void *dup_bytes(const void *src, size_t n)
-{
-	void *d = src ? malloc(n) : NULL;
-
-	if (d)
-		memcpy(d, src, n);
-	return d;
-}
-
-/* One entry's copy, its strings and line table its own: false when memory ran out. */
-static bool slot_copy(struct codeinfo *d, const struct codeinfo *s)
-{
-	*d = *s;
-	d->name = dup_bytes(s->name, s->name ? strlen(s->name) + 1 : 0);
-	d->file = dup_bytes(s->file, s->file ? strlen(s->file) + 1 : 0);
-	d->linetable = dup_bytes(s->linetable, s->lt_len);
-	if ((s->name && !d->name) || (s->file && !d->file) || (s->linetable && !d->linetable)) {
-		slot_clear(d);
-		return false;
-	}
-	return true;
-}
-
-struct codecache *codecache_clone(const struct codecache *src)
+/*
+ * A forked child's code objects are its parent's, at the same addresses,
+ * until one side frees one and makes another there, which the key tells
+ * (codecache_get). Sharing the entries rather than copying them makes a
+ * fork cost no more than the handle, whatever the parent had read, and a
+ * name one child read serves its siblings: a storm of short-lived children
+ * running the same function reads it once, while its parent is there.
+ */
+struct codecache *codecache_share(struct codecache *src)
 {
 	struct codecache *c = calloc(1, sizeof(*c));
 
 	if (!c)
 		return NULL;
-	c->slots = src->slots ? calloc((size_t)src->nsets * WAYS, sizeof(*c->slots)) : NULL;
-	if (src->slots && !c->slots) {
-		free(c);
-		return NULL;
-	}
-	c->nsets = src->nsets;
-	c->budget = src->budget;
-	c->bytes = src->bytes;
-	c->clock = src->clock;
-	for (unsigned i = 0; c->slots && i < c->nsets * WAYS; i++)
-		if (src->slots[i].addr && !slot_copy(&c->slots[i], &src->slots[i])) {
-			codecache_free(c);
-			return NULL;
-		}
+	c->s = src->s;
+	c->s->refs++;
 	return c;
 }
 
@@ -125,7 +114,7 @@ const struct codecache_stats *codecache_stats(const struct codecache *c)
 
 static void drop(struct codecache *c, struct codeinfo *ci)
 {
-	c->bytes -= slot_bytes(ci);
+	c->s->bytes -= slot_bytes(ci);
 	slot_clear(ci);
 }
 
@@ -136,13 +125,14 @@ static void drop(struct codecache *c, struct codeinfo *ci)
  */
 static void enforce_budget(struct codecache *c, const struct codeinfo *keep)
 {
-	unsigned n = c->nsets * WAYS;
+	struct codestore *st = c->s;
+	unsigned n = st->nsets * WAYS;
 
-	for (unsigned tries = 0; c->bytes > c->budget && tries < 2 * n; tries++) {
+	for (unsigned tries = 0; st->bytes > st->budget && tries < 2 * n; tries++) {
 		struct codeinfo *victim = NULL;
 
-		for (int k = 0; k < 4; k++, c->hand = (c->hand + 1) % n) {
-			struct codeinfo *ci = &c->slots[c->hand];
+		for (int k = 0; k < 4; k++, st->hand = (st->hand + 1) % n) {
+			struct codeinfo *ci = &st->slots[st->hand];
 
 			if (ci->addr && ci != keep && (!victim || ci->used < victim->used))
 				victim = ci;
@@ -158,7 +148,7 @@ static struct codeinfo *set_of(struct codecache *c, uint64_t addr)
 {
 	uint64_t h = (addr >> 4) * 0x9E3779B97F4A7C15ull;
 
-	return &c->slots[(h >> 32 & (c->nsets - 1)) * WAYS];
+	return &c->s->slots[(h >> 32 & (c->s->nsets - 1)) * WAYS];
 }
 
 /* The code object's header, read and checked to be a code object. */
@@ -262,7 +252,7 @@ const struct codeinfo *codecache_get(struct codecache *c, struct pyproc *p, uint
 	uint32_t fl, nl;
 
 	*err = 0;
-	if (!c->slots && !(c->slots = calloc((size_t)c->nsets * WAYS, sizeof(*c->slots)))) {
+	if (!c->s->slots && !(c->s->slots = calloc((size_t)c->s->nsets * WAYS, sizeof(*c->s->slots)))) {
 		*err = -PBP_E_NOMEM;
 		return NULL;
 	}
@@ -281,7 +271,7 @@ const struct codeinfo *codecache_get(struct codecache *c, struct pyproc *p, uint
 			ci = &set[i];
 	if (ci && key_matches(ci, fl, nl)) {
 		c->st.hits++;
-		ci->used = ++c->clock;
+		ci->used = ++c->s->clock;
 		return ci;
 	}
 	if (ci) {
@@ -308,8 +298,8 @@ const struct codeinfo *codecache_get(struct codecache *c, struct pyproc *p, uint
 		*err = -PBP_E_CORRUPT;
 		return NULL;
 	}
-	ci->used = ++c->clock;
-	c->bytes += slot_bytes(ci);
+	ci->used = ++c->s->clock;
+	c->s->bytes += slot_bytes(ci);
 	enforce_budget(c, ci);
 	return ci;
 }

@@ -30,11 +30,13 @@ struct codecache;
 struct codecache *codecache_new(unsigned capacity, size_t budget);
 void codecache_free(struct codecache *c);
 /*
- * A copy of every entry, for a process forked from the one src is of: its
- * code objects are at the same addresses, with the same contents, until
- * it frees them, which the kernel's key tells (codecache_get).
+ * A cache for a process forked from the one src is of, sharing src's
+ * entries: its code objects are at the same addresses, with the same
+ * contents, until one of them frees one, which the kernel's key tells
+ * (codecache_get). Each keeps its own statistics; the entries go with the
+ * last of them.
  */
-struct codecache *codecache_clone(const struct codecache *src);
+struct codecache *codecache_share(struct codecache *src);
 /*
  * The code object at addr. key (firstlineno, name_lo) comes from the kernel's
  * snapshot; with key == NULL the header is re-read to validate the entry.

@@ -434,7 +434,7 @@ int pyproc_open(pid_t pid, const struct pyproc_limits *lim, struct pyproc **out)
 	return err;
 }
 
-int pyproc_fork(const struct pyproc *parent, pid_t pid, const struct pyproc_limits *lim,
+int pyproc_fork(struct pyproc *parent, pid_t pid, const struct pyproc_limits *lim,
 		struct pyproc **out)
 {
 	struct pyproc *p = calloc(1, sizeof(*p));
@@ -446,7 +446,7 @@ int pyproc_fork(const struct pyproc *parent, pid_t pid, const struct pyproc_limi
 	p->pid = pid;
 	err = pyproc_pidns(p);
 	p->r = err ? NULL : remote_open(pid, lim->cache_pages);
-	p->codes = err ? NULL : codecache_clone(parent->codes);
+	p->codes = err ? NULL : codecache_share(parent->codes);
 	p->origin = err ? NULL : remote_open(parent->pid, 0);
 	if (err || !p->r || !p->codes || !p->origin) {
 		pyproc_close(p);

@@ -73,7 +73,7 @@ int pyproc_open(pid_t pid, const struct pyproc_limits *lim, struct pyproc **out)
  * same addresses, so what was learned of parent (version, layout, code
  * objects) is copied, not looked for again. Returns -PBP_E_*.
  */
-int pyproc_fork(const struct pyproc *parent, pid_t pid, const struct pyproc_limits *lim,
+int pyproc_fork(struct pyproc *parent, pid_t pid, const struct pyproc_limits *lim,
 		struct pyproc **out);
 void pyproc_close(struct pyproc *p);
 

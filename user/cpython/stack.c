@@ -102,6 +102,18 @@ static void frame_of(const struct pbp_offsets *k, const uint8_t *fr, struct pbp_
  * The innermost `leaf` frames go to out[0..leaf); the others round a ring
  * out[leaf..max), which holds the root-most ones when the walk ends.
  */
+/*
+ * 3.6-3.10: a frame is an object, and one its thread returned from is
+ * freed (ob_refcnt 0) onto a free list or kept as its code's zombie frame,
+ * where f_back is no caller: a walk that meets one was overtaken by the
+ * thread, and goes no further. The read starts at the object, so the
+ * count is its first word. 3.11+ frames are not objects.
+ */
+static bool freed_frame(const struct pyproc *p, const uint8_t *fr)
+{
+	return p->v.major == 3 && p->v.minor <= 10 && (int64_t)load_u64(fr, 0) <= 0;
+}
+
 int stack_walk(struct pyproc *p, uint64_t frame, struct pbp_frame *out, size_t max, size_t *n,
 	       size_t *elided)
 {
@@ -117,6 +129,10 @@ int stack_walk(struct pyproc *p, uint64_t frame, struct pbp_frame *out, size_t m
 		if (depth >= PBP_MAX_WALK || cycle_step(&cyc, frame)) {
 			err = -PBP_E_CORRUPT;
 		} else if (!(err = remote_read_cached(p->r, frame, fr, span))) {
+			if (freed_frame(p, fr)) {
+				err = -PBP_E_CORRUPT;
+				break;
+			}
 			if (!is_shim(k, fr)) {
 				if (total < leaf)
 					frame_of(k, fr, &out[total]);

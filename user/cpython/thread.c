@@ -353,10 +353,16 @@ int pygil_state(struct pyproc *p, uint64_t addr, struct gilstate *g)
 
 /*
  * A GIL not created yet (locked -1: 3.6 makes it when a second thread
- * starts) has no holder, and needs none: the one thread running Python has
- * the interpreter to itself, as if it held the GIL.
+ * starts) has no holder: nobody holds it. The one thread running Python
+ * counts as holding it while it runs (on a CPU, or preempted off one), as
+ * 3.7+ holds the GIL it made at start, and not while it sleeps or waits,
+ * where 3.7+ releases it: the same program reads the same on either.
  */
-bool pygil_holds(const struct gilstate *g, uint64_t tstate)
+bool pygil_holds(const struct gilstate *g, uint64_t tstate, bool running)
 {
-	return g->known && g->locked && tstate && (g->uncreated || g->holder == tstate);
+	if (!g->known || !tstate)
+		return false;
+	if (g->uncreated)
+		return running;
+	return g->locked && g->holder == tstate;
 }

@@ -49,8 +49,8 @@ struct gilstate {
 };
 /* The GIL of the interpreter at interp (ignored on <= 3.11: one GIL). */
 int pygil_read(struct pyproc *p, uint64_t interp, struct gilstate *g);
-/* Whether the thread of tstate holds the GIL g describes (or runs free of an uncreated one). */
-bool pygil_holds(const struct gilstate *g, uint64_t tstate);
+/* Whether the thread of tstate holds the GIL g describes; running: on a CPU or preempted (an uncreated GIL, 3.6: held while its one thread runs). */
+bool pygil_holds(const struct gilstate *g, uint64_t tstate, bool running);
 /* The same, knowing where the GIL struct is (it does not move). */
 int pygil_state(struct pyproc *p, uint64_t addr, struct gilstate *g);
 

@@ -301,7 +301,7 @@ static int sort_timeline(struct gecko *g)
 
 static uint32_t status_category(uint32_t st)
 {
-	return st == ST_SLEEPING || st == ST_DISK ? CAT_IDLE : CAT_OTHER;
+	return st == ST_SLEEPING || st == ST_DISK || st == ST_STOPPED ? CAT_IDLE : CAT_OTHER;
 }
 
 static void write_meta(FILE *o, const struct gecko *g, const struct profile_meta *m)

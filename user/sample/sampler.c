@@ -62,6 +62,7 @@ struct sampler {
 	uint64_t started_ns;    /* the events run at lim.hz since */
 	uint64_t drain_until;   /* sampler_drain stops taking records then */
 	int drained;
+	uint64_t read_upto;     /* every sample taken before this was read (sampler_read_upto) */
 	int nonline;            /* CPUs with a perf event */
 	double busy0;           /* CPU seconds not idle on the host when the events started */
 	/*
@@ -128,8 +129,17 @@ static int on_event(void *ctx, void *data, size_t size)
 					 *(const uint64_t *)data == PBP_UADDRS_MAGIC))
 		keep_ustack(s, data, size);
 	else if (size >= offsetof(struct pbp_sample, frames) &&
-	    size >= offsetof(struct pbp_sample, frames) + (size_t)smp->nframes * sizeof(struct pbp_frame))
+	    size >= offsetof(struct pbp_sample, frames) + (size_t)smp->nframes * sizeof(struct pbp_frame)) {
+		/*
+		 * The ring keeps the order records were reserved in, and a sample
+		 * is reserved before its thread can go on: every sample of a
+		 * process that exited before smp->ts has been read (ts is
+		 * bpf_ktime_get_ns, CLOCK_MONOTONIC as mono_ns).
+		 */
+		if (smp->ts > s->read_upto)
+			s->read_upto = smp->ts;
 		s->cb(s->ctx, smp);
+	}
 	/* Past the drain's time: stop after this record (libbpf has consumed it). */
 	s->drained++;
 	return mono_ns() > s->drain_until ? -EINTR : 0;
@@ -679,17 +689,26 @@ static void sampler_del_thread(struct sampler *s, pid_t tid)
 
 int sampler_drain(struct sampler *s)
 {
+	uint64_t start;
 	int n;
 
 	s->drained = 0;
 	s->drain_until = mono_ns() + DRAIN_MAX_NS;
 	if (s->events_first)
 		sampler_drain_events(s);        /* a new process's samples find it known */
+	start = mono_ns();
 	n = ring_buffer__consume(s->rb);
+	if (n >= 0 && start > s->read_upto)
+		s->read_upto = start;   /* the ring emptied: nothing older waits in it */
 	/* A target's samples before its exit or exec: not while some wait still (the drain was cut). */
 	if (!s->events_first && n >= 0)
 		sampler_drain_events(s);
 	return n < 0 ? s->drained : n;
+}
+
+uint64_t sampler_read_upto(const struct sampler *s)
+{
+	return s->read_upto;
 }
 
 /* Sleep up to ns, less if an event comes or the sample ring fills; then drain. */

@@ -55,6 +55,12 @@ int sampler_follow(struct sampler *s, pid_t pid);
 void sampler_drain_events(struct sampler *s);
 /* Deliver every sample and event in the ring buffers to the callbacks; never waits. */
 int sampler_drain(struct sampler *s);
+/*
+ * Every sample the kernel took before this instant (mono_ns) has been read:
+ * the last drain that emptied the ring started then (0: none yet). A
+ * process that exited earlier has no sample waiting any more.
+ */
+uint64_t sampler_read_upto(const struct sampler *s);
 /* Wait up to ns (less if a process or thread event comes), then drain. */
 int sampler_wait(struct sampler *s, uint64_t ns);
 /* New input on fd (a terminal's keys) ends a wait early too: 0 or -PBP_E_*. */

@@ -100,7 +100,8 @@ static void seed_state(struct collector *c, struct target *t, struct tcache *e)
 		return;
 	state = proc_thread_state(t->pid, e->tid);
 	st->oncpu = state == 'R';
-	st->off_reason = state == 'D' ? PBP_OFF_DISK : state == 'R' ? PBP_OFF_NONE : PBP_OFF_SLEEP;
+	st->off_reason = state == 'D' ? PBP_OFF_DISK : state == 'R' ? PBP_OFF_NONE :
+			 state == 'T' || state == 't' ? PBP_OFF_STOPPED : PBP_OFF_SLEEP;
 }
 
 /*
@@ -624,31 +625,33 @@ static void tick_tasks(struct collector *c, struct target *t, struct tcache *e, 
 			(uint32_t)proc + c->o.per_thread }, &c->async);
 }
 
-static void tick_thread(struct collector *c, struct target *t, struct tcache *e,
+/* Whether the thread held the GIL at the tick. */
+static bool tick_thread(struct collector *c, struct target *t, struct tcache *e,
 			const struct gilstate *g, uint64_t instant)
 {
 	struct pbp_tstate st;
-	bool holds = pygil_holds(g, e->tstate);
 	uint32_t status;
-	bool late;
+	bool late, holds;
 
 	late = state_at(c, e, instant, &st);
+	holds = pygil_holds(g, e->tstate, st.oncpu || st.off_reason == PBP_OFF_RUNNABLE);
 	if (c->o.mode == MODE_GIL && !holds)
-		return;
+		return holds;
 	status = status_classify(st.oncpu, st.off_reason, g->known, holds);
 	if (tick_stack(c, t, e, &st, late, instant) != 0) {
 		e->status[status]++;
-		return;
+		return holds;
 	}
 	count(c, t, e, e->locs, e->n, status, instant);
 	if (c->o.async && c->o.mode == MODE_WALL && t->aio)
 		tick_tasks(c, t, e, instant);
+	return holds;
 }
 
 void target_tick(struct collector *c, struct target *t, uint64_t instant)
 {
 	struct gilstate g = { 0 };
-	bool contended = false;
+	bool contended = false, held = false;
 
 	if (!t->alive)
 		return;
@@ -666,10 +669,11 @@ void target_tick(struct collector *c, struct target *t, uint64_t instant)
 		st = c->ops->tstate(c->smp, e->slot);
 		if (st && !st->oncpu && st->off_reason == PBP_OFF_GIL)
 			contended = true;
-		tick_thread(c, t, e, &g, instant);
+		held |= tick_thread(c, t, e, &g, instant);
 	}
 	t->gil_ticks++;
-	t->gil_held += g.known && g.locked;
+	/* Not created yet (3.6): held while its one thread runs, as pygil_holds says. */
+	t->gil_held += g.known && (g.uncreated ? held : g.locked);
 	t->gil_contended += contended;
 }
 

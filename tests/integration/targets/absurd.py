@@ -32,12 +32,7 @@ import threading
 import time
 import types
 
-
-def native_id():
-    """The kernel's id of the calling thread (threading.get_native_id is 3.8+)."""
-    if hasattr(threading, "get_native_id"):
-        return threading.get_native_id()
-    return ctypes.CDLL(None).syscall(186)  # SYS_gettid on x86-64 (3.6, 3.7)
+from pbp_target import native_id, write_json
 
 
 READY = os.environ["PBP_READY"]
@@ -165,9 +160,7 @@ def main():
         info = {"pid": os.getpid(), "version": list(sys.version_info[:3]), "threads": started}
     else:
         info = {"error": "only %s started" % [s["role"] for s in started]}
-    with open(READY + ".tmp", "w") as f:
-        json.dump(info, f)
-    os.replace(READY + ".tmp", READY)
+    write_json(READY, info)
     while True:
         time.sleep(3600)
 
@@ -175,7 +168,5 @@ def main():
 try:
     main()
 except Exception as e:
-    with open(READY + ".tmp", "w") as f:
-        json.dump({"error": "%s: %s" % (type(e).__name__, e)}, f)
-    os.replace(READY + ".tmp", READY)
+    write_json(READY, {"error": "%s: %s" % (type(e).__name__, e)})
     raise

@@ -15,6 +15,8 @@ import os
 import sys
 import time
 
+from pbp_target import write_json
+
 READY = os.environ["PBP_READY"]
 
 
@@ -31,10 +33,7 @@ async def db_query():
         await asyncio.sleep(0.002)
         rounds += 1
         if rounds == 20:
-            tmp = READY + ".tmp"
-            with open(tmp, "w") as f:
-                json.dump({"pid": os.getpid(), "version": list(sys.version_info[:3])}, f)
-            os.rename(tmp, READY)
+            write_json(READY, {"pid": os.getpid(), "version": list(sys.version_info[:3])})
 
 
 async def fetch_users():

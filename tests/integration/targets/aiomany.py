@@ -12,6 +12,8 @@ import json
 import os
 import sys
 
+from pbp_target import write_json
+
 READY = os.environ["PBP_READY"]
 N = int(sys.argv[1])
 
@@ -22,10 +24,7 @@ def spin():
 
 async def spinner():
     await asyncio.sleep(0.1)
-    tmp = READY + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump({"pid": os.getpid(), "version": list(sys.version_info[:3]), "tasks": N}, f)
-    os.rename(tmp, READY)
+    write_json(READY, {"pid": os.getpid(), "version": list(sys.version_info[:3]), "tasks": N})
     while True:
         spin()
         await asyncio.sleep(0)

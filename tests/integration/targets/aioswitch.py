@@ -12,6 +12,8 @@ import os
 import sys
 import time
 
+from pbp_target import write_json
+
 READY = os.environ["PBP_READY"]
 
 
@@ -41,10 +43,7 @@ async def beta():
 
 async def ready():
     await asyncio.sleep(0.1)
-    tmp = READY + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump({"pid": os.getpid(), "version": list(sys.version_info[:3])}, f)
-    os.rename(tmp, READY)
+    write_json(READY, {"pid": os.getpid(), "version": list(sys.version_info[:3])})
 
 
 def named(coro, name):

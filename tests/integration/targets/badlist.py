@@ -26,12 +26,7 @@ import sys
 import threading
 import time
 
-
-def native_id():
-    """The kernel's id of the calling thread (threading.get_native_id is 3.8+)."""
-    if hasattr(threading, "get_native_id"):
-        return threading.get_native_id()
-    return ctypes.CDLL(None).syscall(186)  # SYS_gettid on x86-64 (3.6, 3.7)
+from pbp_target import native_id, write_json
 
 
 READY = os.environ["PBP_READY"]
@@ -55,9 +50,7 @@ def parked():
 
 
 def write(obj):
-    with open(READY + ".tmp", "w") as f:
-        json.dump(obj, f)
-    os.replace(READY + ".tmp", READY)
+    write_json(READY, obj)
 
 
 def main():

@@ -23,6 +23,8 @@ import sys
 import threading
 import time
 
+from pbp_target import write_json
+
 READY = os.environ["PBP_READY"]
 counts = {"threads": 0, "codes": 0}
 
@@ -54,12 +56,6 @@ def compiler():
         counts["codes"] += 1
 
 
-def write(path, obj):
-    with open(path + ".tmp", "w") as f:
-        json.dump(obj, f)
-    os.replace(path + ".tmp", path)
-
-
 def main():
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 3
     for i in range(n):
@@ -68,10 +64,10 @@ def main():
     t0 = time.monotonic()
     while counts["threads"] < 100 or counts["codes"] < 100:
         time.sleep(0.01)
-    write(READY, {"pid": os.getpid(), "version": list(sys.version_info[:3])})
+    write_json(READY, {"pid": os.getpid(), "version": list(sys.version_info[:3])})
     while True:
         time.sleep(1)
-        write(READY + ".counts", dict(counts, seconds=time.monotonic() - t0))
+        write_json(READY + ".counts", dict(counts, seconds=time.monotonic() - t0))
 
 
 main()

@@ -35,12 +35,7 @@ import sys
 import threading
 import time
 
-
-def native_id():
-    """The kernel's id of the calling thread (threading.get_native_id is 3.8+)."""
-    if hasattr(threading, "get_native_id"):
-        return threading.get_native_id()
-    return ctypes.CDLL(None).syscall(186)  # SYS_gettid on x86-64 (3.6, 3.7)
+from pbp_target import native_id, write_json
 
 
 READY = os.environ["PBP_READY"]
@@ -186,9 +181,7 @@ def main():
     else:
         info = {"pid": os.getpid(), "version": list(sys.version_info[:3]),
                 "link": "f_back" if OLD else "previous", "threads": reports}
-    with open(READY + ".tmp", "w") as f:
-        json.dump(info, f)
-    os.replace(READY + ".tmp", READY)
+    write_json(READY, info)
     while True:
         time.sleep(3600)
 

@@ -22,18 +22,13 @@ import sys
 import threading
 import time
 
+from pbp_target import native_id, write_json
+
 READY = os.environ["PBP_READY"]
 PARK = threading.Lock()
 PARK.acquire()
 lock = threading.Lock()
 parked = []
-
-
-def native_id():
-    """The kernel's id of the calling thread (threading.get_native_id is 3.8+)."""
-    if hasattr(threading, "get_native_id"):
-        return threading.get_native_id()
-    return ctypes.CDLL(None).syscall(186)  # SYS_gettid on x86-64 (3.6, 3.7)
 
 
 def park(role, spin):
@@ -70,16 +65,12 @@ def main():
     if len(parked) < len(depths):
         raise RuntimeError("only %s parked" % [p["role"] for p in parked])
     info = {"pid": os.getpid(), "version": list(sys.version_info[:3]), "threads": parked}
-    with open(READY + ".tmp", "w") as f:
-        json.dump(info, f)
-    os.replace(READY + ".tmp", READY)
+    write_json(READY, info)
     PARK.acquire()
 
 
 try:
     main()
 except Exception as e:
-    with open(READY + ".tmp", "w") as f:
-        json.dump({"error": "%s: %s" % (type(e).__name__, e)}, f)
-    os.replace(READY + ".tmp", READY)
+    write_json(READY, {"error": "%s: %s" % (type(e).__name__, e)})
     raise

@@ -20,6 +20,8 @@ import sys
 import threading
 import time
 
+from pbp_target import write_json
+
 READY = os.environ["PBP_READY"]
 PARK = threading.Lock()
 PARK.acquire()
@@ -40,9 +42,7 @@ def main():
     for i in range(40):
         threading.Thread(target=down, args=(60, i % 2 == 1), daemon=True).start()
     time.sleep(0.1)
-    with open(READY + ".tmp", "w") as f:
-        json.dump({"pid": os.getpid(), "version": list(sys.version_info[:3])}, f)
-    os.replace(READY + ".tmp", READY)
+    write_json(READY, {"pid": os.getpid(), "version": list(sys.version_info[:3])})
     time.sleep(delay)
     if how == "os_exit":
         os._exit(0)

@@ -24,6 +24,8 @@ import threading
 import time
 import warnings
 
+from pbp_target import write_json
+
 READY = os.environ["PBP_READY"]
 AGAIN = "--again" in sys.argv
 warnings.simplefilter("ignore")  # 3.12+: DeprecationWarning, fork() with threads
@@ -64,12 +66,6 @@ def forker():
         time.sleep(0.002)
 
 
-def write(path, obj):
-    with open(path + ".tmp", "w") as f:
-        json.dump(obj, f)
-    os.replace(path + ".tmp", path)
-
-
 def main():
     args = [a for a in sys.argv[1:] if a != "--again"]
     exec_after = float(args[0]) if args else 0.0
@@ -77,10 +73,10 @@ def main():
     threading.Thread(target=forker, name="forker", daemon=True).start()
     time.sleep(0.2)
     if AGAIN:
-        write(READY + ".again", {"pid": os.getpid()})
+        write_json(READY + ".again", {"pid": os.getpid()})
         while True:
             time.sleep(3600)
-    write(READY, {"pid": os.getpid(), "version": list(sys.version_info[:3]),
+    write_json(READY, {"pid": os.getpid(), "version": list(sys.version_info[:3]),
                   "exec_after": exec_after})
     if exec_after <= 0:
         while True:

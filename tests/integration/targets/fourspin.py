@@ -19,16 +19,12 @@ import sys
 import threading
 import time
 
+from pbp_target import native_id, write_json
+
 READY = os.environ["PBP_READY"]
 spent = {}
 started = []
 lock = threading.Lock()
-
-
-def native_id():
-    if hasattr(threading, "get_native_id"):
-        return threading.get_native_id()
-    return ctypes.CDLL(None).syscall(186)  # SYS_gettid on x86-64
 
 
 # Called straight from the loops, never through a Python function: the top
@@ -100,9 +96,7 @@ def main():
         t["lines"] = [m[t["function"] + "-first"], m[t["function"] + "-last"]]
     info = {"pid": os.getpid(), "version": list(sys.version_info[:3]),
             "script": os.path.abspath(__file__), "threads": started}
-    with open(READY + ".tmp", "w") as f:
-        json.dump(info, f)
-    os.replace(READY + ".tmp", READY)
+    write_json(READY, info)
     while True:
         with open(READY + ".times.tmp", "w") as f:
             json.dump(dict(spent), f)

@@ -22,6 +22,8 @@ import threading
 import time
 import types
 
+from pbp_target import native_id, write_json
+
 READY = os.environ["PBP_READY"]
 THREAD_NAME = "ctrl\x01\x1b[31mred\nline\x9b2J\x7f"
 FUNC_NAME = "esc\x1b[31m;semi\nnl\tcsi\x9b1m\x7fend"
@@ -29,13 +31,6 @@ FILE_NAME = "/hostile\x1b]0;title\x07dir/f\r\x9b.py"
 PARK = threading.Lock()
 PARK.acquire()
 parked = threading.Event()
-
-
-def native_id():
-    """The kernel's id of the calling thread (threading.get_native_id is 3.8+)."""
-    if hasattr(threading, "get_native_id"):
-        return threading.get_native_id()
-    return ctypes.CDLL(None).syscall(186)  # SYS_gettid on x86-64 (3.6, 3.7)
 
 
 def hostile_function():
@@ -79,16 +74,12 @@ def main():
                {"role": "hostile", "native_id": info["native_id"], "name": THREAD_NAME}]
     result = {"pid": os.getpid(), "version": list(sys.version_info[:3]), "threads": threads,
               "function": FUNC_NAME, "file": FILE_NAME}
-    with open(READY + ".tmp", "w") as f:
-        json.dump(result, f)
-    os.replace(READY + ".tmp", READY)
+    write_json(READY, result)
     PARK.acquire()
 
 
 try:
     main()
 except Exception as e:
-    with open(READY + ".tmp", "w") as f:
-        json.dump({"error": "%s: %s" % (type(e).__name__, e)}, f)
-    os.replace(READY + ".tmp", READY)
+    write_json(READY, {"error": "%s: %s" % (type(e).__name__, e)})
     raise

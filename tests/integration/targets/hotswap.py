@@ -14,6 +14,8 @@ import json
 import os
 import sys
 
+from pbp_target import write_json
+
 READY = os.environ["PBP_READY"]
 
 
@@ -38,9 +40,7 @@ def main():
     if hot not in funcs:
         sys.exit("hotswap.py: HOT is alpha or beta")
     heavy, light = funcs[hot]
-    with open(READY + ".tmp", "w") as f:
-        json.dump({"pid": os.getpid(), "hot": hot}, f)
-    os.replace(READY + ".tmp", READY)
+    write_json(READY, {"pid": os.getpid(), "hot": hot})
     while True:
         heavy(40000)
         light(10000)

@@ -14,6 +14,8 @@ import tempfile
 import threading
 import time
 
+from pbp_target import write_json
+
 PIPE_R, PIPE_W = os.pipe()
 
 
@@ -48,9 +50,7 @@ def main():
     for fn in (selecting, sleeping):
         threading.Thread(target=fn, daemon=True).start()
     ready = os.environ["PBP_READY"]
-    with open(ready + ".tmp", "w") as f:
-        json.dump({"pid": os.getpid(), "version": "%d.%d" % sys.version_info[:2]}, f)
-    os.rename(ready + ".tmp", ready)
+    write_json(ready, {"pid": os.getpid(), "version": "%d.%d" % sys.version_info[:2]})
     while True:
         reading(fd, buf)
 

@@ -16,6 +16,8 @@ import os
 import sys
 import time
 
+from pbp_target import write_json
+
 READY = os.environ["PBP_READY"]
 
 LAST_WORDS = '''
@@ -34,9 +36,7 @@ def warm(seconds):
 
 def main():
     trigger, warm_s, last_s = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
-    with open(READY + ".tmp", "w") as f:
-        json.dump({"pid": os.getpid(), "version": list(sys.version_info[:3])}, f)
-    os.replace(READY + ".tmp", READY)
+    write_json(READY, {"pid": os.getpid(), "version": list(sys.version_info[:3])})
     while not os.path.exists(trigger):
         time.sleep(0.01)
     warm(warm_s)

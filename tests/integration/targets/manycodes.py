@@ -8,6 +8,8 @@ import json
 import os
 import sys
 
+from pbp_target import write_json
+
 funcs = []
 for i in range(5000):
     ns = {}
@@ -15,9 +17,7 @@ for i in range(5000):
                  "gen%d.py" % i, "exec"), ns)
     funcs.append(ns["f%d" % i])
 ready = os.environ["PBP_READY"]
-with open(ready + ".tmp", "w") as f:
-    json.dump({"pid": os.getpid(), "version": list(sys.version_info[:3])}, f)
-os.rename(ready + ".tmp", ready)
+write_json(ready, {"pid": os.getpid(), "version": list(sys.version_info[:3])})
 while True:
     for f in funcs:
         f()

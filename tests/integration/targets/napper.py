@@ -10,6 +10,8 @@ import os
 import sys
 import time
 
+from pbp_target import write_json
+
 
 def nap():
     while True:
@@ -18,9 +20,7 @@ def nap():
 
 def main():
     ready = os.environ["PBP_READY"]
-    with open(ready + ".tmp", "w") as f:
-        json.dump({"pid": os.getpid(), "version": "%d.%d" % sys.version_info[:2]}, f)
-    os.rename(ready + ".tmp", ready)
+    write_json(ready, {"pid": os.getpid(), "version": "%d.%d" % sys.version_info[:2]})
     nap()
 
 

@@ -28,6 +28,8 @@ def build():
 build()
 import pbpnat  # noqa: E402
 
+from pbp_target import write_json
+
 
 def in_callback():
     pbpnat.spin(3000000)  # mark: spin
@@ -39,7 +41,5 @@ def outer():
 
 
 ready = os.environ["PBP_READY"]
-with open(ready + ".tmp", "w") as f:
-    json.dump({"pid": os.getpid(), "version": "%d.%d" % sys.version_info[:2]}, f)
-os.rename(ready + ".tmp", ready)
+write_json(ready, {"pid": os.getpid(), "version": "%d.%d" % sys.version_info[:2]})
 outer()

@@ -24,6 +24,8 @@ def build():
 build()
 import pbpfp  # noqa: E402
 
+from pbp_target import write_json
+
 
 def outer():
     while True:
@@ -31,7 +33,5 @@ def outer():
 
 
 ready = os.environ["PBP_READY"]
-with open(ready + ".tmp", "w") as f:
-    json.dump({"pid": os.getpid(), "version": "%d.%d" % sys.version_info[:2]}, f)
-os.rename(ready + ".tmp", ready)
+write_json(ready, {"pid": os.getpid(), "version": "%d.%d" % sys.version_info[:2]})
 outer()

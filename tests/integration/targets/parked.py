@@ -35,24 +35,10 @@ import sys
 import threading
 import time
 
-
-def native_id():
-    """The kernel's id of the calling thread (threading.get_native_id is 3.8+)."""
-    if hasattr(threading, "get_native_id"):
-        return threading.get_native_id()
-    return ctypes.CDLL(None).syscall(186)  # SYS_gettid on x86-64 (3.6, 3.7)
+from pbp_target import give_threads_native_ids, native_id
 
 
-if not hasattr(threading.Thread, "native_id"):
-    # 3.6, 3.7: Thread.native_id is 3.8+; a thread sets its own as it sets its ident.
-    _set_ident = threading.Thread._set_ident
-
-    def _set_ident_and_native_id(self):
-        _set_ident(self)
-        self.native_id = native_id()
-
-    threading.Thread._set_ident = _set_ident_and_native_id
-    threading.main_thread().native_id = native_id()
+give_threads_native_ids()
 
 
 RECURSION_DEPTH = 300

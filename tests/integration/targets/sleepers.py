@@ -13,6 +13,8 @@ import sys
 import threading
 import time
 
+from pbp_target import write_json
+
 READY = os.environ["PBP_READY"]
 N = int(sys.argv[1])
 started = threading.Semaphore(0)
@@ -34,9 +36,6 @@ for i in range(N):
     threading.Thread(target=down, args=(20,), name="sleeper-%d" % i, daemon=True).start()
 for i in range(N):
     started.acquire()
-tmp = READY + ".tmp"
-with open(tmp, "w") as f:
-    json.dump({"pid": os.getpid(), "version": list(sys.version_info[:3])}, f)
-os.rename(tmp, READY)
+write_json(READY, {"pid": os.getpid(), "version": list(sys.version_info[:3])})
 while True:
     time.sleep(3600)

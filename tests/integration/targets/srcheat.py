@@ -21,6 +21,8 @@ import sys
 import threading
 import time
 
+from pbp_target import write_json
+
 READY = os.environ["PBP_READY"]
 HERE = os.path.dirname(READY)
 WAIT = "def {name}():\n    while True:\n        time.sleep(0.005)\n"
@@ -52,9 +54,7 @@ def main():
     threading.Thread(target=importlib.import_module("bigmod").big_wait, name="big", daemon=True).start()
     threading.Thread(target=importlib.import_module("gonemod").gone_wait, name="gone", daemon=True).start()
     os.unlink(gone)
-    with open(READY + ".tmp", "w") as f:
-        json.dump({"pid": os.getpid(), "bigmod": big, "gonemod": gone}, f)
-    os.replace(READY + ".tmp", READY)
+    write_json(READY, {"pid": os.getpid(), "bigmod": big, "gonemod": gone})
     hot(time.monotonic() + float(sys.argv[1]) if len(sys.argv) > 1 else float("inf"))
 
 

@@ -13,6 +13,8 @@ import sys
 import threading
 import time
 
+from pbp_target import write_json
+
 READY = os.environ["PBP_READY"]
 N, SECONDS = int(sys.argv[1]), float(sys.argv[2])
 gate = threading.Lock()
@@ -30,10 +32,7 @@ def start(i):
 
 
 start(0)
-tmp = READY + ".tmp"
-with open(tmp, "w") as f:
-    json.dump({"pid": os.getpid(), "version": list(sys.version_info[:3])}, f)
-os.rename(tmp, READY)
+write_json(READY, {"pid": os.getpid(), "version": list(sys.version_info[:3])})
 t0 = time.monotonic()
 for i in range(1, N):
     start(i)

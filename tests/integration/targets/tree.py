@@ -19,6 +19,11 @@ Runs on CPython 3.6 to 3.14 (keep the syntax at 3.6's level).
                                  requests (from a client thread) is
                                  handled in a forked child spinning 0.2 s
                                  in handle_spin(); prints the handlers' pids
+    tree.py storm N K MS         forks N children, K alive at a time, each
+                                 spinning MS ms of CPU in storm_work() and
+                                 exiting at once; prints {"pid": its own,
+                                 "children": CPU seconds of them all
+                                 (RUSAGE_CHILDREN)}
     tree.py late                 writes $PBP_READY, then forks a worker
                                  spinning 0.3 s in late_work() every 0.5 s,
                                  for 60 s; a child forked before ready
@@ -28,6 +33,7 @@ Runs on CPython 3.6 to 3.14 (keep the syntax at 3.6's level).
 import json
 import multiprocessing
 import os
+import resource
 import socket
 import socketserver
 import subprocess
@@ -89,6 +95,26 @@ def run_brief(n, ms):
             os._exit(0)
         print(pid, flush=True)
         os.waitpid(pid, 0)
+
+
+def storm_work(ms):
+    spin(ms / 1000.0)
+
+
+def storm(n, k, ms):
+    live = 0
+    for _ in range(n):
+        if live >= k:
+            os.wait()
+            live -= 1
+        if os.fork() == 0:
+            storm_work(ms)
+            os._exit(0)
+        live += 1
+    for _ in range(live):
+        os.wait()
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    print(json.dumps({"pid": os.getpid(), "children": ru.ru_utime + ru.ru_stime}), flush=True)
 
 
 def handle_spin():
@@ -157,6 +183,8 @@ if __name__ == "__main__":
         chain(int(sys.argv[2]))
     elif what == "brief":
         run_brief(int(sys.argv[2]), float(sys.argv[3]))
+    elif what == "storm":
+        storm(int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]))
     elif what == "late":
         late()
     elif what == "server":

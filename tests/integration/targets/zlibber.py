@@ -10,6 +10,8 @@ import random
 import sys
 import zlib
 
+from pbp_target import write_json
+
 
 def squeeze(data):
     while True:
@@ -23,9 +25,7 @@ def main():
     data = b" ".join(rnd.choice(words) for _ in range(200000))
     zlib.compress(data[:65536])
     ready = os.environ["PBP_READY"]
-    with open(ready + ".tmp", "w") as f:
-        json.dump({"pid": os.getpid(), "version": "%d.%d" % sys.version_info[:2]}, f)
-    os.rename(ready + ".tmp", ready)
+    write_json(ready, {"pid": os.getpid(), "version": "%d.%d" % sys.version_info[:2]})
     squeeze(data)
 
 

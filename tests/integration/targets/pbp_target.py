@@ -1,0 +1,36 @@
+"""What the test targets share (imported by them; conftest's Interp.place
+copies it beside a target it moves into a chroot). Python 3.6+ syntax."""
+
+import ctypes
+import json
+import os
+import threading
+
+
+def native_id():
+    """The kernel's id of the calling thread (threading.get_native_id is 3.8+)."""
+    if hasattr(threading, "get_native_id"):
+        return threading.get_native_id()
+    return ctypes.CDLL(None).syscall(186)  # SYS_gettid on x86-64 (3.6, 3.7)
+
+
+def give_threads_native_ids():
+    """3.6, 3.7: Thread.native_id is 3.8+; each thread then sets its own as it
+    sets its ident, and the main thread has it at once."""
+    if hasattr(threading.Thread, "native_id"):
+        return
+    set_ident = threading.Thread._set_ident
+
+    def set_ident_and_native_id(self):
+        set_ident(self)
+        self.native_id = native_id()
+
+    threading.Thread._set_ident = set_ident_and_native_id
+    threading.main_thread().native_id = native_id()
+
+
+def write_json(path, obj):
+    """obj as JSON at path, whole or not at all: the tests poll for the file."""
+    with open(path + ".tmp", "w") as f:
+        json.dump(obj, f)
+    os.replace(path + ".tmp", path)
