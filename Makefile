@@ -40,7 +40,7 @@ SAN       := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-
 .SECONDARY: $(BPF_OBJS) $(SKELS) $(PROTO_C) $(PROTO_H)
 
 .PHONY: all deps test unit unit-asan integration integration-asan fuzz fuzz-regress bench demo freethreaded \
-	install clean chroot soak layers deb
+	install clean chroot soak layers deb image
 
 all: $(BUILD)/pybpfprof
 
@@ -246,17 +246,23 @@ install: all
 
 # The Debian package (README: Install), built in build/deb/ by
 # dpkg-buildpackage and checked by lintian (scripts/deb.sh). Rebuilt only
-# when a file it is made of changed (the tests, the benches and the docs
-# are not).
+# when a file it is made of changed: it takes minutes, and the package
+# tests ask for it.
 DEB_VERSION := $(shell sed -n 's/^\#define PBP_VERSION "\(.*\)"$$/\1/p' user/core/version.h)
 DEB_ARCH    := $(shell dpkg --print-architecture 2>/dev/null)
 DEB         := $(BUILD)/deb/pybpfprof_$(DEB_VERSION)_$(DEB_ARCH).deb
-DEB_INPUTS  := $(filter-out tests/% bench/% docs/%,$(shell git ls-files --cached --others --exclude-standard 2>/dev/null))
+DEB_INPUTS  := $(filter user/% bpf/% include/% proto/% debian/% deploy/systemd/% Makefile pybpfprof.1 \
+	scripts/deb.sh scripts/pybpfprof.bash-completion,$(shell git ls-files --cached --others --exclude-standard 2>/dev/null))
 
 deb: $(DEB)
 
 $(DEB): $(DEB_INPUTS)
 	scripts/deb.sh $(BUILD)/deb
+
+# Not part of `make test` (a whole build inside, minutes): the Containerfile's
+# image, built by buildah without a daemon and checked (scripts/image.sh).
+image:
+	@scripts/image.sh
 
 clean:
 	rm -rf $(BUILD)

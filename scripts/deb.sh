@@ -30,7 +30,7 @@ mkdir -p "$SRC"
 # what `make` would build. The tests, benches and docs stay out: they need
 # root and BPF, so a package build cannot run them (`make test` does), and
 # the fuzz seeds include ELF files lintian would take for binaries without
-# source. The Makefile's DEB_INPUTS leaves out the same.
+# source.
 git ls-files -z --cached --others --exclude-standard | grep -zvE '^(tests|bench|docs)/' |
 	tar --null --ignore-failed-read -T - -cf - | tar -xf - -C "$SRC"
 cat >"$SRC/debian/changelog" <<CHANGELOG
