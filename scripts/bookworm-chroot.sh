@@ -13,7 +13,8 @@
 #   PBP_BOOKWORM_TIMEOUT seconds debootstrap may take (default 2700: a loaded
 #                        2-core machine took over 900)
 #
-# minbase, plus python3 (a target to profile) and man-db (`man -w`). Built in
+# The caching (lock, temporary dir, swap) is scripts/chroot-cache.sh's, as
+# for sid. minbase, plus python3 (a target to profile) and man-db (`man -w`). Built in
 # DIR.tmp.XXXXXX and renamed into place once python3 runs in it; DIR/.pbp-stamp
 # says when and from where. Its package lists are kept, so that apt inside
 # resolves the package's dependencies without an `apt-get update`.
@@ -48,17 +49,9 @@ mirror() {
 	echo "$url"
 }
 
-umount_under() {
-	local m
-	[ -e "$1" ] || return 0
-	findmnt -rn -o TARGET 2>/dev/null | awk -v d="$1" '$0 == d || index($0, d "/") == 1' |
-		sort -r | while read -r m; do umount -l "$m" 2>/dev/null; done
-}
-
-if [ "$FORCE" = 0 ] && usable "$DIR"; then
-	echo "$DIR"
-	exit 0
-fi
+# shellcheck source=scripts/chroot-cache.sh
+. "$(dirname "${BASH_SOURCE[0]}")/chroot-cache.sh"
+cache_hit
 
 [ "$(id -u)" = 0 ] || fail "must run as root to build $DIR"
 command -v debootstrap >/dev/null || fail "'debootstrap' not found (make deps installs it)"
@@ -66,22 +59,8 @@ MIRROR=${PBP_BOOKWORM_MIRROR:-$(mirror)}
 [ -n "$MIRROR" ] || fail "no Debian mirror in /etc/apt/sources.list*; set PBP_BOOKWORM_MIRROR"
 mkdir -p "$(dirname "$DIR")" || fail "cannot create $(dirname "$DIR")"
 
-exec 9>"$DIR.lock" || fail "cannot open $DIR.lock"
-flock -w 3600 9 || fail "timed out waiting for another build ($DIR.lock)"
-if [ "$FORCE" = 0 ] && usable "$DIR"; then
-	echo "$DIR"
-	exit 0
-fi
-for old in "$DIR".tmp.*; do
-	[ -d "$old" ] || continue
-	umount_under "$old"
-	rm -rf --one-file-system "$old"
-done
-
-TMP=$(mktemp -d "$DIR.tmp.XXXXXX") || fail "cannot create a temporary dir beside $DIR"
-chmod 755 "$TMP"
-trap 'umount_under "$TMP"; rm -rf --one-file-system "$TMP"' EXIT
-trap 'exit 130' INT TERM
+cache_lock
+cache_tmp
 
 START=$(date +%s)
 echo "bookworm-chroot: building Debian 12 in $DIR (log: $LOG) ..." >&2
@@ -105,12 +84,6 @@ PY=$(chroot "$TMP" /usr/bin/python3 -c 'import sys; print(sys.version.split()[0]
 	echo "python3: $PY"
 } >"$TMP/$STAMP" || fail "cannot write the stamp"
 
-if [ -e "$DIR" ]; then
-	umount_under "$DIR"
-	OLD=$(mktemp -d "$DIR.tmp.XXXXXX") && mv -T "$DIR" "$OLD/old" &&
-		rm -rf --one-file-system "$OLD" || fail "cannot remove the old $DIR"
-fi
-mv -T "$TMP" "$DIR" || fail "cannot rename $TMP to $DIR"
-trap - EXIT
+cache_install
 echo "bookworm-chroot: ready in $(($(date +%s) - START))s: $DIR, Python $PY" >&2
 echo "$DIR"
