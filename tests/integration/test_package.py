@@ -124,6 +124,11 @@ class Overlay:
         self.mount("--rbind", "--make-rslave", "/sys", target=self.path("/sys"))
         for sub in ("lists", "archives"):
             os.makedirs(os.path.join(self.cache, sub, "partial"), exist_ok=True)
+        # The first run starts from the lists the chroot was built with, if any.
+        lists = os.path.join(self.lower, "var/lib/apt/lists")
+        if not glob.glob(os.path.join(self.cache, "lists", "*_Packages*")):
+            for f in glob.glob(os.path.join(lists, "*_*")):
+                shutil.copy(f, os.path.join(self.cache, "lists"))
         self.mount("--bind", os.path.join(self.cache, "lists"),
                    target=self.path("/var/lib/apt/lists"))
         self.mount("--bind", os.path.join(self.cache, "archives"),
