@@ -10,9 +10,10 @@
 # is its own (PBP_BUILDAH_DIR, default /var/cache/pybpfprof/buildah), apart
 # from podman's. Where no image registry can be reached, the base is a
 # Debian 12 made by debootstrap (scripts/bookworm-chroot.sh's cached tree),
-# committed in that storage under the name the Containerfile asks for
-# (debian:12-slim), so the Containerfile is built as it stands. The check: mount the image's root, then with /proc
-# and /sys inside, `chroot ROOT ldd` finds every shared library of the binary,
+# trimmed back to minbase and committed in that storage under the name the
+# Containerfile asks for (debian:12-slim), so the Containerfile is built as
+# it stands. The check: mount the image's root, then with /proc and /sys
+# inside, `chroot ROOT ldd` finds every shared library of the binary,
 # `--version` prints this tree's version, and `dump` reads a Python of the host.
 # Exit 0 when built and checked; else one line starting "image: FAILED:".
 set -uo pipefail
@@ -44,6 +45,12 @@ if [ "$CHECK_ONLY" = 0 ] && ! "${B[@]}" inspect --type image "$BASE" >/dev/null 
 	mnt=$("${B[@]}" mount "$ctr") || fail "buildah mount"
 	tar -C "$ROOT" --exclude=./.pbp-stamp -cf - . | tar -C "$mnt" -xf - ||
 		fail "cannot copy $ROOT into the base"
+	# Back to minbase, what debian:12-slim is made from: the chroot's python3
+	# and man-db would bring libraries (ncurses, ...) that could hide one
+	# the runtime stage forgot to install.
+	chroot "$mnt" env DEBIAN_FRONTEND=noninteractive apt-get purge -y --autoremove \
+		python3 python3-minimal man-db >>"$LOG" 2>&1 || fail "cannot trim the base (see $LOG)"
+	rm -rf "$mnt"/var/lib/apt/lists/* "$mnt"/var/cache/apt/*.bin
 	"${B[@]}" umount "$ctr" >/dev/null
 	"${B[@]}" config --cmd /bin/bash "$ctr" &&
 		"${B[@]}" commit --rm "$ctr" "$BASE" >>"$LOG" 2>&1 || fail "cannot commit $BASE (see $LOG)"
