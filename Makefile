@@ -40,7 +40,7 @@ SAN       := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-
 .SECONDARY: $(BPF_OBJS) $(SKELS) $(PROTO_C) $(PROTO_H)
 
 .PHONY: all deps test unit unit-asan integration integration-asan fuzz fuzz-regress bench demo freethreaded \
-	install clean chroot soak layers
+	install clean chroot soak layers deb image
 
 all: $(BUILD)/pybpfprof
 
@@ -100,12 +100,12 @@ FUZZ_DIR    := $(BUILD)/fuzz
 FUZZ_CFLAGS := $(CFLAGS_ALL) -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
 	-fno-sanitize-recover=all
 
-$(eval $(call flavour,$(BUILD),$(CC),$(CFLAGS_ALL) $(CFLAGS)))
+$(eval $(call flavour,$(BUILD),$(CC),$(CFLAGS_ALL) $(CPPFLAGS) $(CFLAGS)))
 $(eval $(call flavour,$(ASAN_DIR),$(CLANG),$(ASAN_CFLAGS)))
 $(eval $(call flavour,$(FUZZ_DIR),$(CLANG),$(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link))
 
 $(BUILD)/pybpfprof: $(BUILD)/obj/cli/main.o $(BUILD)/libpybpfprof.a
-	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 # The native leaf's cost per sample, in one process (scripts/bench/natbench.c).
 # With libunwind beside libdw, to compare the two on the same stacks (libunwind-dev: the bench only).
@@ -246,6 +246,26 @@ install: all
 	install -D -m 0644 pybpfprof.1 $(DESTDIR)$(PREFIX)/share/man/man1/pybpfprof.1
 	install -D -m 0644 scripts/pybpfprof.bash-completion \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/pybpfprof
+
+# The Debian package (README: Install), built in build/deb/ by
+# dpkg-buildpackage and checked by lintian (scripts/deb.sh). Rebuilt only
+# when a file it is made of changed: it takes minutes, and the package
+# tests ask for it.
+DEB_VERSION := $(shell sed -n 's/^\#define PBP_VERSION "\(.*\)"$$/\1/p' user/core/version.h)
+DEB_ARCH    := $(shell dpkg --print-architecture 2>/dev/null)
+DEB         := $(BUILD)/deb/pybpfprof_$(DEB_VERSION)_$(DEB_ARCH).deb
+DEB_INPUTS  := $(filter user/% bpf/% include/% proto/% debian/% deploy/systemd/% Makefile pybpfprof.1 \
+	scripts/deb.sh scripts/pybpfprof.bash-completion,$(shell git ls-files --cached --others --exclude-standard 2>/dev/null))
+
+deb: $(DEB)
+
+$(DEB): $(DEB_INPUTS)
+	scripts/deb.sh $(BUILD)/deb
+
+# Not part of `make test` (a whole build inside, minutes): the Containerfile's
+# image, built by buildah without a daemon and checked (scripts/image.sh).
+image:
+	@scripts/image.sh
 
 clean:
 	rm -rf $(BUILD)

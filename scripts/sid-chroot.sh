@@ -45,19 +45,9 @@ usable() {
 		chroot "$1" "$PY" -c 'import sys; print(sys.version)' >/dev/null 2>&1
 }
 
-# Unmount everything mounted at or below $1, deepest first.
-umount_under() {
-	local m
-	[ -e "$1" ] || return 0
-	findmnt -rn -o TARGET 2>/dev/null | awk -v d="$1" '$0 == d || index($0, d "/") == 1' |
-		sort -r | while read -r m; do umount -l "$m" 2>/dev/null; done
-}
-
-# Fast path: cached and working. No lock, no network (< 0.1 s).
-if [ "$FORCE" = 0 ] && usable "$DIR"; then
-	echo "$DIR"
-	exit 0
-fi
+# shellcheck source=scripts/chroot-cache.sh
+. "$(dirname "${BASH_SOURCE[0]}")/chroot-cache.sh"
+cache_hit
 
 [ "$(id -u)" = 0 ] || fail "must run as root to build $DIR"
 for tool in chroot flock findmnt; do
@@ -65,13 +55,7 @@ for tool in chroot flock findmnt; do
 done
 mkdir -p "$(dirname "$DIR")" || fail "cannot create $(dirname "$DIR")"
 
-# One builder at a time; the others wait and then use its result.
-exec 9>"$DIR.lock" || fail "cannot open $DIR.lock"
-flock -w 3600 9 || fail "timed out waiting for another build ($DIR.lock)"
-if [ "$FORCE" = 0 ] && usable "$DIR"; then
-	echo "$DIR"
-	exit 0
-fi
+cache_lock
 
 if ! command -v debootstrap >/dev/null; then
 	echo "sid-chroot: installing debootstrap" >&2
@@ -79,21 +63,7 @@ if ! command -v debootstrap >/dev/null; then
 		>"$LOG" 2>&1 || fail "could not install debootstrap (see $LOG)"
 fi
 
-# Leftovers of builds that were killed (we hold the lock: nobody else builds).
-for old in "$DIR".tmp.*; do
-	[ -d "$old" ] || continue
-	umount_under "$old"
-	rm -rf --one-file-system "$old"
-done
-
-TMP=$(mktemp -d "$DIR.tmp.XXXXXX") || fail "cannot create a temporary dir beside $DIR"
-chmod 755 "$TMP"  # it becomes the chroot's /
-cleanup() {
-	umount_under "$TMP"
-	rm -rf --one-file-system "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+cache_tmp
 
 START=$(date +%s)
 echo "sid-chroot: building Debian sid + python3.14 in $DIR (log: $LOG) ..." >&2
@@ -163,13 +133,6 @@ ELAPSED=$(($(date +%s) - START))
 	echo "pycore_debug_offsets.h: ${OFFSETS:+/$OFFSETS}"
 } >"$TMP/$STAMP_NAME" || fail "cannot write the stamp"
 
-# Swap into place: a stale DIR (no stamp, broken python, --force) goes first.
-if [ -e "$DIR" ]; then
-	umount_under "$DIR"
-	OLD=$(mktemp -d "$DIR.tmp.XXXXXX") && mv -T "$DIR" "$OLD/old" &&
-		rm -rf --one-file-system "$OLD" || fail "cannot remove the old $DIR"
-fi
-mv -T "$TMP" "$DIR" || fail "cannot rename $TMP to $DIR"
-trap - EXIT
+cache_install
 echo "sid-chroot: ready in ${ELAPSED}s: $DIR, Python $(echo "$VERSION" | head -1)" >&2
 echo "$DIR"

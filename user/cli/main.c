@@ -28,6 +28,7 @@
 #include "cli/report.h"
 #include "cli/top.h"
 #include "core/errors.h"
+#include "core/version.h"
 #include "cpython/process.h"
 #include "output/formats.h"
 #include "output/writers.h"

@@ -6,8 +6,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PBP_VERSION "0.1.0"
-
 /* Exit codes: documented in README.md and pybpfprof.1; tested. */
 enum pbp_exit {
 	EXIT_OK = 0,

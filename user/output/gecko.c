@@ -41,6 +41,7 @@
 #include "aggregate/status.h"
 #include "aggregate/timeline.h"
 #include "core/errors.h"
+#include "core/version.h"
 #include "core/text.h"
 #include "output/flame.h"
 #include "output/writers.h"

@@ -41,6 +41,7 @@
 #include "aggregate/sources.h"
 #include "aggregate/status.h"
 #include "core/errors.h"
+#include "core/version.h"
 #include "core/text.h"
 #include "output/flame.h"
 #include "output/writers.h"

@@ -17,6 +17,7 @@
 
 #include "aggregate/aggregate.h"
 #include "core/errors.h"
+#include "core/version.h"
 #include "core/text.h"
 #include "output/writers.h"
 
