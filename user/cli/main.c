@@ -210,7 +210,8 @@ static int convert_main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	err = profile_write(fmt, agg, &m, a.out);
 	agg_free(agg);
-	return err ? EXIT_IO : EXIT_OK;
+	/* Out of memory while writing is a resource limit (12), not the file's fault (10). */
+	return !err ? EXIT_OK : err == -PBP_E_NOMEM ? EXIT_RESOURCES : EXIT_IO;
 }
 
 int main(int argc, char **argv)
