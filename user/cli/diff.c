@@ -60,7 +60,8 @@ static error_t diff_parse(int key, char *arg, struct argp_state *st)
 	case ARGP_KEY_ARG:
 		if (a->nin == 2)
 			argp_error(st, "unexpected argument '%s' (diff takes BEFORE and AFTER)", arg);
-		a->in[a->nin++] = arg;
+		a->in[a->nin] = input_path(st, a->nin ? "AFTER" : "BEFORE", arg);
+		a->nin++;
 		break;
 	case ARGP_KEY_END:
 		if (a->nin < 2)

@@ -160,7 +160,7 @@ static error_t convert_parse(int key, char *arg, struct argp_state *st)
 	struct convert_args *a = st->input;
 
 	switch (key) {
-	case 'i': a->in = arg; break;
+	case 'i': a->in = input_path(st, "-i", arg); break;
 	case 'o': a->out = output_path(st, arg); break;
 	case 'f':
 		if (format_by_name(arg) < 0)
