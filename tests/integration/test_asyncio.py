@@ -358,6 +358,33 @@ def test_wall_many_tasks_every_tick(interp, start_target, tmp_path):
 
 
 @pytest.mark.families
+def test_wall_launched_tasks_all_parked(interp, tmp_path):
+    """A launched command imports asyncio after the run started, and all its
+    tasks wait: no sample of a running task names one, so the wall tick
+    itself must look for asyncio's layout again, else no waiting task is
+    ever counted (0 samples, exit 0)."""
+    recent_interp(interp)
+    if interp.chrooted:
+        pytest.skip("launched from the host: an interpreter of the host")
+    code = ("import asyncio\n"
+            "async def parked(ev): await ev.wait()\n"
+            "async def main():\n"
+            "    ev = asyncio.Event()\n"
+            "    ts = [asyncio.create_task(parked(ev)) for _ in range(50)]\n"
+            "    await asyncio.sleep(4)\n"
+            "    ev.set(); await asyncio.gather(*ts)\n"
+            "asyncio.run(main())\n")
+    out = tmp_path / "parked.txt"
+    r = run_profile("-d", 3, "-F", 19, "--mode", "wall", "--async", "--stats=json", "-o", out,
+                    "--", interp.host_executable, "-c", code, timeout=60)
+    assert r.returncode == 0, r.stderr
+    st = json.loads([l for l in r.stderr.splitlines() if l.startswith("{")][0])
+    waiting = sum(c for f, c in parse_collapsed(out.read_text()) if f[-1].startswith("[awaiting] "))
+    assert st["async"]["task_lists"] > 0, st["async"]
+    assert waiting == st["async"]["waiting_task_samples"] and waiting >= 50, (waiting, st["async"])
+
+
+@pytest.mark.families
 def test_cpu_awaited_task_every_sample(interp, start_target, tmp_path):
     """cpu mode: task db-query, awaited by task fetch-users, burns 2 ms between
     2 ms sleeps. Every sample in burn() carries both task frames, in order,

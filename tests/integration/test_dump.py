@@ -118,6 +118,35 @@ while time.monotonic() < end:
 """
 
 
+RENAMED = """
+import ctypes, sys, time
+ctypes.CDLL(None).prctl(15, b"renamedcomm", 0, 0, 0)
+print("ready", flush=True)
+end = time.monotonic() + 20
+while time.monotonic() < end:
+    pass
+"""
+
+
+def test_main_thread_is_mainthread(pybpfprof):
+    """A main thread threading never named (not imported) is MainThread in
+    dump, as in a recording's summary and thread frames, not its comm."""
+    usable = [i for i in _discover() if not i.skip_reason and not i.chrooted]
+    if not usable:
+        pytest.skip("no interpreter")
+    p = subprocess.Popen([usable[0].executable, "-c", RENAMED], stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        r = pybpfprof("dump", "-p", p.pid)
+        assert r.returncode == 0, r.stderr
+        assert ('Thread %d "MainThread"' % p.pid) in r.stdout, r.stdout
+        r = pybpfprof("dump", "-p", p.pid, "--json")
+        assert [t["name"] for t in json.loads(r.stdout)["threads"]] == ["MainThread"], r.stdout
+    finally:
+        p.kill()
+        p.wait()
+
+
 def test_exiting_process_is_gone_not_unpythonic(pybpfprof, tmp_path):
     """A process dumped as it exits has, for a moment, no memory map while it
     does not look like a zombie yet: that is "process exited" (8), never

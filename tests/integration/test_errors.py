@@ -2,6 +2,7 @@
 runs out of memory says so and exits 12 (it used to exit 10, I/O, because
 the aggregate's "out of memory" code was the same number as EIO)."""
 
+import resource
 import subprocess
 import time
 
@@ -45,3 +46,30 @@ def test_top_out_of_memory_exits_12(interp, start_target, tmp_path):
     assert code == EXIT_RESOURCES, (code, text)
     assert "out of memory" in text and "ulimit -v" in text, text
     assert len(text.strip().splitlines()) == 1, text
+
+
+@pytest.mark.skipif(SANITIZED, reason="ASan reserves terabytes of address space: no limit can be set")
+@pytest.mark.parametrize("cmd", ["convert", "diff"])
+def test_read_back_out_of_memory_exits_12(tmp_path, cmd):
+    """convert and diff of a profile too big for `ulimit -v`: a resource
+    limit, named, exit 12 (it was exit 11, "out of memory", no limit said)."""
+    small, big = tmp_path / "small.txt", tmp_path / "big.txt"
+    small.write_text("main;f 1\n")
+    with open(str(big), "w") as f:
+        for i in range(100000):
+            f.write(";".join("m%d.f%d (x%d.py:%d)" % (j, i, j, i) for j in range(8)) + " 1\n")
+    args = {"convert": ["convert", "-i", big, "-f", "html", "-o", tmp_path / "o.html"],
+            "diff": ["diff", big, small, "-o", tmp_path / "o.html"]}[cmd]
+    limit = 48 << 20
+    # The same command on a small profile fits the limit: it is the big one that does not.
+    ok = subprocess.run([PYBPFPROF] + [str(a) for a in args[:1]] +
+                        ([ "-i", str(small), "-o", str(tmp_path / "s.html")] if cmd == "convert"
+                         else [str(small), str(small), "-o", str(tmp_path / "s.html")]),
+                        capture_output=True, text=True, timeout=60,
+                        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)))
+    assert ok.returncode == 0, ok.stderr
+    r = subprocess.run([PYBPFPROF] + [str(a) for a in args], capture_output=True, text=True, timeout=60,
+                       preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)))
+    assert r.returncode == EXIT_RESOURCES, (r.returncode, r.stderr)
+    assert r.stderr.strip().splitlines() == [
+        "pybpfprof: out of memory (the address space limit is 49152 KiB: ulimit -v)"], r.stderr

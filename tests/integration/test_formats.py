@@ -568,6 +568,11 @@ def test_other_formats_named(tmp_path, reader):
             assert pybpfprof("convert", "-i", src, "-o", made).returncode == 0
     (tmp_path / "made.bin").write_bytes(bytes((i * 7919 >> 3) & 0xff for i in range(512)))
     cases[".bin"] = "binary data"
+    # diff -f collapsed's STACK BEFORE AFTER was read as stacks: a frame "b 6.67", exit 0.
+    after = tmp_path / "after.txt"
+    after.write_text(PROFILE.replace("[running] 6", "[running] 9"))
+    assert pybpfprof("diff", src, after, "-f", "collapsed", "-o", tmp_path / "made.diff").returncode == 0
+    cases[".diff"] = "a differential profile (diff -f collapsed: STACK BEFORE AFTER)"
     for ext, what in cases.items():
         made = tmp_path / ("made" + ext)
         args = ("-i", made) if reader == "convert" else (src, made)

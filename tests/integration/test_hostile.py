@@ -534,6 +534,21 @@ def old_python():
     return None
 
 
+@pytest.mark.parametrize("extra", [[], ["--subprocesses"]])
+def test_launched_old_python_named(tmp_path, extra):
+    """A launched 2.7 is refused in one line naming its version, as -p's
+    refusal does: not a bare "unsupported Python version"."""
+    old = old_python()
+    if not old:
+        pytest.skip("no CPython older than 3.6")
+    r = run(extra + ["-o", tmp_path / "o.txt", "--", old, "-c", "import time; time.sleep(3)"],
+            timeout=60)
+    lines = r.stderr.strip().splitlines()
+    ver = os.path.basename(old)[len("python"):]
+    assert r.returncode == EXIT_UNSUPPORTED, r.stderr
+    assert len(lines) == 1 and ("unsupported Python version %s" % ver) in lines[0], r.stderr
+
+
 @pytest.mark.parametrize("mode", ["cpu", "wall"])
 def test_kernel_objects_after_normal_exit(start_target, tmp_path, mode):
     proc, pid, ready = start_target(first_interp(), WORKERS, "spinner")

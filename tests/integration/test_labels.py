@@ -200,6 +200,18 @@ def test_empty_output_path_is_a_usage_error(argv):
     assert r.stderr.splitlines()[0].endswith("invalid -o '' (a file name, or - for stdout)"), r.stderr
 
 
+@pytest.mark.parametrize("argv,what", [(["convert", "-i", ""], "-i"), (["diff", "", "b"], "BEFORE"),
+                                        (["diff", "a", ""], "AFTER")],
+                         ids=["convert", "diff-before", "diff-after"])
+def test_empty_input_path_is_a_usage_error(argv, what):
+    """An empty input name is refused as -o "" is (2), not "cannot read : No
+    such file or directory" (10)."""
+    r = subprocess.run([PYBPFPROF] + argv, capture_output=True, text=True, timeout=30,
+                       stdin=subprocess.DEVNULL)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.splitlines()[0].endswith("invalid %s '' (a file name, or - for stdin)" % what), r.stderr
+
+
 def test_dump_takes_one_pid(flagged):
     """dump -p A -p B dumped B alone, saying nothing of A."""
     interp, want = flagged

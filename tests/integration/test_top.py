@@ -362,6 +362,33 @@ def thread_rows(text):
     return rows
 
 
+SPINNER = """import os, sys
+while not os.path.exists(sys.argv[1]):
+    sum(range(10000))
+"""
+
+
+def test_screen_narrow_header_whole_fields(tmux, tmp_path):
+    """40 columns: the two header lines end with a whole field, never a
+    number cut short ("GIL held 100.0%" once read "GIL held 10")."""
+    script = tmp_path / "spinner.py"
+    script.write_text(SPINNER)
+    done = tmp_path / "spinner.done"
+    t = tmux("%s top -- python3 %s %s" % (PYBPFPROF, script, done), width=40)
+    text = t.wait_for(lambda s: re.search(r"^samples [1-9]", s, re.M) is not None)
+    head = text.splitlines()[:2]
+    done.write_text("")
+    fields = [r"pybpfprof top", r"\d+ s", r"cpu mode \d+ Hz", r"1 process", r"last interval",
+              r"by own"]
+    assert re.match("^" + "(  ".join(fields[:1]) + "".join("(  %s" % f for f in fields[1:]) +
+                    ")?" * (len(fields) - 1) + r"\s*$", head[0]), head
+    fields = [r"samples \d+ \(\d+\.\d/s\)", r"lost \d+", r"GIL held \d+\.\d%",
+              r"waited for \d+\.\d%"]
+    assert re.match("^" + fields[0] + "".join("(  %s" % f for f in fields[1:]) +
+                    ")?" * (len(fields) - 1) + r"\s*$", head[1]), head
+    assert t.ended()[0] == 0, t.screen()
+
+
 def test_screen_narrow(tmux, tmp_path):
     """30 columns: each thread row keeps its id, name and count (its bar, which
     no longer fits, left out rather than drawn over them); the keys line at

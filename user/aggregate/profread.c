@@ -14,6 +14,7 @@
  * buffer); collapsed stacks are streamed line by line, the peeked bytes
  * first, so a file of any size reads in the memory its longest line takes.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,6 +92,48 @@ static bool starts(const struct source *s, const char *text, bool anycase)
 	return s->npeek >= n && !(anycase ? strncasecmp : strncmp)((const char *)s->peek, text, n);
 }
 
+/* A count as diff -f collapsed writes it before the end e: digits, maybe ".dd"; its start, or NULL. */
+static const char *diff_number(const char *b, const char *e)
+{
+	const char *q = e;
+
+	while (q > b && isdigit((unsigned char)q[-1]))
+		q--;
+	if (q > b + 1 && q[-1] == '.' && q < e && isdigit((unsigned char)q[-2])) {
+		q--;
+		while (q > b && isdigit((unsigned char)q[-1]))
+			q--;
+	}
+	return q < e && isdigit((unsigned char)*q) && q > b && q[-1] == ' ' ? q : NULL;
+}
+
+/*
+ * diff -f collapsed's "STACK BEFORE AFTER" (flamegraph.pl's differential
+ * input): every whole line peeked ends in two counts. Read as collapsed
+ * stacks, "...;b 6.67 10" was a frame "b 6.67" of 10 samples, and a line
+ * "... 3.33 0" dropped, with exit 0.
+ */
+static bool differential(const struct source *s)
+{
+	const char *p = (const char *)s->peek, *end = p + s->npeek;
+	size_t lines = 0;
+
+	while (p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p)), *e, *after, *before;
+
+		if (!eol)
+			break;
+		e = eol > p && eol[-1] == '\r' ? eol - 1 : eol;
+		if (e > p) {
+			if (!(after = diff_number(p, e)) || !(before = diff_number(p, after - 1)) || before - 1 == p)
+				return false;
+			lines++;
+		}
+		p = eol + 1;
+	}
+	return lines > 0;
+}
+
 /*
  * What the file is when it is not a profile read here, or NULL: the other
  * formats pybpfprof writes (none keeps stacks whole), pstats, gzip in gzip,
@@ -125,6 +168,8 @@ static const char *other_format(const struct source *s)
 		return "it is Python pstats (marshal)";
 	if (s->npeek >= 2 && p[0] == 0x1f && p[1] == 0x8b)
 		return "it is gzipped twice";
+	if (!binary && differential(s))
+		return "it is a differential profile (diff -f collapsed: STACK BEFORE AFTER)";
 	return binary ? "it is binary data" : NULL;
 }
 

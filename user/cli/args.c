@@ -79,3 +79,10 @@ const char *output_path(struct argp_state *st, const char *arg)
 		argp_error(st, "invalid -o '' (a file name, or - for stdout)");
 	return arg;
 }
+
+const char *input_path(struct argp_state *st, const char *what, const char *arg)
+{
+	if (!arg[0])
+		argp_error(st, "invalid %s '' (a file name, or - for stdin)", what);
+	return arg;
+}

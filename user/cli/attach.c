@@ -319,6 +319,8 @@ static bool reattach(struct record *r, pid_t pid)
 	if (r->follow && pid == r->child && err != -PBP_E_NOTPY && err != -PBP_E_FAULT &&
 	    err != -PBP_E_GONE && err != -PBP_E_NOENT)
 		r->launch_err = err;    /* 0, or why the command cannot be profiled (its version) */
+	if (r->follow && pid == r->child)
+		run_keep_launch_version(r, p, err);
 
 	if (err == -PBP_E_NOTPY || err == -PBP_E_FAULT) {
 		pyproc_close(p);

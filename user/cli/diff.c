@@ -17,6 +17,7 @@
 #include "aggregate/diff.h"
 #include "cli/args.h"
 #include "cli/profload.h"
+#include "cli/report.h"
 #include "core/errors.h"
 #include "output/formats.h"
 #include "output/output.h"
@@ -59,7 +60,8 @@ static error_t diff_parse(int key, char *arg, struct argp_state *st)
 	case ARGP_KEY_ARG:
 		if (a->nin == 2)
 			argp_error(st, "unexpected argument '%s' (diff takes BEFORE and AFTER)", arg);
-		a->in[a->nin++] = arg;
+		a->in[a->nin] = input_path(st, a->nin ? "AFTER" : "BEFORE", arg);
+		a->nin++;
 		break;
 	case ARGP_KEY_END:
 		if (a->nin < 2)
@@ -112,10 +114,10 @@ static int write_diff(const struct diff_args *a, int fmt, struct agg *side[2], F
 	return err;
 }
 
+/* A resource limit, named (ulimit -v), exit status 12: not an internal error. */
 static int nomem(void)
 {
-	fprintf(stderr, "pybpfprof: out of memory\n");
-	return EXIT_INTERNAL;
+	return report_error(NULL, -PBP_E_NOMEM);
 }
 
 /* Written and moved into place: EXIT_OK, or the code of what was said. */

@@ -218,6 +218,8 @@ static void collect(struct pyproc *p, struct dump_thread *d, const char *pyname,
 	}
 	if (pyname)     /* threading's name when known, else the kernel's comm */
 		snprintf(d->name, sizeof(d->name), "%s", pyname);
+	else if (d->t.tid && d->t.tid == p->pid)
+		snprintf(d->name, sizeof(d->name), "MainThread");   /* as a recording names it */
 	utf8_scrub(d->name);    /* comm is cut at 15 bytes, maybe inside a character */
 	if (pygil_read(p, d->t.interp, &g) == 0 && g.known)
 		d->holds_gil = pygil_holds(&g, d->t.tstate, d->state == 'R');

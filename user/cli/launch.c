@@ -94,6 +94,28 @@ static int fork_command(struct record *r, int *go_fd)
 }
 
 /* The launched command becomes a target once its interpreter is mapped. */
+/* The version of a launched command refused for it, kept before its pyproc is closed. */
+void run_keep_launch_version(struct record *r, const struct pyproc *p, int err)
+{
+	if ((err == -PBP_E_VERSION || err == -PBP_E_FREETHREADED) && p && p->version[0])
+		snprintf(r->launch_version, sizeof(r->launch_version), "%s", p->version);
+}
+
+/* Why the launched command cannot be profiled, in one line naming its version as -p does. */
+static void say_refused(const struct record *r, int err)
+{
+	const char *stop = r->child ? "; stopping it" : "";
+
+	if (err == -PBP_E_VERSION && r->launch_version[0])
+		fprintf(stderr, "pybpfprof: '%s': unsupported Python version %s (supported: 3.6 to 3.14)%s\n",
+			r->cmd[0], r->launch_version, stop);
+	else if (err == -PBP_E_FREETHREADED && r->launch_version[0])
+		fprintf(stderr, "pybpfprof: '%s': free-threaded build %s is not supported yet (supported: "
+			"3.6 to 3.14, GIL builds)%s\n", r->cmd[0], r->launch_version, stop);
+	else
+		fprintf(stderr, "pybpfprof: '%s': %s%s\n", r->cmd[0], pbp_strerror(err), stop);
+}
+
 static int attach_child(struct record *r)
 {
 	uint64_t deadline = mono_ns() + LAUNCH_WAIT_NS;
@@ -105,6 +127,7 @@ static int attach_child(struct record *r)
 		err = pyproc_open(r->child, &run_target_limits, &t->p);
 		if (!err)
 			break;
+		run_keep_launch_version(r, t->p, err);
 		pyproc_close(t->p);
 		t->p = NULL;
 		if (launch_reap(r, WNOHANG)) {
@@ -137,6 +160,7 @@ static int attach_child_follow(struct record *r)
 	int err = pyproc_open(r->child, &run_target_limits, &p);
 
 	if (err) {
+		run_keep_launch_version(r, p, err);
 		pyproc_close(p);
 		if (err != -PBP_E_NOTPY && err != -PBP_E_FAULT)
 			return err;
@@ -238,8 +262,7 @@ int launch_start(struct record *r, int *go_fd)
 	if (err == -PBP_E_CHILD)
 		return EXIT_NOT_PYTHON;
 	if (err) {
-		fprintf(stderr, "pybpfprof: '%s': %s%s\n", r->cmd[0], pbp_strerror(err),
-			r->child ? "; stopping it" : "");
+		say_refused(r, err);
 		stop_command(r);
 		return exit_code_for(err);
 	}
@@ -263,8 +286,7 @@ int launch_check_profiled(struct record *r)
 		launch_reap(r, 0);      /* it exited: its status says whether it ran at all */
 	if (r->child_reaped && WIFEXITED(r->child_status) && WEXITSTATUS(r->child_status) >= 125)
 		return EXIT_NOT_PYTHON;     /* the child already said why it could not run the command */
-	fprintf(stderr, "pybpfprof: '%s': %s%s\n", r->cmd[0], pbp_strerror(err),
-		r->child ? "; stopping it" : "");
+	say_refused(r, err);
 	stop_command(r);
 	return exit_code_for(err);
 }

@@ -161,7 +161,7 @@ static error_t convert_parse(int key, char *arg, struct argp_state *st)
 	struct convert_args *a = st->input;
 
 	switch (key) {
-	case 'i': a->in = arg; break;
+	case 'i': a->in = input_path(st, "-i", arg); break;
 	case 'o': a->out = output_path(st, arg); break;
 	case 'f':
 		if (format_by_name(arg) < 0)
@@ -211,7 +211,8 @@ static int convert_main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	err = profile_write(fmt, agg, &m, a.out);
 	agg_free(agg);
-	return err ? EXIT_IO : EXIT_OK;
+	/* Out of memory while writing is a resource limit (12), not the file's fault (10). */
+	return !err ? EXIT_OK : err == -PBP_E_NOMEM ? EXIT_RESOURCES : EXIT_IO;
 }
 
 int main(int argc, char **argv)

@@ -14,6 +14,7 @@
 #include "cli/profload.h"
 #include "aggregate/profread.h"
 #include "cli/args.h"
+#include "cli/report.h"
 #include "core/errors.h"
 
 /* The exit code of profile_read's failure, said in one line. */
@@ -27,8 +28,8 @@ static int say(const char *name, int err, const struct profread_fail *f)
 		fprintf(stderr, "pybpfprof: %s: not a profile pybpfprof reads (collapsed stacks or pprof): %s\n",
 			name, f->why);
 	else if (err)
-		fprintf(stderr, "pybpfprof: out of memory\n");
-	return !err ? EXIT_OK : err == -PBP_E_INVAL ? EXIT_USAGE : err == -PBP_E_NOMEM ? EXIT_INTERNAL : EXIT_IO;
+		return report_error(NULL, err);   /* out of memory: the limit named, exit status 12 */
+	return !err ? EXIT_OK : err == -PBP_E_INVAL ? EXIT_USAGE : EXIT_IO;
 }
 
 int profile_load(const char *path, struct agg *a)

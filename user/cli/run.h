@@ -189,6 +189,7 @@ struct record {
 	uint64_t unnoted;               /* processes of the tree past MAX_PROC_NOTES */
 	uint64_t unowned;       /* samples delivered for no target: gone, or not known yet */
 	int launch_err;                 /* the launched command given up on: why (-PBP_E_*) */
+	char launch_version[24];        /* its Python version when that is why ("2.7"), else "" */
 	struct timer *alive_timer;      /* due at once after a target's exit */
 	uint64_t next_alive_look;       /* -a: when /proc is next read for every target */
 	bool trim_due;                  /* -a: targets found or freed since the heap was last trimmed */
@@ -255,6 +256,8 @@ int launch_start(struct record *r, int *go_fd);
 /* The run is over: the launched command stopped if still at work (by_signal: pybpfprof was told to stop), and reaped. */
 void launch_end(struct record *r, bool by_signal);
 int launch_status(const struct record *r);
+/* A launched command refused for its version (err): the version kept for the message. */
+void run_keep_launch_version(struct record *r, const struct pyproc *p, int err);
 /* --subprocesses: true (launch_err set) when the command is not Python and started nothing. */
 bool launch_given_up(struct record *r);
 /* --subprocesses, at the end: 0 when something was profiled, else the exit code, said. */

@@ -114,6 +114,28 @@ static void bar_line(int y, const char *s)
 	line(y, A_REVERSE, pad);
 }
 
+/*
+ * A header of fields ("GIL held 100.0%") two spaces apart, cut before the
+ * first field that does not fit whole: cut at the edge, "GIL held 100.0%"
+ * read "GIL held 10" on a 40-column screen. Our own ASCII text.
+ */
+static void whole_fields(char *s, int cols)
+{
+	char *p, *last = NULL;
+	bool clean;
+
+	if (cols <= 0 || strlen(s) <= (size_t)cols)
+		return;
+	clean = s[cols] == ' ';         /* the last field that fits ends at the edge */
+	s[cols] = '\0';
+	if (clean)
+		return;
+	for (p = strstr(s, "  "); p; p = strstr(p + 1, "  "))
+		last = p;
+	if (last)
+		*last = '\0';
+}
+
 static void draw_head(const struct live_head *h, const struct live_view *v)
 {
 	char s[512];
@@ -122,6 +144,7 @@ static void draw_head(const struct live_head *h, const struct live_view *v)
 		 h->mode, h->hz, h->processes, h->processes == 1 ? "" : "es",
 		 h->cumulative ? "since the start" : "last interval", live_sort_name(h->sort),
 		 h->paused ? "  [paused]" : "");
+	whole_fields(s, COLS);
 	bar_line(0, s);
 	snprintf(s, sizeof(s), "samples %llu (%.1f/s)  lost %llu  GIL held %.1f%%  waited for %.1f%%",
 		 (unsigned long long)v->samples, h->secs > 0 ? (double)v->samples / h->secs : 0.0,
@@ -130,6 +153,7 @@ static void draw_head(const struct live_head *h, const struct live_view *v)
 	if (v->waiting)         /* --async, wall: on top of the threads', said so */
 		snprintf(s + strlen(s), sizeof(s) - strlen(s), "  + %llu of waiting tasks",
 			 (unsigned long long)v->waiting);
+	whole_fields(s, COLS);
 	line(1, A_NORMAL, s);
 }
 

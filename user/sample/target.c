@@ -620,6 +620,12 @@ static void tick_tasks(struct collector *c, struct target *t, struct tcache *e, 
 
 	if (c->o.per_thread && e->label < 0)
 		return;         /* the thread's own stack had no frame: no label made */
+	/*
+	 * asyncio imported after the start (a launched command): its layout is
+	 * looked for again here (layout() paces it), for a loop whose tasks
+	 * all wait never has a task's sample name one.
+	 */
+	async_early(c, t, e->tstate);
 	async_idle_tick(t->aio, t->p, e->tstate, &(struct async_sink){ c->agg, c->timeline, instant,
 			{ (uint32_t)t->pid, (uint32_t)e->tid, ST_UNKNOWN, 0 }, root + !proc,
 			(uint32_t)proc + c->o.per_thread }, &c->async);
