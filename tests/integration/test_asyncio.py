@@ -375,7 +375,7 @@ def test_wall_launched_tasks_all_parked(interp, tmp_path):
             "    ev.set(); await asyncio.gather(*ts)\n"
             "asyncio.run(main())\n")
     out = tmp_path / "parked.txt"
-    r = run_profile("-d", 3, "-F", 19, "--mode", "wall", "--async", "--stats=json", "-o", out,
+    r = pybpfprof("-d", 3, "-F", 19, "--mode", "wall", "--async", "--stats=json", "-o", out,
                     "--", interp.host_executable, "-c", code, timeout=60)
     assert r.returncode == 0, r.stderr
     st = json.loads([l for l in r.stderr.splitlines() if l.startswith("{")][0])
