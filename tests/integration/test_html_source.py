@@ -16,7 +16,7 @@ import uuid
 
 import pytest
 
-from conftest import _discover, pybpfprof
+from conftest import TARGET_LIB, _discover, pybpfprof
 
 from test_html import KNOWN, artifact, assert_clean, browser, convert, open_page, page  # noqa: F401
 from test_html_views import click_row
@@ -140,6 +140,7 @@ def test_same_path_in_two_roots(tmp_path, page):  # noqa: F811
             os.chmod(d, 0o777)
             with open(os.path.join(d, "srcheat.py"), "w") as f:
                 f.write(text)
+            shutil.copy(TARGET_LIB, d)      # what srcheat.py imports
             procs.append((subprocess.Popen(it.cmd(where + "/srcheat.py"), stdin=subprocess.DEVNULL,
                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                            env=dict(os.environ, PBP_READY=where + "/ready.json")), d))
