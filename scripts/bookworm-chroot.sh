@@ -38,17 +38,6 @@ usable() {
 	[ -f "$1/$STAMP" ] && chroot "$1" /usr/bin/python3 -c 'pass' >/dev/null 2>&1
 }
 
-# The main archive's URL from apt's sources: one-line (.list) and deb822
-# (.sources) files; the security archive is not a mirror of it.
-mirror() {
-	local url
-	url=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
-		awk '$1 == "deb" && $2 !~ /security/ && $2 ~ /^https?:/ {print $2; exit}')
-	[ -n "$url" ] || url=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null |
-		awk '$1 == "URIs:" && $2 !~ /security/ {print $2; exit}')
-	echo "$url"
-}
-
 # shellcheck source=scripts/chroot-cache.sh
 . "$(dirname "${BASH_SOURCE[0]}")/chroot-cache.sh"
 cache_hit

@@ -4,6 +4,17 @@
 # DIR (the cache) and FORCE (1: rebuild), and defines fail MESSAGE (exits)
 # and usable DIR (true when DIR is a chroot fit to use).
 
+# The main archive's URL from apt's sources: one-line (.list) and deb822
+# (.sources) files; the security archive is not a mirror of it.
+mirror() {
+	local url
+	url=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+		awk '$1 == "deb" && $2 !~ /security/ && $2 ~ /^https?:/ {print $2; exit}')
+	[ -n "$url" ] || url=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null |
+		awk '$1 == "URIs:" && $2 !~ /security/ {print $2; exit}')
+	echo "$url"
+}
+
 # Unmount everything mounted at or below $1, deepest first.
 umount_under() {
 	local m

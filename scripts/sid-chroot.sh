@@ -8,7 +8,8 @@
 #
 # Environment:
 #   PBP_CHROOT      where the chroot lives (default /var/cache/pybpfprof/sid-chroot)
-#   PBP_SID_MIRROR  Debian mirror          (default http://deb.debian.org/debian)
+#   PBP_SID_MIRROR  Debian mirror          (default: the first one this machine's
+#                   apt sources name)
 #   PBP_SID_DEV=0   do not add libpython3.14-dev (CPython's headers, internal/ too)
 #   PBP_SID_EXTRA   more interpreters to add, tested beside 3.14 (default:
 #                   "python3.13 python3.13-dbg python3.14-dbg": sid's 3.13.x, a
@@ -27,7 +28,6 @@ set -uo pipefail
 
 DIR=${PBP_CHROOT:-/var/cache/pybpfprof/sid-chroot}
 DIR=${DIR%/}
-MIRROR=${PBP_SID_MIRROR:-http://deb.debian.org/debian}
 PY=/usr/bin/python3.14
 STAMP_NAME=.pbp-stamp
 LOG=$DIR.log
@@ -48,6 +48,8 @@ usable() {
 # shellcheck source=scripts/chroot-cache.sh
 . "$(dirname "${BASH_SOURCE[0]}")/chroot-cache.sh"
 cache_hit
+MIRROR=${PBP_SID_MIRROR:-$(mirror)}
+[ -n "$MIRROR" ] || fail "no Debian mirror in /etc/apt/sources.list*; set PBP_SID_MIRROR"
 
 [ "$(id -u)" = 0 ] || fail "must run as root to build $DIR"
 for tool in chroot flock findmnt; do
