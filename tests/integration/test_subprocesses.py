@@ -156,6 +156,30 @@ def test_brief_workers_appear_or_are_counted(interp, tmp_path):
     assert seen >= 4, r.stderr
 
 
+def test_sibling_code_at_one_address(interp, tmp_path):
+    """Two children forked at once each make a function of their own at the
+    same address (twin_a, twin_b): each child's samples name its own, also
+    the last ones, read after twin_a's child has exited and twin_b's had
+    named the address meanwhile (they were [unknown] before, 10-35 % of
+    twin_a's samples)."""
+    out = tmp_path / "out.txt"
+    r = pybpfprof("-F", 999, "-o", out, "--", *interp.cmd(interp.place(TREE), "twins", 3))
+    assert r.returncode == 0, r.stderr
+    kids = [json.loads(line) for line in r.stdout.splitlines()]
+    assert len(kids) == 6, r.stdout
+    assert len({k["code"] for k in kids}) == 1, kids    # what the test is about
+    procs = by_process(parse_collapsed(out.read_text()))
+    for k in kids:
+        stacks = procs.get(k["pid"], [])
+        n = sum(c for _, c in stacks)
+        own = samples_in(stacks, k["name"])
+        other = samples_in(stacks, "twin_b" if k["name"] == "twin_a" else "twin_a")
+        unknown = samples_in(stacks, "[unknown]")
+        print("%s %s %d: %d of %d samples, %d unknown" % (interp.name, k["name"], k["pid"], own, n, unknown))
+        assert n >= 100, (k, r.stderr)
+        assert other == 0 and own >= 0.95 * n, (k, own, other, unknown, n, r.stderr)
+
+
 def test_attach_subprocesses_finds_running_and_new_children(interp, start_target, tmp_path):
     """-p PARENT --subprocesses: the child running before pybpfprof started
     (found in /proc) and the workers forked after (from the kernel)."""

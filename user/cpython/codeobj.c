@@ -250,6 +250,7 @@ const struct codeinfo *codecache_get(struct codecache *c, struct pyproc *p, uint
 {
 	struct codeinfo *set, *ci = NULL;
 	uint32_t fl, nl;
+	bool stale = false;
 
 	*err = 0;
 	if (!c->s->slots && !(c->s->slots = calloc((size_t)c->s->nsets * WAYS, sizeof(*c->s->slots)))) {
@@ -266,23 +267,26 @@ const struct codeinfo *codecache_get(struct codecache *c, struct pyproc *p, uint
 			return NULL;
 		}
 	}
-	for (int i = 0; i < WAYS; i++)
-		if (set[i].addr == addr)
+	for (int i = 0; i < WAYS && !ci; i++)
+		if (set[i].addr == addr && key_matches(&set[i], fl, nl))
 			ci = &set[i];
-	if (ci && key_matches(ci, fl, nl)) {
+		else if (set[i].addr == addr)
+			stale = true;
+	if (ci) {
 		c->st.hits++;
 		ci->used = ++c->s->clock;
 		return ci;
 	}
-	if (ci) {
-		c->st.stale++;      /* same address, different code object */
-		drop(c, ci);
-	} else {
-		ci = victim_in(set);
-		if (ci->addr)
-			c->st.evictions++;
-		drop(c, ci);
-	}
+	/*
+	 * Another code object at this address is kept beside it, not replaced:
+	 * siblings forked from one parent make different objects at the same
+	 * address, and one that has exited can no longer read its own again.
+	 */
+	c->st.stale += stale;
+	ci = victim_in(set);
+	if (ci->addr)
+		c->st.evictions++;
+	drop(c, ci);
 	c->st.misses++;
 	*err = load(p, addr, ci);
 	if (*err && p->origin)

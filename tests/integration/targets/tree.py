@@ -24,6 +24,13 @@ Runs on CPython 3.6 to 3.14 (keep the syntax at 3.6's level).
                                  exiting at once; prints {"pid": its own,
                                  "children": CPU seconds of them all
                                  (RUSAGE_CHILDREN)}
+    tree.py twins ROUNDS         forks two children at once, ROUNDS times:
+                                 each compiles a function of its own
+                                 (twin_a, twin_b: same size, different
+                                 first lines) that lands at the same
+                                 address in both, and spins in it (a 0.3 s,
+                                 b 0.6 s); prints one JSON line per child
+                                 {"pid", "name", "code": id of its code}
     tree.py late                 writes $PBP_READY, then forks a worker
                                  spinning 0.3 s in late_work() every 0.5 s,
                                  for 60 s; a child forked before ready
@@ -95,6 +102,35 @@ def run_brief(n, ms):
             os._exit(0)
         print(pid, flush=True)
         os.waitpid(pid, 0)
+
+
+# Same length, so both compile alike: the first line differs (2, 3).
+TWINS = {"twin_a": ("#\ndef twin_a(s):\n    return spin(s)\n", 0.3),
+         "twin_b": ("\n\ndef twin_b(s):\n    return spin(s)\n", 0.6)}
+
+
+def twins(rounds):
+    for _ in range(rounds):
+        kids = []
+        for name in sorted(TWINS):
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                os.close(r)
+                src, seconds = TWINS[name]
+                ns = {"spin": spin}
+                exec(compile(src, "twins", "exec"), ns)
+                os.write(w, json.dumps({"pid": os.getpid(), "name": name,
+                                        "code": id(ns[name].__code__)}).encode())
+                os.close(w)
+                ns[name](seconds)
+                os._exit(0)
+            os.close(w)
+            kids.append((pid, r))
+        for pid, r in kids:
+            print(os.read(r, 4096).decode(), flush=True)
+            os.close(r)
+            os.waitpid(pid, 0)
 
 
 def storm_work(ms):
@@ -187,5 +223,7 @@ if __name__ == "__main__":
         storm(int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]))
     elif what == "late":
         late()
+    elif what == "twins":
+        twins(int(sys.argv[2]))
     elif what == "server":
         server(int(sys.argv[2]))
