@@ -28,18 +28,25 @@ def fourspin(interp, start_target):
     return pid, ready, times
 
 
-def read_times(path):
-    with open(path) as f:
-        return json.load(f)
+def times_since(path, since, timeout=30):
+    """The threads' times as the target copied them at `since` or later:
+    with a GIL, its main thread may wait long for its turn to write them."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with open(path) as f:
+            t = json.load(f)
+        if t["at"] >= since:
+            return t["spent"]
+        assert time.monotonic() < deadline, "no times written since %f: %r" % (since, t)
+        time.sleep(0.05)
 
 
 def test_cpu_split_matches_thread_time(fourspin, tmp_path):
     pid, ready, times = fourspin
     out = tmp_path / "cpu.txt"
-    before = read_times(times)
+    before = times_since(times, time.time())
     r = pybpfprof("-p", pid, "-m", "cpu", "-F", 499, "-d", 4, "-t", "-o", out)
-    time.sleep(0.15)    # the target's next write of its times
-    after = read_times(times)
+    after = times_since(times, time.time())
     assert r.returncode == 0, r.stderr
     threads = by_thread(parse_collapsed(out.read_text()))
     spent = {t["native_id"]: after[t["name"]] - before[t["name"]] for t in ready["threads"]}

@@ -6,7 +6,8 @@ that their CPU shares differ (the test reads the truth from each thread).
 Pinned to 2 CPUs (the first two it may use): four threads contend for 2 CPUs (with a GIL, for one).
 Thread i runs spin_<i>(), which sleeps 2*i ms every 1000 turns of its loop,
 and keeps its own time.thread_time in a shared dict; $PBP_READY.times gets
-{name: seconds} every 0.1 s. $PBP_READY: {"pid", "version", "script",
+{"at": time.time() of the copy, "spent": {name: seconds}} every 0.1 s (the
+main thread writes it when it gets the GIL, which can be seconds late). $PBP_READY: {"pid", "version", "script",
 "threads": [{"name", "native_id", "function", "lines": [first, last]}]} where
 lines is the span of the function's loop. The main thread sleeps until killed.
 Works on Python 3.6+ (3.6, 3.7: no get_native_id; CLOCK_THREAD_CPUTIME_ID).
@@ -99,7 +100,7 @@ def main():
     write_json(READY, info)
     while True:
         with open(READY + ".times.tmp", "w") as f:
-            json.dump(dict(spent), f)
+            json.dump({"at": time.time(), "spent": dict(spent)}, f)
         os.replace(READY + ".times.tmp", READY + ".times")
         time.sleep(0.1)
 
