@@ -11,7 +11,8 @@ import time
 import pytest
 
 from conftest import PYBPFPROF, _discover, pybpfprof
-from profile import WORKERS, by_thread, func_of, parse_collapsed, ready_side_path, total, wait_for
+from profile import (WORKERS, by_thread, func_of, parse_collapsed, ready_side_path, task_cpu_ns, total,
+                     wait_for)
 
 STATUSES = ["[running]", "[native, no GIL]", "[runnable]", "[gil wait]", "[sleeping]", "[disk]", "[stopped]"]
 
@@ -81,16 +82,32 @@ def test_wall_mode(four, tmp_path):
     assert "GIL held" in err and "contended" in err
 
 
+def record_timed(tmp_path, pid, tids, mode, hz):
+    """record(), with each thread's CPU seconds over the run (from the
+    kernel) and the run's wall seconds."""
+    before, t0 = {t: task_cpu_ns(pid, t) for t in tids}, time.monotonic()
+    threads, err = record(tmp_path, pid, mode, hz=hz)
+    wall = time.monotonic() - t0
+    return threads, err, {t: (task_cpu_ns(pid, t) - before[t]) / 1e9 for t in tids}, wall
+
+
 @pytest.mark.every_version
 def test_gil_contention(interp, start_target, tmp_path):
+    """Two spinners take turns with the GIL. In wall mode each waits for it
+    while the other runs, and not while it runs itself: its [gil wait] share
+    lies between the other's CPU share of the run and 1 less its own (on an
+    idle machine both near one half; under load, less of the run is CPU).
+    In gil mode, the holders' split is the split of their CPU times."""
     proc, pid, ready = start_target(interp, WORKERS, "spinner", "spinner")
     a, b = [t["native_id"] for t in ready["threads"]]
-    threads, err = record(tmp_path, pid, "wall", hz=199)
-    for tid in (a, b):
-        waiting = status_share(threads[tid], "[gil wait]")
-        assert 0.30 <= waiting <= 0.70, (tid, waiting, err)
-    threads, err = record(tmp_path, pid, "gil", hz=199)
-    assert 0.30 <= share(threads, a) <= 0.70, err
+    threads, err, cpu, wall = record_timed(tmp_path, pid, (a, b), "wall", 199)
+    for me, other in ((a, b), (b, a)):
+        waiting = status_share(threads[me], "[gil wait]")
+        low, high = cpu[other] / wall - 0.1, 1 - cpu[me] / wall + 0.1
+        assert low <= waiting <= high, (me, waiting, low, high, cpu, wall, err)
+    threads, err, cpu, wall = record_timed(tmp_path, pid, (a, b), "gil", 199)
+    want = cpu[a] / (cpu[a] + cpu[b])
+    assert abs(share(threads, a) - want) <= 0.1, (share(threads, a), want, cpu, err)
 
 
 def test_wall_finds_new_idle_threads_at_once(interp, start_target, tmp_path):
