@@ -14,7 +14,7 @@ CFLAGS   ?= -O2 -g
 INCLUDES := -Iinclude -Iuser -I$(BUILD)
 LDLIBS   := -lbpf -ldw -lelf -lz -lprotobuf-c -lmicrohttpd -lgnutls -lcurl -lcjson -lncursesw -ltinfo -lpthread
 
-# User space: one folder per stage (see README "How it works"); everything
+# User space: one folder per stage (see docs/internals.md); everything
 # but the entry point is a library that the program, the unit tests and the
 # fuzzers link against. Every object also writes its dependencies (-MMD -MP),
 # so a header edit rebuilds only what includes it.
@@ -219,7 +219,7 @@ test: deps
 chroot:
 	@scripts/sid-chroot.sh
 
-# Not part of `make test` (README: Free-threaded builds): a free-threaded 3.14t
+# Not part of `make test` (docs/requirements.md: Free-threaded builds): a free-threaded 3.14t
 # in the sid chroot, from Debian's python3.14 source package or PBP_FT_SRC.
 freethreaded:
 	@scripts/build-freethreaded.sh
@@ -247,7 +247,7 @@ install: all
 	install -D -m 0644 scripts/pybpfprof.bash-completion \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/pybpfprof
 
-# The Debian package (README: Install), built in build/deb/ by
+# The Debian package (docs/install.md), built in build/deb/ by
 # dpkg-buildpackage and checked by lintian (scripts/deb.sh). Rebuilt only
 # when a file it is made of changed: it takes minutes, and the package
 # tests ask for it.

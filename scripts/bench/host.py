@@ -49,7 +49,7 @@ def host(bench, it):
 
 def rate(bench, it):
     """-F 10k/20k/50k: pybpfprof caps the rate at what the host sustains
-    (see README, Sampling rate); the figures say what it ran at and what
+    (see docs/usage.md, Sampling rate); the figures say what it ran at and what
     that cost."""
     d = bench.cfg["run_s"]
     busy, _ = spawn(it, "hold", DEPTH)

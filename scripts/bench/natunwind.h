@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * natbench's second unwinder: libunwind (Debian's libunwind-dev) walking a
- * captured stack, as unwind.c does with libdwfl, for the figures in README
+ * captured stack, as unwind.c does with libdwfl, for the figures in docs/performance.md
  * ("which unwinder"). Not part of pybpfprof.
  */
 #ifndef PBP_BENCH_NATUNWIND_H

@@ -12,7 +12,7 @@ from targets import pdeathsig
 
 
 def parse_stats(text):
-    """The --stats=json object of a run's stderr (README: End-of-run figures
+    """The --stats=json object of a run's stderr (docs/usage.md: End-of-run figures
     as JSON); {} when there is none. Warnings are lines of their own."""
     for line in reversed(text.splitlines()):
         if line.startswith("{"):

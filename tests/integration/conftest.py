@@ -26,7 +26,7 @@ Interpreters
   3.14t         free-threaded 3.14 ("3.14t-sid-chroot") that
                 scripts/build-freethreaded.sh builds into the same chroot:
                 only looked for, never built by the tests (no part of CI, see
-                README). Listed as SKIPPED with why: not built (the reason of
+                docs/requirements.md). Listed as SKIPPED with why: not built (the reason of
                 the last attempt), or built but not readable by pybpfprof yet.
 
 Which were used and which skipped, and why, is printed in the terminal summary.

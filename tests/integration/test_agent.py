@@ -373,7 +373,7 @@ def test_sigterm_pushes_last_window(start_target, tmp_path, agents, receivers):
 
 
 def test_service_names_from_command_lines(tmp_path, agents, receivers):
-    """{script} as the README says, and every name one Pyroscope takes:
+    """{script} as docs/agent.md says, and every name one Pyroscope takes:
     `python3 "/x/my svc+v2.py"` -> my_svc_v2, `python3 -m pkgdemo.mod` ->
     pkgdemo.mod, `python3 -c ...` -> the command name."""
     interp = interps(1)[0]

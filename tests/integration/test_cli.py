@@ -2,7 +2,7 @@
 numbers that cannot be honoured are refused, option values in any case, a
 mistyped subcommand named as such, resource limits named with their own exit
 code, no terminal escapes where the terminal cannot take them, and a launched
-command that is not Python given up on within the 10 s README promises; and
+command that is not Python given up on within the 10 s docs/usage.md promises; and
 the end-of-run figures as JSON (--stats=json, issue 16), which make bench reads."""
 
 import json
@@ -194,7 +194,7 @@ def test_no_live_line_off_a_terminal(start_target, tmp_path):
 # --- item 16: a launched command that is not Python -----------------------------
 
 def test_launch_not_python_gives_up_within_10s(tmp_path):
-    """README: no interpreter within 10 s is "not a Python process", exit 4:
+    """docs/usage.md: no interpreter within 10 s is "not a Python process", exit 4:
     said then, not when the command ends, and the command is stopped."""
     marker = "40.%d" % os.getpid()     # a sleep of ours, to find it afterwards
     t0 = time.monotonic()
@@ -276,7 +276,7 @@ def test_resource_limit_named_by_dump(start_target):
 
 # --- issue 16: the end-of-run figures as JSON -----------------------------------
 
-# README "End-of-run figures as JSON": every key, always present.
+# docs/usage.md, "End-of-run figures as JSON": every key, always present.
 STATS_KEYS = {
     "mode", "hz", "hz_asked", "rate_capped", "seconds", "samples", "interrupts_per_cpu_s",
     "program_cpu_share", "program_ns", "interrupt_us", "fired", "taken", "delivered", "lost",

@@ -134,7 +134,7 @@ def test_no_api_access(docs, pod):
 def test_resources_port_probe(docs, agent):
     assert agent["resources"] == {"requests": {"cpu": "100m", "memory": "128Mi"},
                                   "limits": {"cpu": "500m", "memory": "300Mi"}}
-    # README's sizing: 48 MB + 64 KB a process (500 here) + --max-memory, a quarter more
+    # docs/agent.md's sizing: 48 MB + 64 KB a process (500 here) + --max-memory, a quarter more
     history = int(env_of(agent)["PYBPFPROF_MAX_MEMORY"]["value"])
     assert (48 + 500 * 64 / 1024 + history) * 1.25 <= 300, history
     (port,) = agent["ports"]

@@ -1,7 +1,9 @@
-"""The documentation against the program: README.md, the man page and the
-bash completion must name the options each subcommand's --help lists, and no
-others; the exit codes must be enum pbp_exit's; the man page must render
-cleanly; and `make demo`, the first thing a newcomer runs, must work."""
+"""The documentation against the program: the user guide (docs/*.md), the
+man page and the bash completion must name the options each subcommand's
+--help lists, and no others; the exit codes must be enum pbp_exit's; the man
+page must render cleanly; README stays short and every link of README and
+docs/ leads somewhere; and `make demo`, the first thing a newcomer runs,
+must work."""
 
 import os
 import re
@@ -13,6 +15,10 @@ import pytest
 from conftest import PYBPFPROF, REPO
 
 README = os.path.join(REPO, "README.md")
+DOCS = os.path.join(REPO, "docs")
+# The guide's pages on running pybpfprof: together they name every option.
+USAGE_PAGES = ["usage.md", "commands.md", "asyncio.md", "native.md", "agent.md"]
+README_MAX_LINES = 400
 MANPAGE = os.path.join(REPO, "pybpfprof.1")
 COMPLETION = os.path.join(REPO, "scripts", "pybpfprof.bash-completion")
 HEADER = os.path.join(REPO, "user", "core", "errors.h")
@@ -77,10 +83,21 @@ def man_sections():
 
 # --- markdown --------------------------------------------------------------------
 
+def doc_pages():
+    return sorted(os.path.join(DOCS, f) for f in os.listdir(DOCS) if f.endswith(".md"))
+
+
+def guide(pages=None):
+    """The pages of docs/ (those named, or all), one text: each starts with
+    its own "# " title, so no section runs from one page into the next."""
+    paths = [os.path.join(DOCS, p) for p in pages] if pages else doc_pages()
+    return "\n".join(read(p) for p in paths)
+
+
 def md_section(text, heading):
     """The body under a heading (any level), up to the next heading of the same or a higher level."""
     m = re.search(r"(?m)^(#+) %s[ \t]*$" % re.escape(heading), text)
-    assert m, "README.md has no heading %r" % heading
+    assert m, "the documentation has no heading %r" % heading
     level = len(m.group(1))
     end = re.search(r"(?m)^#{1,%d} " % level, text[m.end():])
     return text[m.end():m.end() + end.start() if end else len(text)]
@@ -106,12 +123,11 @@ def test_man_page_options_match_help(sub, options):
         MAN_SECTION_OF[sub], sub)
 
 
-def test_readme_usage_options_match_help(options):
-    usage = md_section(read(README), "Usage")
-    documented = set(LONGOPT.findall(usage))
+def test_guide_usage_options_match_help(options):
+    documented = set(LONGOPT.findall(guide(USAGE_PAGES)))
     every = set().union(*options.values())
-    assert sorted(every - documented) == [], "in some --help but not in README's Usage"
-    assert sorted(documented - every) == [], "in README's Usage but in no --help"
+    assert sorted(every - documented) == [], "in some --help but not in docs' usage pages"
+    assert sorted(documented - every) == [], "in docs' usage pages but in no --help"
 
 
 @pytest.mark.parametrize("sub,heading", [("top", "top: a live view"),
@@ -119,11 +135,11 @@ def test_readme_usage_options_match_help(options):
                                          ("convert", "convert: collapsed stacks to any format"),
                                          ("diff", "diff: two profiles compared"),
                                          ("agent", "agent: continuous profiling for a fleet")])
-def test_readme_subcommand_sections_match_help(sub, heading, options):
-    documented = set(LONGOPT.findall(md_section(read(README), heading)))
+def test_guide_subcommand_sections_match_help(sub, heading, options):
+    documented = set(LONGOPT.findall(md_section(guide(), heading)))
     want = options[sub] - ARGP_STANDARD
-    assert sorted(want - documented) == [], "README's %r misses options of %s" % (heading, sub)
-    assert sorted(documented - want) == [], "README's %r names options %s lacks" % (heading, sub)
+    assert sorted(want - documented) == [], "docs' %r misses options of %s" % (heading, sub)
+    assert sorted(documented - want) == [], "docs' %r names options %s lacks" % (heading, sub)
 
 
 def completion_options(sub):
@@ -153,11 +169,11 @@ def enum_exit_codes():
     return codes
 
 
-def test_readme_exit_codes_match_enum():
-    table = md_section(read(README), "Exit codes")
+def test_guide_exit_codes_match_enum():
+    table = md_section(guide(), "Exit codes")
     rows = re.findall(r"(?m)^\|\s*(\d+)\s*\|\s*`?(EXIT_\w+)`?\s*\|", table)
     got = {int(code): name for code, name in rows}
-    assert len(rows) == len(got), "a code twice in README's exit-code table"
+    assert len(rows) == len(got), "a code twice in the guide's exit-code table"
     assert got == enum_exit_codes()
 
 
@@ -173,20 +189,47 @@ def test_man_page_exit_codes_match_enum():
     assert got == enum_exit_codes()
 
 
-def test_readme_explains_every_error_string():
-    """Every message pbp_strerror() can return is in README's troubleshooting."""
+def test_guide_explains_every_error_string():
+    """Every message pbp_strerror() can return is in docs/troubleshooting.md."""
     body = re.search(r"const char \*pbp_strerror\(int err\)\s*\{(.*?)\n\}", read(ERRORS_C), re.S)
     assert body, "no pbp_strerror in user/core/errors.c"
     messages = [s for s in re.findall(r'return "([^"]*)";', body.group(1)) if s != "ok"]
     assert len(messages) >= 5
-    trouble = md_section(read(README), "Troubleshooting")
+    trouble = md_section(guide(), "Troubleshooting")
     missing = [s for s in messages if s not in trouble]
-    assert missing == [], "not explained in README's Troubleshooting"
+    assert missing == [], "not explained in docs/troubleshooting.md"
 
 
-def test_readme_screenshot_is_in_the_repository():
-    for path in re.findall(r"!\[[^]]*\]\(([^)]+)\)", read(README)):
-        assert os.path.isfile(os.path.join(REPO, path)), path
+def anchors(path):
+    """The GitHub anchors of a page's headings (outside code blocks)."""
+    out, fence = set(), False
+    for line in read(path).splitlines():
+        if line.startswith("```"):
+            fence = not fence
+        m = None if fence else re.match(r"^#+ (.*)$", line)
+        if m:
+            out.add(re.sub(r"[^\w\- ]", "", m.group(1).strip().lower()).replace(" ", "-"))
+    return out
+
+
+def test_readme_is_short():
+    n = read(README).count("\n")
+    assert n <= README_MAX_LINES, "README.md has %d lines: the depth goes in docs/" % n
+
+
+@pytest.mark.parametrize("page", [README] + doc_pages(), ids=os.path.basename)
+def test_links_lead_somewhere(page):
+    """Every relative link (images too) names a file of the tree, and its
+    #anchor a heading of that file."""
+    text = re.sub(r"(?ms)^```.*?^```", "", read(page))
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+:", target):
+            continue
+        path, _, anchor = target.partition("#")
+        dest = os.path.normpath(os.path.join(os.path.dirname(page), path)) if path else page
+        assert os.path.exists(dest), "%s: %s" % (os.path.relpath(page, REPO), target)
+        if anchor:
+            assert anchor in anchors(dest), "%s: %s" % (os.path.relpath(page, REPO), target)
 
 
 # --- (c) the man page renders cleanly ----------------------------------------------------

@@ -1,4 +1,4 @@
-"""The Debian package installed for real (README: Install).
+"""The Debian package installed for real (docs/install.md).
 
 `make deb` builds build/deb/pybpfprof_VERSION_ARCH.deb (dpkg-buildpackage,
 then lintian; rebuilt only when a file it is made of changed). Each test

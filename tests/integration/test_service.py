@@ -1,12 +1,12 @@
 """pybpfprof-agent.service and /etc/default/pybpfprof-agent
-(deploy/systemd/), against the README and the program.
+(deploy/systemd/), against docs/install.md and the program.
 
-- the unit is hardened as README's "Install" says, and its capabilities are
-  exactly those README's table lists, bounding and ambient alike;
+- the unit is hardened as docs/install.md says, and its capabilities are
+  exactly those its table lists, bounding and ambient alike;
 - the defaults file sets only PYBPFPROF_* variables that name options of
   `pybpfprof agent --help`, and listens on 127.0.0.1;
 - `systemd-analyze verify` finds nothing to say, and `systemd-analyze
-  security --offline` gives the score README reports (both on a root that
+  security --offline` gives the score docs/install.md reports (both on a root that
   holds the unit and the binary where the package puts them);
 - the agent started as the unit starts it (a user that is not root, with
   the unit's capabilities as ambient ones and nothing else in its bounding
@@ -31,7 +31,7 @@ from conftest import PYBPFPROF, REPO
 
 UNIT = os.path.join(REPO, "deploy", "systemd", "pybpfprof-agent.service")
 DEFAULTS = os.path.join(REPO, "deploy", "systemd", "pybpfprof-agent.default")
-README = os.path.join(REPO, "README.md")
+INSTALL_DOC = os.path.join(REPO, "docs", "install.md")
 SPIN = """
 import time
 def service_spin():
@@ -66,20 +66,20 @@ def defaults():
 
 
 def readme_service():
-    with open(README) as f:
+    with open(INSTALL_DOC) as f:
         text = f.read()
-    return text.split("### The agent as a systemd service", 1)[1].split("\n### ", 1)[0]
+    return text.split("## The agent as a systemd service", 1)[1].split("\n## ", 1)[0]
 
 
 def readme_caps():
-    """The capabilities of README's table of the service's capabilities."""
+    """The capabilities of docs/install.md's table of the service's capabilities."""
     return set(re.findall(r"^\| `(CAP_[A-Z_]+)` \|", readme_service(), re.M))
 
 
 def test_unit_hardening_and_capabilities():
     u = unit()
     caps = readme_caps()
-    assert caps, "no table of capabilities in README's service section"
+    assert caps, "no table of capabilities in docs/install.md's service section"
     assert set(u["CapabilityBoundingSet"][0].split()) == caps
     assert set(u["AmbientCapabilities"][0].split()) == caps
     assert u["ExecStart"] == ["/usr/bin/pybpfprof agent"]

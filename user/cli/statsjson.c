@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The end-of-run figures of the sampler, the collector and each profiled
- * process as JSON members (`record --stats=json`; README lists the keys):
+ * process as JSON members (`record --stats=json`; docs/usage.md lists the keys):
  * what the human summary and --stats print, under stable names.
  */
 #include <stdint.h>

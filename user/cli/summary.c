@@ -308,7 +308,7 @@ static void json_events(struct jsonw *w, const struct record *r)
 	jw_end_arr(w);
 }
 
-/* Every end-of-run figure as one JSON object on one line of stderr (README: --stats=json). */
+/* Every end-of-run figure as one JSON object on one line of stderr (docs/usage.md: --stats=json). */
 static void print_json(struct record *r)
 {
 	const struct collector *c = &r->c;

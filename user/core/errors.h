@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Exit codes: documented in README.md and pybpfprof.1; tested. */
+/* Exit codes: documented in docs/troubleshooting.md and pybpfprof.1; tested. */
 enum pbp_exit {
 	EXIT_OK = 0,
 	EXIT_USAGE = 2,         /* bad command line */
