@@ -160,8 +160,11 @@ fuzz-regress: $(FUZZ_BINS)
 		$$f -runs=0 -artifact_prefix=$(BUILD)/fuzz/$$n- tests/fuzz/corpus/$$n 2>$(BUILD)/fuzz/$$n.log \
 			|| { cat $(BUILD)/fuzz/$$n.log; exit 1; }; done
 
+# build/integration.xml keeps every test's time; the modules' totals are printed.
 integration: all
-	$(PYTEST) -ra -v --durations=30 tests/integration
+	@$(PYTEST) -ra -v --durations=30 --junitxml=$(BUILD)/integration.xml tests/integration; \
+		status=$$?; [ ! -s $(BUILD)/integration.xml ] || scripts/test-times.py $(BUILD)/integration.xml; \
+		exit $$status
 
 # The whole program under ASan+UBSan (the BPF side is the same object), run
 # through the integration tests that together reach every subcommand, mode,
