@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 #
-# Regenerate user/cpython/offsets_gen.h, the per-version layout table of CPython
+# Regenerate user/cpython/gen/offsets.h, the per-version layout table of CPython
 # 3.6-3.12, by compiling scripts/offsets-probe.c against each interpreter's
 # own internal headers: offsetof() on the real structs, nothing typed by hand.
 #
@@ -33,7 +33,7 @@ TABLE_MINORS="6 7 8 9 10 11 12"
 CHECK_MINORS="13"
 ASYNC_MINORS="11 12 13"         # asyncio's task layout, where no AsyncioDebug table gives it
 
-out="$top/user/cpython/offsets_gen.h"
+out="$top/user/cpython/gen/offsets.h"
 data="$top/tests/unit/data"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

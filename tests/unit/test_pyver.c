@@ -2,7 +2,7 @@
 /*
  * pyver.c: the generated table for 3.6-3.12, and debugoffsets.c: the _Py_DebugOffsets reader
  * for 3.13+ checked against what offsetof() says on the same versions'
- * headers (the crosscheck block of offsets_gen.h) using real tables dumped
+ * headers (the crosscheck block of gen/offsets.h) using real tables dumped
  * from those interpreters (data/debug_offsets_3.*.bin, by gen-offsets.sh).
  * Run from tests/unit.
  */
@@ -18,7 +18,7 @@
 #include "cpython/debugoffsets.h"
 #include "cpython/pyver.h"
 #define PYVER_GEN_CROSSCHECK
-#include "cpython/offsets_gen.h"
+#include "cpython/gen/offsets.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 

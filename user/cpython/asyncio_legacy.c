@@ -13,7 +13,7 @@
  * reference's wr_object the task. Only the C task type is read (the module's
  * "Task", _asyncio.Task, whose tp_basicsize must be the size the generated
  * table gives: another build's layout is refused): TaskObj's offsets, the
- * coroutine's and frame's, come from aio_gen_table (offsets_gen.h, probed
+ * coroutine's and frame's, come from aio_gen_table (gen/offsets.h, probed
  * per version by scripts/gen-offsets.sh). A task's thread is the one whose
  * threading ident its loop's _thread_id holds (set while the loop runs).
  *
@@ -28,7 +28,7 @@
 #include "cpython/asyncio_legacy.h"
 #include "core/errors.h"
 #include "cpython/objects.h"
-#include "cpython/offsets_gen.h"
+#include "cpython/gen/offsets.h"
 #include "cpython/process.h"
 #include "cpython/pyver.h"
 #include "cpython/thread.h"

@@ -81,7 +81,7 @@ enum afield {
 
 /*
  * What thread names need that _Py_DebugOffsets leaves out, from offsetof()
- * on the version's headers (the crosscheck block of offsets_gen.h, which the
+ * on the version's headers (the crosscheck block of gen/offsets.h, which the
  * unit tests compare these with).
  */
 struct name_facts {

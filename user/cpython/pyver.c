@@ -2,7 +2,7 @@
 /*
  * pyver.c: what this program knows about CPython memory layouts.
  *
- * 3.6-3.12 come from user/cpython/offsets_gen.h, which scripts/gen-offsets.sh makes
+ * 3.6-3.12 come from user/cpython/gen/offsets.h, which scripts/gen-offsets.sh makes
  * by running offsetof() against each version's own internal headers; this
  * file adds the few facts that are not offsets (how f_lasti counts, which
  * line table format is in use).
@@ -18,7 +18,7 @@
 #include "pybpfprof.h"
 #include "cpython/pyver.h"
 #include "core/errors.h"
-#include "cpython/offsets_gen.h"
+#include "cpython/gen/offsets.h"
 
 /* ------------------------------------------------- kernel copy spans */
 

@@ -11,7 +11,7 @@
 /*
  * Everything this program knows about one CPython version's memory layout.
  * All per-version knowledge lives in pyver.c with the generated table it
- * includes (user/cpython/offsets_gen.h), and for 3.13+ in debugoffsets.c.
+ * includes (user/cpython/gen/offsets.h), and for 3.13+ in debugoffsets.c.
  */
 struct pyver {
 	unsigned major, minor, micro;
