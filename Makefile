@@ -244,9 +244,12 @@ demo: deps
 	$(MAKE) all
 	@scripts/demo.sh
 
+MANPAGES := pybpfprof.1 $(wildcard pybpfprof-*.1)
+
 install: all
 	install -D -m 0755 $(BUILD)/pybpfprof $(DESTDIR)$(PREFIX)/bin/pybpfprof
-	install -D -m 0644 pybpfprof.1 $(DESTDIR)$(PREFIX)/share/man/man1/pybpfprof.1
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 0644 $(MANPAGES) $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -D -m 0644 scripts/pybpfprof.bash-completion \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/pybpfprof
 
@@ -257,7 +260,7 @@ install: all
 DEB_VERSION := $(shell sed -n 's/^\#define PBP_VERSION "\(.*\)"$$/\1/p' user/core/version.h)
 DEB_ARCH    := $(shell dpkg --print-architecture 2>/dev/null)
 DEB         := $(BUILD)/deb/pybpfprof_$(DEB_VERSION)_$(DEB_ARCH).deb
-DEB_INPUTS  := $(filter user/% bpf/% include/% proto/% debian/% deploy/systemd/% Makefile pybpfprof.1 \
+DEB_INPUTS  := $(filter user/% bpf/% include/% proto/% debian/% deploy/systemd/% Makefile pybpfprof.1 pybpfprof-%.1 \
 	scripts/deb.sh scripts/pybpfprof.bash-completion,$(shell git ls-files --cached --others --exclude-standard 2>/dev/null))
 
 deb: $(DEB)

@@ -20,6 +20,8 @@ DOCS = os.path.join(REPO, "docs")
 USAGE_PAGES = ["usage.md", "commands.md", "asyncio.md", "native.md", "agent.md"]
 README_MAX_LINES = 400
 MANPAGE = os.path.join(REPO, "pybpfprof.1")
+# One page per subcommand besides the main one, as git's and perf's.
+SUB_MANPAGES = {sub: os.path.join(REPO, "pybpfprof-%s.1" % sub) for sub in ["top", "dump", "convert", "diff", "agent"]}
 COMPLETION = os.path.join(REPO, "scripts", "pybpfprof.bash-completion")
 HEADER = os.path.join(REPO, "user", "core", "errors.h")
 ERRORS_C = os.path.join(REPO, "user", "core", "errors.c")
@@ -69,10 +71,10 @@ def roff_plain(text):
     return text
 
 
-def man_sections():
-    """{".SH title": body} of the man page, roff source."""
+def man_sections(page=MANPAGE):
+    """{".SH title": body} of a man page, roff source."""
     sections, title = {}, None
-    for line in read(MANPAGE).splitlines():
+    for line in read(page).splitlines():
         if line.startswith(".SH "):
             title = line[4:].strip().strip('"')
             sections[title] = []
@@ -105,22 +107,23 @@ def md_section(text, heading):
 
 # --- (a) options -------------------------------------------------------------------
 
-MAN_SECTION_OF = {"record": "OPTIONS", "top": "TOP", "dump": "DUMP", "convert": "CONVERT", "diff": "DIFF",
-                  "agent": "AGENT"}
+def man_options_text(sub):
+    """Where a subcommand's options are described: the main page's OPTIONS
+    for a recording run, the whole of its own page for the others."""
+    if sub == "record":
+        return man_sections()["OPTIONS"]
+    return "\n".join(man_sections(SUB_MANPAGES[sub]).values())
 
 
 @pytest.mark.parametrize("sub", SUBCOMMANDS)
 def test_man_page_options_match_help(sub, options):
-    body = roff_plain(man_sections()[MAN_SECTION_OF[sub]])
-    documented = set(LONGOPT.findall(body))
+    documented = set(LONGOPT.findall(roff_plain(man_options_text(sub))))
     want = set(options[sub])
-    if sub != "record":     # argp's own three are described once, under OPTIONS
+    if sub != "record":     # argp's own three are described once, in pybpfprof(1)'s OPTIONS
         want -= ARGP_STANDARD
         documented -= ARGP_STANDARD
-    assert sorted(want - documented) == [], "in `%s --help` but not in the man page's %s" % (
-        sub, MAN_SECTION_OF[sub])
-    assert sorted(documented - want) == [], "in the man page's %s but not in `%s --help`" % (
-        MAN_SECTION_OF[sub], sub)
+    assert sorted(want - documented) == [], "in `%s --help` but not in its man page" % sub
+    assert sorted(documented - want) == [], "in its man page but not in `%s --help`" % sub
 
 
 def test_guide_usage_options_match_help(options):
@@ -234,15 +237,18 @@ def test_links_lead_somewhere(page):
 
 # --- (c) the man page renders cleanly ----------------------------------------------------
 
-def test_man_page_renders_without_warnings():
-    r = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-z", MANPAGE],
+@pytest.mark.parametrize("page", [MANPAGE] + sorted(SUB_MANPAGES.values()), ids=os.path.basename)
+def test_man_page_renders_without_warnings(page):
+    r = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-z", page],
                        capture_output=True, universal_newlines=True, timeout=60)
     assert r.returncode == 0 and r.stderr == "", r.stderr
     env = dict(os.environ, MANPAGER="cat", PAGER="cat", MANWIDTH="80", LC_ALL="C.UTF-8")
-    r = subprocess.run(["man", "--warnings", "-l", MANPAGE], capture_output=True,
+    r = subprocess.run(["man", "--warnings", "-l", page], capture_output=True,
                        universal_newlines=True, timeout=60, env=env)
     assert r.returncode == 0 and r.stderr == "", r.stderr
-    for heading in ("NAME", "SYNOPSIS", "OPTIONS", "EXIT STATUS", "EXAMPLES"):
+    headings = ("NAME", "SYNOPSIS", "OPTIONS", "EXIT STATUS", "EXAMPLES") if page == MANPAGE else \
+        ("NAME", "SYNOPSIS", "DESCRIPTION", "SEE ALSO")
+    for heading in headings:
         assert re.search(r"(?m)^%s$" % heading, r.stdout), heading
 
 

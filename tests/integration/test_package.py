@@ -191,6 +191,7 @@ def test_package_installs_runs_and_purges(deb, which):
         os.unlink(ov.path(inside_deb))
         files = ov.run("dpkg", "-L", NAME).stdout.split()
         for f in ("/usr/bin/pybpfprof", "/usr/share/man/man1/pybpfprof.1.gz",
+                  "/usr/share/man/man1/pybpfprof-agent.1.gz", "/usr/share/man/man1/pybpfprof-top.1.gz",
                   "/usr/share/bash-completion/completions/pybpfprof",
                   "/lib/systemd/system/pybpfprof-agent.service",
                   "/etc/default/pybpfprof-agent", "/usr/share/doc/pybpfprof/copyright"):
