@@ -25,9 +25,6 @@ File format, one record per line, space-separated:
     lines <line>x<count> ...             expected line per byte offset, from 0,
                                          run-length coded; -1 = no line
     edge <line at -2> <line at code bytes> <line at code bytes + 1000>
-    pos <line>,<endline>,<col>,<endcol>x<count> ...   (3.11+ only)
-                                         co_positions() per 2-byte code unit,
-                                         -1 = None
     end
 """
 
@@ -378,8 +375,6 @@ def record(code):
            "lines " + rle(lines, str),
            "edge %d %d %d" % (interp_line(code, -2), interp_line(code, n),
                               interp_line(code, n + 1000))]
-    if pos is not None:
-        rec.append("pos " + rle(pos, lambda p: "%d,%d,%d,%d" % p))
     rec.append("end")
     return "\n".join(rec) + "\n"
 

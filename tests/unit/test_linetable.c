@@ -51,7 +51,7 @@ struct vfile {
 	uint8_t *tab;
 	size_t len;
 	/* totals */
-	long codes, offsets, positions;
+	long codes, offsets;
 };
 
 static int kind_from_name(const char *s)
@@ -152,43 +152,6 @@ static int check_edges(struct vfile *v, char *rest)
 	return 0;
 }
 
-static void check_one_pos(struct vfile *v, int64_t off, const struct lt_pos *want)
-{
-	struct lt_pos got = { -2, -2, -2, -2 };
-	int rc = lt_addr2pos(v->tab, v->len, v->first, off, &got);
-
-	if (rc == 0 && !memcmp(&got, want, sizeof(got))) {
-		unit_passed++;
-		return;
-	}
-	unit_failed++;
-	if (reports++ < MAX_REPORTS)
-		fprintf(stderr, "%s: %s offset %lld: position rc %d (%d,%d,%d,%d), expected (%d,%d,%d,%d)\n",
-			v->version, v->name, (long long)off, rc, got.line, got.end_line,
-			got.col, got.end_col, want->line, want->end_line, want->col, want->end_col);
-}
-
-/* "pos L,EL,C,ECxN ...": co_positions() per 2-byte code unit (3.11+). */
-static int check_positions(struct vfile *v, char *rest)
-{
-	char *save, *tok;
-	int64_t off = 0;
-
-	for (tok = strtok_r(rest, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save)) {
-		struct lt_pos want;
-		long count;
-
-		if (sscanf(tok, "%d,%d,%d,%dx%ld", &want.line, &want.end_line,
-			   &want.col, &want.end_col, &count) != 5 || count <= 0)
-			return -1;
-		for (long i = 0; i < count; i++, off += 2) {
-			check_one_pos(v, off, &want);
-			v->positions++;
-		}
-	}
-	return off == v->nbytes ? 0 : -1;
-}
-
 static int parse_line(struct vfile *v, char *line)
 {
 	char *sp = strchr(line, ' ');
@@ -213,8 +176,6 @@ static int parse_line(struct vfile *v, char *line)
 		return check_lines(v, rest);
 	if (!strcmp(line, "edge"))
 		return check_edges(v, rest);
-	if (!strcmp(line, "pos"))
-		return check_positions(v, rest);
 	if (!strcmp(line, "end\n") || !strcmp(line, "end"))
 		return 0;
 	return -1;
@@ -243,8 +204,8 @@ static void run_file(const char *path)
 	free(v.tab);
 	fclose(f);
 	CHECK(v.codes > 0);
-	printf("linetable: %s: CPython %s: %ld code objects, %ld line vectors, %ld position vectors\n",
-	       path, v.version, v.codes, v.offsets, v.positions);
+	printf("linetable: %s: CPython %s: %ld code objects, %ld line vectors\n",
+	       path, v.version, v.codes, v.offsets);
 }
 
 static void test_vector_files(void)
@@ -277,20 +238,6 @@ static int a2l(int kind, const uint8_t *lit, size_t len, int first, int64_t off)
 	return line;
 }
 
-static int a2p(const uint8_t *lit, size_t len, int first, int64_t off, struct lt_pos *p)
-{
-	uint8_t *tab = len ? malloc(len) : NULL;
-	int rc;
-
-	if (len && !tab)
-		return -99;
-	if (len)
-		memcpy(tab, lit, len);
-	rc = lt_addr2pos(tab, len, first, off, p);
-	free(tab);
-	return rc;
-}
-
 #define T(...) (const uint8_t[]){ __VA_ARGS__ }, sizeof((const uint8_t[]){ __VA_ARGS__ })
 /* Head byte of a 3.11+ entry: form and number of code units. */
 #define LOC(form, units) (uint8_t)(0x80 | (form) << 3 | ((units) - 1))
@@ -306,9 +253,6 @@ static void test_empty(void)
 	/* A NULL table that claims bytes is refused, not read. */
 	CHECK_EQ_INT(lt_addr2line(LT_LNOTAB, NULL, 4, 7, 0), -1);
 	CHECK_EQ_INT(lt_addr2line(LT_LOCATIONS, NULL, 4, 7, 0), -1);
-	struct lt_pos p;
-	CHECK_EQ_INT(lt_addr2pos(NULL, 0, 7, 0, &p), -1);
-	CHECK_EQ_INT(lt_addr2pos(NULL, 3, 7, 0, &p), -1);
 }
 
 static void test_offsets_outside(void)
@@ -426,45 +370,9 @@ static void test_locations_malformed(void)
 	CHECK_EQ_INT(a2l(LT_LOCATIONS, heads, sizeof(heads), 4, 16 * 4096), -1);
 }
 
-static void check_pos(const uint8_t *lit, size_t len, int first, int64_t off,
-		      int rc, int line, int end_line, int col, int end_col)
-{
-	struct lt_pos p = { -2, -2, -2, -2 };
-
-	CHECK_EQ_INT(a2p(lit, len, first, off, &p), rc);
-	if (rc)
-		return;
-	CHECK_EQ_INT(p.line, line);
-	CHECK_EQ_INT(p.end_line, end_line);
-	CHECK_EQ_INT(p.col, col);
-	CHECK_EQ_INT(p.end_col, end_col);
-}
-
-static void test_locations_columns(void)
-{
-	/* Short form 1, second byte 0x23: column 8 | 2, end column + 3. */
-	check_pos(T(LOC(1, 2), 0x23), 4, 2, 0, 4, 4, 10, 13);
-	/* One-line form: raw column bytes. */
-	check_pos(T(LOC(11, 1), 5, 9), 4, 0, 0, 5, 5, 5, 9);
-	/* Long form: line -3, end line +2, column None, end column 64. */
-	check_pos(T(LOC(14, 1), 7, 2, 0, 0x41, 0x01), 10, 0, 0, 7, 9, -1, 64);
-	/* No-column form. */
-	check_pos(T(LOC(13, 1), 4), 10, 1, 0, 12, 12, -1, -1);
-	/* No location: everything None. */
-	check_pos(T(0xff), 10, 0, 0, -1, -1, -1, -1);
-	/* Truncated columns: line kept, columns None. */
-	check_pos(T(LOC(14, 1), 2), 4, 0, 0, 5, -1, -1, -1);
-	check_pos(T(LOC(11, 1), 5), 4, 0, 0, 5, -1, -1, -1);
-	/* Outside the table, or corrupt: no answer. */
-	check_pos(T(LOC(13, 1), 4), 10, 2, -1, 0, 0, 0, 0);
-	check_pos(T(LOC(13, 1), 4), 10, -2, -1, 0, 0, 0, 0);
-	check_pos(T(LOC(13, 1)), 10, 0, -1, 0, 0, 0, 0);
-}
-
 /*
  * Random tables of every kind through exact-size buffers: under ASan this
- * is a small, deterministic cousin of tests/fuzz/fuzz_linetable.c. The two
- * 3.11+ decoders must also agree on the line.
+ * is a small, deterministic cousin of tests/fuzz/fuzz_linetable.c.
  */
 static void test_random(void)
 {
@@ -483,11 +391,6 @@ static void test_random(void)
 		for (int kind = LT_LNOTAB; kind <= LT_LOCATIONS; kind++)
 			if (a2l(kind, lit, len, first, off) < -1)
 				bad++;
-		struct lt_pos p;
-		int line = a2l(LT_LOCATIONS, lit, len, first, off);
-		int rc = a2p(lit, len, first, off, &p);
-		if (off >= 0 && (rc == 0 ? p.line != line : line != -1))
-			bad++;
 	}
 	CHECK_EQ_INT(bad, 0);
 }
@@ -501,7 +404,6 @@ int main(void)
 	test_linetable310();
 	test_locations_lines();
 	test_locations_malformed();
-	test_locations_columns();
 	test_random();
 	return unit_done("linetable");
 }

@@ -116,6 +116,15 @@ static char *write_tmp(const void *buf, size_t len)
 	return path;
 }
 
+/* What the sampler does with a frame: open the file (any inode), name off in it. */
+static void name_of(struct natsym *ns, const char *path, const char *alt, uint64_t off,
+		    struct natframe *out)
+{
+	const char *base = strrchr(path, '/');
+
+	natsym_lookup(ns, natsym_open(ns, "", path, alt, 0), base ? base + 1 : path, off, out);
+}
+
 static void test_names(void)
 {
 	struct natsym *ns = natsym_new();
@@ -138,25 +147,25 @@ static void test_names(void)
 		natsym_free(ns);
 		return;
 	}
-	natsym_name(ns, "", zpath, NULL, zoff, &f);
+	name_of(ns, zpath, NULL, zoff, &f);
 	CHECK_EQ_STR(f.func, "deflate");                        /* .dynsym of a stripped library */
 	CHECK(strncmp(f.lib, "libz.so", 7) == 0);
-	natsym_name(ns, "", self, NULL, soff, &f);
+	name_of(ns, self, NULL, soff, &f);
 	CHECK_EQ_STR(f.func, "native_test_local_fn");           /* .symtab */
 	if (terminate) {
 		const char *p;
 		uint64_t off;
 
 		CHECK_EQ_INT(where(&nm, terminate, &p, &off), 0);
-		natsym_name(ns, "", p, NULL, off, &f);
+		name_of(ns, p, NULL, off, &f);
 		CHECK_EQ_STR(f.func, "std::terminate()");       /* C++, demangled */
 	}
 	/* Gone from its path: found by the other name (map_files, in the profiler). */
-	natsym_name(ns, "", "/nonexistent/libz.so.1", zpath, zoff, &f);
+	name_of(ns, "/nonexistent/libz.so.1", zpath, zoff, &f);
 	CHECK_EQ_STR(f.func, "deflate");
 	CHECK_EQ_STR(f.lib, "libz.so.1");
 	/* Out of every loaded segment: no name, the offset kept. */
-	natsym_name(ns, "", zpath, NULL, 1ull << 40, &f);
+	name_of(ns, zpath, NULL, 1ull << 40, &f);
 	CHECK_EQ_STR(f.func, "");
 	CHECK(f.rel == 1ull << 40);
 	/* Another copy of one file (same build-id) is not read again. */
@@ -174,24 +183,24 @@ static void test_names(void)
 	text = write_tmp("not an ELF file\n", 16);
 	CHECK(trunc && text);
 	if (trunc && text) {
-		natsym_name(ns, "", trunc, NULL, 0x1000, &f);
+		name_of(ns, trunc, NULL, 0x1000, &f);
 		CHECK_EQ_STR(f.func, "");
 		CHECK(f.rel == 0x1000);
-		natsym_name(ns, "", text, NULL, 0x10, &f);
+		name_of(ns, text, NULL, 0x10, &f);
 		CHECK_EQ_STR(f.func, "");
 		CHECK(natsym_open(ns, "", text, NULL, 0) == NULL);
 		unlink(trunc);
 		unlink(text);
 	}
-	natsym_name(ns, "", "/nonexistent/x.so", NULL, 0x10, &f);
+	name_of(ns, "/nonexistent/x.so", NULL, 0x10, &f);
 	CHECK_EQ_STR(f.func, "");
 	CHECK_EQ_STR(f.lib, "x.so");
-	natsym_name(ns, "", "/dev", NULL, 0x10, &f);           /* not a regular file */
+	name_of(ns, "/dev", NULL, 0x10, &f);           /* not a regular file */
 	CHECK_EQ_STR(f.func, "");
 	/* The memo answers the second time. */
 	natsym_stats(ns, &files, &lookups, &hits);
-	natsym_name(ns, "", zpath, NULL, zoff, &f);
-	natsym_name(ns, "", zpath, NULL, zoff, &f);
+	name_of(ns, zpath, NULL, zoff, &f);
+	name_of(ns, zpath, NULL, zoff, &f);
 	{
 		uint64_t h2;
 

@@ -668,11 +668,6 @@ uint64_t agg_folded(const struct agg *a, uint32_t pid)
 	return p ? p->folded : 0;
 }
 
-uint32_t agg_nthreads(const struct agg *a)
-{
-	return a->nthreads;
-}
-
 void agg_print_folds(const struct agg *a, FILE *o)
 {
 	for (uint32_t i = 0; i < a->ntprocs; i++)

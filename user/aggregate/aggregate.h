@@ -73,8 +73,6 @@ int64_t agg_thread_loc(struct agg *a, uint32_t pid, uint32_t tid, uint32_t ns_ti
 
 /* Samples of pid counted as AGG_OTHER_NAME because it had too many threads. */
 uint64_t agg_folded(const struct agg *a, uint32_t pid);
-/* Threads the aggregate holds a name or an identity for, every process together. */
-uint32_t agg_nthreads(const struct agg *a);
 /* One line per process that had threads folded; nothing when none did. */
 void agg_print_folds(const struct agg *a, FILE *o);
 

@@ -94,13 +94,3 @@ double agg_diff_scaled(const struct agg_diff *d, uint64_t c)
 {
 	return d->total[DIFF_BEFORE] ? (double)c * (double)d->total[DIFF_AFTER] / (double)d->total[DIFF_BEFORE] : 0;
 }
-
-static double share(uint64_t c, uint64_t total)
-{
-	return total ? (double)c / (double)total : 0;
-}
-
-double agg_diff_delta(const struct agg_diff *d, uint64_t before, uint64_t after)
-{
-	return share(after, d->total[DIFF_AFTER]) - share(before, d->total[DIFF_BEFORE]);
-}

@@ -30,7 +30,5 @@ int agg_diff_build(struct agg_diff *d, const struct agg *before, const struct ag
 void agg_diff_free(struct agg_diff *d);
 /* c samples of the before profile in the after profile's units: c * total after / total before. */
 double agg_diff_scaled(const struct agg_diff *d, uint64_t c);
-/* after's share minus before's share of (before, after) samples; 0 for a side with no samples. */
-double agg_diff_delta(const struct agg_diff *d, uint64_t before, uint64_t after);
 
 #endif /* PBP_AGGREGATE_DIFF_H */

@@ -166,7 +166,6 @@ struct loc_entry {
 	int64_t start, end;     /* byte offsets into the bytecode */
 	int64_t line;           /* running line after this entry */
 	bool noline;
-	int64_t end_line, col, end_col; /* -1 where none */
 };
 
 /* Iterator over a location table. */
@@ -175,19 +174,6 @@ struct loc_iter {
 	size_t len, pos;
 	int64_t addr, line;
 };
-
-static void loc_columns(struct loc_cur *c, int form, struct loc_entry *e)
-{
-	if (form <= LOC_SHORT_MAX) {
-		unsigned b = loc_byte(c);
-
-		e->col = (int64_t)form << 3 | (b >> 4 & 7);
-		e->end_col = e->col + (b & 15);
-	} else if (form <= LOC_ONE_LINE2) {
-		e->col = loc_byte(c);
-		e->end_col = loc_byte(c);
-	}
-}
 
 /*
  * Decode the entry at it->pos into e and step past it.
@@ -213,7 +199,6 @@ static int loc_next(struct loc_iter *it, struct loc_entry *e)
 	e->end = it->addr + ((head & 7) + 1) * CODE_UNIT;
 	it->addr = e->end;
 	e->noline = form == LOC_NONE;
-	e->end_line = e->col = e->end_col = -1;
 
 	if (form == LOC_NO_COLUMNS || form == LOC_LONG)
 		delta = loc_svarint(&c);
@@ -221,24 +206,8 @@ static int loc_next(struct loc_iter *it, struct loc_entry *e)
 		delta = form - LOC_ONE_LINE0;
 	if (c.bad || !line_add(&it->line, delta))
 		return -1;
+	/* The columns after the line delta are not read: only lines are named. */
 	e->line = it->line;
-	if (e->noline)
-		return 1;
-
-	e->end_line = e->line;
-	if (form == LOC_LONG) {
-		e->end_line += (int64_t)loc_varint(&c);
-		e->col = (int64_t)loc_varint(&c) - 1;
-		e->end_col = (int64_t)loc_varint(&c) - 1;
-	} else {
-		loc_columns(&c, form, e);
-	}
-	/*
-	 * Only the line is needed to find later entries; bad columns here must
-	 * not make the line unusable, so they are dropped rather than failing.
-	 */
-	if (c.bad || e->end_line > INT_MAX)
-		e->end_line = e->col = e->end_col = -1;
 	return 1;
 }
 
@@ -263,35 +232,6 @@ static int locations_addr2line(const uint8_t *tab, size_t len, int firstlineno, 
 	if (loc_find(tab, len, firstlineno, off, &e) <= 0 || e.noline)
 		return -1;
 	return line_result(e.line);
-}
-
-/* Clamp a decoded field into the int the caller gets; -1 for none/odd. */
-static int pos_field(int64_t v)
-{
-	return v < 0 || v > INT_MAX ? -1 : (int)v;
-}
-
-/*
- * Full position (what code.co_positions() gives) of the instruction at
- * byte offset off, 3.11+ tables only. 0 and *out filled (fields -1 where the
- * interpreter says None), or -1 if no entry covers off or the table is bad.
- */
-int lt_addr2pos(const uint8_t *tab, size_t len, int firstlineno, int64_t off,
-		struct lt_pos *out)
-{
-	struct loc_entry e;
-
-	if (off < 0 || (!tab && len) || loc_find(tab, len, firstlineno, off, &e) <= 0)
-		return -1;
-	if (e.noline) {
-		out->line = out->end_line = out->col = out->end_col = -1;
-		return 0;
-	}
-	out->line = line_result(e.line);
-	out->end_line = pos_field(e.end_line);
-	out->col = pos_field(e.col);
-	out->end_col = pos_field(e.end_col);
-	return 0;
 }
 
 /* ------------------------------------------------------------ dispatch */

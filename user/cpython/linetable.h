@@ -13,12 +13,4 @@
  */
 int lt_addr2line(int kind, const uint8_t *tab, size_t len, int firstlineno, int64_t off);
 
-/* 3.11+ only: the full position (lines and 0-based UTF-8 byte columns, -1 for none). */
-struct lt_pos {
-	int line, end_line;
-	int col, end_col;
-};
-/* 0, or -1 where the instruction has no position or the table is malformed. */
-int lt_addr2pos(const uint8_t *tab, size_t len, int firstlineno, int64_t off, struct lt_pos *out);
-
 #endif /* PBP_CPYTHON_LINETABLE_H */

@@ -33,7 +33,6 @@ struct entry {
 
 static struct entry slots[ELFCACHE_SLOTS];
 static unsigned next_slot;
-static unsigned long hits, misses;
 
 static bool file_id_of(const char *path, const struct stat *known, struct file_id *id)
 {
@@ -69,16 +68,12 @@ int elfcache_find_python(const char *path, const struct stat *st, struct elf_inf
 {
 	struct entry *e = entry_for(path, st);
 
-	if (!e) {
-		misses++;
+	if (!e)
 		return elf_find_python(path, out);
-	}
 	if (e->have_python) {
-		hits++;
 		memcpy(out, &e->info, sizeof(*out));
 		return e->python_rc;
 	}
-	misses++;
 	e->python_rc = elf_find_python(path, &e->info);
 	e->have_python = true;
 	memcpy(out, &e->info, sizeof(*out));
@@ -89,16 +84,11 @@ int elfcache_version_string(const char *path, char *out, size_t outlen)
 {
 	struct entry *e = entry_for(path, NULL);
 
-	if (!e) {
-		misses++;
+	if (!e)
 		return elf_find_version_string(path, out, outlen);
-	}
 	if (!e->have_version) {
-		misses++;
 		e->version_rc = elf_find_version_string(path, e->version, sizeof(e->version));
 		e->have_version = true;
-	} else {
-		hits++;
 	}
 	/* As the file itself would answer a smaller buffer: no room for the NUL is no answer. */
 	if (e->version_rc != 0)
@@ -107,10 +97,4 @@ int elfcache_version_string(const char *path, char *out, size_t outlen)
 		return -PBP_E_INVAL;
 	memcpy(out, e->version, strlen(e->version) + 1);
 	return 0;
-}
-
-void elfcache_stats(unsigned long *h, unsigned long *m)
-{
-	*h = hits;
-	*m = misses;
 }

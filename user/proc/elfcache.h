@@ -19,7 +19,5 @@
  */
 int elfcache_find_python(const char *path, const struct stat *st, struct elf_info *out);
 int elfcache_version_string(const char *path, char *out, size_t outlen);
-/* Lookups answered from the cache, and files read, since the start. */
-void elfcache_stats(unsigned long *hits, unsigned long *misses);
 
 #endif /* PBP_PROC_ELFCACHE_H */

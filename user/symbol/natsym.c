@@ -471,14 +471,6 @@ void natsym_lookup(struct natsym *ns, struct natmod *m, const char *lib, uint64_
 	e->f = *out;
 }
 
-void natsym_name(struct natsym *ns, const char *root, const char *path, const char *alt,
-		 uint64_t off, struct natframe *out)
-{
-	const char *base = strrchr(path, '/');
-
-	natsym_lookup(ns, natsym_open(ns, root, path, alt, 0), base ? base + 1 : path, off, out);
-}
-
 void natsym_stats(const struct natsym *ns, uint64_t *files, uint64_t *lookups, uint64_t *memo_hits)
 {
 	*files = ns->nfiles;

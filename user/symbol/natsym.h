@@ -54,10 +54,6 @@ struct natmod *natsym_open(struct natsym *ns, const char *root, const char *path
 void natsym_lookup(struct natsym *ns, struct natmod *m, const char *lib, uint64_t off,
 		   struct natframe *out);
 
-/* natsym_open (any inode) then natsym_lookup, lib the base name of path. */
-void natsym_name(struct natsym *ns, const char *root, const char *path, const char *alt,
-		 uint64_t off, struct natframe *out);
-
 /* m's build-id in lower-case hex into hex ("" for none, or m NULL). */
 void natsym_build_id(const struct natmod *m, char *hex, size_t len);
 
