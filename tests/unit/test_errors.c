@@ -16,6 +16,7 @@
 #include "aggregate/pprofread.h"
 #include "cli/report.h"
 #include "core/errors.h"
+#include "core/file.h"
 #include "cpython/process.h"
 #include "output/formats.h"
 #include "output/output.h"
@@ -115,6 +116,13 @@ static void test_failures_are_codes(void)
 	}
 	CHECK_FAILS_PBP(elf_find_python("/nonexistent/libpython.so", &ei));
 	CHECK_FAILS_PBP(bundle_read("/nonexistent", "0123456789abcdef", &km));
+	{
+		char *text;
+		size_t len;
+
+		CHECK_FAILS_PBP(file_read("/nonexistent/file", 16, &text, &len));
+		CHECK_FAILS_PBP(file_read_fd(-1, 16, &text, &len));
+	}
 	CHECK_FAILS_PBP(output_open(&out, "/nonexistent/dir/out.txt", false));
 	CHECK_FAILS_PBP(profile_write(format_by_name("collapsed"), a, &m, "/nonexistent/dir/p.txt"));
 	CHECK_FAILS_PBP(pprof_read(a, junk, sizeof(junk), &why));

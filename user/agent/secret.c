@@ -21,6 +21,7 @@
 #include "agent/secret.h"
 #include "core/clock.h"
 #include "core/errors.h"
+#include "core/file.h"
 
 #define FILE_MAX (1 << 20)      /* a token, a certificate chain or a key is far smaller */
 #define RECHECK_NS 1000000000ull
@@ -50,33 +51,19 @@ static bool stamp_same(const struct stamp *a, const struct stamp *b)
 	       a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec;
 }
 
-/* The whole file, NUL-terminated: 0, or -PBP_E_IO (errno says why; EFBIG over FILE_MAX). */
+/*
+ * The whole file, NUL-terminated: 0, or -PBP_E_IO with errno saying why
+ * for the one message (EFBIG over FILE_MAX, EINVAL not a regular file).
+ */
 static int slurp(const char *path, char **out, size_t *len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	char *buf = NULL;
-	ssize_t n = 0;
-	size_t got = 0;
+	int err = file_read(path, FILE_MAX, out, len);
 
-	*out = NULL;
-	if (fd < 0)
-		return -PBP_E_IO;
-	buf = malloc(FILE_MAX + 1);
-	while (buf && got < FILE_MAX && (n = read(fd, buf + got, FILE_MAX - got)) > 0)
-		got += (size_t)n;
-	if (buf && got == FILE_MAX && n > 0)
-		n = -1, errno = EFBIG;
-	close(fd);
-	if (!buf || n < 0) {
-		if (!buf)
-			errno = ENOMEM;
-		free(buf);
-		return -PBP_E_IO;
-	}
-	buf[got] = '\0';
-	*out = buf;
-	*len = got;
-	return 0;
+	if (err == -PBP_E_LIMIT || err == -PBP_E_INVAL)
+		errno = err == -PBP_E_LIMIT ? EFBIG : EINVAL;
+	else if (err == -PBP_E_NOMEM)
+		errno = ENOMEM;
+	return err ? -PBP_E_IO : 0;
 }
 
 /* ------------------------------------------------------------- token */

@@ -53,6 +53,7 @@
 
 #include "proc/bundle.h"
 #include "core/errors.h"
+#include "core/file.h"
 #include "core/text.h"
 
 /*
@@ -242,27 +243,11 @@ static int open_nofollow(int dirfd, const char *path)
 /* All of fd, a regular file of at most BUNDLE_FILE_MAX bytes, into *buf (malloc'd). */
 static int read_small(int fd, char **buf, size_t *len)
 {
-	struct stat st;
-	ssize_t r = 1;
+	int err = file_read_fd(fd, BUNDLE_FILE_MAX, buf, len);
 
-	*buf = NULL;
-	*len = 0;
-	if (fstat(fd, &st) != 0)
+	if (err == -PBP_E_IO)
 		return errno_err(errno);
-	if (!S_ISREG(st.st_mode) || st.st_size > BUNDLE_FILE_MAX)
-		return -PBP_E_CORRUPT;
-	/* one byte more than the cap: a file that grew since fstat is seen to be too large */
-	*buf = malloc(BUNDLE_FILE_MAX + 1);
-	if (!*buf)
-		return -PBP_E_NOMEM;
-	while (r != 0 && *len <= BUNDLE_FILE_MAX) {
-		r = read(fd, *buf + *len, BUNDLE_FILE_MAX + 1 - *len);
-		if (r < 0 && errno != EINTR)
-			return errno_err(errno);
-		if (r > 0)
-			*len += (size_t)r;
-	}
-	return *len > BUNDLE_FILE_MAX ? -PBP_E_CORRUPT : 0;
+	return err == -PBP_E_INVAL || err == -PBP_E_LIMIT ? -PBP_E_CORRUPT : err;
 }
 
 /* id's bundle in one layout under root: 0, -PBP_E_NOENT when it is not there, other errors. */

@@ -22,6 +22,7 @@
 
 #include "proc/srcroot.h"
 #include "core/errors.h"
+#include "core/file.h"
 
 void srcroots_init(struct srcroots *s)
 {
@@ -223,36 +224,19 @@ static int say(char *why, size_t len, int err, const char *fmt, const char *arg)
 	return err;
 }
 
-/* The whole of fd (at most max + 1 bytes read) into *text. */
-static int read_all(int fd, size_t size, size_t max, char **text, size_t *len, char *why, size_t wl)
+/* The whole of fd, source text of at most max bytes, into *text. */
+static int read_all(int fd, size_t max, char **text, size_t *len, char *why, size_t wl)
 {
-	size_t n = 0, cap = (size < max ? size : max) + 2;
-	char *buf = malloc(cap);
-	ssize_t got;
+	int err = file_read_fd(fd, max, text, len);
 
-	if (!buf)
-		return -PBP_E_NOMEM;
-	while (n < cap - 1 && (got = read(fd, buf + n, cap - 1 - n)) != 0) {
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got < 0) {
-			free(buf);
-			return say(why, wl, -PBP_E_IO, "%s", strerror(errno));
-		}
-		n += (size_t)got;
-	}
-	if (n > max) {
-		free(buf);
-		return -PBP_E_LIMIT;
-	}
-	buf[n] = '\0';
-	if (memchr(buf, '\0', n)) {
-		free(buf);
+	if (err == -PBP_E_IO)
+		return say(why, wl, err, "%s", strerror(errno));
+	if (!err && memchr(*text, '\0', *len)) {
+		free(*text);
+		*text = NULL;
 		return say(why, wl, -PBP_E_INVAL, "%s", "it holds NUL bytes: not source text");
 	}
-	*text = buf;
-	*len = n;
-	return 0;
+	return err;
 }
 
 int srcroots_read(const struct srcroots *s, uint32_t root, const char *path, size_t max, char **text,
@@ -283,7 +267,7 @@ int srcroots_read(const struct srcroots *s, uint32_t root, const char *path, siz
 		err = say(why, whylen, -PBP_E_PERM, "%s", "the process itself may not read it");
 	else {
 		*size = (size_t)st.st_size;
-		err = (size_t)st.st_size > max ? -PBP_E_LIMIT : read_all(fd, *size, max, text, len, why, whylen);
+		err = (size_t)st.st_size > max ? -PBP_E_LIMIT : read_all(fd, max, text, len, why, whylen);
 	}
 	if (!err && !is_py_script(path, *text)) {
 		free(*text);
