@@ -3,11 +3,13 @@
  * The listen token (agent/secret.c): the file's first line, "Bearer " and
  * exactly it accepted, read again when the file is replaced (at most once
  * a second), the old one kept while the new one does not read; an empty
- * or missing file refused at the start, and a TLS pair that is not PEM.
+ * or missing file refused at the start, a FIFO refused without waiting for
+ * a writer, and a TLS pair that is not PEM.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,7 +38,7 @@ static void past_recheck(void)
 
 int main(void)
 {
-	char dir[] = "/tmp/pbp-secret-XXXXXX", path[256], empty[256];
+	char dir[] = "/tmp/pbp-secret-XXXXXX", path[256], empty[256], fifo[256];
 	struct token *t;
 	struct tls_pair *p;
 
@@ -51,6 +53,15 @@ int main(void)
 	CHECK_EQ_INT(errno, ENOENT);
 	CHECK_EQ_INT(tls_pair_open(empty, empty, &p), -PBP_E_INVAL);
 	CHECK(p == NULL);
+	/* a FIFO with no writer: refused at once (the alarm ends a test that waits) */
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	CHECK_EQ_INT(mkfifo(fifo, 0600), 0);
+	alarm(10);
+	CHECK_EQ_INT(token_open(fifo, &t), -PBP_E_IO);
+	CHECK_EQ_INT(errno, EINVAL);
+	CHECK_EQ_INT(tls_pair_open(fifo, empty, &p), -PBP_E_IO);
+	alarm(0);
+	unlink(fifo);
 
 	put(path, "s3cret\t\nsecond line\n");
 	CHECK_EQ_INT(token_open(path, &t), 0);
