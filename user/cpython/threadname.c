@@ -27,6 +27,7 @@
 #include "cpython/threadname.h"
 #include "core/clock.h"
 #include "core/errors.h"
+#include "core/search.h"
 #include "core/text.h"
 #include "cpython/objects.h"
 #include "cpython/process.h"
@@ -302,20 +303,17 @@ static int by_thread_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static bool thread_below(const void *elem, const void *thread)
+{
+	return ((const struct by_thread *)elem)->thread < *(const uint64_t *)thread;
+}
+
 /* A registry's Thread: the names read from it stand if it still has them. */
 static int confirm_cb(struct pyproc *p, uint64_t key, uint64_t value, void *arg)
 {
 	struct confirm *f = arg;
-	size_t lo = 0, hi = f->n;
+	size_t lo = search_first(f->order, f->n, sizeof(*f->order), &value, thread_below);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (f->order[mid].thread < value)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	for (; lo < f->n && f->order[lo].thread == value; lo++) {
 		size_t i = f->order[lo].i;
 		bool same;

@@ -23,6 +23,7 @@
 #include "proc/srcroot.h"
 #include "core/errors.h"
 #include "core/file.h"
+#include "core/search.h"
 
 void srcroots_init(struct srcroots *s)
 {
@@ -134,19 +135,14 @@ static int open_root(struct srcroots *s, pid_t pid, uint32_t *idx)
 }
 
 /* The first pid slot at or above pid (pids are kept sorted). */
+static bool pid_below(const void *elem, const void *pid)
+{
+	return ((const struct srcroot_pid *)elem)->pid < *(const uint32_t *)pid;
+}
+
 static uint32_t pid_slot(const struct srcroots *s, uint32_t pid)
 {
-	uint32_t lo = 0, hi = s->npids;
-
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (s->pids[mid].pid < pid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return (uint32_t)search_first(s->pids, s->npids, sizeof(*s->pids), &pid, pid_below);
 }
 
 uint32_t srcroots_of(const struct srcroots *s, uint32_t pid)

@@ -40,7 +40,7 @@ struct srcroot {
 struct srcroots {
 	struct srcroot r[SRCROOT_MAX];
 	uint32_t n;
-	struct { uint32_t pid, root; } *pids;   /* sorted by pid */
+	struct srcroot_pid { uint32_t pid, root; } *pids;       /* sorted by pid */
 	uint32_t npids;
 };
 

@@ -6,6 +6,7 @@
 
 #include "symbol/kallsyms.h"
 #include "core/errors.h"
+#include "core/search.h"
 
 /* A copy of s in the table's names; its offset, or -1 when out of memory. */
 static int64_t keep_name(struct kallsyms *k, const char *s)
@@ -142,19 +143,16 @@ int kallsyms_load(struct kallsyms *k, const char *path)
 	return err;
 }
 
+static bool sym_starts_by(const void *elem, const void *addr)
+{
+	return ((const struct ksym *)elem)->addr <= *(const uint64_t *)addr;
+}
+
 const char *kallsyms_name(const struct kallsyms *k, uint64_t addr, const char **mod)
 {
-	size_t lo = 0, hi = k->n;
+	/* The last symbol at or before addr: lo is the count of those. */
+	size_t lo = search_first(k->syms, k->n, sizeof(*k->syms), &addr, sym_starts_by);
 
-	/* The last symbol at or before addr: lo ends as the count of those. */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (k->syms[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (lo == 0)
 		return NULL;
 	*mod = k->names + k->syms[lo - 1].mod;

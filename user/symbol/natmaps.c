@@ -11,6 +11,7 @@
 #include "symbol/natmaps.h"
 #include "core/clock.h"
 #include "core/errors.h"
+#include "core/search.h"
 #include "proc/maps.h"
 
 static int add_path(struct natmaps *nm, const char *path, size_t *at)
@@ -113,21 +114,17 @@ int natmaps_read(struct natmaps *nm, pid_t pid)
 	return err;
 }
 
+static bool map_starts_by(const void *elem, const void *addr)
+{
+	return ((const struct natmap *)elem)->start <= *(const uint64_t *)addr;
+}
+
+/* Mappings are sorted and do not overlap: only the last starting at or before addr may hold it. */
 const struct natmap *natmaps_find(const struct natmaps *nm, uint64_t addr)
 {
-	size_t lo = 0, hi = nm->n;
+	size_t n = search_first(nm->m, nm->n, sizeof(*nm->m), &addr, map_starts_by);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (addr < nm->m[mid].start)
-			hi = mid;
-		else if (addr >= nm->m[mid].end)
-			lo = mid + 1;
-		else
-			return &nm->m[mid];
-	}
-	return NULL;
+	return n && addr < nm->m[n - 1].end ? &nm->m[n - 1] : NULL;
 }
 
 void natmaps_free(struct natmaps *nm)

@@ -22,6 +22,7 @@
 
 #include "symbol/natsym.h"
 #include "core/errors.h"
+#include "core/search.h"
 
 /* libstdc++'s demangler, the one C++ programs' own names follow (C ABI). */
 typedef char *demangle_fn(const char *mangled, char *buf, size_t *len, int *status);
@@ -397,18 +398,15 @@ static void read_ranges(struct natmod *m)
  * NULL with *none set when no range covers addr, NULL alone when only an
  * earlier range does (overlapping symbols: libdwfl decides).
  */
+static bool range_starts_by(const void *elem, const void *addr)
+{
+	return ((const struct symrange *)elem)->lo <= *(const uint64_t *)addr;
+}
+
 static struct symrange *range_of(struct natmod *m, uint64_t addr, bool *none)
 {
-	size_t lo = 0, hi = m->nranges;
+	size_t lo = search_first(m->ranges, m->nranges, sizeof(*m->ranges), &addr, range_starts_by);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (m->ranges[mid].lo <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	*none = lo == 0 || m->ranges[lo - 1].maxhi <= addr;
 	return !*none && addr < m->ranges[lo - 1].hi ? &m->ranges[lo - 1] : NULL;
 }

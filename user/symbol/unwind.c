@@ -22,6 +22,7 @@
 #include "symbol/unwind.h"
 #include "core/clock.h"
 #include "core/errors.h"
+#include "core/search.h"
 
 /* As native.c's maps: a module loaded since is unwound through within this. */
 #define REBUILD_NS 200000000ull
@@ -221,34 +222,43 @@ int unwind_stack(struct unwinder *u, const struct ustack_in *in, uint64_t *pcs, 
  */
 #define EH_HDR_TABLE_ENC 0x3b           /* DW_EH_PE_datarel | DW_EH_PE_sdata4 */
 #define EH_HDR_COUNT_ENC 0x03           /* DW_EH_PE_udata4 */
+#define EH_HDR_ENTRY 8                  /* a function's start, then its FDE's */
+
+struct table_key {
+	uint64_t hdr_vaddr, vaddr;
+};
+
+static bool entry_starts_by(const void *entry, const void *key)
+{
+	const struct table_key *k = key;
+	int32_t loc;
+
+	memcpy(&loc, entry, 4);
+	return k->hdr_vaddr + (int64_t)loc <= k->vaddr;
+}
 
 static bool table_span(const uint8_t *hdr, size_t size, uint64_t hdr_vaddr, uint64_t vaddr,
 		       uint64_t *start, uint64_t *end)
 {
-	uint32_t count, lo = 0, hi;
+	struct table_key key = { hdr_vaddr, vaddr };
+	uint32_t count;
+	size_t lo;
 	uint64_t from, to;
 	int32_t loc;
 
 	if (size < 12 || hdr[0] != 1 || hdr[2] != EH_HDR_COUNT_ENC || hdr[3] != EH_HDR_TABLE_ENC)
 		return false;
 	memcpy(&count, hdr + 8, 4);
-	if (count < 2 || (size - 12) / 8 < count)
+	if (count < 2 || (size - 12) / EH_HDR_ENTRY < count)
 		return false;
-	hi = count;
-	while (hi - lo > 1) {   /* the last entry whose start is at or below vaddr */
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		memcpy(&loc, hdr + 12 + (size_t)mid * 8, 4);
-		if (hdr_vaddr + (int64_t)loc <= vaddr)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	memcpy(&loc, hdr + 12 + (size_t)lo * 8, 4);
+	/* the last entry whose start is at or below vaddr (the first, to be refused, when none is) */
+	lo = search_first(hdr + 12, count, EH_HDR_ENTRY, &key, entry_starts_by);
+	lo = lo ? lo - 1 : 0;
+	memcpy(&loc, hdr + 12 + lo * EH_HDR_ENTRY, 4);
 	from = hdr_vaddr + (int64_t)loc;
 	if (lo + 1 == count || from > vaddr)
 		return false;
-	memcpy(&loc, hdr + 12 + (size_t)(lo + 1) * 8, 4);
+	memcpy(&loc, hdr + 12 + (lo + 1) * EH_HDR_ENTRY, 4);
 	to = hdr_vaddr + (int64_t)loc;
 	if (to <= vaddr)
 		return false;
