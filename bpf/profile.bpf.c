@@ -203,11 +203,10 @@ static __always_inline void stat_add(__u32 i, __u64 n)
  * not for cpu-clock events, whose hrtimer runs the program whatever it
  * costs: at a high rate the CPUs then do nothing else. So each CPU's
  * walks (samples and switch-out copies) get walk_budget_ns in every
- * BUDGET_WINDOW_NS, measured here; past it, work waits for the next
+ * PBP_BUDGET_WINDOW_NS, measured here; past it, work waits for the next
  * window and is counted. User space caps the interrupt rate itself.
  */
 const volatile __u64 walk_budget_ns = 0;   /* 0: no limit */
-#define BUDGET_WINDOW_NS 10000000ull
 
 struct cpu_budget {
 	__u64 start;
@@ -229,7 +228,7 @@ static __always_inline struct cpu_budget *budget_open(__u64 now)
 
 	if (!b)
 		return NULL;
-	if (now - b->start >= BUDGET_WINDOW_NS) {
+	if (now - b->start >= PBP_BUDGET_WINDOW_NS) {
 		b->start = now;
 		b->spent = 0;
 	}

@@ -21,6 +21,13 @@
 #define PBP_SPAN_MAX 256
 
 /*
+ * The window of the kernel's time budget for walks: in every window of this
+ * many ns, each CPU spends at most walk_budget_ns (which user space sets, a
+ * share of this) on walks; the rest waits for the next window.
+ */
+#define PBP_BUDGET_WINDOW_NS 10000000ull
+
+/*
  * The part of a CPython version's layout the kernel needs to walk a frame
  * chain. User space fills it from pyver.c (one copy per target process).
  */

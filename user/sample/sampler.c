@@ -341,7 +341,6 @@ static bool kernel_too_old(void)
 #define TURN_MAX_NS 250                 /* a slower clock read hides gaps: assume the worst */
 #define UNSEEN_IRQ_NS 50000             /* the worst seen, a small VM under load */
 #define DEFAULT_BUDGET_PCT 25           /* the kernel's default perf_cpu_time_max_percent */
-#define BUDGET_WINDOW_NS 10000000ull    /* the BPF side's; see budget_open() */
 
 static unsigned read_sysctl(const char *path, unsigned dflt)
 {
@@ -504,7 +503,7 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o)
 	}
 	s->skel->rodata->wake_bytes = bpf_map__max_entries(s->skel->maps.events) / 4;
 	s->skel->rodata->ns_inum = pidns_self_inum();
-	s->skel->rodata->walk_budget_ns = BUDGET_WINDOW_NS * s->lim.budget_pct / 200;
+	s->skel->rodata->walk_budget_ns = PBP_BUDGET_WINDOW_NS * s->lim.budget_pct / 200;
 	/* Switch-out copies of stacks: on average no more than one per thread per tick. */
 	if (o->sched)
 		s->skel->rodata->snap_gap_ns = s->period;
