@@ -52,8 +52,17 @@ $(BUILD)/vmlinux.h:
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
 
 # Program and callback signatures are the kernel's: unused parameters are allowed.
-$(BUILD)/%.bpf.o: bpf/%.bpf.c include/pybpfprof.h $(BUILD)/vmlinux.h
-	$(CLANG) -g -O2 $(WARN) -Wno-unused-parameter -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -I$(BUILD) -c $< -o $@
+# The headers it includes are the compiler's to list (-MMD -MP), as for user space;
+# vmlinux.h is named too, because it must be made before the first compile. An
+# object without its .d (a build from before) is made again, to get one; clang
+# writes the .d after the object, so the object is touched to stay the newer.
+$(BUILD)/%.bpf.o: bpf/%.bpf.c $(BUILD)/vmlinux.h $(BUILD)/%.bpf.d
+	$(CLANG) -g -O2 $(WARN) -Wno-unused-parameter -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -I$(BUILD) \
+		-MMD -MP -c $< -o $@
+	touch $@
+
+$(BUILD)/%.bpf.d: ;
+-include $(BPF_OBJS:.o=.d)
 
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
