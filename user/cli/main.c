@@ -211,8 +211,8 @@ static int convert_main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	err = profile_write(fmt, agg, &m, a.out);
 	agg_free(agg);
-	/* Out of memory while writing is a resource limit (12), not the file's fault (10). */
-	return !err ? EXIT_OK : err == -PBP_E_NOMEM ? EXIT_RESOURCES : EXIT_IO;
+	/* profile_write said what failed; its code maps as every command's (10 I/O, 12 memory) */
+	return exit_code_for(err);
 }
 
 int main(int argc, char **argv)
