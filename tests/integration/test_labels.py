@@ -20,13 +20,14 @@ import pytest
 
 from agent_run import Agent, http_get, interps
 from agent_receiver import free_port
-from conftest import PYBPFPROF
+from conftest import PYBPFPROF, TARGET_LIB
 from pprof_wire import Profile
 from profile import parse_collapsed
 
 # Half the time busy, until killed.
 SPIN_WORK = '''
-import json, os, sys, time
+import os, sys, time
+from pbp_target import give_threads_native_ids, write_json
 def spin_work():
     while True:
         t = time.monotonic() + 0.02
@@ -38,9 +39,7 @@ def spin_work():
 SPIN = SPIN_WORK + '''
 ready = os.environ.get("PBP_READY")
 if ready:
-    with open(ready + ".tmp", "w") as f:
-        json.dump({"pid": os.getpid(), "version": list(sys.version_info[:3])}, f)
-    os.replace(ready + ".tmp", ready)
+    write_json(ready, {"pid": os.getpid(), "version": list(sys.version_info[:3])})
 spin_work()
 '''
 
@@ -63,6 +62,12 @@ for k in kids:
 '''
 
 
+def write_script(path, text):
+    """A target script, with pbp_target.py (what it imports) beside it."""
+    path.write_text(text)
+    shutil.copy(TARGET_LIB, str(path.parent))
+
+
 def cmdline(pid):
     """/proc/PID/cmdline as the process label should read it: one line."""
     with open("/proc/%d/cmdline" % pid, "rb") as f:
@@ -75,7 +80,7 @@ def flagged(tmp_path_factory):
     interp = interps(1)[0]
     d = tmp_path_factory.mktemp("flagged")
     script = d / "spin.py"
-    script.write_text(SPIN)
+    write_script(script, SPIN)
     procs = [subprocess.Popen(interp.cmd(str(script), "--flag", x), stdin=subprocess.DEVNULL,
                               env=dict(os.environ, PBP_READY=str(d / x)), start_new_session=True)
              for x in "AB"]
@@ -136,7 +141,7 @@ def test_followed_children_read_their_command_lines(tmp_path):
     """Launch mode: the children a command starts are each their own root,
     named by their own command line."""
     interp = interps(1)[0]
-    (tmp_path / "spin.py").write_text(SPIN)
+    write_script(tmp_path / "spin.py", SPIN)
     (tmp_path / "parent.py").write_text(PARENT)
     out = tmp_path / "tree.txt"
     r = subprocess.run([PYBPFPROF, "-F", "99", "-o", str(out), "--"] +
@@ -242,12 +247,10 @@ def test_refused_with_ptrace_does_not_say_needs_root(flagged):
 
 BIDI = SPIN_WORK + '''
 import threading
+give_threads_native_ids()
 th = threading.Thread(target=spin_work, name="evil\\u2066x\\u202aq\\u202eeman", daemon=True)
 th.start()
-ready = os.environ["PBP_READY"]
-with open(ready + ".tmp", "w") as f:
-    json.dump({"pid": os.getpid(), "tid": th.native_id}, f)
-os.replace(ready + ".tmp", ready)
+write_json(os.environ["PBP_READY"], {"pid": os.getpid(), "tid": th.native_id})
 time.sleep(600)
 '''
 BIDI_CHARS = {chr(c) for c in list(range(0x202a, 0x202f)) + list(range(0x2066, 0x206a))}
@@ -257,10 +260,8 @@ def test_bidi_controls_escaped_on_the_terminal(start_target, tmp_path):
     """A thread name with U+2066, U+202A and U+202E is shown escaped, as
     controls are, by dump (text and JSON), a run's summary and top."""
     interp = interps(1)[0]
-    if interp.version[:2] < (3, 8):
-        pytest.skip("Thread.native_id is 3.8+")
     script = tmp_path / "bidi.py"
-    script.write_text(BIDI)
+    write_script(script, BIDI)
     proc, pid, ready = start_target(interp, str(script))
     shown = "evil\\u2066x\\u202aq\\u202eeman"
     runs = {"dump": ["dump", "-p", pid], "dump --json": ["dump", "-p", pid, "--json"],
