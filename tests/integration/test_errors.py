@@ -1,6 +1,8 @@
 """Errors are pybpfprof's own codes, never an errno read as one: top that
 runs out of memory says so and exits 12 (it used to exit 10, I/O, because
-the aggregate's "out of memory" code was the same number as EIO)."""
+the aggregate's "out of memory" code was the same number as EIO), and so
+does a recording whose profile cannot be written for want of memory (it
+mapped every failed write to 10)."""
 
 import resource
 import subprocess
@@ -46,6 +48,29 @@ def test_top_out_of_memory_exits_12(interp, start_target, tmp_path):
     assert code == EXIT_RESOURCES, (code, text)
     assert "out of memory" in text and "ulimit -v" in text, text
     assert len(text.strip().splitlines()) == 1, text
+
+
+@pytest.mark.skipif(SANITIZED, reason="ASan reserves terabytes of address space: no limit can be set")
+def test_record_out_of_memory_exits_12(interp, start_target, tmp_path):
+    proc, pid, ready = start_target(interp, "manycodes.py")
+    err = tmp_path / "record.err"
+    with open(str(err), "w") as e:
+        rec = subprocess.Popen([PYBPFPROF, "-p", str(pid), "-F", "999", "-d", "6", "-o", str(tmp_path / "p.html")],
+                               stdout=subprocess.DEVNULL, stderr=e, stdin=subprocess.DEVNULL)
+    try:
+        time.sleep(2.5)     # sampling has begun; then a limit just above what it has
+        assert rec.poll() is None, err.read_text()
+        limit = (vm_size_kib(rec.pid) + 256) * 1024
+        subprocess.run(["prlimit", "--pid", str(rec.pid), "--as=%d" % limit], check=True)
+        code = rec.wait(timeout=60)
+    finally:
+        if rec.poll() is None:
+            rec.kill()
+            rec.wait()
+    text = err.read_text()
+    assert code == EXIT_RESOURCES, (code, text)
+    assert "out of memory" in text, text
+    assert not (tmp_path / "p.html").exists(), "a partial profile was left"
 
 
 @pytest.mark.skipif(SANITIZED, reason="ASan reserves terabytes of address space: no limit can be set")

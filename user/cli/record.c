@@ -693,7 +693,8 @@ static int run(struct record *r, int *go_fd)
 	/* Process roots only when more than one process is in the profile, as without following. */
 	if (r->follow && r->npids < 2)
 		agg_drop_single_root(r->c.agg);
-	return loop_close_window(&r->loop, r->end_ns, true) ? EXIT_IO : 0;
+	code = loop_close_window(&r->loop, r->end_ns, true);
+	return code ? exit_code_for(code) : 0;
 }
 
 int run_alloc(struct record *r)

@@ -469,7 +469,7 @@ static int write_whole(struct top *t)
 	sources_free(&src);
 	if (err)
 		output_error(&r->out, r->outpath, err);
-	return err ? EXIT_IO : 0;
+	return err ? exit_code_for(err) : 0;
 }
 
 static int run(struct top *t, int *go_fd)
