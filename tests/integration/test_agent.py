@@ -11,6 +11,7 @@ import base64
 import collections
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -168,6 +169,59 @@ def test_whole_host_and_exclude_pid(start_target, tmp_path, agents):
 
 
 # --- 2: metrics, scraped by Prometheus -----------------------------------------------
+
+STAGES = ["discovery", "labels", "naming", "slices", "pprof", "gzip", "http", "other"]
+
+
+def stage_rows(port):
+    """{stage: seconds} of pybpfprof_agent_cpu_seconds_total, and /metrics' text."""
+    status, _, body = http_get(port, "/metrics")
+    assert status == 200, status
+    text = body.decode()
+    rows = {m.group(1): float(m.group(2)) for m in re.finditer(
+        r'^pybpfprof_agent_cpu_seconds_total\{stage="(\w+)"\} (\S+)$', text, re.M)}
+    return rows, text
+
+
+def own_cpu_s(pid):
+    """utime + stime of /proc/PID/stat, and one tick per field: they are whole ticks, cut."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / tick, 2.0 / tick
+
+
+def test_cpu_per_stage(start_target, tmp_path, agents):
+    """Where the agent's CPU goes: one pybpfprof_agent_cpu_seconds_total row
+    per stage (one HELP and TYPE for them all); after samples and a pull,
+    naming, pprof encoding and gzip have cost something, and the rows sum
+    to no more than the process's own CPU time (they count each second
+    once). One interpreter: the counters are the agent's, not a layout's."""
+    pid, _ = start_service(start_target, tmp_path, interps(1)[0], "delta_svc")
+    port = free_port()
+    agent = agents(tmp_path, "--listen", "127.0.0.1:%d" % port, "-F", "49", "-p", str(pid))
+    agent.wait_http(port)
+    deadline = time.monotonic() + 20
+    while metrics(port)["pybpfprof_samples_total"] < 20 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    status, _, path = pull(port, tmp_path, "seconds=5")
+    assert status == 200, (status, path)
+    rows, text = stage_rows(port)
+    cpu, slack = own_cpu_s(agent.proc.pid)
+    assert sorted(rows) == sorted(STAGES), text
+    assert text.count("# TYPE pybpfprof_agent_cpu_seconds_total counter") == 1, text
+    for stage in ("naming", "pprof", "gzip"):
+        assert rows[stage] > 0, (stage, rows)
+    assert sum(rows.values()) <= cpu + slack, (rows, sum(rows.values()), cpu)
+    later, _ = stage_rows(port)
+    assert all(later[s] >= rows[s] for s in STAGES), (rows, later)     # counters
+    # the longest pull is the history, max(60 s, 2 x --interval): past it, 400 saying so
+    status, _, body = http_get(port, "/debug/pprof/profile?seconds=61")
+    assert status == 400 and b"(1 to 60)" in body, (status, body)
+    assert http_get(port, "/debug/pprof/profile?seconds=60")[0] == 200
+    rc, _ = agent.stop()
+    assert rc == 0, agent.describe()
+
 
 def test_metrics_scraped_by_prometheus(start_target, tmp_path, agents):
     if not os.access(PROMETHEUS, os.X_OK):

@@ -6,6 +6,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -18,9 +19,13 @@ int metrics_format(const struct metric *rows, size_t n, char **body, size_t *len
 
 	if (!o)
 		return -PBP_E_NOMEM;
-	for (size_t i = 0; i < n; i++)
-		fprintf(o, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", rows[i].name, rows[i].help, rows[i].name,
-			rows[i].type, rows[i].name, rows[i].value);
+	for (size_t i = 0; i < n; i++) {
+		if (i == 0 || strcmp(rows[i].name, rows[i - 1].name) != 0)
+			fprintf(o, "# HELP %s %s\n# TYPE %s %s\n", rows[i].name, rows[i].help, rows[i].name,
+				rows[i].type);
+		fprintf(o, rows[i].labels ? "%s{%s} %.17g\n" : "%s%s %.17g\n", rows[i].name,
+			rows[i].labels ? rows[i].labels : "", rows[i].value);
+	}
 	if (fclose(o) != 0) {
 		free(*body);
 		*body = NULL;

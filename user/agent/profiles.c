@@ -12,6 +12,7 @@
 #include "agent/profiles.h"
 #include "aggregate/aggregate.h"
 #include "core/errors.h"
+#include "core/stagecpu.h"
 #include "output/writers.h"
 
 static bool keep(const struct proc_meta *m, uint32_t pid, void *ctx)
@@ -33,14 +34,18 @@ int profile_build(struct history *h, uint64_t since, uint64_t until, const struc
 
 	*body = NULL;
 	*len = 0;
+	stagecpu_enter(STAGE_SLICES);
 	if (!err)
 		err = history_merge(h, a, since, until, keep, (void *)f, got);
+	stagecpu_leave();
 	m.start_unix_ns = got->start_ns;
 	m.duration_ns = got->end_ns - got->start_ns;
 	if (!err && !(o = open_memstream(body, len)))
 		err = -PBP_E_NOMEM;
+	stagecpu_enter(STAGE_PPROF);        /* gzip, inside it, counts apart */
 	if (!err && pprof_write(a, &m, o))
 		err = -PBP_E_NOMEM;
+	stagecpu_leave();
 	if (o && fclose(o) && !err)
 		err = -PBP_E_NOMEM;
 	if (err) {

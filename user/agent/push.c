@@ -24,6 +24,7 @@
 #include "agent/push.h"
 #include "core/clock.h"
 #include "core/errors.h"
+#include "core/stagecpu.h"
 
 #define BACKOFF_MIN_NS 1000000000ull
 #define BACKOFF_MAX_NS 30000000000ull
@@ -345,6 +346,7 @@ static void *push_thread(void *arg)
 	char err[CURL_ERROR_SIZE];
 	struct reply r;
 
+	stagecpu_thread(STAGE_HTTP);       /* the whole thread is pushing */
 	pthread_mutex_lock(&p->lock);
 	while (wait_turn(p, retry_at)) {
 		struct item it = *at(p, 0);
@@ -361,6 +363,7 @@ static void *push_thread(void *arg)
 		p->sending = true;
 		pthread_mutex_unlock(&p->lock);
 		status = post(p, &it, timeout, err, sizeof(err), &r);
+		stagecpu_flush();
 		pthread_mutex_lock(&p->lock);
 		p->sending = false;
 		retry_at = settle(p, status, err, &r);

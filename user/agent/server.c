@@ -18,6 +18,7 @@
 #include "agent/secret.h"
 #include "agent/server.h"
 #include "core/errors.h"
+#include "core/stagecpu.h"
 
 /*
  * libmicrohttpd's limits are only the last resort here (clients.c sheds
@@ -175,6 +176,9 @@ static void connection_event(void *cls, struct MHD_Connection *c, void **socket_
 	struct server *s = cls;
 	const union MHD_ConnectionInfo *fd, *addr;
 
+	/* libmicrohttpd's one thread: all of it is serving, but for the stages a pull enters */
+	stagecpu_thread(STAGE_HTTP);
+	stagecpu_flush();
 	if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
 		clients_remove(s->clients, *socket_context);
 		*socket_context = NULL;
@@ -191,6 +195,7 @@ static void request_done(void *cls, struct MHD_Connection *c, void **req, enum M
 
 	(void)req, (void)why;
 	clients_answered(s->clients, client_of(c));
+	stagecpu_flush();       /* the answer was sent: its cost is counted before the next scrape */
 }
 
 static enum MHD_Result unauthorized(struct MHD_Connection *c)

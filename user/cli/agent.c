@@ -34,6 +34,7 @@
 #include "cli/runopts.h"
 #include "core/clock.h"
 #include "core/errors.h"
+#include "core/stagecpu.h"
 #include "pybpfprof.h"
 #include "sample/loop.h"
 #include "sample/sampler.h"
@@ -78,8 +79,8 @@ static const struct argp_option opts[] = {
 	{ NULL, 0, NULL, 0, "Agent:", 4 },
 	{ "interval", OPT_INTERVAL, "SECONDS", 0, "Push a window per service this often (default 15)", 4 },
 	{ "listen", OPT_LISTEN, "[ADDR:]PORT", 0,
-	  "Serve /debug/pprof/profile, /metrics and /healthz here (ADDR default 127.0.0.1; a pod IP "
-	  "or 0.0.0.0 must be asked for)", 4 },
+	  "Serve /debug/pprof/profile (?seconds= 1 to max(60, 2 x --interval)), /metrics and /healthz "
+	  "here (ADDR default 127.0.0.1; a pod IP or 0.0.0.0 must be asked for)", 4 },
 	{ "listen-token-file", OPT_LISTEN_TOKEN, "FILE", 0,
 	  "With --listen: every request but /healthz must carry the token in FILE as a bearer token "
 	  "(FILE re-read when it changes)", 4 },
@@ -352,7 +353,9 @@ static bool close_slice(void *ctx, struct timer *t, uint64_t now)
 {
 	struct agent *g = ctx;
 
+	stagecpu_enter(STAGE_SLICES);
 	loop_close_window(&g->r.loop, now, false);
+	stagecpu_leave();
 	t->next += t->period;
 	return true;
 }
@@ -462,48 +465,89 @@ static int serve_profile(void *ctx, const char *seconds, const char *service, co
 	return 200;
 }
 
+/* /metrics, one row each but the per-stage CPU family; rows[] in serve_metrics is sized by this. */
+enum {
+	M_SAMPLES, M_LOST, M_PROCESSES, M_WINDOWS, M_READS, M_HISTORY_BYTES, M_HISTORY_DROPPED, M_PUSHES,
+	M_PUSH_ERRORS, M_PUSH_REJECTED, M_PUSH_BYTES, M_PUSH_DROPPED, M_QUEUE_WINDOWS, M_QUEUE_BYTES, M_CPU,
+	M_RSS, M_HTTP_LATE, M_HTTP_SHED, M__COUNT
+};
+
+static const struct metric metric_rows[] = {
+	[M_SAMPLES] = { "pybpfprof_samples_total", "counter", "Samples taken into profiles.", 0, NULL },
+	[M_LOST] = { "pybpfprof_lost_samples_total", "counter", "Samples the kernel could not hand over.", 0, NULL },
+	[M_PROCESSES] = { "pybpfprof_processes", "gauge", "Python processes being profiled.", 0, NULL },
+	[M_WINDOWS] = { "pybpfprof_windows_total", "counter", "Push windows closed.", 0, NULL },
+	[M_READS] = { "pybpfprof_process_reads_total", "counter",
+		      "Reads of the profiled processes' memory (an idle process has none after it is found).", 0,
+		      NULL },
+	[M_HISTORY_BYTES] = { "pybpfprof_history_bytes", "gauge", "Bytes the history of slices holds.", 0, NULL },
+	[M_HISTORY_DROPPED] = { "pybpfprof_history_slices_dropped_total", "counter",
+				"Slices dropped early to stay within --max-memory.", 0, NULL },
+	[M_PUSHES] = { "pybpfprof_pushes_total", "counter", "Profiles the push server accepted.", 0, NULL },
+	[M_PUSH_ERRORS] = { "pybpfprof_push_errors_total", "counter", "Push attempts that failed (retried or not).",
+			    0, NULL },
+	[M_PUSH_REJECTED] = { "pybpfprof_push_rejected_total", "counter", "Profiles the push server refused for good.",
+			      0, NULL },
+	[M_PUSH_BYTES] = { "pybpfprof_push_bytes_total", "counter", "Bytes of profiles pushed.", 0, NULL },
+	[M_PUSH_DROPPED] = { "pybpfprof_push_dropped_windows_total", "counter",
+			     "Profiles dropped unsent (queue full, or over an hour old).", 0, NULL },
+	[M_QUEUE_WINDOWS] = { "pybpfprof_queue_windows", "gauge", "Profiles waiting to be pushed.", 0, NULL },
+	[M_QUEUE_BYTES] = { "pybpfprof_queue_bytes", "gauge", "Bytes of profiles waiting to be pushed.", 0, NULL },
+	[M_CPU] = { "process_cpu_seconds_total", "counter", "CPU time of the agent.", 0, NULL },
+	[M_RSS] = { "process_resident_memory_bytes", "gauge", "Resident memory of the agent.", 0, NULL },
+	[M_HTTP_LATE] = { "pybpfprof_http_late_closed_total", "counter",
+			  "Connections closed for not sending their request head within 5 s.", 0, NULL },
+	[M_HTTP_SHED] = { "pybpfprof_http_shed_total", "counter",
+			  "Connections waiting for their head closed to make room for others.", 0, NULL },
+};
+_Static_assert(sizeof(metric_rows) / sizeof(metric_rows[0]) == M__COUNT, "a metric without its row");
+
+/* 'stage="naming"' for each stage, made once: the rows point at them. */
+static char stage_labels[STAGE__COUNT][32];
+
 static int serve_metrics(void *ctx, char **body, size_t *len)
 {
 	struct agent *g = ctx;
 	struct history_stats hs;
 	struct push_stats ps = { 0 };
-	struct metric rows[20];
-	uint64_t late = 0, shed = 0;
+	struct metric rows[M__COUNT + STAGE__COUNT];
+	uint64_t late = 0, shed = 0, stage_ns[STAGE__COUNT];
 	size_t n = 0;
 
 	history_stats(g->hist, &hs);
 	if (g->pusher)
 		push_stats(g->pusher, &ps);
+	stagecpu_flush();       /* this thread's time up to now, this scrape included */
+	stagecpu_read(stage_ns);
+#define ROW(m, v) (rows[n] = metric_rows[m], rows[n++].value = (double)(v))
 	pthread_mutex_lock(&g->lock);
-#define ROW(name, type, help, v) rows[n++] = (struct metric){ name, type, help, (double)(v) }
-	ROW("pybpfprof_samples_total", "counter", "Samples taken into profiles.", g->samples);
-	ROW("pybpfprof_lost_samples_total", "counter", "Samples the kernel could not hand over.", g->lost);
-	ROW("pybpfprof_processes", "gauge", "Python processes being profiled.", g->processes);
-	ROW("pybpfprof_windows_total", "counter", "Push windows closed.", g->windows);
-	ROW("pybpfprof_process_reads_total", "counter",
-	    "Reads of the profiled processes' memory (an idle process has none after it is found).", g->reads);
+	ROW(M_SAMPLES, g->samples);
+	ROW(M_LOST, g->lost);
+	ROW(M_PROCESSES, g->processes);
+	ROW(M_WINDOWS, g->windows);
+	ROW(M_READS, g->reads);
 	pthread_mutex_unlock(&g->lock);
-	ROW("pybpfprof_history_bytes", "gauge", "Bytes the history of slices holds.", hs.bytes);
-	ROW("pybpfprof_history_slices_dropped_total", "counter",
-	    "Slices dropped early to stay within --max-memory.", hs.dropped);
-	ROW("pybpfprof_pushes_total", "counter", "Profiles the push server accepted.", ps.pushes);
-	ROW("pybpfprof_push_errors_total", "counter", "Push attempts that failed (retried or not).", ps.errors);
-	ROW("pybpfprof_push_rejected_total", "counter", "Profiles the push server refused for good.", ps.rejected);
-	ROW("pybpfprof_push_bytes_total", "counter", "Bytes of profiles pushed.", ps.bytes);
-	ROW("pybpfprof_push_dropped_windows_total", "counter",
-	    "Profiles dropped unsent (queue full, or over an hour old).", ps.dropped);
-	ROW("pybpfprof_queue_windows", "gauge", "Profiles waiting to be pushed.", ps.queued);
-	ROW("pybpfprof_queue_bytes", "gauge", "Bytes of profiles waiting to be pushed.", ps.queued_bytes);
-	ROW("process_cpu_seconds_total", "counter", "CPU time of the agent.", metrics_cpu_seconds());
-	ROW("process_resident_memory_bytes", "gauge", "Resident memory of the agent.", metrics_rss_bytes());
+	ROW(M_HISTORY_BYTES, hs.bytes);
+	ROW(M_HISTORY_DROPPED, hs.dropped);
+	ROW(M_PUSHES, ps.pushes);
+	ROW(M_PUSH_ERRORS, ps.errors);
+	ROW(M_PUSH_REJECTED, ps.rejected);
+	ROW(M_PUSH_BYTES, ps.bytes);
+	ROW(M_PUSH_DROPPED, ps.dropped);
+	ROW(M_QUEUE_WINDOWS, ps.queued);
+	ROW(M_QUEUE_BYTES, ps.queued_bytes);
+	ROW(M_CPU, metrics_cpu_seconds());
+	ROW(M_RSS, metrics_rss_bytes());
 	if (g->srv) {
 		server_stats(g->srv, &late, &shed);
-		ROW("pybpfprof_http_late_closed_total", "counter",
-		    "Connections closed for not sending their request head within 5 s.", late);
-		ROW("pybpfprof_http_shed_total", "counter",
-		    "Connections waiting for their head closed to make room for others.", shed);
+		ROW(M_HTTP_LATE, late);
+		ROW(M_HTTP_SHED, shed);
 	}
 #undef ROW
+	for (int i = 0; i < STAGE__COUNT; i++)
+		rows[n++] = (struct metric){ "pybpfprof_agent_cpu_seconds_total", "counter",
+					     "CPU time of the agent by stage (its threads' clocks, read around each "
+					     "stage run).", (double)stage_ns[i] / 1e9, stage_labels[i] };
 	return metrics_format(rows, n, body, len);
 }
 
@@ -557,6 +601,9 @@ static int agent_start(struct agent *g)
 	int err;
 
 	g->push.sample_rate = g->r.c.o.hz;
+	for (int i = 0; i < STAGE__COUNT; i++)
+		snprintf(stage_labels[i], sizeof(stage_labels[i]), "stage=\"%s\"", stagecpu_name((enum stage)i));
+	stagecpu_enable();      /* before the threads start: each says what it is */
 	if (g->push.url && (err = push_start(&g->push, &g->pusher)) != 0)
 		return report_error(NULL, err);
 	if (g->listen && (err = server_start(&g->listen_sa, &ops, &g->serve, &g->srv, &what)) != 0)

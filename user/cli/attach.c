@@ -19,6 +19,7 @@
 #include "cli/run.h"
 #include "core/clock.h"
 #include "core/errors.h"
+#include "core/stagecpu.h"
 #include "core/text.h"
 #include "cpython/process.h"
 #include "proc/cgroup.h"
@@ -79,6 +80,7 @@ void run_label_target(struct record *r, struct target *t)
 
 	struct proc_meta m = { .pid = (uint32_t)t->pid, .ns_pid = t->p->tids ? (uint32_t)t->p->ns_pid : 0 };
 
+	stagecpu_enter(STAGE_LABELS);
 	memset(&cg, 0, sizeof(cg));
 	cgroup_read(t->pid, &cg);
 	m.label[PL_PYTHON_VERSION] = t->p->version;
@@ -100,6 +102,7 @@ void run_label_target(struct record *r, struct target *t)
 		utf8_scrub(label);      /* a command line is any bytes; profiles are UTF-8 */
 	}
 	target_set_labels(&r->c, t, &m, root ? label : NULL);
+	stagecpu_leave();
 }
 
 int run_start_target(struct record *r, struct target *t)
@@ -383,10 +386,12 @@ void run_discover(struct record *r)
 	pid_t *pids = malloc(sizeof(*pids) * MAX_DISCOVER);
 	size_t n = 0;
 
+	stagecpu_enter(STAGE_DISCOVERY);
 	if (pids && discover_pythons(pids, MAX_DISCOVER, &n) >= 0)   /* 1: more than fit */
 		for (size_t i = 0; i < n; i++)
 			consider(r, pids[i]);
 	free(pids);
+	stagecpu_leave();
 	r->trim_due = true;     /* what opening them took (ELF reads, scratch) is given back */
 }
 
@@ -395,6 +400,7 @@ bool run_pending(void *ctx, struct timer *t, uint64_t now)
 	struct record *r = ctx;
 
 	(void)t;
+	stagecpu_enter(STAGE_DISCOVERY);
 	for (int i = 0; i < r->npending;) {
 		struct pending p = r->pending[i];
 
@@ -413,6 +419,7 @@ bool run_pending(void *ctx, struct timer *t, uint64_t now)
 			exec_done(r, p.pid, -PBP_E_NOTPY, NULL);
 		}
 	}
+	stagecpu_leave();
 	return true;
 }
 
@@ -480,8 +487,10 @@ void run_on_proc_event(void *ctx, uint32_t kind, pid_t pid, pid_t parent)
 {
 	struct record *r = ctx;
 	struct target *t;
-	struct proc_note *fn = r->follow ? follow_note_of(r, pid) : NULL;
+	struct proc_note *fn;
 
+	stagecpu_enter(STAGE_DISCOVERY);
+	fn = r->follow ? follow_note_of(r, pid) : NULL;
 	if (fn && kind == PBP_EV_EXEC)
 		proc_thread_comm(pid, pid, fn->comm, sizeof(fn->comm));
 	if (kind == PBP_EV_FORK && r->follow) {
@@ -517,4 +526,5 @@ void run_on_proc_event(void *ctx, uint32_t kind, pid_t pid, pid_t parent)
 			t->rescan_soon = now + NEW_THREAD_SOON_NS;
 		t->rescan_later = now + NEW_THREAD_LATER_NS;
 	}
+	stagecpu_leave();
 }

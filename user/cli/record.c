@@ -36,6 +36,7 @@
 #include "cli/runopts.h"
 #include "core/clock.h"
 #include "core/errors.h"
+#include "core/stagecpu.h"
 #include "cpython/process.h"
 #include "output/formats.h"
 #include "output/output.h"
@@ -310,20 +311,22 @@ static void trim_heap(struct record *r, uint64_t now)
 static bool check_alive(void *ctx, struct timer *t, uint64_t now)
 {
 	struct record *r = ctx;
-	bool look = !r->all || now >= r->next_alive_look;
+	bool look = !r->all || now >= r->next_alive_look, go;
 
 	(void)t;
+	stagecpu_enter(STAGE_DISCOVERY);
 	if (look)
 		r->next_alive_look = now + (r->all ? ALIVE_HOST_EVERY_NS : ALIVE_EVERY_NS);
 	if (r->follow) {
 		any_alive(r, look);
-		return follow_roots_alive(r) && !r->launch_err;
+		go = follow_roots_alive(r) && !r->launch_err;
+	} else {
+		go = any_alive(r, look) || r->all;
+		if (go)
+			trim_heap(r, now);
 	}
-	if (any_alive(r, look) || r->all) {
-		trim_heap(r, now);
-		return true;
-	}
-	return false;
+	stagecpu_leave();
+	return go;
 }
 
 /* --subprocesses: a command that is not Python and started nothing is given up on. */
@@ -360,6 +363,7 @@ static bool rescan_due(void *ctx, struct timer *t, uint64_t now)
 	bool all = now >= r->next_rescan;
 
 	(void)t;
+	stagecpu_enter(STAGE_DISCOVERY);
 	for (int i = 0; i < r->ntargets; i++) {
 		struct target *tg = &r->targets[i];
 		bool due = all && tg->counted != tg->counted_rescan;
@@ -379,6 +383,7 @@ static bool rescan_due(void *ctx, struct timer *t, uint64_t now)
 	}
 	if (all)
 		r->next_rescan = now + (r->c.o.names_late ? RESCAN_HOST_EVERY_NS : RESCAN_EVERY_NS);
+	stagecpu_leave();
 	return true;
 }
 
@@ -432,10 +437,13 @@ static void wait_samples(void *ctx, uint64_t ns)
 {
 	struct record *r = ctx;
 
+	/* a sleep costs no CPU: what this takes is the batch's samples, taken in and named */
+	stagecpu_enter(STAGE_NAMING);
 	if (ns)
 		sampler_wait(r->c.smp, ns);
 	else
 		sampler_drain(r->c.smp);
+	stagecpu_leave();
 }
 
 /*
@@ -475,6 +483,7 @@ void run_loop(struct record *r)
 	r->loop.ctx = r;
 	r->loop.stop = &stop_signal;
 	add_timers(r, tty);
+	stagecpu_thread(STAGE_OTHER);
 	loop_run(&r->loop);
 	/* Samples still in the ring buffer belong to the run. */
 	while (sampler_drain(r->c.smp) > 0)

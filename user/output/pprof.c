@@ -25,6 +25,7 @@
 #include "aggregate/aggregate.h"
 #include "aggregate/aggnat.h"
 #include "core/errors.h"
+#include "core/stagecpu.h"
 #include "aggregate/status.h"
 #include "output/top.h"
 #include "output/writers.h"
@@ -457,7 +458,9 @@ int pprof_write(const struct agg *a, const struct profile_meta *m, FILE *o)
 	if (!buf)
 		goto out;
 	perftools__profiles__profile__pack(&p, buf);
+	stagecpu_enter(STAGE_GZIP);
 	err = gzip_write(buf, len, o);
+	stagecpu_leave();
 out:
 	free(buf);
 	builder_free(&b);
