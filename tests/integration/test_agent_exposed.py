@@ -408,6 +408,38 @@ def test_push_answer_not_in_log(start_target, tmp_path, agents):
         assert len(value) < 128 * 4 + 8 and len(line) < 1000, line
 
 
+def test_push_failures_say_why(start_target, tmp_path, agents):
+    """A failed push is one line in our words, cause="...", libcurl's own
+    wording at most after it as detail: a port nobody listens on is
+    "connection refused" (libcurl says "Couldn't connect to server"), a 500
+    and a 400 say their status. Three agents side by side, one target."""
+    pid, _ = start_service(start_target, tmp_path, interps(1)[0], "failing_svc")
+    failing, refusing = Answering((500, b"down\n")), Answering((400, b"bad name\n"))
+    cases = {"http://127.0.0.1:%d" % free_port(): ('msg="push failed, will retry" cause="connection refused" ',
+                                                    "status=0"),
+             failing.url: ('msg="push failed, will retry" cause="HTTP status 500" ', "status=500"),
+             refusing.url: ('cause="HTTP status 400" ', "status=400")}
+    try:
+        started = {url: agents(tmp_path, "--push", url, "--interval", "1", "-p", str(pid))
+                   for url in cases}
+        for url, (said, status) in cases.items():
+            a = started[url]
+            assert wait_for(lambda: said in a.log(), 20), (url, a.describe())
+            [line] = [l for l in a.log().splitlines() if said in l][:1]
+            assert status in line and "Couldn't" not in line.split(" detail=")[0], line
+            if status == "status=0":
+                assert re.search(r' detail="[^"]*127\.0\.0\.1', line), line    # libcurl's, after ours
+            else:
+                assert ' body="' in line and ' detail="' not in line, line
+    finally:
+        failing.stop()
+        refusing.stop()
+    for a in started.values():      # together: each may spend its 3 s on a last push
+        a.proc.terminate()
+    for a in started.values():
+        assert a.proc.wait(10) == 0, a.describe()
+
+
 def test_sigterm_during_hung_push(start_target, tmp_path, agents):
     """The ingest takes the request and never answers: SIGTERM must still
     end the agent within 5 s (it took 10, the request's own timeout)."""

@@ -220,13 +220,58 @@ static int check_deadline(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_
 	return late;    /* non-zero: libcurl aborts (CURLE_ABORTED_BY_CALLBACK) */
 }
 
-/* One POST: the HTTP status, or 0 when no answer came (connection refused, timeout). */
+/*
+ * Why a push failed, in our words: libcurl's own (its error buffer) go
+ * after it as detail, as they name the host and port but word the cause
+ * by its code ("Couldn't connect to server" for a refusal).
+ */
+static const struct {
+	CURLcode rc;
+	const char *cause;
+} causes[] = {
+	{ CURLE_COULDNT_RESOLVE_HOST, "host name not found" },
+	{ CURLE_OPERATION_TIMEDOUT, "timed out" },
+	{ CURLE_ABORTED_BY_CALLBACK, "cut at shutdown" },
+	{ CURLE_SSL_CONNECT_ERROR, "TLS failed" },
+	{ CURLE_PEER_FAILED_VERIFICATION, "TLS failed" },
+	{ CURLE_SSL_CERTPROBLEM, "TLS failed" },
+	{ CURLE_SSL_CIPHER, "TLS failed" },
+	{ CURLE_SSL_CACERT_BADFILE, "TLS failed" },
+	{ CURLE_SSL_ISSUER_ERROR, "TLS failed" },
+	{ CURLE_SSL_PINNEDPUBKEYNOTMATCH, "TLS failed" },
+	{ CURLE_SSL_INVALIDCERTSTATUS, "TLS failed" },
+	{ CURLE_GOT_NOTHING, "connection lost before an answer" },
+	{ CURLE_RECV_ERROR, "connection lost before an answer" },
+	{ CURLE_SEND_ERROR, "connection lost before an answer" },
+	{ CURLE_PARTIAL_FILE, "connection lost before an answer" },
+	{ CURLE_OUT_OF_MEMORY, "out of memory" },
+};
+
+static const char *failure_cause(CURLcode rc, long os_errno, long status, char *out, size_t len)
+{
+	const char *cause = curl_easy_strerror(rc);
+
+	if (rc == CURLE_OK || rc == CURLE_WRITE_ERROR) {  /* an answer, maybe cut after its start (keep_reply) */
+		snprintf(out, len, "HTTP status %ld", status);
+		return out;
+	}
+	if (rc == CURLE_COULDNT_CONNECT)
+		cause = os_errno == ECONNREFUSED ? "connection refused" : os_errno ? strerror((int)os_errno)
+			: "cannot connect";
+	for (size_t i = 0; i < sizeof(causes) / sizeof(causes[0]); i++)
+		if (causes[i].rc == rc)
+			cause = causes[i].cause;
+	snprintf(out, len, "%s", cause);
+	return out;
+}
+
+/* One POST: the HTTP status, or 0 when no answer came; *cause says why it failed, if it did. */
 static long post(struct pusher *p, const struct item *it, long timeout_ms, char *err, size_t errlen,
-		 struct reply *r)
+		 struct reply *r, char *cause, size_t causelen)
 {
 	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/octet-stream");
 	char tenant[512], *url = ingest_url(p, it);
-	long status = 0;
+	long status = 0, os_errno = 0;
 	CURLcode rc;
 
 	if (p->o.tenant) {
@@ -261,6 +306,10 @@ static long post(struct pusher *p, const struct item *it, long timeout_ms, char 
 		curl_easy_getinfo(p->curl, CURLINFO_RESPONSE_CODE, &status);
 	else if (!err[0])
 		snprintf(err, errlen, "%s", curl_easy_strerror(rc));
+	if (rc == CURLE_WRITE_ERROR && !r->cut)
+		rc = CURLE_RECV_ERROR;  /* not ours: the write callback takes every byte it keeps */
+	curl_easy_getinfo(p->curl, CURLINFO_OS_ERRNO, &os_errno);
+	failure_cause(rc, os_errno, status, cause, causelen);
 	curl_slist_free_all(h);
 	free(url);
 	return status;
@@ -281,7 +330,7 @@ static uint64_t next_backoff(struct pusher *p)
 }
 
 /* The head was sent with this outcome (lock held): pop it, or keep it and say when to retry. */
-static uint64_t settle(struct pusher *p, long status, const char *err, const struct reply *r)
+static uint64_t settle(struct pusher *p, long status, const char *cause, const char *err, const struct reply *r)
 {
 	struct item *it = at(p, 0);
 	uint64_t now = mono_ns(), wait = 0;
@@ -296,8 +345,9 @@ static uint64_t settle(struct pusher *p, long status, const char *err, const str
 	} else if (retryable(status)) {
 		p->st.errors++;
 		wait = next_backoff(p);
-		alog(LOG_WARN, "push failed, will retry", "name=%s status=%ld error=%s retry_in_ms=%llu body=%s",
-		     it->name, status, err[0] ? err : "-", (unsigned long long)(wait / 1000000), body);
+		alog(LOG_WARN, "push failed, will retry",
+		     "cause=%s name=%s status=%ld retry_in_ms=%llu body=%s detail=%s", cause, it->name, status,
+		     (unsigned long long)(wait / 1000000), body, status ? "-" : err[0] ? err : "-");
 		return now + wait;
 	} else {
 		p->st.errors++;
@@ -305,7 +355,7 @@ static uint64_t settle(struct pusher *p, long status, const char *err, const str
 		if (!p->last_refused_log || now - p->last_refused_log >= REFUSED_LOG_EVERY_NS) {
 			p->last_refused_log = now;
 			alog(LOG_ERROR, "push refused, window dropped (said once a minute)",
-			     "name=%s status=%ld rejected_total=%llu body=%s", it->name, status,
+			     "cause=%s name=%s status=%ld rejected_total=%llu body=%s", cause, it->name, status,
 			     (unsigned long long)p->st.rejected, body);
 		}
 	}
@@ -343,7 +393,7 @@ static void *push_thread(void *arg)
 {
 	struct pusher *p = arg;
 	uint64_t retry_at = 0;
-	char err[CURL_ERROR_SIZE];
+	char err[CURL_ERROR_SIZE], cause[64];
 	struct reply r;
 
 	stagecpu_thread(STAGE_HTTP);       /* the whole thread is pushing */
@@ -362,11 +412,11 @@ static void *push_thread(void *arg)
 			timeout = (long)((p->deadline_ns - mono_ns()) / 1000000) + 1;
 		p->sending = true;
 		pthread_mutex_unlock(&p->lock);
-		status = post(p, &it, timeout, err, sizeof(err), &r);
+		status = post(p, &it, timeout, err, sizeof(err), &r, cause, sizeof(cause));
 		stagecpu_flush();
 		pthread_mutex_lock(&p->lock);
 		p->sending = false;
-		retry_at = settle(p, status, err, &r);
+		retry_at = settle(p, status, cause, err, &r);
 	}
 	pthread_mutex_unlock(&p->lock);
 	return NULL;
