@@ -648,6 +648,48 @@ time.sleep(3600)
 IDLE_WATCH = 35     # past the periodic thread-list read (30 s), some 35 windows
 
 
+def test_execs_cost_no_comm_read(tmp_path):
+    """Every exec on a node comes to the agent; without --comm its filter
+    needs no command name, so /proc/PID/task/PID/comm of the exec'd
+    processes is never opened (it was, once each). --container with a
+    prefix nothing has keeps it off the machine's other Python processes.
+    Under strace: the opens are what is counted, not CPU."""
+    strace = shutil.which("strace")
+    if not strace:
+        pytest.skip("strace not installed (Debian: strace)")
+    port, log = free_port(), str(tmp_path / "strace.log")
+    tracer = subprocess.Popen([strace, "-f", "-qq", "-e", "trace=openat", "-o", log, PYBPFPROF, "agent",
+                               "--listen", "127.0.0.1:%d" % port, "--container", "pbp-no-such-id",
+                               "--log-level", "warn"], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if http_get(port, "/healthz", timeout=2)[0] == 200:
+                    break
+            except OSError:
+                time.sleep(0.2)
+        sleepers = [subprocess.Popen(["sleep", "0.5"]) for _ in range(10)]
+        for q in sleepers:
+            q.wait()
+        time.sleep(1)       # their checks are due 20 ms after each exec
+        with open("/proc/%d/task/%d/children" % (tracer.pid, tracer.pid)) as f:
+            agent_pid = int(f.read().split()[0])
+        os.kill(agent_pid, 15)
+        assert tracer.wait(20) == 0
+    finally:
+        if tracer.poll() is None:
+            tracer.kill()
+            tracer.wait()
+    with open(log) as f:
+        text = f.read()
+    comm = [q.pid for q in sleepers if "/proc/%d/task/%d/comm" % (q.pid, q.pid) in text]
+    assert comm == [], ("command names read for", comm)
+    maps = [q.pid for q in sleepers if "/proc/%d/" % q.pid in text]
+    assert maps, "the exec'd processes were not looked at: the test proves nothing"
+
+
 def test_idle_processes_read_nothing(start_target, tmp_path, agents):
     """Idle processes (3 sleeping threads each) are read when found and
     then never again: over IDLE_WATCH seconds of windows, periodic list

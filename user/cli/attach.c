@@ -186,14 +186,16 @@ static bool wanted(struct record *r, pid_t pid)
 		.nonly = (size_t)r->npids,
 	};
 	struct cgroup_info cg;
-	char comm[32];
+	char comm[32] = "";
 
 	if (pid == getpid())
 		return false;
 	memset(&cg, 0, sizeof(cg));
 	if ((r->cgroup || r->container) && cgroup_read(pid, &cg) != 0)
 		return false;
-	proc_thread_comm(pid, pid, comm, sizeof(comm));
+	/* only for --comm: every exec and fork on a node comes here, and /proc is an open, a read, a close */
+	if (r->comm_re)
+		proc_thread_comm(pid, pid, comm, sizeof(comm));
 	return proc_filter_match(&f, pid, comm, &cg);
 }
 
@@ -487,10 +489,13 @@ void run_on_proc_event(void *ctx, uint32_t kind, pid_t pid, pid_t parent)
 {
 	struct record *r = ctx;
 	struct target *t;
-	struct proc_note *fn;
+	struct proc_note *fn = r->follow ? follow_note_of(r, pid) : NULL;
 
-	stagecpu_enter(STAGE_DISCOVERY);
-	fn = r->follow ? follow_note_of(r, pid) : NULL;
+	/*
+	 * Counted in naming, with the samples taken in beside it: most events
+	 * only queue a pid, and a node's churn sends many; what they lead to
+	 * (run_pending) is discovery.
+	 */
 	if (fn && kind == PBP_EV_EXEC)
 		proc_thread_comm(pid, pid, fn->comm, sizeof(fn->comm));
 	if (kind == PBP_EV_FORK && r->follow) {
@@ -526,5 +531,4 @@ void run_on_proc_event(void *ctx, uint32_t kind, pid_t pid, pid_t parent)
 			t->rescan_soon = now + NEW_THREAD_SOON_NS;
 		t->rescan_later = now + NEW_THREAD_LATER_NS;
 	}
-	stagecpu_leave();
 }

@@ -15,7 +15,7 @@
 enum stage {
 	STAGE_DISCOVERY,        /* finding processes and threads, opening them, seeing them go */
 	STAGE_LABELS,           /* cgroup, command line, service and Kubernetes names */
-	STAGE_NAMING,           /* taking samples from the kernel and naming their frames */
+	STAGE_NAMING,           /* taking samples and process events from the kernel, naming frames */
 	STAGE_SLICES,           /* closing a window, merging slices for a profile */
 	STAGE_PPROF,            /* encoding pprof's protobuf */
 	STAGE_GZIP,
