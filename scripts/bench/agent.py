@@ -12,7 +12,10 @@ on a node, with processes of every pyenv version 3.6-3.13 side by side.
   busy    agent_busy_procs processes, a third spinning, a third asleep, a
           third starting a thread ten times a second, pushed every 15 s to
           a receiver on 127.0.0.1 and pulled every 30 s: CPU share, and CPU
-          per sample delivered (start-up excluded)
+          per sample delivered (start-up excluded), and of it each stage's
+          (pybpfprof_agent_cpu_seconds_total{stage=...}, the agent's own
+          thread-clock counters: discovery, labels, naming, slices, pprof,
+          gzip, http, other)
 
 The agent's CPU is its own (utime + stime of /proc/PID/stat) between two
 instants, so the load of a shared machine shows as spread, not as cost; the
@@ -48,14 +51,22 @@ def _rss_mb(pid):
     return None
 
 
+STAGES = ["discovery", "labels", "naming", "slices", "pprof", "gzip", "http", "other"]
+
+
 def _metrics():
+    """{name: value}; a labelled row as name{labels} (the stages' CPU)."""
     out = {}
     with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % PORT, timeout=10) as r:
         for line in r.read().decode().splitlines():
             if line and not line.startswith("#"):
-                name, value = line.split()[:2]
+                name, value = line.rsplit(None, 1)
                 out[name] = float(value)
     return out
+
+
+def _stage_s(m, stage):
+    return m.get('pybpfprof_agent_cpu_seconds_total{stage="%s"}' % stage, 0.0)
 
 
 class _Sink(object):
@@ -142,7 +153,8 @@ def agent(bench):
         log("agent: not measured on %s" % ", ".join(n for n, _ in missing))
     for it in its:
         it.setup("agent-" + it.name)
-    figs = {k: [] for k in ("base", "alone", "idle", "idle_rss", "idle_reads", "gone_rss", "busy", "busy_us", "busy_marg_us")}
+    figs = {k: [] for k in ("base", "alone", "idle", "idle_rss", "idle_reads", "gone_rss", "busy", "busy_us", "busy_marg_us")
+            + tuple("stage_" + st for st in STAGES)}
     load = []
     try:
         for rep in range(cfg["agent_reps"]):
@@ -189,6 +201,10 @@ def agent(bench):
                 # What the samples cost over what the node's churn costs the agent alone
                 alone = figs["alone"][-1] / 100 * cfg["agent_busy_s"]
                 figs["busy_marg_us"].append((cpu - alone) / samples * 1e6 if samples else None)
+                # Where it went, per sample delivered: the agent's own per-stage counters
+                for st in STAGES:
+                    figs["stage_" + st].append((_stage_s(m1, st) - _stage_s(m0, st)) / samples * 1e6
+                                               if samples else None)
                 for q in procs:
                     kill(q)
             finally:
@@ -216,7 +232,9 @@ def agent(bench):
         Figure("agent_busy_marg_us", "... per sample, over what the agent alone took", "µs",
                figs["busy_marg_us"], "%.1f"),
     ]
-    bench.agent_figs = out
-    bench.agent_row = "| %s | %d | %s | load %s |" % (
+    stages = [Figure("agent_stage_" + st, "... of it in %s" % st, "µs", figs["stage_" + st], "%.2f")
+              for st in STAGES]
+    bench.agent_figs = out + stages
+    bench.agent_row = "| %s | %d | %s | %s | load %s |" % (
         time.strftime("%Y-%m-%d", time.gmtime()), len(its), " | ".join(f.cell() for f in out),
-        "/".join("%.1f" % x for x in load))
+        "/".join(f.cell() for f in stages), "/".join("%.1f" % x for x in load))

@@ -135,22 +135,28 @@ def machine(interps):
     ]
 
 
+AGENT_HEAD_START = "| date | versions | alone RSS MB | alone CPU % |"
 AGENT_HEAD = ("| date | versions | alone RSS MB | alone CPU % | idle CPU % | idle reads | idle KB/process | "
-              "RSS after exit % | busy CPU % | busy µs/sample | over alone µs/sample | load |")
+              "RSS after exit % | busy CPU % | busy µs/sample | over alone µs/sample | "
+              "µs/sample by stage: discovery/labels/naming/slices/pprof/gzip/http/other | load |")
+AGENT_COLS = AGENT_HEAD.count("|") - 1
 
 
 def agent_rows(path, new):
-    """The agent scenario's dated rows: those of earlier runs kept, this run's added."""
+    """The agent scenario's dated rows: those of earlier runs kept (a column
+    they predate as "-" before their load), this run's added."""
     rows = []
     try:
         with open(path) as f:
             text = f.read()
-        i = text.find(AGENT_HEAD)
+        i = text.find(AGENT_HEAD_START)
         if i >= 0:
             for line in text[i:].splitlines()[2:]:
                 if not line.startswith("| 2"):
                     break
-                rows.append(line)
+                cells = line.strip().strip("|").split("|")
+                cells[-1:-1] = [" - "] * (AGENT_COLS - len(cells))
+                rows.append("|" + "|".join(cells) + "|")
     except OSError:
         pass
     return rows + ([new] if new else [])
@@ -267,7 +273,7 @@ def report(b, path, missing, wall_s, quick):
         screen = screen + ([""] if screen else []) + page_table(b, False, b.agent_figs)
     if dated:
         lines += ["### The node agent, dated rows (kept across runs)", "", AGENT_HEAD,
-                  "|" + "---|" * 12] + dated + [""]
+                  "|" + "---|" * AGENT_COLS] + dated + [""]
     lines += ["## Method", "", METHOD % dict(
         guard=GUARD_S, depth=DEPTH, deep=DEEP, chunks=CHUNKS, fast_mode=FAST_MODE, host_how="`-a --comm '^pbpbench$'`" if b.has_all else
         "`-p` with the list of their pids (this build has no `-a`),", **b.cfg)]
