@@ -440,6 +440,26 @@ def test_push_failures_say_why(start_target, tmp_path, agents):
         assert a.proc.wait(10) == 0, a.describe()
 
 
+def test_push_token_file_a_fifo(start_target, tmp_path, agents):
+    """--bearer-token-file naming a FIFO: the push thread must not wait for a
+    writer that never comes (it did, forever): the token is said unreadable
+    and the pushes go on without it."""
+    pid, _ = start_service(start_target, tmp_path, interps(1)[0], "fifo_token_svc")
+    fifo = tmp_path / "token"
+    os.mkfifo(str(fifo))
+    srv = Answering()
+    try:
+        agent = agents(tmp_path, "--push", srv.url, "--interval", "1", "--bearer-token-file", fifo,
+                       "-p", str(pid))
+        assert wait_for(lambda: len(srv.posts) >= 2, 20), agent.describe()
+        line = [l for l in agent.log().splitlines() if "cannot read the bearer token" in l][0]
+        assert 'error="not a regular file"' in line, line
+        rc, took = agent.stop(timeout=15)
+    finally:
+        srv.stop()
+    assert rc == 0, agent.describe()
+
+
 def test_sigterm_during_hung_push(start_target, tmp_path, agents):
     """The ingest takes the request and never answers: SIGTERM must still
     end the agent within 5 s (it took 10, the request's own timeout)."""

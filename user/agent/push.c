@@ -10,7 +10,6 @@
  */
 #include <curl/curl.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +23,7 @@
 #include "agent/push.h"
 #include "core/clock.h"
 #include "core/errors.h"
+#include "core/file.h"
 #include "core/stagecpu.h"
 
 #define BACKOFF_MIN_NS 1000000000ull
@@ -120,29 +120,33 @@ int push_enqueue(struct pusher *p, const char *name, uint64_t from_s, uint64_t u
 	return 0;
 }
 
-/* "Bearer TOKEN" from the file, read now: a projected token is rotated by the kubelet. */
+/*
+ * "Bearer TOKEN" from the file, read now: a projected token is rotated by
+ * the kubelet. One that cannot be read (gone, not a regular file: a FIFO
+ * would hold the push thread forever) is said, and the push goes without.
+ */
 static struct curl_slist *auth_header(const struct push_opts *o, struct curl_slist *h)
 {
-	char buf[TOKEN_MAX], line[TOKEN_MAX + 32];
-	ssize_t n;
-	int fd;
+	char line[TOKEN_MAX + 32], *tok = NULL;
+	size_t len;
+	int err;
 
 	if (!o->bearer_token_file)
 		return h;
-	fd = open(o->bearer_token_file, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
+	err = file_read(o->bearer_token_file, TOKEN_MAX - 1, &tok, &len);
+	if (err) {
 		alog(LOG_ERROR, "cannot read the bearer token", "file=%s error=%s", o->bearer_token_file,
-		     strerror(errno));
+		     err == -PBP_E_IO ? strerror(errno) : err == -PBP_E_INVAL ? "not a regular file" :
+		     err == -PBP_E_LIMIT ? "longer than 8191 bytes" : pbp_strerror(err));
 		return h;
 	}
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return h;
-	buf[n] = '\0';
-	buf[strcspn(buf, "\r\n")] = '\0';
-	snprintf(line, sizeof(line), "Authorization: Bearer %s", buf);
-	return curl_slist_append(h, line);
+	tok[strcspn(tok, "\r\n")] = '\0';
+	if (*tok) {
+		snprintf(line, sizeof(line), "Authorization: Bearer %s", tok);
+		h = curl_slist_append(h, line);
+	}
+	free(tok);
+	return h;
 }
 
 /* URL/ingest?name=...&from=&until=&format=pprof&sampleRate=&spyName=pybpfprof, every value escaped. */
