@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The layering of user/ (run by `make test`): a stage includes only its own
 headers and those of the stages it is allowed to use, the headers include
-no cycle, no umbrella header comes back, and no source file grows past the
+no cycle, no umbrella header comes back, and no file of the tree grows past the
 size one sitting can read.
 
 Stages, lowest first. Data flows kernel -> sample -> symbol -> aggregate ->
@@ -11,6 +11,7 @@ cli drives them all."""
 import glob
 import os
 import re
+import subprocess
 import sys
 
 ALLOWED = {
@@ -38,18 +39,12 @@ def main():
             bad.append("%s: folder %s is not a stage in scripts/check-layers.py" % (path, stage))
             continue
         text = open(path, encoding="utf-8").read()
-        lines = text.count("\n")
-        if lines > MAX_LINES:
-            bad.append("%s: %d lines (at most %d: split it by what it holds)" % (path, lines, MAX_LINES))
         for folder, name in INCLUDE.findall(text):
             if folder != stage and folder not in ALLOWED[stage]:
                 bad.append("%s: %s (a higher stage) includes %s/%s" % (path, stage, folder, name))
             if path.endswith(".h"):
                 graph.setdefault(path[5:], set()).add(folder + "/" + name)
-    for path in sorted(glob.glob("user/output/page/*")):   # the html page's parts
-        lines = open(path, encoding="utf-8").read().count("\n")
-        if lines > MAX_LINES:
-            bad.append("%s: %d lines (at most %d: split it by what it holds)" % (path, lines, MAX_LINES))
+    bad += too_long()
     if re.search(r'#include "pyprof\.h"', "".join(open(p).read() for p in glob.glob("user/*/*.[ch]"))):
         bad.append("an umbrella header is back: include each module's own header instead")
     bad += cycles(graph)
@@ -59,6 +54,28 @@ def main():
         print("check-layers: %d stages, %d files, no layer crossed, no include cycle"
               % (len(ALLOWED), len(glob.glob("user/*/*.[ch]"))))
     return 1 if bad else 0
+
+
+def too_long():
+    """Every file of the tree (git's list) past MAX_LINES: sources, the BPF
+    side, tests, scripts, docs and man pages alike. Not read: generated files,
+    which live in a gen/ folder, and data (fuzzing corpora, test data, images)."""
+    try:
+        files = subprocess.run(["git", "ls-files", "-z"], capture_output=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return ["cannot list the tree's files (git ls-files)"]
+    bad = []
+    for path in sorted(f.decode() for f in files.split(b"\0") if f):
+        if "/gen/" in "/" + path or path.startswith(("tests/fuzz/corpus/", "tests/unit/data/")) \
+                or not os.path.isfile(path):
+            continue
+        try:
+            lines = open(path, encoding="utf-8").read().count("\n")
+        except (UnicodeDecodeError, OSError):
+            continue        # not text: an image
+        if lines > MAX_LINES:
+            bad.append("%s: %d lines (at most %d: split it by what it holds)" % (path, lines, MAX_LINES))
+    return bad
 
 
 def cycles(graph):

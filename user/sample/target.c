@@ -282,7 +282,7 @@ static void gil_addrs(struct target *t, struct pbp_proc *kp)
 	}
 }
 
-/* What the kernel needs to find a thread's state itself (bpf/profile.bpf.c: find_tstate). */
+/* What the kernel needs to find a thread's state itself (bpf/find.bpf.h: find_tstate). */
 static void thread_list_addrs(struct target *t, struct pbp_proc *kp)
 {
 	const struct pyver *v = &t->p->v;

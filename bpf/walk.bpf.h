@@ -1,0 +1,330 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * The frame walk: the Python frame chain of a thread state copied into a
+ * sample, frame by frame (spans read whole where the layout allows), and
+ * the GIL's state beside it.
+ *
+ * Part of profile.bpf.c, the one BPF object: included by it only, after
+ * the knobs and in the order it lists.
+ */
+#ifndef PBP_BPF_WALK_H
+#define PBP_BPF_WALK_H
+
+static __always_inline int read_ptr(__u64 *out, __u64 addr)
+{
+	return bpf_probe_read_user(out, sizeof(*out), (const void *)addr);
+}
+
+static __always_inline __u64 first_frame(const struct pbp_offsets *o, __u64 tstate, int *err)
+{
+	__u64 frame = 0;
+
+	*err = read_ptr(&frame, tstate + o->ts_frame);
+	if (!*err && frame && o->cframe_current != PBP_NOOFF)
+		*err = read_ptr(&frame, frame + o->cframe_current);
+	return frame;
+}
+
+static __always_inline bool is_shim(const struct pbp_offsets *o, __u64 frame, int *err)
+{
+	__u8 owner = 0;
+
+	if (o->fr_owner == PBP_NOOFF)
+		return false;
+	*err = bpf_probe_read_user(&owner, 1, (const void *)(frame + o->fr_owner));
+	return owner == o->owner_cstack || owner == o->owner_interp;
+}
+
+/* The fields of one frame the walk needs. */
+struct frame_fields {
+	__u64 code;            /* tag bits cleared */
+	__u64 instr;
+	__u64 prev;
+	bool shim;             /* not a Python function's: an entry shim, or 3.14's base frame */
+	bool entry;            /* 3.11: the frame's is_entry */
+};
+
+struct walk_ctx {
+	struct pbp_offsets o;
+	__u64 frame;
+	__u32 n;
+	int err;
+	/* Offsets of the fields inside the span buffers, when fr_span / co_span. */
+	__u32 r_prev, r_code, r_instr, r_owner;
+	__u32 r_line, r_name;
+	bool fr_span, co_span;
+	__u32 buf;             /* BUF_SAMPLE or BUF_SWITCH */
+	__u32 tgid;
+	__u64 coro;            /* coro_owner set: the outermost coroutine frame yet */
+	bool fresh;            /* a code object never seen before: wake user space */
+};
+
+/* Masked offsets stay below PBP_SPAN_MAX whatever user space sent. */
+#define SPAN_MASK (PBP_SPAN_MAX - 1)
+
+static __always_inline __u64 span_u64(const __u8 *buf, __u32 rel)
+{
+	return *(const __u64 *)(buf + (rel & SPAN_MASK));
+}
+
+static __always_inline __u32 span_u32(const __u8 *buf, __u32 rel)
+{
+	return *(const __u32 *)(buf + (rel & SPAN_MASK));
+}
+
+/*
+ * The span length as the verifier needs it bounded; span_check() has
+ * already refused any length this clamp would change.
+ */
+static __always_inline __u32 span_len(__u16 len)
+{
+	__u32 n = len;
+
+	return n > PBP_SPAN_MAX ? PBP_SPAN_MAX : n;
+}
+
+/* Returns 0, or <0 if the copy faulted and nothing was taken from it. */
+static __always_inline int frame_by_span(struct walk_ctx *c, struct spanbuf *b,
+					 struct frame_fields *ff)
+{
+	if (bpf_probe_read_user(b->fr, span_len(c->o.fr_span_len),
+				(const void *)(c->frame + c->o.fr_span_lo)))
+		return -1;
+	ff->prev = span_u64(b->fr, c->r_prev);
+	ff->code = span_u64(b->fr, c->r_code) & ~(__u64)c->o.exec_tag_bits;
+	if (c->o.instr_is_int)
+		ff->instr = (__u64)(__s64)(__s32)span_u32(b->fr, c->r_instr);
+	else
+		ff->instr = span_u64(b->fr, c->r_instr);
+	ff->shim = false;
+	if (c->o.fr_owner != PBP_NOOFF) {
+		__u8 owner = b->fr[c->r_owner & SPAN_MASK];
+
+		ff->shim = owner == c->o.owner_cstack || owner == c->o.owner_interp;
+	}
+	return 0;
+}
+
+/* One read per field: no span, or the span touched a page a field does not. */
+static __always_inline int frame_by_field(const struct pbp_offsets *o, __u64 frame,
+					  struct frame_fields *ff)
+{
+	int err = 0;
+
+	ff->shim = is_shim(o, frame, &err);
+	if (!err && !ff->shim) {
+		err = read_ptr(&ff->code, frame + o->fr_code);
+		ff->code &= ~(__u64)o->exec_tag_bits;
+		if (o->instr_is_int) {
+			__s32 lasti = 0;
+
+			err |= bpf_probe_read_user(&lasti, sizeof(lasti),
+						   (const void *)(frame + o->fr_instr));
+			ff->instr = (__u64)(__s64)lasti;
+		} else {
+			err |= read_ptr(&ff->instr, frame + o->fr_instr);
+		}
+	}
+	if (!err)
+		err = read_ptr(&ff->prev, frame + o->fr_previous);
+	return err;
+}
+
+static __always_inline int code_by_span(struct walk_ctx *c, struct spanbuf *b, __u64 code,
+					struct pbp_frame *f)
+{
+	if (bpf_probe_read_user(b->co, span_len(c->o.code_span_len),
+				(const void *)(code + c->o.code_span_lo)))
+		return -1;
+	f->firstlineno = span_u32(b->co, c->r_line);
+	f->name_lo = (__u32)span_u64(b->co, c->r_name);
+	return 0;
+}
+
+static __always_inline int code_by_field(const struct pbp_offsets *o, __u64 code,
+					 struct pbp_frame *f)
+{
+	__u64 name = 0;
+	__u32 line = 0;
+	int err;
+
+	err = bpf_probe_read_user(&line, sizeof(line), (const void *)(code + o->code_firstlineno));
+	err |= read_ptr(&name, code + o->code_name);
+	f->firstlineno = line;
+	f->name_lo = (__u32)name;
+	return err;
+}
+
+/* Two words, by name: an index computed from i is one the verifier cannot bound. */
+_Static_assert(PBP_MAX_FRAMES == 128, "set_entry knows two words of .entries");
+static __always_inline void set_entry(struct pbp_sample *s, __u32 i)
+{
+	__u64 bit = 1ull << (i & 63);
+
+	if (i < 64)
+		s->entries[0] |= bit;
+	else if (i < PBP_MAX_FRAMES)
+		s->entries[1] |= bit;
+}
+
+/*
+ * --native: which frames began an activation of the evaluation loop. 3.12+:
+ * the frame copied last, when a shim comes after it (the loop's entry frame:
+ * owned by the C stack on 3.12 and 3.13, by the interpreter on 3.14; 3.14's
+ * base frame under a thread's first frame is the interpreter's too, and
+ * marks that first frame, which begins the outermost group anyway); 3.11: the
+ * frame about to be copied, when its is_entry byte says so.
+ */
+static __always_inline void mark_entry(struct walk_ctx *c, struct pbp_sample *s,
+				       struct frame_fields *ff)
+{
+	__u8 entry = 0;
+
+	if (ff->shim && c->n > 0)
+		set_entry(s, c->n - 1);
+	if (!ff->shim && c->o.fr_is_entry != PBP_NOOFF &&
+	    bpf_probe_read_user(&entry, 1, (const void *)(c->frame + c->o.fr_is_entry)) == 0 && entry)
+		set_entry(s, c->n);
+	if (c->o.fr_is_entry != PBP_NOOFF || c->o.fr_owner != PBP_NOOFF)
+		s->flags |= PBP_F_ENTRIES;
+}
+
+/*
+ * 3.11 to 3.13 keep no running task where the kernel can read it: the
+ * outermost coroutine frame stands for it (the walk goes outwards, so the
+ * last one seen), one byte read a frame, and only when --async asks.
+ */
+static __always_inline void note_coro(struct walk_ctx *c)
+{
+	__u8 owner = 0;
+
+	if (c->o.coro_owner && c->o.coro_owner != PBP_NOOFF &&
+	    bpf_probe_read_user(&owner, 1, (const void *)(c->frame + c->o.coro_owner)) == 0 &&
+	    owner == c->o.owner_gen)
+		c->coro = c->frame;
+}
+
+/*
+ * One step of the frame walk, run by bpf_loop so the verifier checks it once.
+ * A frame is counted only when all its reads succeeded. Each frame costs one
+ * copy of its span and one of its code object's; a span copy that faults
+ * (it may reach a page the fields themselves do not) is retried field by
+ * field, so spans never lose a frame the old reads would have got.
+ */
+static long walk_step(__u32 i, void *vctx)
+{
+	struct walk_ctx *c = vctx;
+	struct frame_fields ff = {};
+	struct pbp_sample *s;
+	struct spanbuf *b;
+	struct pbp_frame *f;
+
+	if (!c->frame)
+		return 1;
+	s = bpf_map_lookup_elem(&scratch, &c->buf);
+	b = bpf_map_lookup_elem(&spanbufs, &c->buf);
+	if (!s || !b)
+		return 1;
+	if (!c->fr_span || frame_by_span(c, b, &ff))
+		c->err = frame_by_field(&c->o, c->frame, &ff);
+	if (c->err)
+		return 1;
+	if (entry_marks)
+		mark_entry(c, s, &ff);
+	if (!ff.shim) {
+		if (c->n >= PBP_MAX_FRAMES)
+			return 1;
+		f = &s->frames[c->n & (PBP_MAX_FRAMES - 1)];
+		f->code = ff.code;
+		f->instr = ff.instr;
+		if (!c->co_span || code_by_span(c, b, ff.code, f))
+			c->err = code_by_field(&c->o, ff.code, f);
+		if (c->err)
+			return 1;
+		c->fresh |= first_sight(code_key(c->tgid, f));
+		c->n++;
+		note_coro(c);
+	}
+	c->frame = ff.prev;
+	return 0;
+}
+
+/* A field of width bytes at off lies inside the span [lo, lo + len): its place there. */
+static __always_inline bool in_span(__u16 off, __u32 width, __u16 lo, __u16 len, __u32 *rel)
+{
+	if (off == PBP_NOOFF || off < lo || (__u32)(off - lo) + width > len)
+		return false;
+	*rel = off - lo;
+	return true;
+}
+
+/*
+ * User space checked the spans; checking again here costs a few compares
+ * per sample and keeps a wrong one from reading stale buffer bytes.
+ */
+static __always_inline void span_check(struct walk_ctx *c)
+{
+	const struct pbp_offsets *o = &c->o;
+	__u16 lo = o->fr_span_lo, len = o->fr_span_len;
+
+	c->fr_span = len > 0 && len <= PBP_SPAN_MAX &&
+		in_span(o->fr_previous, 8, lo, len, &c->r_prev) &&
+		in_span(o->fr_code, 8, lo, len, &c->r_code) &&
+		in_span(o->fr_instr, o->instr_is_int ? 4 : 8, lo, len, &c->r_instr) &&
+		(o->fr_owner == PBP_NOOFF || in_span(o->fr_owner, 1, lo, len, &c->r_owner));
+	lo = o->code_span_lo;
+	len = o->code_span_len;
+	c->co_span = len > 0 && len <= PBP_SPAN_MAX &&
+		in_span(o->code_firstlineno, 4, lo, len, &c->r_line) &&
+		in_span(o->code_name, 8, lo, len, &c->r_name);
+}
+
+/* On a fault or at the bound, .resume names the first frame not copied, for user space. */
+static __always_inline bool walk(struct pbp_sample *s, const struct pbp_offsets *o, __u64 tstate,
+				 __u32 buf)
+{
+	struct walk_ctx c = { .o = *o, .buf = buf, .tgid = s->tgid };
+
+	span_check(&c);
+	if (o->ts_running_task) {
+		__u64 task = 0;
+
+		/* With the stack, the task it belongs to: user space names it later. */
+		if (read_ptr(&task, tstate + o->ts_running_task) == 0) {
+			s->task = task;
+			s->flags |= PBP_F_TASK;
+		}
+	}
+	c.frame = first_frame(o, tstate, &c.err);
+	if (!c.err)
+		bpf_loop(MAX_WALK, walk_step, &c, 0);
+	if (c.err)
+		s->flags |= PBP_F_FAULT;
+	else if (c.frame)
+		s->flags |= PBP_F_TRUNCATED;
+	s->resume = c.frame;
+	s->nframes = c.n;
+	if (c.coro) {
+		s->task = c.coro;
+		s->flags |= PBP_F_CORO;
+	}
+	return c.fresh;
+}
+
+static __always_inline void read_gil(struct pbp_sample *s, const struct pbp_proc *p)
+{
+	__s32 locked = 0;
+	__u64 holder = 0;
+
+	if (!p->gil_locked)
+		return;
+	if (bpf_probe_read_user(&locked, sizeof(locked), (const void *)p->gil_locked) ||
+	    read_ptr(&holder, p->gil_holder))
+		return;
+	s->flags |= PBP_F_GIL_KNOWN;
+	/* locked -1: not created yet (3.6 until a second thread), its one Python thread runs freely. */
+	if (s->tstate && (locked < 0 || (locked && holder == s->tstate)))
+		s->flags |= PBP_F_HOLDS_GIL;
+}
+
+#endif /* PBP_BPF_WALK_H */
