@@ -9,7 +9,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/types.h>
 
 #include "cli/args.h"
@@ -56,21 +55,6 @@ int parse_pid(const char *s, pid_t *pid)
 		return -PBP_E_INVAL;
 	*pid = (pid_t)v;
 	return 0;
-}
-
-static const char *const mode_names[] = { [MODE_CPU] = "cpu", [MODE_WALL] = "wall", [MODE_GIL] = "gil" };
-
-int mode_by_name(const char *name)
-{
-	for (int i = 0; i < (int)(sizeof(mode_names) / sizeof(mode_names[0])); i++)
-		if (strcasecmp(name, mode_names[i]) == 0)
-			return i;
-	return -1;
-}
-
-const char *mode_name(int mode)
-{
-	return mode >= 0 && mode < (int)(sizeof(mode_names) / sizeof(mode_names[0])) ? mode_names[mode] : "?";
 }
 
 const char *output_path(struct argp_state *st, const char *arg)

@@ -16,9 +16,5 @@ int parse_pid(const char *s, pid_t *pid);
 const char *output_path(struct argp_state *st, const char *arg);
 /* -i's (or diff's BEFORE/AFTER) FILE; an empty one is a usage error, as for -o. */
 const char *input_path(struct argp_state *st, const char *what, const char *arg);
-/* cpu, wall or gil, in any case; -1 if none of them. */
-int mode_by_name(const char *name);
-/* "cpu", "wall" or "gil" for a mode_by_name() result. */
-const char *mode_name(int mode);
 
 #endif /* PBP_CLI_ARGS_H */

@@ -16,6 +16,7 @@
 #include "cli/args.h"
 #include "cli/report.h"
 #include "core/errors.h"
+#include "sample/mode.h"
 
 /* The exit code of profile_read's failure, said in one line. */
 static int say(const char *name, int err, const struct profread_fail *f)

@@ -11,6 +11,7 @@
 #include "pybpfprof.h"
 
 #include "sample/asyncstack.h"
+#include "sample/mode.h"
 #include "symbol/native.h"
 #include "symbol/natstack.h"
 #include "symbol/kstack.h"
@@ -25,7 +26,6 @@ struct pythread;
 struct sampler;
 struct sampler_ops;
 
-enum pbp_mode { MODE_CPU, MODE_WALL, MODE_GIL };
 
 struct profile_opts {
 	enum pbp_mode mode;
