@@ -28,7 +28,7 @@
 #include "aggregate/aggregate.h"
 #include "aggregate/convert.h"
 #include "output/formats.h"
-#include "output/top.h"
+#include "output/topview.h"
 #include "output/writers.h"
 
 #define MUST(c) do { if (!(c)) { fprintf(stderr, "invariant failed: %s\n", #c); __builtin_trap(); } } while (0)

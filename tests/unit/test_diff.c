@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * pybpfprof diff's arithmetic: two profiles side by side in one aggregate
- * (aggregate/diff.c), shares and their change, the collapsed form with two
+ * (aggregate/compare.c), shares and their change, the collapsed form with two
  * counts (output/diffout.c), and pprof read back (aggregate/pprofread.c),
  * which diff takes as well as collapsed stacks.
  */
@@ -14,7 +14,7 @@
 
 #include "aggregate/aggregate.h"
 #include "aggregate/convert.h"
-#include "aggregate/diff.h"
+#include "aggregate/compare.h"
 #include "aggregate/pprofread.h"
 #include "core/errors.h"
 #include "aggregate/status.h"

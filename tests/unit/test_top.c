@@ -7,7 +7,7 @@
 
 #include "aggregate/aggregate.h"
 #include "aggregate/status.h"
-#include "output/top.h"
+#include "output/topview.h"
 #include "output/writers.h"
 #include "unit.h"
 

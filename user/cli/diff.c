@@ -14,7 +14,7 @@
 
 #include "cli/diff.h"
 #include "aggregate/aggregate.h"
-#include "aggregate/diff.h"
+#include "aggregate/compare.h"
 #include "cli/args.h"
 #include "cli/profload.h"
 #include "cli/report.h"

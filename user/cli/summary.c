@@ -22,7 +22,7 @@
 #include "core/text.h"
 #include "cpython/asyncio_graph.h"
 #include "cpython/codeobj.h"
-#include "output/top.h"
+#include "output/topview.h"
 #include "output/writers.h"
 #include "proc/remote.h"
 #include "sample/sampler.h"

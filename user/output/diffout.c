@@ -11,7 +11,7 @@
 #include <stddef.h>
 
 #include "aggregate/aggregate.h"
-#include "aggregate/diff.h"
+#include "aggregate/compare.h"
 #include "core/errors.h"
 #include "output/writers.h"
 

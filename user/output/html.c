@@ -37,7 +37,7 @@
 #include <stddef.h>
 
 #include "aggregate/aggregate.h"
-#include "aggregate/diff.h"
+#include "aggregate/compare.h"
 #include "aggregate/sources.h"
 #include "aggregate/status.h"
 #include "core/errors.h"

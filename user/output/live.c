@@ -18,7 +18,7 @@
 #include "aggregate/status.h"
 #include "core/errors.h"
 #include "core/text.h"
-#include "output/top.h"
+#include "output/topview.h"
 
 double live_pct(uint64_t n, uint64_t all)
 {

@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 #include "aggregate/status.h"
-#include "output/top.h"
+#include "output/topview.h"
 
 struct agg;
 

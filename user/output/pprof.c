@@ -27,7 +27,7 @@
 #include "core/errors.h"
 #include "core/stagecpu.h"
 #include "aggregate/status.h"
-#include "output/top.h"
+#include "output/topview.h"
 #include "output/writers.h"
 #include "proto/profile.pb-c.h"
 

@@ -33,7 +33,7 @@
 #include "aggregate/aggregate.h"
 #include "core/errors.h"
 #include "core/text.h"
-#include "output/top.h"
+#include "output/topview.h"
 #include "output/writers.h"
 
 /* ------------------------------------------------------------- marshal */

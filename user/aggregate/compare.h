@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-#ifndef PBP_AGGREGATE_DIFF_H
-#define PBP_AGGREGATE_DIFF_H
+#ifndef PBP_AGGREGATE_COMPARE_H
+#define PBP_AGGREGATE_COMPARE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -31,4 +31,4 @@ void agg_diff_free(struct agg_diff *d);
 /* c samples of the before profile in the after profile's units: c * total after / total before. */
 double agg_diff_scaled(const struct agg_diff *d, uint64_t c);
 
-#endif /* PBP_AGGREGATE_DIFF_H */
+#endif /* PBP_AGGREGATE_COMPARE_H */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-#ifndef PBP_OUTPUT_TOP_H
-#define PBP_OUTPUT_TOP_H
+#ifndef PBP_OUTPUT_TOPVIEW_H
+#define PBP_OUTPUT_TOPVIEW_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -36,4 +36,4 @@ void functab_free(struct functab *t);
 /* The end-of-run table: the top `rows` (<= 0: 10) functions by own, then total, samples. */
 void top_print(const struct agg *a, const struct profile_meta *m, FILE *o, int rows);
 
-#endif /* PBP_OUTPUT_TOP_H */
+#endif /* PBP_OUTPUT_TOPVIEW_H */

@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <stddef.h>
 
-#include "output/top.h"
+#include "output/topview.h"
 #include "aggregate/aggregate.h"
 #include "core/errors.h"
 #include "core/text.h"

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "aggregate/diff.h"
+#include "aggregate/compare.h"
 #include "aggregate/aggregate.h"
 #include "aggregate/merge.h"
 #include "core/errors.h"
