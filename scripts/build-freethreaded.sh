@@ -16,9 +16,11 @@
 #   PBP_CHROOT   the sid chroot (default /var/cache/pybpfprof/sid-chroot)
 #   PBP_FT_JOBS  make -j (default 2); the build runs under nice -n 10
 #   PBP_FT_SRC   a CPython 3.14 source tree or tarball (.tar.xz/.tar.gz) on the
-#                host, used instead of `apt-get source python3.14` where the
-#                Debian mirror serves no source packages (this workplace's
-#                serves binary .debs only: its .dsc and .orig.tar.xz are 404)
+#                host. Unset: the newest ../shared/cpython/Python-3.14.*.tar.xz
+#                beside the project root (that of the main worktree too, so a
+#                `git worktree` finds it), else `apt-get source python3.14`
+#                (this workplace's Debian mirror serves binary .debs only:
+#                its .dsc and .orig.tar.xz are 404)
 #
 # Result: DIR/opt/python3.14t/src/python (seen as /opt/python3.14t/src/python in
 # the chroot) and DIR/opt/python3.14t/.pbp-stamp (package version, build
@@ -34,6 +36,22 @@ STAMP=$DIR$PREFIX/.pbp-stamp
 LOG=$DIR.python3.14t.log
 JOBS=${PBP_FT_JOBS:-2}
 HERE=$(cd "$(dirname "$0")" && pwd)
+
+# The release tarball kept beside the project root (../shared/cpython), the
+# newest 3.14 there. A linked worktree's root is elsewhere: the main
+# worktree's, where the shared tree sits, is found from git's common dir.
+shared_source() {
+	local root common cand
+	common=$(git -C "$HERE/.." rev-parse --path-format=absolute --git-common-dir 2>/dev/null)
+	for root in "$HERE/.." ${common:+"$(dirname "$common")"}; do
+		cand=$(ls -1 "$root"/../shared/cpython/Python-3.14.*.tar.xz 2>/dev/null | sort -V | tail -1)
+		if [ -n "$cand" ] && [ -f "$cand" ]; then
+			echo "$(cd "$(dirname "$cand")" && pwd)/$(basename "$cand")"
+			return 0
+		fi
+	done
+	return 1
+}
 
 # The reason is kept in DIR.python3.14t.failed too: the test suite's skip
 # message quotes it.
@@ -91,6 +109,7 @@ in_chroot apt-get install -y --no-install-recommends gcc make libc6-dev dpkg-dev
 	>>"$LOG" 2>&1 || fail "cannot install the build tools (see $LOG)"
 
 rm -rf "$DIR$PREFIX.tmp" && mkdir -p "$DIR$PREFIX.tmp" || fail "cannot create $PREFIX.tmp"
+[ -n "${PBP_FT_SRC:-}" ] || PBP_FT_SRC=$(shared_source) || PBP_FT_SRC=
 if [ -n "${PBP_FT_SRC:-}" ]; then
 	step "source from PBP_FT_SRC=$PBP_FT_SRC"
 	mkdir "$DIR$PREFIX.tmp/src" || fail "cannot create $PREFIX.tmp/src"
