@@ -25,9 +25,9 @@ Interpreters
                 not depend on the layout: minutes of `make test` each.
   3.14t         free-threaded 3.14 ("3.14t-sid-chroot") that
                 scripts/build-freethreaded.sh builds into the same chroot:
-                only looked for, never built by the tests (no part of CI, see
-                docs/requirements.md). Listed as SKIPPED with why: not built (the reason of
-                the last attempt), or built but not readable by pybpfprof yet.
+                only looked for here (`make test` builds it first, once, and
+                caches it: make freethreaded). Listed as SKIPPED with why when
+                it is not built (the reason of the last attempt).
 
 Which were used and which skipped, and why, is printed in the terminal summary.
 PBP_EXPECTED (comma-separated names) replaces the default list of interpreters
@@ -344,9 +344,8 @@ def _sid_extras(main):
 
 def _discover_freethreaded(main):
     """The free-threaded 3.14t that scripts/build-freethreaded.sh builds into
-    the sid chroot. Never built here (it is no part of CI): only found. It is
-    reported as skipped, with why, when it is not there, and also when it is:
-    pybpfprof does not read free-threaded targets yet (exit 14)."""
+    the sid chroot. Only found here: `make test` builds it first (make
+    freethreaded). It is reported as skipped, with why, when it is not there."""
     interp = Interp("3.14t-sid-chroot", "sid-chroot", [], executable="/opt/python3.14t/src/python")
     if main.skip_reason:
         interp.skip_reason = main.skip_reason
@@ -362,16 +361,6 @@ def _discover_freethreaded(main):
             last = "never attempted"
         interp.skip_reason = ("no cached build (scripts/build-freethreaded.sh builds it; %s)"
                               % last)
-        return interp
-    stamp = {}
-    try:
-        with open(main.host_path("/opt/python3.14t/.pbp-stamp")) as f:
-            stamp = dict(l.split(": ", 1) for l in f.read().splitlines() if ": " in l)
-    except OSError:
-        pass
-    interp.skip_reason = ("built (%s, make %s s), but pybpfprof does not read free-threaded "
-                          "targets yet: it refuses them with exit 14 (issue #20)"
-                          % (stamp.get("sys_version", "?"), stamp.get("make_seconds", "?")))
     return interp
 
 

@@ -69,6 +69,7 @@ def test_free_threaded_refused_by_name(debug_offsets, start_target, pybpfprof):
     proc, pid, ready = start_target(debug_offsets, BUMPED, "free_threaded")
     r = pybpfprof("dump", "-p", pid)
     assert r.returncode == EXIT_FREE_THREADED, r.stderr
-    want = ("pybpfprof: pid %d: free-threaded build %st is not supported yet (supported: 3.6 to 3.14, "
-            "GIL builds)\n" % (pid, ".".join(map(str, ready["version"]))))
+    want = ("pybpfprof: pid %d: free-threaded build %st is not supported (free-threaded: 3.14t whose "
+            "_Py_DebugOffsets is complete; with the GIL: 3.6 to 3.14)\n"
+            % (pid, ".".join(map(str, ready["version"]))))
     assert r.stderr == want

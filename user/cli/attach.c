@@ -168,7 +168,7 @@ static void skip(struct record *r, pid_t pid, int err, const struct pyproc *p)
 	k->pid = pid;
 	k->err = err;
 	proc_thread_comm(pid, pid, comm, sizeof(comm));
-	if ((-err == PBP_E_VERSION || -err == PBP_E_FREETHREADED) && p && p->version[0])
+	if ((-err == PBP_E_VERSION || -err == PBP_E_FREETHREADED || -err == PBP_E_NOGIL) && p && p->version[0])
 		snprintf(k->what, sizeof(k->what), "%s, Python %s", comm, p->version);
 	else
 		snprintf(k->what, sizeof(k->what), "%s", comm);
@@ -307,6 +307,20 @@ struct target *run_add_target(struct record *r, pid_t pid, struct pyproc *p)
 }
 
 /*
+ * pyproc_open, and gil mode refused for a free-threaded build: it has no GIL
+ * to count (its GIL struct is never read: pygil_read), so every tick would
+ * say "not held" and the profile would be empty.
+ */
+int run_open(const struct record *r, pid_t pid, const struct pyproc_limits *lim, struct pyproc **p)
+{
+	int err = pyproc_open(pid, lim, p);
+
+	if (!err && r->c.o.mode == MODE_GIL && (*p)->v.free_threaded)
+		err = -PBP_E_NOGIL;
+	return err;
+}
+
+/*
  * -p or launch mode: a target that exec'd, profiled again once its new
  * program is Python; with --subprocesses, a process of the tree that
  * exec'd, or the launched command, profiled once it is Python.
@@ -320,7 +334,7 @@ static bool reattach(struct record *r, pid_t pid)
 
 	if (run_target_of(r, pid))
 		return true;    /* the exec event and a look still due both found it */
-	err = pyproc_open(pid, &run_target_limits, &p);
+	err = run_open(r, pid, &run_target_limits, &p);
 	if (r->follow && pid == r->child && err != -PBP_E_NOTPY && err != -PBP_E_FAULT &&
 	    err != -PBP_E_GONE && err != -PBP_E_NOENT)
 		r->launch_err = err;    /* 0, or why the command cannot be profiled (its version) */
@@ -363,7 +377,7 @@ static bool consider(struct record *r, pid_t pid)
 
 	if (run_target_of(r, pid) || was_skipped(r, pid) || !wanted(r, pid))
 		return true;
-	err = pyproc_open(pid, &run_host_limits, &p);
+	err = run_open(r, pid, &run_host_limits, &p);
 	if (err == -PBP_E_NOTPY || err == -PBP_E_FAULT) {
 		pyproc_close(p);
 		return false;

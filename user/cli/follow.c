@@ -201,7 +201,7 @@ static void follow_running(struct record *r, pid_t pid, pid_t parent)
 	if (!n || n->pid != pid)
 		return;
 	n->parent = parent;
-	if (pyproc_open(pid, &run_target_limits, &p) != 0) {
+	if (run_open(r, pid, &run_target_limits, &p) != 0) {
 		pyproc_close(p);
 		return;
 	}

@@ -97,7 +97,7 @@ static int fork_command(struct record *r, int *go_fd)
 /* The version of a launched command refused for it, kept before its pyproc is closed. */
 void run_keep_launch_version(struct record *r, const struct pyproc *p, int err)
 {
-	if ((err == -PBP_E_VERSION || err == -PBP_E_FREETHREADED) && p && p->version[0])
+	if ((err == -PBP_E_VERSION || err == -PBP_E_FREETHREADED || err == -PBP_E_NOGIL) && p && p->version[0])
 		snprintf(r->launch_version, sizeof(r->launch_version), "%s", p->version);
 }
 
@@ -110,8 +110,11 @@ static void say_refused(const struct record *r, int err)
 		fprintf(stderr, "pybpfprof: '%s': unsupported Python version %s (supported: 3.6 to 3.14)%s\n",
 			r->cmd[0], r->launch_version, stop);
 	else if (err == -PBP_E_FREETHREADED && r->launch_version[0])
-		fprintf(stderr, "pybpfprof: '%s': free-threaded build %s is not supported yet (supported: "
-			"3.6 to 3.14, GIL builds)%s\n", r->cmd[0], r->launch_version, stop);
+		fprintf(stderr, "pybpfprof: '%s': free-threaded build %s is not supported (free-threaded: "
+			"3.14t whose _Py_DebugOffsets is complete; with the GIL: 3.6 to 3.14)%s\n", r->cmd[0], r->launch_version, stop);
+	else if (err == -PBP_E_NOGIL && r->launch_version[0])
+		fprintf(stderr, "pybpfprof: '%s': gil mode does not apply to free-threaded build %s: it "
+			"runs without a GIL (use cpu or wall mode)%s\n", r->cmd[0], r->launch_version, stop);
 	else
 		fprintf(stderr, "pybpfprof: '%s': %s%s\n", r->cmd[0], pbp_strerror(err), stop);
 }
@@ -124,7 +127,7 @@ static int attach_child(struct record *r)
 	int err, status;
 
 	for (;;) {
-		err = pyproc_open(r->child, &run_target_limits, &t->p);
+		err = run_open(r, r->child, &run_target_limits, &t->p);
 		if (!err)
 			break;
 		run_keep_launch_version(r, t->p, err);
@@ -157,7 +160,7 @@ static int attach_child_follow(struct record *r)
 {
 	struct pyproc *p = NULL;
 	struct proc_note *n;
-	int err = pyproc_open(r->child, &run_target_limits, &p);
+	int err = run_open(r, r->child, &run_target_limits, &p);
 
 	if (err) {
 		run_keep_launch_version(r, p, err);

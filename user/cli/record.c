@@ -167,7 +167,7 @@ static int open_targets(struct record *r)
 		return 0;   /* -p is a filter then; run_discover() finds the processes */
 	for (int i = 0; i < r->npids; i++) {
 		struct target *t = &r->targets[r->ntargets];
-		int err = pyproc_open(r->pids[i], &run_target_limits, &t->p);
+		int err = run_open(r, r->pids[i], &run_target_limits, &t->p);
 
 		if (err == -PBP_E_NOTPY && r->follow) {
 			pyproc_close(t->p);     /* a shell or a wrapper: its descendants are followed */

@@ -23,7 +23,8 @@ int exit_code_for(int err)
 	case PBP_E_NOENT: return EXIT_NO_PROCESS;
 	case PBP_E_NOTPY: return EXIT_NOT_PYTHON;
 	case PBP_E_VERSION: return EXIT_UNSUPPORTED;
-	case PBP_E_FREETHREADED: return EXIT_FREE_THREADED;
+	case PBP_E_FREETHREADED:
+	case PBP_E_NOGIL: return EXIT_FREE_THREADED;
 	case PBP_E_PERM: return EXIT_PERM;
 	case PBP_E_GONE: return EXIT_TARGET_GONE;
 	case PBP_E_FAULT:
@@ -78,6 +79,7 @@ int report_error(const char *what, int err)
 int exited_error(pid_t pid, int err)
 {
 	if (!err || -err == PBP_E_NOENT || -err == PBP_E_PERM || -err == PBP_E_VERSION || -err == PBP_E_FREETHREADED ||
+	    -err == PBP_E_NOGIL ||
 	    -err == PBP_E_NOMEM || -err == PBP_E_MFILE)
 		return err;
 	return proc_exited(pid) ? -PBP_E_GONE : err;
@@ -95,8 +97,13 @@ int report_attach_error(pid_t pid, int err, const struct pyproc *p)
 	}
 	/* "3.14.10t": its number is in range, its build is not. */
 	if (-err == PBP_E_FREETHREADED && p && p->version[0]) {
-		fprintf(stderr, "pybpfprof: pid %d: free-threaded build %s is not supported yet (supported: "
-			"3.6 to 3.14, GIL builds)\n", (int)pid, p->version);
+		fprintf(stderr, "pybpfprof: pid %d: free-threaded build %s is not supported (free-threaded: "
+			"3.14t whose _Py_DebugOffsets is complete; with the GIL: 3.6 to 3.14)\n", (int)pid, p->version);
+		return exit_code_for(err);
+	}
+	if (-err == PBP_E_NOGIL && p && p->version[0]) {
+		fprintf(stderr, "pybpfprof: pid %d: gil mode does not apply to free-threaded build %s: it "
+			"runs without a GIL (use cpu or wall mode)\n", (int)pid, p->version);
 		return exit_code_for(err);
 	}
 	if (-err == PBP_E_PERM && privs_can_ptrace()) {

@@ -211,6 +211,8 @@ int run_sources(struct record *r, const struct agg *a, struct sources *src, stru
 /* attach.c: the target table, -a discovery, processes that exec'd */
 /* The caches of a process opened: -p (and -- cmd, followed children) a few, generous; -a many, small. */
 extern const struct pyproc_limits run_target_limits, run_host_limits;
+/* pyproc_open, refusing gil mode for a free-threaded build (-PBP_E_NOGIL). */
+int run_open(const struct record *r, pid_t pid, const struct pyproc_limits *lim, struct pyproc **p);
 struct target *run_target_of(struct record *r, pid_t pid);
 int run_live_targets(const struct record *r);
 /* Reads of the profiled processes' memory since the start, those of processes gone included. */

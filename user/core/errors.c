@@ -36,7 +36,8 @@ const char *pbp_strerror(int err)
 	case PBP_E_NOMEM: return "out of memory";
 	case PBP_E_NOTPY: return "not a Python process (no _PyRuntime found)";
 	case PBP_E_VERSION: return "unsupported Python version (supported: 3.6 to 3.14)";
-	case PBP_E_FREETHREADED: return "free-threaded builds are not supported yet (supported: 3.6 to 3.14, GIL builds)";
+	case PBP_E_FREETHREADED: return "free-threaded build not supported (free-threaded: 3.14t whose _Py_DebugOffsets is complete; with the GIL: 3.6 to 3.14)";
+	case PBP_E_NOGIL: return "gil mode does not apply to a free-threaded build: it runs without a GIL (use cpu or wall mode)";
 	case PBP_E_NOENT: return "no such process";
 	case PBP_E_BPF: return "the kernel refused to load or attach the BPF sampler";
 	case PBP_E_NOBTF: return "the kernel has no BTF (/sys/kernel/btf/vmlinux is missing)";

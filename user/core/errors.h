@@ -56,6 +56,7 @@ enum pbp_err {
 	PBP_E_IO,           /* a system call on a file failed: its errno is kept where the message is made */
 	PBP_E_INVAL,        /* a value given (an option, a line of a file read back) does not parse */
 	PBP_E_FREETHREADED, /* a free-threaded build: its version may be in range, its build is not */
+	PBP_E_NOGIL,        /* gil mode asked of a free-threaded build, which has no GIL to count */
 	PBP_E_END           /* one past the last code */
 };
 

@@ -420,13 +420,6 @@ int pyproc_open(pid_t pid, const struct pyproc_limits *lim, struct pyproc **out)
 		err = find_version(p, &ei, bias);
 	if (!err && !pyver_supported(&p->v))
 		err = -PBP_E_VERSION;
-	/*
-	 * A free-threaded 3.14t's layout is decoded (debugoffsets.c) but not read
-	 * yet: its lines need each thread's bytecode copy and its GIL is mostly
-	 * off, and no such build could be tested here (README).
-	 */
-	if (!err && p->v.free_threaded)
-		err = -PBP_E_FREETHREADED;
 	p->pycode_type = ei.pycode_type_vaddr ? bias + ei.pycode_type_vaddr : 0;
 	if (!err && p->v.newer)
 		err = verify_newer(p);
