@@ -105,8 +105,10 @@ static void print_thread(FILE *o, struct pyproc *p, const struct dump_thread *d,
 			fprintf(o, "\"ns_tid\": %d, ", (int)d->t.ns_tid);
 		fprintf(o, "\"interpreter\": %lld, \"name\": ", (long long)d->t.interp_id);
 		text_put_quoted(o, d->name, TEXT_JSON);
+		/* A free-threaded build has no GIL to hold: null, not false. */
 		fprintf(o, ", \"on_cpu\": %s, \"holds_gil\": %s, \"state\": \"%c\", \"error\": ",
-			oncpu ? "true" : "false", d->holds_gil ? "true" : "false", d->state);
+			oncpu ? "true" : "false", p->v.free_threaded ? "null" : d->holds_gil ? "true" : "false",
+			d->state);
 		if (d->err)
 			text_put_quoted(o, pbp_strerror(d->err), TEXT_JSON);
 		else if (d->torn)
@@ -130,7 +132,7 @@ static void print_thread(FILE *o, struct pyproc *p, const struct dump_thread *d,
 	fputc('"', o);
 	text_put(o, d->name, TEXT_PLAIN);
 	fprintf(o, "\" (interpreter %lld, %s, %s)%s%s\n", (long long)d->t.interp_id, oncpu ? "on CPU" : "off CPU",
-		d->holds_gil ? "holds the GIL" : "no GIL",
+		p->v.free_threaded ? "free-threaded" : d->holds_gil ? "holds the GIL" : "no GIL",
 		d->err ? ": stack incomplete: " : d->torn ? ": stack not consistent: " : "",
 		d->err ? pbp_strerror(d->err) : d->torn ? TORN_TEXT : "");
 	print_frames(o, p, d, false);

@@ -4,6 +4,7 @@
  * process as JSON members (`record --stats=json`; docs/usage.md lists the keys):
  * what the human summary and --stats print, under stable names.
  */
+#include <math.h>
 #include <stdint.h>
 #include <stddef.h>
 
@@ -146,8 +147,14 @@ void stats_json_target(struct jsonw *w, const struct target *t)
 	jw_u64(w, "code_misses", cs->misses);
 	jw_u64(w, "code_reused", cs->stale);
 	jw_u64(w, "code_unreadable", cs->bad);
-	jw_u64(w, "gil_ticks", t->gil_ticks);
-	jw_u64(w, "gil_held", t->gil_held);
-	jw_u64(w, "gil_contended", t->gil_contended);
+	if (t->gil_addr) {
+		jw_u64(w, "gil_ticks", t->gil_ticks);
+		jw_u64(w, "gil_held", t->gil_held);
+		jw_u64(w, "gil_contended", t->gil_contended);
+	} else {        /* no GIL read (a free-threaded build has none): null, not zeros */
+		jw_num(w, "gil_ticks", NAN);
+		jw_num(w, "gil_held", NAN);
+		jw_num(w, "gil_contended", NAN);
+	}
 	jw_end_obj(w);
 }

@@ -757,7 +757,8 @@ void target_print_threads(const struct collector *c, const struct target *t, FIL
 	if (t->p && t->p->tids)
 		fprintf(o, " (%d in its namespace)", (int)t->p->ns_pid);
 	fprintf(o, " (Python %s)", t->p ? t->p->version : "?");
-	if (t->gil_ticks)
+	/* No GIL read (a free-threaded build has none to read): no figures, not zeros. */
+	if (t->gil_ticks && t->gil_addr)
 		fprintf(o, ": GIL held %.1f%%, contended %.1f%% of %llu ticks",
 			100.0 * (double)t->gil_held / (double)t->gil_ticks,
 			100.0 * (double)t->gil_contended / (double)t->gil_ticks,
