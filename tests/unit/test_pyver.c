@@ -663,8 +663,18 @@ static void test_free_threaded(const uint8_t *b14, const uint8_t *bt, size_t len
 	CHECK_EQ_INT(v.gil_last_holder, 16);
 	CHECK_EQ_INT(v.gil_locked, 24);
 	CHECK_EQ_INT(v.gil_cond, PYVER_NOOFF);
-	/* Thread names need dict layouts the table does not give: off. */
-	CHECK_EQ_INT(v.is_modules, PYVER_NOOFF);
+	/*
+	 * Thread names: the table's sys.modules, with the free-threaded build's
+	 * own module, type and managed-dict places (offsetof() on 3.14.7's
+	 * headers with Py_GIL_DISABLED), not the GIL build's.
+	 */
+	CHECK(v.is_modules != PYVER_NOOFF);
+	CHECK_EQ_INT(v.mod_dict, 32);
+	CHECK_EQ_INT(v.tp_basicsize, 48);
+	CHECK_EQ_INT(v.tp_dictoffset, 304);
+	CHECK_EQ_INT(v.ht_cached_keys, 896);
+	CHECK_EQ_INT(v.managed_dict_before, 8);
+	CHECK_EQ_INT(v.dk_indices, 32);
 	/* The GIL build's table saying free_threaded: its tlbc words are 0. */
 	CHECK_EQ_INT(parse_with(b14, len, D13_FREE_THREADED, 1), -PBP_E_FREETHREADED);
 	CHECK_EQ_INT(parse_with(bt, len, D14_FRAME + 7 * 8, 0), -PBP_E_FREETHREADED);

@@ -115,6 +115,27 @@ static const struct name_facts names_313 = {
 };
 
 /*
+ * The same headers of 3.14.7 compiled with Py_GIL_DISABLED (a free-threaded
+ * build): PyObject_HEAD is 16 bytes longer (ob_tid, ob_flags, ob_mutex,
+ * ob_gc_bits, ob_ref_local, ob_ref_shared before ob_type), which moves what
+ * follows a header, and the managed dict sits 8 bytes before the object, not
+ * 24. Dict keys keep their places (dk_mutex fills the GIL build's padding).
+ */
+static const struct name_facts names_314t = {
+	.mod_dict = 32,
+	.dk_log2_size = 8, .dk_log2_index_bytes = 9, .dk_kind = 10,
+	.dk_nentries = 24, .dk_indices = 32,
+	.de_size = 24, .de_key = 8, .de_value = 16,
+	.due_size = 16, .due_key = 0, .due_value = 8,
+	.dv_capacity = 0, .dv_valid = 3, .dv_values = 8,
+	.tp_basicsize = 48, .tp_dictoffset = 304, .ht_cached_keys = 896,
+	.tpf_managed_dict = 1u << 4, .tpf_inline_values = 1u << 2,
+	.tpf_long_subclass = 1u << 24, .tpf_unicode_subclass = 1u << 28,
+	.tpf_dict_subclass = 1u << 29,
+	.managed_dict_before = 8, .long_shift = 30,
+};
+
+/*
  * The words only a free-threaded (Py_GIL_DISABLED) build fills in: its GIL
  * build writes 0 there. gil_enabled is relative to the GIL struct, unlike
  * locked and holder, which are relative to the interpreter.
@@ -132,6 +153,7 @@ struct dlayout {
 	struct dfield_pos tfield[T__COUNT];    /* all nwords 0: no free-threaded layout known */
 	bool ft_known;
 	const struct name_facts *names;
+	const struct name_facts *names_ft;  /* the free-threaded build's, NULL: names off */
 	uint8_t owner_cstack, owner_interp, exec_tag_bits;
 };
 
@@ -257,6 +279,7 @@ static const struct dlayout layout_314 = {
 	},
 	.ft_known = true,
 	.names = &names_313,
+	.names_ft = &names_314t,
 	/*
 	 * pycore_interpframe_structs.h: FRAME_OWNED_BY_INTERPRETER = 3 was put
 	 * before FRAME_OWNED_BY_CSTACK, which moved to 4. pycore_stackref.h
@@ -532,9 +555,9 @@ static uint32_t nword(const uint8_t *blob, const struct dlayout *l, enum nfield 
  * Thread names: words from the table, the rest from l->names. A table that
  * does not agree leaves names off (is_modules NOOFF), never the profiler.
  */
-static void debug_names(const uint8_t *blob, const struct dlayout *l, struct pyver *v)
+static void debug_names(const uint8_t *blob, const struct dlayout *l, const struct name_facts *nf,
+			struct pyver *v)
 {
-	const struct name_facts *nf = l->names;
 	uint64_t type_size = dword(blob, l, S_TYPE, 0);
 
 	v->is_modules = PYVER_NOOFF;
@@ -633,10 +656,13 @@ static int debug_layout(const uint8_t *b, const struct dlayout *l, bool ft, stru
 	/*
 	 * Thread names rest on facts the table does not give (dict and module
 	 * layouts): for a newer version, or objects with a debug build's
-	 * Py_TRACE_REFS header (ob_type not at 8), they are left off.
+	 * Py_TRACE_REFS header (ob_type not at 8, or 24 free-threaded), they
+	 * are left off.
 	 */
-	if (!out->newer && out->ob_type == 8)
-		debug_names(b, l, out);
+	if (!out->newer && !ft && out->ob_type == 8)
+		debug_names(b, l, l->names, out);
+	else if (!out->newer && ft && l->names_ft && out->ob_type == 24)
+		debug_names(b, l, l->names_ft, out);
 	else
 		out->is_modules = PYVER_NOOFF;
 	return 0;
