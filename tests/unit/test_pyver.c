@@ -7,6 +7,7 @@
  * Run from tests/unit.
  */
 #include <stdint.h>
+#include <string.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <stdbool.h>
@@ -17,6 +18,7 @@
 #include "core/errors.h"
 #include "cpython/debugoffsets.h"
 #include "cpython/pyver.h"
+#include "cpython/pystr.h"
 #define PYVER_GEN_CROSSCHECK
 #include "cpython/gen/offsets.h"
 
@@ -664,6 +666,24 @@ static void test_free_threaded(const uint8_t *b14, const uint8_t *bt, size_t len
 	CHECK_EQ_INT(v.gil_locked, 24);
 	CHECK_EQ_INT(v.gil_cond, PYVER_NOOFF);
 	/*
+	 * A compact ASCII "abc" as the free-threaded build lays it out: state
+	 * at 48 with interned a whole byte (1), so kind 1 at bit 8, compact at
+	 * 11, ascii at 12 (a GIL build's bits 2, 5, 6 read kind 0 here).
+	 */
+	{
+		uint8_t obj[64] = { 0 };
+		uint32_t state = 1u | 1u << 8 | 1u << 11 | 1u << 12;
+		int64_t len3 = 3;
+		char out[8];
+
+		CHECK_EQ_INT(v.unicode_kind_shift, 8);
+		memcpy(obj + v.unicode_state, &state, 4);
+		memcpy(obj + v.unicode_length, &len3, 8);
+		memcpy(obj + v.ascii_size, "abc", 3);
+		CHECK_EQ_INT(pystr_decode(&v, obj, sizeof(obj), out, sizeof(out)), 0);
+		CHECK(strcmp(out, "abc") == 0);
+	}
+	/*
 	 * Thread names: the table's sys.modules, with the free-threaded build's
 	 * own module, type and managed-dict places (offsetof() on 3.14.7's
 	 * headers with Py_GIL_DISABLED), not the GIL build's.
@@ -687,6 +707,7 @@ static void test_free_threaded(const uint8_t *b14, const uint8_t *bt, size_t len
 	/* A newer free-threaded version is never tried with 3.14's layout. */
 	CHECK_EQ_INT(parse_with(bt, len, D13_VERSION, 0x030f00f0), -PBP_E_FREETHREADED);
 	CHECK(pyver_from_debug_offsets(b14, len, &v) == 0 && !v.free_threaded);
+	CHECK_EQ_INT(v.unicode_kind_shift, 2);
 }
 
 static void test_instr_offset(void)

@@ -508,6 +508,7 @@ static int debug_objects(const uint8_t *blob, const struct dlayout *l, struct py
 		return -PBP_E_CORRUPT;
 	v->ascii_size = (uint32_t)ascii;
 	v->compact_size = (uint32_t)ascii + COMPACT_EXTRA;
+	v->unicode_kind_shift = 2;     /* debug_ft() moves it for a free-threaded build */
 	return 0;
 }
 
@@ -538,6 +539,8 @@ static int debug_ft(const uint8_t *blob, const struct dlayout *l, struct pyver *
 	if (!v->fr_tlbc_index || !v->code_tlbc || gil + v->gil_enabled + 4 > v->is_size)
 		return -PBP_E_VERSION;
 	v->free_threaded = true;
+	/* cpython/unicodeobject.h: interned is a whole unsigned char there, not 2 bits. */
+	v->unicode_kind_shift = 8;
 	return 0;
 }
 

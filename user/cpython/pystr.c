@@ -27,7 +27,8 @@ struct strhdr {
 
 /*
  * The state bitfield has kept this order on every version we support:
- * interned:2, kind:3, compact:1, ascii:1.
+ * interned, kind:3, compact:1, ascii:1; interned is 2 bits, or a byte in a
+ * free-threaded build (v->unicode_kind_shift).
  */
 static int parse_header(const struct pyver *v, const uint8_t *obj, size_t n, struct strhdr *h)
 {
@@ -38,9 +39,10 @@ static int parse_header(const struct pyver *v, const uint8_t *obj, size_t n, str
 		return -PBP_E_CORRUPT;
 	memcpy(&state, obj + v->unicode_state, 4);
 	memcpy(&length, obj + v->unicode_length, 8);
-	h->kind = (state >> 2) & 7;
-	h->compact = (state >> 5) & 1;
-	h->ascii = (state >> 6) & 1;
+	state >>= v->unicode_kind_shift;
+	h->kind = state & 7;
+	h->compact = (state >> 3) & 1;
+	h->ascii = (state >> 4) & 1;
 	if (length < 0 || (h->kind != 1 && h->kind != 2 && h->kind != 4))
 		return -PBP_E_CORRUPT;
 	if (h->ascii && (h->kind != 1 || !h->compact))

@@ -157,6 +157,7 @@ static void table_objects(const struct pyver_gen *g, struct pyver *v)
 	v->unicode_length = g->unicode_length;
 	v->ascii_size = g->ascii_size;
 	v->compact_size = g->compact_size;
+	v->unicode_kind_shift = 2;
 }
 
 /*

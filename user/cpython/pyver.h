@@ -62,6 +62,12 @@ struct pyver {
 	uint32_t ob_type;           /* offsetof(PyObject, ob_type) */
 	uint32_t bytes_size, bytes_sval;
 	uint32_t unicode_state, unicode_length, ascii_size, compact_size;
+	/*
+	 * Where kind:3, compact:1, ascii:1 start in the state word: after
+	 * interned:2 (2), or after the free-threaded build's unsigned char
+	 * interned, which it reads atomically (8).
+	 */
+	uint8_t unicode_kind_shift;
 
 	enum { LT_LNOTAB, LT_LINETABLE310, LT_LOCATIONS } lt_kind;
 
