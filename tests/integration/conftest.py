@@ -361,6 +361,17 @@ def _discover_freethreaded(main):
             last = "never attempted"
         interp.skip_reason = ("no cached build (scripts/build-freethreaded.sh builds it; %s)"
                               % last)
+        return interp
+    interp.root = main.root
+    interp.argv = ["chroot", main.root, interp.executable]
+    interp.notes = "chroot %s" % main.root
+    try:
+        with open(main.host_path("/opt/python3.14t/.pbp-stamp")) as f:
+            stamp = dict(l.split(": ", 1) for l in f.read().splitlines() if ": " in l)
+        interp.notes += ", free-threaded, built %s in %s s (make %s s)" % (
+            stamp.get("built", "?"), stamp.get("build_seconds", "?"), stamp.get("make_seconds", "?"))
+    except OSError:
+        pass
     return interp
 
 

@@ -13,7 +13,6 @@ lines is the span of the function's loop. The main thread sleeps until killed.
 Works on Python 3.6+ (3.6, 3.7: no get_native_id; CLOCK_THREAD_CPUTIME_ID).
 """
 
-import ctypes
 import json
 import os
 import sys

@@ -1,7 +1,6 @@
 """What the test targets share (imported by them; conftest's Interp.place
 copies it beside a target it moves into a chroot). Python 3.6+ syntax."""
 
-import ctypes
 import json
 import os
 import threading
@@ -11,6 +10,7 @@ def native_id():
     """The kernel's id of the calling thread (threading.get_native_id is 3.8+)."""
     if hasattr(threading, "get_native_id"):
         return threading.get_native_id()
+    import ctypes   # here: an interpreter built without _ctypes has get_native_id
     return ctypes.CDLL(None).syscall(186)  # SYS_gettid on x86-64 (3.6, 3.7)
 
 
