@@ -9,10 +9,11 @@
 #   scripts/build-freethreaded.sh --check  build nothing: exit 0 and print the path
 #                                          if a cached build works, else exit 1
 #
-# Only the interpreter is built (`make python`, no PGO/LTO, no shared extension
-# modules): the built-in modules (_thread, time, _io, posix, itertools, ...) are
-# what the test targets need. The build tree itself is the install: the
-# interpreter finds its Lib/ beside it. Environment:
+# The interpreter and its shared extension modules are built (`make python
+# sharedmods`, no PGO/LTO): the test suites' targets need math, _struct,
+# _socket, select and _asyncio (asyncio), _ctypes (libffi-dev) and the hashes,
+# not only the built-in modules. The build tree itself is the install: the
+# interpreter finds its Lib/ and build/lib.*/ beside it. Environment:
 #   PBP_CHROOT   the sid chroot (default /var/cache/pybpfprof/sid-chroot)
 #   PBP_FT_JOBS  make -j (default 2); the build runs under nice -n 10
 #   PBP_FT_SRC   a CPython 3.14 source tree or tarball (.tar.xz/.tar.gz) on the
@@ -61,10 +62,13 @@ fail() {
 	exit 1
 }
 
-# Usable iff the stamp exists and the interpreter runs with the GIL disabled.
+# Usable iff the stamp exists and the interpreter runs with the GIL disabled
+# and has the extension modules the tests' targets import (a build of the
+# interpreter alone, as this script once made, is built again).
+NEEDS='import sys, ctypes, asyncio, math, hashlib, zlib; hashlib.sha256'
 usable() {
 	[ -f "$STAMP" ] && [ -x "$DIR$PY" ] &&
-		[ "$(chroot "$DIR" "$PY" -c 'import sys; print(sys._is_gil_enabled())' 2>/dev/null)" = False ]
+		[ "$(chroot "$DIR" "$PY" -c "$NEEDS; print(sys._is_gil_enabled())" 2>/dev/null)" = False ]
 }
 
 if [ "${1:-}" != "--force" ] && usable; then
@@ -106,6 +110,7 @@ SRC_LIST=$DIR/etc/apt/sources.list.d/pbp-deb-src.list
 trap 'find "$DIR/var/lib/apt/lists" -maxdepth 1 -type f -delete; rm -rf "$DIR$PREFIX.tmp"' EXIT
 in_chroot apt-get update >>"$LOG" 2>&1 || fail "apt-get update in the chroot (see $LOG)"
 in_chroot apt-get install -y --no-install-recommends gcc make libc6-dev dpkg-dev quilt pkg-config \
+	libffi-dev zlib1g-dev \
 	>>"$LOG" 2>&1 || fail "cannot install the build tools (see $LOG)"
 
 rm -rf "$DIR$PREFIX.tmp" && mkdir -p "$DIR$PREFIX.tmp" || fail "cannot create $PREFIX.tmp"
@@ -138,9 +143,9 @@ step "configure --disable-gil"
 in_chroot sh -c "cd $PREFIX.tmp/src && ./configure --disable-gil --prefix=$PREFIX --without-ensurepip" \
 	>>"$LOG" 2>&1 || fail "configure (see $LOG)"
 
-step "make -j$JOBS python pybuilddir.txt (nice -n 10)"
+step "make -j$JOBS python pybuilddir.txt sharedmods (nice -n 10)"
 MAKE_START=$(date +%s)
-in_chroot nice -n 10 make -C "$PREFIX.tmp/src" -j"$JOBS" python pybuilddir.txt >>"$LOG" 2>&1 ||
+in_chroot nice -n 10 make -C "$PREFIX.tmp/src" -j"$JOBS" python pybuilddir.txt sharedmods >>"$LOG" 2>&1 ||
 	fail "make (see $LOG)"
 MAKE_SECONDS=$(($(date +%s) - MAKE_START))
 
@@ -150,6 +155,7 @@ rm -rf "$DIR$PREFIX" && mv -T "$DIR$PREFIX.tmp" "$DIR$PREFIX" || fail "cannot mo
 VERSION=$(chroot "$DIR" "$PY" -c 'import sys; print(sys.version.splitlines()[0], sys._is_gil_enabled())' 2>>"$LOG") ||
 	fail "$PY does not run (see $LOG)"
 case "$VERSION" in *" False") ;; *) fail "$PY runs with the GIL enabled: $VERSION" ;; esac
+chroot "$DIR" "$PY" -c "$NEEDS" >>"$LOG" 2>&1 || fail "$PY lacks extension modules the tests need (see $LOG)"
 in_chroot apt-get clean >>"$LOG" 2>&1
 
 ELAPSED=$(($(date +%s) - START))
