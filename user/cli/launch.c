@@ -113,7 +113,7 @@ static void say_refused(const struct record *r, int err)
 		fprintf(stderr, "pybpfprof: '%s': free-threaded build %s is not supported (free-threaded: "
 			"3.14t whose _Py_DebugOffsets is complete; with the GIL: 3.6 to 3.14)%s\n", r->cmd[0], r->launch_version, stop);
 	else if (err == -PBP_E_NOGIL && r->launch_version[0])
-		fprintf(stderr, "pybpfprof: '%s': gil mode does not apply to free-threaded build %s: it "
+		fprintf(stderr, "pybpfprof: '%s': gil mode does not apply to free-threaded build %st: it "
 			"runs without a GIL (use cpu or wall mode)%s\n", r->cmd[0], r->launch_version, stop);
 	else
 		fprintf(stderr, "pybpfprof: '%s': %s%s\n", r->cmd[0], pbp_strerror(err), stop);

@@ -102,7 +102,7 @@ int report_attach_error(pid_t pid, int err, const struct pyproc *p)
 		return exit_code_for(err);
 	}
 	if (-err == PBP_E_NOGIL && p && p->version[0]) {
-		fprintf(stderr, "pybpfprof: pid %d: gil mode does not apply to free-threaded build %s: it "
+		fprintf(stderr, "pybpfprof: pid %d: gil mode does not apply to free-threaded build %st: it "
 			"runs without a GIL (use cpu or wall mode)\n", (int)pid, p->version);
 		return exit_code_for(err);
 	}
