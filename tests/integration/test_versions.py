@@ -20,6 +20,19 @@ EXIT_FREE_THREADED = 14
 NEWEST = (3, 14)
 
 
+def free_threaded(interp):
+    return interp.name.startswith("3.14t")
+
+
+def assert_refused_free_threaded(r, pid, version):
+    """A free-threaded build newer than 3.14t is never read with 3.14t's layout."""
+    assert r.returncode == EXIT_FREE_THREADED, r.stderr
+    assert r.stderr == ("pybpfprof: pid %d: free-threaded build %st is not supported (free-threaded: "
+                        "3.14t whose _Py_DebugOffsets is complete; with the GIL: 3.6 to 3.14)\n"
+                        % (pid, version)), r.stderr
+    assert r.stdout == ""
+
+
 @pytest.fixture
 def debug_offsets(interp):
     if interp.version[:2] < (3, 13):
@@ -30,6 +43,8 @@ def debug_offsets(interp):
 def test_newer_version_read_with_one_warning(debug_offsets, start_target, pybpfprof, tmp_path):
     proc, pid, ready = start_target(debug_offsets, BUMPED, "as_is")
     r = pybpfprof("dump", "-p", pid, "--json")
+    if free_threaded(debug_offsets):
+        return assert_refused_free_threaded(r, pid, "3.15.%d" % ready["version"][2])
     if tuple(ready["version"][:2]) != NEWEST:
         # 3.13's table is not laid out as 3.14's: refused, with the version it claims.
         assert r.returncode == EXIT_UNSUPPORTED, r.stderr
@@ -57,6 +72,8 @@ def test_newer_version_read_with_one_warning(debug_offsets, start_target, pybpfp
 def test_newer_version_that_does_not_decode_is_refused(debug_offsets, start_target, pybpfprof):
     proc, pid, ready = start_target(debug_offsets, BUMPED, "swapped")
     r = pybpfprof("dump", "-p", pid)
+    if free_threaded(debug_offsets):
+        return assert_refused_free_threaded(r, pid, "3.15.%d" % ready["version"][2])
     assert r.returncode == EXIT_UNSUPPORTED, r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "unsupported Python version 3.15." in lines[0], r.stderr
@@ -68,6 +85,11 @@ def test_free_threaded_refused_by_name(debug_offsets, start_target, pybpfprof):
     in the range: its build is not)."""
     proc, pid, ready = start_target(debug_offsets, BUMPED, "free_threaded")
     r = pybpfprof("dump", "-p", pid)
+    if free_threaded(debug_offsets):   # it was one already: read, its parked thread exact
+        assert r.returncode == 0 and r.stderr == "", r.stderr
+        park = ready["parked"]
+        assert "parked (%s:%d)" % (park["file"], park["line"]) in r.stdout, r.stdout
+        return
     assert r.returncode == EXIT_FREE_THREADED, r.stderr
     want = ("pybpfprof: pid %d: free-threaded build %st is not supported (free-threaded: 3.14t whose "
             "_Py_DebugOffsets is complete; with the GIL: 3.6 to 3.14)\n"
