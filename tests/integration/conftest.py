@@ -136,6 +136,11 @@ class Interp(object):
         return "Interp(%s)" % self.name
 
     @property
+    def free_threaded(self):
+        """A build without a GIL (3.14t): no GIL status, figures or gil mode."""
+        return self.name.startswith("3.14t")
+
+    @property
     def chrooted(self):
         return self.root != "/"
 

@@ -17,11 +17,6 @@ from profile import (WORKERS, by_thread, func_of, parse_collapsed, ready_side_pa
 STATUSES = ["[running]", "[native, no GIL]", "[runnable]", "[gil wait]", "[sleeping]", "[disk]", "[stopped]"]
 
 
-def free_threaded(interp):
-    """A free-threaded build: no GIL, so no GIL status and no gil mode."""
-    return interp.name.startswith("3.14t")
-
-
 def assert_gil_mode_refused(tmp_path, pid):
     """gil mode on a free-threaded build: one line naming the build, exit 14, no profile."""
     out = tmp_path / "gil-refused.txt"
@@ -75,7 +70,7 @@ def test_cpu_mode(interp, four, tmp_path):
     # Every stack ends in a status leaf, and hashing runs without the GIL:
     # where there is none, C code on a CPU is plain running.
     assert all(fr[-1] in STATUSES for v in threads.values() for fr, _ in v)
-    hashing = "[running]" if free_threaded(interp) else "[native, no GIL]"
+    hashing = "[running]" if interp.free_threaded else "[native, no GIL]"
     assert status_share(threads[t["hasher"]], hashing) >= 0.80, err
     assert status_share(threads[t["spinner"]], "[running]") >= 0.80, err
 
@@ -83,7 +78,7 @@ def test_cpu_mode(interp, four, tmp_path):
 @pytest.mark.every_version
 def test_gil_mode(interp, four, tmp_path):
     pid, t = four
-    if free_threaded(interp):
+    if interp.free_threaded:
         return assert_gil_mode_refused(tmp_path, pid)
     threads, err = record(tmp_path, pid, "gil", hz=199)
     assert share(threads, t["spinner"]) >= 0.85, err
@@ -100,7 +95,7 @@ def test_wall_mode(interp, four, tmp_path):
         assert abs(share(threads, tid) - 1 / len(t)) <= 0.05, (kind, share(threads, tid), err)
     assert status_share(threads[t["waiter"]], "[sleeping]") >= 0.95
     assert status_share(threads[t["main"]], "[sleeping]") >= 0.95
-    if free_threaded(interp):     # no GIL figures, rather than zeros
+    if interp.free_threaded:     # no GIL figures, rather than zeros
         assert "GIL held" not in err and "contended" not in err, err
         assert all(fr[-1] != "[gil wait]" for v in threads.values() for fr, _ in v)
     else:
@@ -126,7 +121,7 @@ def test_gil_contention(interp, start_target, tmp_path):
     proc, pid, ready = start_target(interp, WORKERS, "spinner", "spinner")
     a, b = [t["native_id"] for t in ready["threads"]]
     threads, err, cpu, wall = record_timed(tmp_path, pid, (a, b), "wall", 199)
-    if free_threaded(interp):
+    if interp.free_threaded:
         # No GIL between them: each runs or waits for a CPU, never for a GIL.
         for tid in (a, b):
             busy = status_share(threads[tid], "[running]") + status_share(threads[tid], "[runnable]")

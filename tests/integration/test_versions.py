@@ -20,10 +20,6 @@ EXIT_FREE_THREADED = 14
 NEWEST = (3, 14)
 
 
-def free_threaded(interp):
-    return interp.name.startswith("3.14t")
-
-
 def assert_refused_free_threaded(r, pid, version):
     """A free-threaded build newer than 3.14t is never read with 3.14t's layout."""
     assert r.returncode == EXIT_FREE_THREADED, r.stderr
@@ -43,7 +39,7 @@ def debug_offsets(interp):
 def test_newer_version_read_with_one_warning(debug_offsets, start_target, pybpfprof, tmp_path):
     proc, pid, ready = start_target(debug_offsets, BUMPED, "as_is")
     r = pybpfprof("dump", "-p", pid, "--json")
-    if free_threaded(debug_offsets):
+    if debug_offsets.free_threaded:
         return assert_refused_free_threaded(r, pid, "3.15.%d" % ready["version"][2])
     if tuple(ready["version"][:2]) != NEWEST:
         # 3.13's table is not laid out as 3.14's: refused, with the version it claims.
@@ -72,7 +68,7 @@ def test_newer_version_read_with_one_warning(debug_offsets, start_target, pybpfp
 def test_newer_version_that_does_not_decode_is_refused(debug_offsets, start_target, pybpfprof):
     proc, pid, ready = start_target(debug_offsets, BUMPED, "swapped")
     r = pybpfprof("dump", "-p", pid)
-    if free_threaded(debug_offsets):
+    if debug_offsets.free_threaded:
         return assert_refused_free_threaded(r, pid, "3.15.%d" % ready["version"][2])
     assert r.returncode == EXIT_UNSUPPORTED, r.stderr
     lines = r.stderr.strip().splitlines()
@@ -85,7 +81,7 @@ def test_free_threaded_refused_by_name(debug_offsets, start_target, pybpfprof):
     in the range: its build is not)."""
     proc, pid, ready = start_target(debug_offsets, BUMPED, "free_threaded")
     r = pybpfprof("dump", "-p", pid)
-    if free_threaded(debug_offsets):   # it was one already: read, its parked thread exact
+    if debug_offsets.free_threaded:   # it was one already: read, its parked thread exact
         assert r.returncode == 0 and r.stderr == "", r.stderr
         park = ready["parked"]
         assert "parked (%s:%d)" % (park["file"], park["line"]) in r.stdout, r.stdout
