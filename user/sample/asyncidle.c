@@ -83,9 +83,10 @@ static int64_t task_loc(struct idle *d, size_t i)
 }
 
 /*
- * asyncio's own files: .../pythonX.Y/asyncio/NAME.py. Any "/asyncio/" in the
- * path also folded a user's coroutines when their project sat in a
- * directory of that name.
+ * asyncio's own files: .../pythonX.Y/asyncio/NAME.py, or .../Lib/asyncio/
+ * of an interpreter run from its build tree (as the tests' 3.14t is). Any
+ * "/asyncio/" in the path also folded a user's coroutines when their
+ * project sat in a directory of that name.
  */
 static bool in_asyncio(const struct codeinfo *ci)
 {
@@ -97,7 +98,7 @@ static bool in_asyncio(const struct codeinfo *ci)
 		return false;
 	for (dir = a; dir > ci->file && dir[-1] != '/'; dir--)
 		;
-	return strncmp(dir, "python3", 7) == 0;
+	return strncmp(dir, "python3", 7) == 0 || (a - dir == 3 && strncmp(dir, "Lib", 3) == 0);
 }
 
 /* The leaf: what the chain's end awaits. folded: asyncio's coroutine the user's awaits, or NULL. */
