@@ -22,12 +22,16 @@ def _prebuilt(interp):
     directory the chrooted target sees; the env that tells natext.py."""
     if not interp.chrooted:
         return {}
-    ask = "import sysconfig as s; print(s.get_paths()['include'], s.get_config_var('EXT_SUFFIX'))"
-    inc, suffix = subprocess.check_output(interp.argv + ["-c", ask],
-                                          universal_newlines=True).split()
+    # platinclude holds pyconfig.h: the same directory once installed, the
+    # build directory for an interpreter run from its build tree (3.14t).
+    ask = ("import sysconfig as s; p = s.get_paths(); "
+           "print(p['include'], p['platinclude'], s.get_config_var('EXT_SUFFIX'))")
+    inc, platinc, suffix = subprocess.check_output(interp.argv + ["-c", ask],
+                                                   universal_newlines=True).split()
     host_dir, in_dir = interp.mkdtemp()
     subprocess.check_call(["gcc", "-shared", "-fPIC", "-O1", "-g",
-                           "-I", interp.root + inc, "-idirafter", interp.root + "/usr/include",
+                           "-I", interp.root + inc, "-I", interp.root + platinc,
+                           "-idirafter", interp.root + "/usr/include",
                            os.path.join(TARGETS, "pbpnat.c"),
                            "-o", os.path.join(host_dir, "pbpnat" + suffix)])
     return {"PBP_NATEXT_SO": os.path.join(in_dir, "pbpnat" + suffix)}
