@@ -65,7 +65,13 @@ def test_interpreter_runs(interp):
     assert r.stdout.strip() == str(tuple(interp.version))
     assert interp.version[:2] >= (3, 6)
     assert os.path.isfile(interp.host_executable)
-    if interp.name.endswith("-sid-chroot"):
+    if interp.free_threaded:
+        # "3.14t-sid-chroot" runs the build tree's interpreter, without a GIL.
+        assert interp.argv == ["chroot", interp.root, "/opt/python3.14t/src/python"]
+        r = interp.run("-c", "import sys; print(sys._is_gil_enabled())")
+        assert r.stdout.strip() == "False", r.stderr
+        assert os.path.ismount(os.path.join(interp.root, "proc"))
+    elif interp.name.endswith("-sid-chroot"):
         # "3.14-sid-chroot" runs python3.14, "3.13-dbg-sid-chroot" python3.13d
         want = interp.name[:-len("-sid-chroot")].replace("-dbg", "d")
         assert "%d.%d" % interp.version[:2] == want.rstrip("d")
