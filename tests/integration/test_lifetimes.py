@@ -163,6 +163,14 @@ def test_short_run_profiled_whole(interp, tmp_path, mode):
     # about a second then, longer than the command runs.
     rate = [] if mode == "cpu" else ["-F", 499]
     r = launch(["-m", mode, "-o", out] + rate, interp.argv + ["-c", SHORT])
+    if mode == "gil" and interp.free_threaded:
+        # No GIL to count: refused in one line, the command stopped, no profile.
+        assert r.returncode == 14, r.stderr
+        assert r.stderr.strip().endswith("gil mode does not apply to free-threaded build "
+                                          "%d.%d.%dt: it runs without a GIL (use cpu or wall "
+                                          "mode); stopping it" % interp.version), r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1 and not out.exists(), r.stderr
+        return
     assert r.returncode == 0, r.stderr
     stacks = parse_collapsed(out.read_text())
     got = funcs(stacks)
