@@ -27,7 +27,9 @@ Interpreters
                 scripts/build-freethreaded.sh builds into the same chroot:
                 only looked for here (`make test` builds it first, once, and
                 caches it: make freethreaded). Listed as SKIPPED with why when
-                it is not built (the reason of the last attempt).
+                it is not built (the reason of the last attempt). Runs
+                FREETHREADED_SUITES (EXTRA_SUITES and top) and the
+                suites that name it (fourspin, tlbc).
 
 Which were used and which skipped, and why, is printed in the terminal summary.
 PBP_EXPECTED (comma-separated names) replaces the default list of interpreters
@@ -78,6 +80,11 @@ DEFAULT_EXPECTED = ["3.6", "3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13",
 # Interpreters of the sid chroot besides its python3.14: name -> path inside.
 EXTRA_SUITES = {"test_dump", "test_asyncio", "test_record", "test_modes", "test_formats", "test_threadnames",
                 "test_versions", "test_harness", "test_host"}
+# The free-threaded 3.14t runs what reads its layout (EXTRA_SUITES), and
+# what differs without a GIL: top's statuses. Suites that name it in
+# INTERPRETERS (the four-thread split, per-thread bytecode) run on it too.
+# Every other suite's code paths are the GIL builds'.
+FREETHREADED_SUITES = EXTRA_SUITES | {"test_top"}
 SID_EXTRA = [("3.13-sid-chroot", "/usr/bin/python3.13"),
              ("3.13-dbg-sid-chroot", "/usr/bin/python3.13d"),
              ("3.14-dbg-sid-chroot", "/usr/bin/python3.14d")]
@@ -129,7 +136,7 @@ class Interp(object):
         self.executable = executable or (argv[-1] if argv else None)
         self.version = None
         self.skip_reason = None  # set when the interpreter cannot be used
-        self.extra = False       # a layout variant: runs EXTRA_SUITES only
+        self.suites = None       # the suites it runs, when not all (a layout variant: EXTRA_SUITES)
         self.notes = ""
 
     def __repr__(self):
@@ -333,7 +340,7 @@ def _sid_extras(main):
     found = []
     for name, exe in SID_EXTRA:
         interp = Interp(name, "sid-chroot", [], executable=exe)
-        interp.extra = True
+        interp.suites = EXTRA_SUITES
         if main.skip_reason:
             interp.skip_reason = main.skip_reason
         elif not os.path.exists(main.host_path(exe)):
@@ -352,6 +359,7 @@ def _discover_freethreaded(main):
     the sid chroot. Only found here: `make test` builds it first (make
     freethreaded). It is reported as skipped, with why, when it is not there."""
     interp = Interp("3.14t-sid-chroot", "sid-chroot", [], executable="/opt/python3.14t/src/python")
+    interp.suites = FREETHREADED_SUITES
     if main.skip_reason:
         interp.skip_reason = main.skip_reason
         return interp
@@ -538,15 +546,15 @@ def pytest_generate_tests(metafunc):
         only = [n.strip() for n in os.environ.get("PBP_INTERPS", "").split(",") if n.strip()]
         if only:
             interps = [i for i in interps if i.name in only]
-        if metafunc.module.__name__ not in EXTRA_SUITES:
-            interps = [i for i in interps if not i.extra]
+        own = getattr(metafunc.module, "INTERPRETERS", None)
+        interps = [i for i in interps if i.suites is None or metafunc.module.__name__ in i.suites
+                   or (own is not None and i.name in own)]
         # A suite may name the interpreters it is about (INTERPRETERS = [...]).
         # Otherwise a test runs on one interpreter of each layout family
         # (FAMILY_REPS): what it checks does not change between the versions
         # of a family. A test that reads what a layout gives is marked
         # `every_version` and runs on all. PBP_INTERPS, naming interpreters,
         # and PBP_ALL_FAMILIES=1 run every test on all of those.
-        own = getattr(metafunc.module, "INTERPRETERS", None)
         if own is not None:
             interps = [i for i in interps if i.name in own]
         elif not (only or ALL_FAMILIES or metafunc.definition.get_closest_marker("every_version")):
