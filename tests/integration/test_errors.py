@@ -25,26 +25,31 @@ def vm_size_kib(pid):
     raise AssertionError("no VmSize for %d" % pid)
 
 
+def out_of_memory(argv, tmp_path):
+    """Run pybpfprof ARGV; once it samples (2.5 s), lower its address-space
+    limit to just above what it has: the aggregate of new stacks soon needs
+    more. Its exit code and stderr."""
+    err = tmp_path / "pybpfprof.err"
+    with open(str(err), "w") as e:
+        run = subprocess.Popen([PYBPFPROF] + [str(a) for a in argv], stdout=subprocess.DEVNULL, stderr=e,
+                               stdin=subprocess.DEVNULL)
+    try:
+        time.sleep(2.5)
+        assert run.poll() is None, err.read_text()
+        limit = (vm_size_kib(run.pid) + 256) * 1024
+        subprocess.run(["prlimit", "--pid", str(run.pid), "--as=%d" % limit], check=True)
+        code = run.wait(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    return code, err.read_text()
+
+
 @pytest.mark.skipif(SANITIZED, reason="ASan reserves terabytes of address space: no limit can be set")
 def test_top_out_of_memory_exits_12(interp, start_target, tmp_path):
     proc, pid, ready = start_target(interp, "manycodes.py")
-    err = tmp_path / "top.err"
-    with open(str(err), "w") as e:
-        top = subprocess.Popen([PYBPFPROF, "top", "-p", str(pid), "-F", "999"], stdout=subprocess.DEVNULL,
-                               stderr=e, stdin=subprocess.DEVNULL)
-    try:
-        # Sampling has begun (the first window is printed at 1 s); then a limit
-        # just above what it has: the aggregate of new stacks soon needs more.
-        time.sleep(2.5)
-        assert top.poll() is None, err.read_text()
-        limit = (vm_size_kib(top.pid) + 256) * 1024
-        subprocess.run(["prlimit", "--pid", str(top.pid), "--as=%d" % limit], check=True)
-        code = top.wait(timeout=60)
-    finally:
-        if top.poll() is None:
-            top.kill()
-            top.wait()
-    text = err.read_text()
+    code, text = out_of_memory(["top", "-p", pid, "-F", "999"], tmp_path)
     assert code == EXIT_RESOURCES, (code, text)
     assert "out of memory" in text and "ulimit -v" in text, text
     assert len(text.strip().splitlines()) == 1, text
@@ -53,24 +58,11 @@ def test_top_out_of_memory_exits_12(interp, start_target, tmp_path):
 @pytest.mark.skipif(SANITIZED, reason="ASan reserves terabytes of address space: no limit can be set")
 def test_record_out_of_memory_exits_12(interp, start_target, tmp_path):
     proc, pid, ready = start_target(interp, "manycodes.py")
-    err = tmp_path / "record.err"
-    with open(str(err), "w") as e:
-        rec = subprocess.Popen([PYBPFPROF, "-p", str(pid), "-F", "999", "-d", "6", "-o", str(tmp_path / "p.html")],
-                               stdout=subprocess.DEVNULL, stderr=e, stdin=subprocess.DEVNULL)
-    try:
-        time.sleep(2.5)     # sampling has begun; then a limit just above what it has
-        assert rec.poll() is None, err.read_text()
-        limit = (vm_size_kib(rec.pid) + 256) * 1024
-        subprocess.run(["prlimit", "--pid", str(rec.pid), "--as=%d" % limit], check=True)
-        code = rec.wait(timeout=60)
-    finally:
-        if rec.poll() is None:
-            rec.kill()
-            rec.wait()
-    text = err.read_text()
+    out = tmp_path / "p.html"
+    code, text = out_of_memory(["-p", pid, "-F", "999", "-d", "6", "-o", out], tmp_path)
     assert code == EXIT_RESOURCES, (code, text)
     assert "out of memory" in text, text
-    assert not (tmp_path / "p.html").exists(), "a partial profile was left"
+    assert not out.exists(), "a partial profile was left"
 
 
 @pytest.mark.skipif(SANITIZED, reason="ASan reserves terabytes of address space: no limit can be set")
