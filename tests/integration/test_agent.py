@@ -23,7 +23,7 @@ import pytest
 
 from agent_prom import PROMETHEUS, Prometheus
 from agent_receiver import Receiver, free_port
-from conftest import PYBPFPROF
+from conftest import PYBPFPROF, SANITIZED
 from agent_run import (Agent, by_pid, go_raw, http_get, interps, metrics, raw_stacks,
                        start_service)
 from pprof_wire import Profile
@@ -648,6 +648,7 @@ time.sleep(3600)
 IDLE_WATCH = 35     # past the periodic thread-list read (30 s), some 35 windows
 
 
+@pytest.mark.skipif(SANITIZED, reason="LeakSanitizer does not run under ptrace (strace)")
 def test_execs_cost_no_comm_read(tmp_path):
     """Every exec on a node comes to the agent; without --comm its filter
     needs no command name, so /proc/PID/task/PID/comm of the exec'd

@@ -224,8 +224,10 @@ def test_dump_of_a_changing_stack_is_whole_or_says_not(interp, start_target, pyb
     if interp.version >= (3, 11):
         pytest.skip("3.11+ frames are not objects freed under the reader")
     proc, pid, ready = start_target(interp, os.path.join(TARGETS, "recursive.py"))
-    said = 0
-    for _ in range(30):
+    said = dumps = 0
+    # 30 dumps, and more (up to 100) until one has read a whole stack.
+    while dumps < 30 or (said == dumps and dumps < 100):
+        dumps += 1
         got = dump_json(pybpfprof, pid)
         (t,) = got["threads"]
         names = [f["function"] for f in t["frames"]]
@@ -240,8 +242,9 @@ def test_dump_of_a_changing_stack_is_whole_or_says_not(interp, start_target, pyb
                                    "Random._randbelow_with_getrandbits"}, names
     # How many reads agree depends on how often the reader is preempted: on a
     # loaded machine most dumps of this target say they are not consistent
-    # (25 of 30 seen under make test), which is the truth. One whole is owed.
-    assert said < 30, "no dump read a whole stack"
+    # (25 of 30 seen under make test, and once 30 of 30 on 3.7), which is the
+    # truth. One whole is owed.
+    assert said < dumps, "no dump of %d read a whole stack" % dumps
 
 
 # --- issue 30, item 7: 3.6's GIL, not created until a second thread starts ---------
