@@ -51,6 +51,20 @@ int run_live_targets(const struct record *r)
 	return n;
 }
 
+bool run_all_free_threaded(const struct record *r)
+{
+	int n = 0;
+
+	for (int i = 0; i < r->ntargets; i++) {
+		if (!r->targets[i].p || !r->targets[i].alive)
+			continue;
+		if (!r->targets[i].p->v.free_threaded)
+			return false;
+		n++;
+	}
+	return n > 0;
+}
+
 uint64_t run_process_reads(const struct record *r)
 {
 	uint64_t n = r->c.reads_gone;

@@ -215,6 +215,8 @@ extern const struct pyproc_limits run_target_limits, run_host_limits;
 int run_open(const struct record *r, pid_t pid, const struct pyproc_limits *lim, struct pyproc **p);
 struct target *run_target_of(struct record *r, pid_t pid);
 int run_live_targets(const struct record *r);
+/* At least one live target, and every one a free-threaded build: no GIL to count. */
+bool run_all_free_threaded(const struct record *r);
 /* Reads of the profiled processes' memory since the start, those of processes gone included. */
 uint64_t run_process_reads(const struct record *r);
 /* A zombie has exited: its parent just has not reaped it yet. */

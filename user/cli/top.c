@@ -167,7 +167,7 @@ static void head_of(const struct top *t, struct live_head *h)
 				 .secs = (double)(end - (t->cumulative ? t->r.start_ns : t->shown.start_ns)) / 1e9,
 				 .lost = t->cumulative ? t->lost_before + t->lost_shown : t->lost_shown,
 				 .processes = run_live_targets(&t->r), .cumulative = t->cumulative,
-				 .paused = t->paused, .sort = t->sort };
+				 .paused = t->paused, .sort = t->sort, .no_gil = run_all_free_threaded(&t->r) };
 }
 
 /* The plain table on stdout, a blank line between two. */

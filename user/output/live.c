@@ -289,10 +289,14 @@ static void print_head(FILE *o, const struct live_head *h, const struct live_vie
 		h->hz, h->processes, h->processes == 1 ? "" : "es",
 		h->cumulative ? "since the start" : "last interval",
 		h->paused ? " [paused]" : h->ended ? " [ended]" : "");
-	fprintf(o, "samples %llu in %.1f s (%.1f/s), lost %llu; GIL held %.1f%%, waited for %.1f%%\n",
+	fprintf(o, "samples %llu in %.1f s (%.1f/s), lost %llu; ",
 		(unsigned long long)v->samples, h->secs, h->secs > 0 ? (double)v->samples / h->secs : 0.0,
-		(unsigned long long)h->lost, live_pct(v->status[ST_RUNNING], v->samples),
-		live_pct(v->status[ST_GIL_WAIT], v->samples));
+		(unsigned long long)h->lost);
+	if (h->no_gil)
+		fprintf(o, "no GIL: free-threaded\n");
+	else
+		fprintf(o, "GIL held %.1f%%, waited for %.1f%%\n", live_pct(v->status[ST_RUNNING], v->samples),
+			live_pct(v->status[ST_GIL_WAIT], v->samples));
 	if (v->waiting)
 		fprintf(o, "waiting tasks %llu samples more (--async: one a tick for each task not "
 			"running); the functions' shares are of both\n", (unsigned long long)v->waiting);

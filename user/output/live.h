@@ -51,6 +51,7 @@ struct live_head {
 	uint64_t lost;                  /* samples the kernel could not hand over, in that span */
 	int processes;
 	bool cumulative, paused, ended;
+	bool no_gil;                    /* every process free-threaded: no GIL figures, said so */
 	enum live_sort sort;
 };
 
