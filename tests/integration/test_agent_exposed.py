@@ -442,8 +442,9 @@ def test_push_failures_say_why(start_target, tmp_path, agents):
 
 def test_push_token_file_a_fifo(start_target, tmp_path, agents):
     """--bearer-token-file naming a FIFO: the push thread must not wait for a
-    writer that never comes (it did, forever): the token is said unreadable
-    and the pushes go on without it."""
+    writer that never comes (it did, forever), nor push without the token
+    (it did, once the FIFO was refused): each push fails, said why, and is
+    retried with the backoff of any push that got no answer."""
     pid, _ = start_service(start_target, tmp_path, interps(1)[0], "fifo_token_svc")
     fifo = tmp_path / "token"
     os.mkfifo(str(fifo))
@@ -451,9 +452,12 @@ def test_push_token_file_a_fifo(start_target, tmp_path, agents):
     try:
         agent = agents(tmp_path, "--push", srv.url, "--interval", "1", "--bearer-token-file", fifo,
                        "-p", str(pid))
-        assert wait_for(lambda: len(srv.posts) >= 2, 20), agent.describe()
-        line = [l for l in agent.log().splitlines() if "cannot read the bearer token" in l][0]
-        assert 'error="not a regular file"' in line, line
+        said = 'cause="bearer token file not a regular file"'
+        assert wait_for(lambda: said in agent.log(), 20), agent.describe()
+        time.sleep(2)
+        assert srv.posts == [], "pushed without the token"
+        line = [l for l in agent.log().splitlines() if said in l][0]
+        assert 'msg="push failed, will retry"' in line, line
         rc, took = agent.stop(timeout=15)
     finally:
         srv.stop()

@@ -123,27 +123,32 @@ int push_enqueue(struct pusher *p, const char *name, uint64_t from_s, uint64_t u
 /*
  * "Bearer TOKEN" from the file, read now: a projected token is rotated by
  * the kubelet. One that cannot be read (gone, not a regular file: a FIFO
- * would hold the push thread forever) is said, and the push goes without.
+ * would hold the push thread forever, longer than TOKEN_MAX) fails the push
+ * rather than send it without: *why says why, and the window is retried
+ * like any push that got no answer, so a token that comes later is used.
  */
-static struct curl_slist *auth_header(const struct push_opts *o, struct curl_slist *h)
+static struct curl_slist *auth_header(const struct push_opts *o, struct curl_slist *h, const char **why)
 {
 	char line[TOKEN_MAX + 32], *tok = NULL;
 	size_t len;
 	int err;
 
+	*why = NULL;
 	if (!o->bearer_token_file)
 		return h;
 	err = file_read(o->bearer_token_file, TOKEN_MAX - 1, &tok, &len);
 	if (err) {
-		alog(LOG_ERROR, "cannot read the bearer token", "file=%s error=%s", o->bearer_token_file,
-		     err == -PBP_E_IO ? strerror(errno) : err == -PBP_E_INVAL ? "not a regular file" :
-		     err == -PBP_E_LIMIT ? "longer than 8191 bytes" : pbp_strerror(err));
+		*why = err == -PBP_E_IO && errno == ENOENT ? "bearer token file missing" :
+		       err == -PBP_E_INVAL ? "bearer token file not a regular file" :
+		       err == -PBP_E_LIMIT ? "bearer token longer than 8191 bytes" : "bearer token unreadable";
 		return h;
 	}
 	tok[strcspn(tok, "\r\n")] = '\0';
 	if (*tok) {
 		snprintf(line, sizeof(line), "Authorization: Bearer %s", tok);
 		h = curl_slist_append(h, line);
+	} else {
+		*why = "bearer token file empty";
 	}
 	free(tok);
 	return h;
@@ -275,6 +280,7 @@ static long post(struct pusher *p, const struct item *it, long timeout_ms, char 
 {
 	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/octet-stream");
 	char tenant[512], *url = ingest_url(p, it);
+	const char *no_token;
 	long status = 0, os_errno = 0;
 	CURLcode rc;
 
@@ -282,7 +288,15 @@ static long post(struct pusher *p, const struct item *it, long timeout_ms, char 
 		snprintf(tenant, sizeof(tenant), "X-Scope-OrgID: %s", p->o.tenant);
 		h = curl_slist_append(h, tenant);
 	}
-	h = auth_header(&p->o, h);
+	h = auth_header(&p->o, h, &no_token);
+	if (no_token) {         /* not sent: settled as a push that got no answer, retried */
+		*r = (struct reply){ .len = 0 };
+		snprintf(cause, causelen, "%s", no_token);
+		snprintf(err, errlen, "file=%s", p->o.bearer_token_file);
+		curl_slist_free_all(h);
+		free(url);
+		return 0;
+	}
 	curl_easy_reset(p->curl);
 	curl_easy_setopt(p->curl, CURLOPT_URL, url);
 	curl_easy_setopt(p->curl, CURLOPT_POSTFIELDS, it->body);
