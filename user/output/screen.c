@@ -146,15 +146,14 @@ static void draw_head(const struct live_head *h, const struct live_view *v)
 		 h->paused ? "  [paused]" : "");
 	whole_fields(s, COLS);
 	bar_line(0, s);
+	snprintf(s, sizeof(s), "samples %llu (%.1f/s)  lost %llu  ",
+		 (unsigned long long)v->samples, h->secs > 0 ? (double)v->samples / h->secs : 0.0,
+		 (unsigned long long)h->lost);
 	if (h->no_gil)
-		snprintf(s, sizeof(s), "samples %llu (%.1f/s)  lost %llu  no GIL: free-threaded",
-			 (unsigned long long)v->samples, h->secs > 0 ? (double)v->samples / h->secs : 0.0,
-			 (unsigned long long)h->lost);
+		snprintf(s + strlen(s), sizeof(s) - strlen(s), "no GIL: free-threaded");
 	else
-		snprintf(s, sizeof(s), "samples %llu (%.1f/s)  lost %llu  GIL held %.1f%%  waited for %.1f%%",
-			 (unsigned long long)v->samples, h->secs > 0 ? (double)v->samples / h->secs : 0.0,
-			 (unsigned long long)h->lost, live_pct(v->status[ST_RUNNING], v->samples),
-			 live_pct(v->status[ST_GIL_WAIT], v->samples));
+		snprintf(s + strlen(s), sizeof(s) - strlen(s), "GIL held %.1f%%  waited for %.1f%%",
+			 live_pct(v->status[ST_RUNNING], v->samples), live_pct(v->status[ST_GIL_WAIT], v->samples));
 	if (v->waiting)         /* --async, wall: on top of the threads', said so */
 		snprintf(s + strlen(s), sizeof(s) - strlen(s), "  + %llu of waiting tasks",
 			 (unsigned long long)v->waiting);
