@@ -98,15 +98,34 @@ enum pbp_off_reason {
 	PBP_OFF_STOPPED,       /* stopped: SIGSTOP, SIGTSTP, a tracer */
 };
 
+/*
+ * Switches kept with their instants per thread: user space looks at a tick
+ * some time after its instant, and a thread may have switched several times
+ * in between (4 spinners on 2 CPUs, a loaded machine). Its state at the
+ * instant is the one after the newest switch before it.
+ */
+#define PBP_SWITCH_RING 8
+
+/* One switch in pbp_tstate.recent: its instant and the thread's state after it. */
+#define PBP_SWITCH_NS_SHIFT 4
+#define PBP_SWITCH_ONCPU 0x8    /* on CPU after it: a switch in */
+#define PBP_SWITCH_REASON 0x7   /* off_reason then: the one it left with, or had until a switch in */
+
 /* Per target thread, at its slot in the "tstates" array, kept by sched_switch. */
 struct pbp_tstate {
 	__u64 switches;        /* context switches in and out: unchanged means the stack is too */
-	__u64 last_switch_ns;
 	__u64 futex_addr;      /* futex it sleeps on, 0 if none: tells GIL waits */
 	__u64 snap_due;        /* switch-out snapshots: when the budget is back to full */
 	__u8 oncpu;
 	__u8 off_reason;       /* enum pbp_off_reason of the last time off CPU */
 	__u8 pad[6];
+	/*
+	 * Switch k (k = 1, 2, ... as switches counts them) at [(k - 1) %
+	 * PBP_SWITCH_RING]: ns << PBP_SWITCH_NS_SHIFT | PBP_SWITCH_ONCPU if in |
+	 * off_reason. Written before switches is bumped: a reader that sees
+	 * switches unchanged across its copy has a whole ring.
+	 */
+	__u64 recent[PBP_SWITCH_RING];
 };
 
 /* Per target thread, keyed by tid in the "threads" map. */

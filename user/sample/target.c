@@ -38,6 +38,7 @@
 #include "proc/remote.h"
 #include "sample/asyncidle.h"
 #include "sample/sampler.h"
+#include "sample/switches.h"
 #include "symbol/symbolize.h"
 
 #define RESCAN_NS (20 * 1000000ull)     /* least time between two thread-list reads */
@@ -540,20 +541,18 @@ void target_on_sample(struct collector *c, struct target *t, const struct pbp_sa
  * and with 2,000 threads the loop locked into reading them all (1.4 GB in
  * 5 s, 85% of ticks dropped) where another run read nothing.
  */
-static bool off_cpu_stack_holds(const struct tcache *e, const struct pbp_tstate *st, bool late)
+static bool off_cpu_stack_holds(const struct tcache *e, const struct sched_at *st)
 {
-	bool oncpu_now = late ? !st->oncpu : st->oncpu;     /* state_at flipped it */
-
 	if (!e->have || !e->read_off_cpu)
 		return false;
-	if (!oncpu_now && e->switches == st->switches)
+	if (!st->oncpu_now && e->switches == st->switches)
 		return true;
-	return !st->oncpu && late && st->switches == e->switches + 1;
+	return !st->oncpu && !st->guessed && st->switches - st->after == e->switches;
 }
 
 /* The thread's stack at this tick, by the cheapest exact means. */
 static int tick_stack(struct collector *c, struct target *t, struct tcache *e,
-		      const struct pbp_tstate *st, bool late, uint64_t now_kns)
+		      const struct sched_at *st, uint64_t now_kns)
 {
 	uint64_t fresh = 2 * 1000000000ull / c->o.hz;
 	uint32_t n = 0;
@@ -563,7 +562,7 @@ static int tick_stack(struct collector *c, struct target *t, struct tcache *e,
 		c->from_kernel++;
 		return 0;
 	}
-	if (off_cpu_stack_holds(e, st, late)) {
+	if (off_cpu_stack_holds(e, st)) {
 		if (e->switch_snap)
 			c->from_switch++;
 		else
@@ -581,35 +580,27 @@ static int tick_stack(struct collector *c, struct target *t, struct tcache *e,
 	err = keep_stack(e, c->locs, n);
 	e->kernel_ns = 0;
 	e->switch_snap = false;
-	e->read_off_cpu = !st->oncpu;
+	e->read_off_cpu = !st->oncpu_now;
 	e->switches = st->switches;
 	return err;
 }
 
 /*
  * The thread's state at the tick instant, not at the (later) moment we look:
- * waking up to look can itself preempt the thread. A switch after the
- * instant means it was in the other state then; off_reason still tells
- * why it was off CPU before a switch in.
+ * waking up to look can itself preempt the thread (switches.c).
  */
-static bool state_at(struct collector *c, const struct tcache *e, uint64_t instant,
-		     struct pbp_tstate *st)
+static void state_at(struct collector *c, const struct tcache *e, uint64_t instant,
+		     struct sched_at *st)
 {
 	const volatile struct pbp_tstate *v = c->ops->tstate(c->smp, e->slot);
 
-	memset(st, 0, sizeof(*st));
-	if (!v)
-		return false;
-	st->switches = v->switches;
-	st->oncpu = v->oncpu;
-	st->off_reason = v->off_reason;
-	st->last_switch_ns = v->last_switch_ns;
-	if (st->last_switch_ns > instant && st->switches) {
-		st->oncpu = !st->oncpu;
-		c->late_switches++;
-		return true;
+	if (!v) {
+		*st = (struct sched_at){ 0 };
+		return;
 	}
-	return false;
+	sched_state_at(v, instant, st);
+	c->late_switches += st->after;
+	c->states_guessed += st->guessed;
 }
 
 /* wall --async: the thread's waiting tasks too, under its root frames (asyncidle.c). */
@@ -631,20 +622,21 @@ static void tick_tasks(struct collector *c, struct target *t, struct tcache *e, 
 			(uint32_t)proc + c->o.per_thread }, &c->async);
 }
 
-/* Whether the thread held the GIL at the tick. */
+/* Whether the thread held the GIL at the tick; *waits whether it waited for it. */
 static bool tick_thread(struct collector *c, struct target *t, struct tcache *e,
-			const struct gilstate *g, uint64_t instant)
+			const struct gilstate *g, uint64_t instant, bool *waits)
 {
-	struct pbp_tstate st;
+	struct sched_at st;
 	uint32_t status;
-	bool late, holds;
+	bool holds;
 
-	late = state_at(c, e, instant, &st);
+	state_at(c, e, instant, &st);
+	*waits = !st.oncpu && st.off_reason == PBP_OFF_GIL;
 	holds = pygil_holds(g, e->tstate, st.oncpu || st.off_reason == PBP_OFF_RUNNABLE);
 	if (c->o.mode == MODE_GIL && !holds)
 		return holds;
 	status = status_classify(st.oncpu, st.off_reason, g->known, holds);
-	if (tick_stack(c, t, e, &st, late, instant) != 0) {
+	if (tick_stack(c, t, e, &st, instant) != 0) {
 		e->status[status]++;
 		return holds;
 	}
@@ -668,14 +660,12 @@ void target_tick(struct collector *c, struct target *t, uint64_t instant)
 		pygil_state(t->p, t->gil_addr, &g);
 	for (uint32_t i = 0; i < t->tc_cap; i++) {
 		struct tcache *e = &t->tc[i];
-		const volatile struct pbp_tstate *st;
+		bool waits;
 
 		if (!e->tid)
 			continue;
-		st = c->ops->tstate(c->smp, e->slot);
-		if (st && !st->oncpu && st->off_reason == PBP_OFF_GIL)
-			contended = true;
-		held |= tick_thread(c, t, e, &g, instant);
+		held |= tick_thread(c, t, e, &g, instant, &waits);
+		contended |= waits;
 	}
 	t->gil_ticks++;
 	/* Not created yet (3.6): held while its one thread runs, as pygil_holds says. */

@@ -73,7 +73,8 @@ struct collector {
 	uint64_t from_switch;   /* wall/gil: stack the kernel took as the thread left the CPU */
 	uint64_t from_kernel;   /* wall/gil: on-CPU thread, stack from its last kernel sample */
 	uint64_t read_now;      /* wall/gil: stack read from the target at the tick */
-	uint64_t late_switches; /* wall/gil: a switch between the tick instant and the look */
+	uint64_t late_switches; /* wall/gil: switches between the tick instant and the look */
+	uint64_t states_guessed; /* of threads with more of them than the kernel records */
 	uint64_t rescans, rescan_ns;    /* thread-list reads, and the time they took */
 	struct pythread *list;  /* scratch for pythreads_read, every target's: made at the first */
 	uint64_t reads_gone;    /* reads of the memory of targets since freed (target_fini) */
