@@ -270,3 +270,23 @@ def test_errors(tmp_path):
     assert r.returncode == 2
     r = pybpfprof()
     assert r.returncode == 2 and "give -p PID, -a, or a command" in r.stderr
+
+
+@pytest.mark.parametrize("cmd", [[], ["top", "-p", "1"], ["convert", "-i", "in.txt"],
+                                 ["diff", "a.txt", "b.txt"]])
+def test_output_extension_no_format_has(tmp_path, cmd):
+    """-o p.hmtl (a typo) used to write collapsed stacks under that name with
+    exit 0: now one line naming -f, exit 2, no file; with -f, or a path with
+    no extension, it is written as before."""
+    out = tmp_path / "p.hmtl"
+    args = cmd or ["-p", "1"]
+    r = pybpfprof(*args, "-o", out, cwd=tmp_path)
+    assert r.returncode == 2, r.stderr
+    first, *rest = r.stderr.splitlines()
+    assert "no format is written as '.hmtl': name one with -f" in first, r.stderr
+    assert not any(ln.startswith("pybpfprof") for ln in rest), r.stderr  # then argp's "Try"
+    assert not out.exists()
+    src = tmp_path / "in.txt"
+    src.write_text("main;work 3\n")
+    r = pybpfprof("convert", "-i", src, "-f", "collapsed", "-o", out)
+    assert r.returncode == 0 and out.read_text() == "main;work 3\n", r.stderr
