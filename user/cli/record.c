@@ -489,7 +489,12 @@ void run_loop(struct record *r)
 	add_timers(r, tty);
 	stagecpu_thread(STAGE_OTHER);
 	loop_run(&r->loop);
-	/* Samples still in the ring buffer belong to the run. */
+	/*
+	 * Samples still in the ring buffer belong to the run; no more come once
+	 * the interrupts stop. Before, at 10 kHz the last drain ended while
+	 * samples still came, and those were said "not kept (out of memory)".
+	 */
+	sampler_pause(r->c.smp);
 	while (sampler_drain(r->c.smp) > 0)
 		;
 	r->end_ns = mono_ns();
