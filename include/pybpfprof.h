@@ -70,6 +70,14 @@ struct pbp_offsets {
 	__u16 coro_owner;
 	__u8 owner_gen;
 	__u8 pad_coro;
+	/*
+	 * --native-leaf on a free-threaded build (no GIL to say a thread left
+	 * the interpreter): offset of the thread state's int state, which is 1
+	 * (_Py_THREAD_ATTACHED) while it may run Python and 0 once it detached
+	 * (Py_BEGIN_ALLOW_THREADS). 0: not asked, nothing read.
+	 */
+	__u16 ts_attached;
+	__u16 pad_attached[3];
 };
 
 /* Per target process, keyed by tgid in the "procs" map. */
@@ -160,6 +168,7 @@ enum pbp_sample_flags {
 	PBP_F_ENTRIES = 1 << 10,   /* .entries marks the frames that entered the evaluation loop */
 	PBP_F_KSTACK = 1 << 11,    /* --kernel: the thread was in the kernel; .kstack says where */
 	PBP_F_CORO = 1 << 12,      /* .task is the outermost coroutine frame's address (coro_owner set) */
+	PBP_F_DETACHED = 1 << 13,  /* free-threaded, ts_attached set: its thread state was detached */
 };
 
 /*

@@ -304,6 +304,8 @@ static int tell_kernel(struct collector *c, struct target *t)
 {
 	struct pbp_proc kp = { .off = t->p->v.k };
 
+	if (c->o.native_leaf && t->p->v.free_threaded && t->p->v.ts_state <= UINT16_MAX)
+		kp.off.ts_attached = (uint16_t)t->p->v.ts_state;
 	gil_addrs(t, &kp);
 	thread_list_addrs(t, &kp);
 	return c->ops->add_proc(c->smp, t->pid, &kp) != 0 ? -PBP_E_BPF : 0;
