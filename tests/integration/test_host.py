@@ -324,3 +324,27 @@ def test_max_processes_holds_with_pids(start_target, tmp_path):
                         str(tmp_path / "out2.txt")], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2, r.stderr
     assert "--max-processes 2 is fewer than the 3 processes given with -p" in r.stderr
+
+
+def test_gil_mode_leaves_free_threaded_out(start_target, tmp_path):
+    """-a -m gil: a free-threaded 3.14t process has no GIL to count. It is
+    left out, with the reason in --stats=json's not_profiled (and the summary),
+    while a GIL build's process beside it is profiled."""
+    interps = {i.name: i for i in _discover() if not i.skip_reason}
+    ft = next((i for i in interps.values() if i.free_threaded), None)
+    if ft is None:
+        pytest.skip("no free-threaded interpreter here (make freethreaded)")
+    gil = next(i for i in interps.values() if not i.free_threaded)
+    _, ft_pid, _ = start_target(ft, script_for(tmp_path, ft))
+    _, gil_pid, _ = start_target(gil, script_for(tmp_path, gil))
+    out = tmp_path / "gil.txt"
+    r = subprocess.run([PYBPFPROF, "-a", "-m", "gil", "-F", "49", "-d", "2", "--stats=json",
+                        "-o", str(out)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    stats = json.loads(next(ln for ln in r.stderr.splitlines() if ln.startswith("{")))
+    left = {p["pid"]: p for p in stats["not_profiled"]}
+    assert ft_pid in left, stats["not_profiled"]
+    assert "gil mode does not apply to a free-threaded build" in left[ft_pid]["error"], left
+    assert gil_pid not in left
+    roots = {int(f[0].split()[1]) for f, _ in parse_collapsed(out.read_text())}
+    assert gil_pid in roots and ft_pid not in roots, roots
