@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import PYBPFPROF, _discover, pybpfprof
+from conftest import PYBPFPROF, TARGETS, _discover, pybpfprof
 from profile import (FRAME, WORKERS, no_bpf_leftovers, ready_side_path, by_thread, bpf_programs_of_dead,
                      func_of, marks, parse_collapsed, task_cpu_ns, total, wait_for)
 
@@ -290,3 +290,20 @@ def test_output_extension_no_format_has(tmp_path, cmd):
     src.write_text("main;work 3\n")
     r = pybpfprof("convert", "-i", src, "-f", "collapsed", "-o", out)
     assert r.returncode == 0 and out.read_text() == "main;work 3\n", r.stderr
+
+
+def test_thread_named_after_the_names_were_read(interp, start_target, tmp_path):
+    """A thread threading learns of only after pybpfprof read the names
+    (targets/latename.py: _thread, named 1 s in) is named within seconds,
+    not after the 30 s between two reads of an unchanged thread list: it
+    was one root under its comm for the whole of a short run."""
+    proc, pid, ready = start_target(interp, os.path.join(TARGETS, "latename.py"), 1)
+    out = tmp_path / "late.txt"
+    r = pybpfprof("-p", pid, "-t", "-F", 99, "-d", 5, "-o", out)
+    assert r.returncode == 0, r.stderr
+    roots = {}
+    for frames, count in parse_collapsed(out.read_text()):
+        if frames[0].startswith("thread %d " % ready["tid"]):
+            roots[frames[0]] = roots.get(frames[0], 0) + count
+    named = roots.get("thread %d late-named" % ready["tid"], 0)
+    assert named >= 0.3 * sum(roots.values()), roots

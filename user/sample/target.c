@@ -55,6 +55,14 @@
 #define MAX_LOCS PBP_MAX_LOCS
 /* A thread adopted (names_late) is named this late, by a list read at most one a GAP. */
 #define ADOPTED_NAMES_NS (100 * 1000000ull)
+/*
+ * A thread whose name was not there when the names were read (registered in
+ * threading's table just after, or named later): read again after 0.1,
+ * 0.4, 1.6 and 6.4 s, not after NAMES_EVERY_NS, so that a thread is not one
+ * root under its comm for 30 s and another under its name after.
+ */
+#define UNNAMED_TRIES 4
+#define UNNAMED_FIRST_NS (100 * 1000000ull)
 #define ADOPTED_GAP_NS 1000000000ull
 #define EMPTY_RESCAN_NS 1000000ull         /* a new process's first thread state: looked for */
 #define EMPTY_FOR_NS (2 * 1000000000ull)   /* ... this often, for this long */
@@ -205,6 +213,26 @@ static char (*read_names(struct collector *c, struct target *t, size_t n, bool f
 	return names;
 }
 
+/* Some thread of the list had no name: read them again soon (UNNAMED_TRIES). */
+static void names_again(struct target *t, const struct pythread *list, char (*names)[PBP_NAME_LEN],
+			size_t n, uint64_t h, uint64_t now)
+{
+	bool unnamed = false;
+
+	/* The main thread is MainThread before threading names it. */
+	for (size_t i = 0; i < n && !unnamed; i++)
+		unnamed = list[i].tid && list[i].tid != t->pid && !names[i][0];
+	if (h != t->unnamed_hash) {
+		t->unnamed_hash = h;
+		t->unnamed_tries = 0;
+	}
+	if (!unnamed || t->unnamed_tries >= UNNAMED_TRIES)
+		return;
+	t->names_due = true;
+	come_back(t, now + (UNNAMED_FIRST_NS << (2 * t->unnamed_tries)));
+	t->unnamed_tries++;
+}
+
 /*
  * Reading the names walks the threading module's dict: most of a rescan's
  * reads. A list with the same threads at the same states is taken as
@@ -255,6 +283,8 @@ void target_rescan(struct collector *c, struct target *t, bool full)
 	for (size_t i = 0; i < n; i++)
 		if (c->list[i].tid)
 			register_thread(c, t, &c->list[i], names ? names[i] : NULL, names != NULL);
+	if (names)
+		names_again(t, c->list, names, n, h, now);
 	free(names);
 	tc_sweep(c, t);
 out:
@@ -738,44 +768,4 @@ static void window_catch_up(struct collector *c, struct target *t)
 	t->proc_loc = -1;
 	async_idle_new_window(t->aio);
 	apply_labels(c, t);
-}
-
-/* ------------------------------------------------------------ summary */
-
-void target_print_threads(const struct collector *c, const struct target *t, FILE *o)
-{
-	(void)c;
-	fprintf(o, "pybpfprof: pid %d", (int)t->pid);
-	if (t->p && t->p->tids)
-		fprintf(o, " (%d in its namespace)", (int)t->p->ns_pid);
-	fprintf(o, " (Python %s)", t->p ? t->p->version : "?");
-	/* No GIL read (a free-threaded build has none to read): no figures, not zeros. */
-	if (t->gil_ticks && t->gil_addr)
-		fprintf(o, ": GIL held %.1f%%, contended %.1f%% of %llu ticks",
-			100.0 * (double)t->gil_held / (double)t->gil_ticks,
-			100.0 * (double)t->gil_contended / (double)t->gil_ticks,
-			(unsigned long long)t->gil_ticks);
-	fputc('\n', o);
-	for (uint32_t i = 0; i < t->tc_cap; i++) {
-		const struct tcache *e = &t->tc[i];
-		char name[4 * sizeof(e->name)];     /* every byte an escape at worst */
-		uint64_t total = 0;
-
-		if (!e->tid)
-			continue;
-		for (int s = 0; s < ST__COUNT; s++)
-			total += e->status[s];
-		if (!total)
-			continue;
-		text_escape(name, sizeof(name), e->name, TEXT_PLAIN);
-		fprintf(o, "  thread %-7d ", (int)e->tid);
-		if (e->ns_tid)
-			fprintf(o, "(%d in its namespace) ", (int)e->ns_tid);
-		fprintf(o, "%-16s %7llu samples:", name, (unsigned long long)total);
-		for (int s = 0; s < ST__COUNT; s++)
-			if (e->status[s])
-				fprintf(o, " %s %.1f%%", status_label((uint32_t)s),
-					100.0 * (double)e->status[s] / (double)total);
-		fputc('\n', o);
-	}
 }

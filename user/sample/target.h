@@ -100,6 +100,8 @@ struct target {
 	uint64_t init_ns;       /* when target_init registered it */
 	uint64_t list_hash;     /* of the thread list last registered */
 	uint64_t names_ns;      /* when the threads' Python names were last read */
+	uint64_t unnamed_hash;  /* the list whose threads had no name yet, read again (below) */
+	uint32_t unnamed_tries; /* reads of its names since: 4 at most, further and further apart */
 	uint64_t rescan_soon, rescan_later; /* a thread started: read the list then (0: no) */
 	uint64_t gil_addr;      /* the main interpreter's GIL struct, 0 if unknown */
 	struct tcache *tc;      /* open addressing by tid */
