@@ -348,3 +348,32 @@ def test_gil_mode_leaves_free_threaded_out(start_target, tmp_path):
     assert gil_pid not in left
     roots = {int(f[0].split()[1]) for f, _ in parse_collapsed(out.read_text())}
     assert gil_pid in roots and ft_pid not in roots, roots
+
+
+def test_program_exec_again_not_looked_at_again(tmp_path):
+    """-a: every exec on the host is looked at for a Python runtime, each
+    mapped file opened through /proc/PID/root. A program exec'd again (a
+    shell's sleep, a build's compiler) has the same files, found not Python
+    the first time: skipped by the device and inode its maps give, not
+    looked up again (16 to 32 path lookups per exec before, on the
+    agent's busiest path). Under strace: calls counted, not CPU."""
+    strace = shutil.which("strace")
+    if not strace:
+        pytest.skip("strace not installed (Debian: strace)")
+    log = str(tmp_path / "strace.log")
+    prof = subprocess.Popen([strace, "-f", "-qq", "-e", "trace=newfstatat", "-o", log, PYBPFPROF,
+                             "-a", "--comm", "^sleep$", "-d", "4", "-q", "-o", str(tmp_path / "a.txt")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    sleepers = []
+    for _ in range(6):
+        q = subprocess.Popen(["sleep", "0.3"])
+        q.wait()
+        sleepers.append(q.pid)
+    _, err = prof.communicate(timeout=60)
+    assert prof.returncode == 0, err
+    with open(log) as f:
+        text = f.read()
+    looked = {pid: text.count('"/proc/%d/root/' % pid) for pid in sleepers}
+    assert any(looked.values()), ("no sleep was looked at: the test proves nothing", looked)
+    assert sum(1 for n in looked.values() if n) == 1, looked
