@@ -376,6 +376,18 @@ int target_init(struct collector *c, struct target *t)
 	if (tell_kernel(c, t) != 0)
 		return -PBP_E_BPF;
 	t->alive = true;
+	/*
+	 * A whole host in cpu mode, a target's child just forked: most exec at
+	 * once (subprocess, shells), and its threads' states are found by the
+	 * kernel at their first samples (adopt_thread). Its list and names
+	 * are read a little later, if it has not become another program by
+	 * then: read at once, they were a third of the agent's CPU on a host
+	 * whose Python processes start others.
+	 */
+	if (c->o.names_late && t->p->origin) {
+		t->rescan_later = t->init_ns + ADOPTED_NAMES_NS;
+		return 0;
+	}
 	target_rescan(c, t, true);
 	/* The scratch holds this target's list now (its first entry zeroed when none was read). */
 	if (c->o.async && c->list && c->list[0].tstate)
