@@ -380,10 +380,11 @@ def test_program_exec_again_not_looked_at_again(tmp_path):
     assert sum(1 for n in looked.values() if n) == 1, looked
 
 
-FORKER = '''
+EXEC_FORKER = '''
 import json, os, sys, time
 def spin_parent():
     kids = []
+    time.sleep(0.5)     # found and profiled first: its children are adopted at their forks
     end = time.time() + float(sys.argv[1])
     while time.time() < end:
         pid = os.fork()
@@ -411,7 +412,7 @@ def test_forked_children_that_exec_are_not_read(tmp_path):
         pytest.skip("strace not installed (Debian: strace)")
     interp = next(i for i in _discover() if not i.skip_reason)
     script = tmp_path / "forker.py"
-    script.write_text(FORKER.format(ready=READY))
+    script.write_text(EXEC_FORKER.format(ready=READY))
     kids_file = tmp_path / "kids.json"
     log = str(tmp_path / "strace.log")
     prof = subprocess.Popen([strace, "-f", "-qq", "-e", "trace=process_vm_readv", "-o", log, PYBPFPROF,
@@ -428,6 +429,7 @@ def test_forked_children_that_exec_are_not_read(tmp_path):
     with open(log) as f:
         reads = collections.Counter(int(m) for m in re.findall(r"process_vm_readv\((\d+),", f.read()))
     assert reads[target.pid], "the parent was never read: the test proves nothing"
-    # What the kernel needs of it (its GIL's place) is all that is read of a child.
+    # Most children are not read at all; before, each was (5 reads and more,
+    # up to 134 with its names), so the mean stays under 1.
     per_kid = [reads[k] for k in kids]
-    assert max(per_kid) <= 4, per_kid
+    assert sum(per_kid) <= len(kids), per_kid

@@ -166,7 +166,7 @@ static void register_thread(struct collector *c, struct target *t, const struct 
 	e->gen = t->gen;
 }
 
-static int tell_kernel(struct collector *c, struct target *t);
+static int tell_kernel(struct collector *c, struct target *t, bool gil);
 static void window_catch_up(struct collector *c, struct target *t);
 
 static uint64_t list_hash(const struct pythread *list, size_t n)
@@ -273,7 +273,7 @@ void target_rescan(struct collector *c, struct target *t, bool full)
 		goto out;
 	/* 3.12+ keep the GIL in the interpreter, which a process at its first instruction lacks. */
 	if (!t->gil_addr && n > 0)
-		tell_kernel(c, t);
+		tell_kernel(c, t, true);
 	h = list_hash(c->list, n);
 	if (!full && h == t->list_hash && !t->names_due && now - t->names_ns < NAMES_EVERY_NS)
 		goto out;
@@ -329,14 +329,15 @@ static void thread_list_addrs(struct target *t, struct pbp_proc *kp)
 	kp->ts_thread_id = (uint16_t)v->ts_thread_id;
 }
 
-/* What the kernel knows of the process: its layout, GIL and thread lists. */
-static int tell_kernel(struct collector *c, struct target *t)
+/* What the kernel knows of the process: its layout, GIL (unless !gil: later) and thread lists. */
+static int tell_kernel(struct collector *c, struct target *t, bool gil)
 {
 	struct pbp_proc kp = { .off = t->p->v.k };
 
 	if (c->o.native_leaf && t->p->v.free_threaded && t->p->v.ts_state <= UINT16_MAX)
 		kp.off.ts_attached = (uint16_t)t->p->v.ts_state;
-	gil_addrs(t, &kp);
+	if (gil)
+		gil_addrs(t, &kp);
 	thread_list_addrs(t, &kp);
 	return c->ops->add_proc(c->smp, t->pid, &kp) != 0 ? -PBP_E_BPF : 0;
 }
@@ -349,7 +350,7 @@ static void join_tasks(struct collector *c, struct target *t, const struct async
 
 	async_join(&t->aio, t->p, c->agg, src, locs, n, max, &c->async, &tell, c->o.mode == MODE_WALL);
 	if (tell)
-		tell_kernel(c, t);
+		tell_kernel(c, t, true);
 }
 
 /*
@@ -364,27 +365,29 @@ static void async_early(struct collector *c, struct target *t, uint64_t tstate)
 	bool tell = false;
 
 	if (async_prepare(&t->aio, t->p, tstate, &tell) == 0 && tell && tstate)
-		tell_kernel(c, t);
+		tell_kernel(c, t, true);
 }
 
 int target_init(struct collector *c, struct target *t)
 {
+	/*
+	 * A whole host in cpu mode, a target's child just forked: most exec at
+	 * once (subprocess, shells), and its threads' states are found by the
+	 * kernel at their first samples (adopt_thread). Its list, names and
+	 * GIL are read a little later, if it has not become another program
+	 * by then: read at once, they were a third of the agent's CPU on a
+	 * host whose Python processes start others.
+	 */
+	bool later = c->o.names_late && t->p->origin;
+
 	t->proc_loc = -1;
 	t->init_ns = mono_ns();
 	if (c->o.async)
 		async_early(c, t, 0);
-	if (tell_kernel(c, t) != 0)
+	if (tell_kernel(c, t, !later) != 0)
 		return -PBP_E_BPF;
 	t->alive = true;
-	/*
-	 * A whole host in cpu mode, a target's child just forked: most exec at
-	 * once (subprocess, shells), and its threads' states are found by the
-	 * kernel at their first samples (adopt_thread). Its list and names
-	 * are read a little later, if it has not become another program by
-	 * then: read at once, they were a third of the agent's CPU on a host
-	 * whose Python processes start others.
-	 */
-	if (c->o.names_late && t->p->origin) {
+	if (later) {
 		t->rescan_later = t->init_ns + ADOPTED_NAMES_NS;
 		return 0;
 	}
