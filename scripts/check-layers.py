@@ -7,7 +7,8 @@ size one sitting can read.
 Stages, lowest first. Data flows kernel -> sample -> symbol -> aggregate ->
 output; the calls go down this table: the collection loop (sample) names
 samples through symbol, which counts into aggregate; output reads aggregates;
-cli drives them all."""
+session runs one profiling run (targets, kernel events, the loop, its end)
+over them; cli parses options and drives sessions."""
 import glob
 import os
 import re
@@ -23,7 +24,8 @@ ALLOWED = {
     "sample": {"core", "proc", "cpython", "aggregate", "symbol"},
     "output": {"core", "aggregate"},
     "agent": {"core", "proc", "aggregate", "output"},
-    "cli": {"core", "proc", "cpython", "aggregate", "symbol", "sample", "output", "agent"},
+    "session": {"core", "proc", "cpython", "aggregate", "symbol", "sample", "output"},
+    "cli": {"core", "proc", "cpython", "aggregate", "symbol", "sample", "output", "agent", "session"},
 }
 MAX_LINES = 800
 INCLUDE = re.compile(r'^#include "(\w+)/(\w+\.h)"', re.M)

@@ -14,7 +14,7 @@
 #include "aggregate/aggregate.h"
 #include "aggregate/convert.h"
 #include "aggregate/pprofread.h"
-#include "cli/report.h"
+#include "session/report.h"
 #include "core/errors.h"
 #include "core/file.h"
 #include "cpython/process.h"

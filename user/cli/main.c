@@ -25,7 +25,7 @@
 #include "cli/dump.h"
 #include "cli/profload.h"
 #include "cli/record.h"
-#include "cli/report.h"
+#include "session/report.h"
 #include "cli/top.h"
 #include "core/errors.h"
 #include "core/version.h"

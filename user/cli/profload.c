@@ -14,7 +14,7 @@
 #include "cli/profload.h"
 #include "aggregate/profread.h"
 #include "cli/args.h"
-#include "cli/report.h"
+#include "session/report.h"
 #include "core/errors.h"
 #include "sample/mode.h"
 

@@ -11,7 +11,7 @@
 #include <sys/types.h>
 
 #include "cli/args.h"
-#include "cli/run.h"
+#include "session/run.h"
 #include "cli/runopts.h"
 #include "core/errors.h"
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * One run of the sampling command: its options and state, shared by the
- * files that make it up (record.c: options, the loop and its sinks;
- * attach.c: which processes it profiles; launch.c: the launched command;
+ * files that make it up (session.c: set-up, the loop and its end;
+ * timers.c: the loop's timers; targets.c: which processes it profiles; launch.c: the launched command;
  * summary.c: what it says at the end).
  */
 #ifndef PBP_RUN_H
@@ -197,7 +197,7 @@ struct record {
 	uint64_t next_rescan;           /* of every target's thread list */
 };
 
-/* record.c: the run, in the order a command calls them */
+/* session.c: the run, in the order a command calls them */
 /* The buffers a run needs (targets, locations, the aggregate): 0 or an exit code. */
 int run_alloc(struct record *r);
 /* Checks, targets, output, sampler, discovery, privileges dropped: 0 or an exit code. */
@@ -205,10 +205,12 @@ int run_setup(struct record *r, int *go_fd);
 /* Sample until a timer or a signal ends it; samples still in the ring buffer taken in. */
 void run_loop(struct record *r);
 void run_cleanup(struct record *r, int go_fd);
+/* -f, else the format the -o path's extension names. */
+int run_output_format(const struct record *r);
 /* html: the targets' source files for a's page into src and m->sources (nothing for other formats). */
 int run_sources(struct record *r, const struct agg *a, struct sources *src, struct profile_meta *m);
 
-/* attach.c: the target table, -a discovery, processes that exec'd */
+/* targets.c: the target table, -a discovery, processes that exec'd */
 /* The caches of a process opened: -p (and -- cmd, followed children) a few, generous; -a many, small. */
 extern const struct pyproc_limits run_target_limits, run_host_limits;
 /* pyproc_open, refusing gil mode for a free-threaded build (-PBP_E_NOGIL). */
@@ -268,6 +270,11 @@ bool launch_given_up(struct record *r);
 int launch_check_profiled(struct record *r);
 /* Reap the launched command (waitpid flags), keeping its status for our exit code: true when reaped. */
 bool launch_reap(struct record *r, int flags);
+
+/* timers.c: the loop's timers, and how it waits for samples (all but its stop flag) */
+void run_add_timers(struct record *r, bool tty);
+/* The live line erased (the run is over). */
+void live_clear(void);
 
 /* summary.c: the end of the run on stderr */
 /* The rate the sampler achieves (it may be capped below the asked one: said once). */

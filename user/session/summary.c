@@ -13,9 +13,8 @@
 
 #include "pybpfprof.h"
 #include "aggregate/aggregate.h"
-#include "cli/args.h"
-#include "cli/run.h"
-#include "cli/statsjson.h"
+#include "session/run.h"
+#include "session/statsjson.h"
 #include "core/errors.h"
 #include "core/jsonw.h"
 #include "core/limits.h"

@@ -16,7 +16,7 @@
 
 #include "pybpfprof.h"
 #include "aggregate/aggregate.h"
-#include "cli/run.h"
+#include "session/run.h"
 #include "core/clock.h"
 #include "core/errors.h"
 #include "core/stagecpu.h"

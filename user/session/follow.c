@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "cli/run.h"
+#include "session/run.h"
 #include "core/clock.h"
 #include "core/errors.h"
 #include "core/jsonw.h"

@@ -18,9 +18,9 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "cli/privs.h"
-#include "cli/report.h"
-#include "cli/run.h"
+#include "session/privs.h"
+#include "session/report.h"
+#include "session/run.h"
 #include "core/clock.h"
 #include "core/errors.h"
 #include "cpython/process.h"
