@@ -2,7 +2,9 @@
 /*
  * One run of the sampling command: its options and state, shared by the
  * files that make it up (session.c: set-up, the loop and its end;
- * timers.c: the loop's timers; targets.c: which processes it profiles; launch.c: the launched command;
+ * timers.c: the loop's timers; targets.c: the processes it profiles;
+ * events.c: what the kernel says of them; follow.c: --subprocesses;
+ * launch.c: the launched command;
  * summary.c: what it says at the end).
  */
 #ifndef PBP_RUN_H
@@ -210,7 +212,7 @@ int run_output_format(const struct record *r);
 /* html: the targets' source files for a's page into src and m->sources (nothing for other formats). */
 int run_sources(struct record *r, const struct agg *a, struct sources *src, struct profile_meta *m);
 
-/* targets.c: the target table, -a discovery, processes that exec'd */
+/* targets.c: the target table, and processes to look at again */
 /* The caches of a process opened: -p (and -- cmd, followed children) a few, generous; -a many, small. */
 extern const struct pyproc_limits run_target_limits, run_host_limits;
 /* pyproc_open, refusing gil mode for a free-threaded build (-PBP_E_NOGIL). */
@@ -226,13 +228,17 @@ bool pid_alive(pid_t pid);
 void run_label_target(struct record *r, struct target *t);
 int run_start_target(struct record *r, struct target *t);
 void run_drop_target(struct record *r, struct target *t);
+/* Look at pid again shortly (just exec'd, or not Python yet); false when it is given up on. */
+bool run_queue_pending(struct record *r, pid_t pid, int tries);
+/* A free slot for p as pid, not started yet; NULL when --max-processes live ones are taken. */
+struct target *run_place_target(struct record *r, pid_t pid, struct pyproc *p);
+/* A slot of the target table for p as pid, registered with the sampler; NULL (p closed) if none or failed. */
+struct target *run_add_target(struct record *r, pid_t pid, struct pyproc *p);
+
+/* events.c: what the kernel says, met with the target table and the followed tree; -a discovery */
 void run_discover(struct record *r);
 void run_rediscover(struct record *r);
 bool run_pending(void *ctx, struct timer *t, uint64_t now);
-/* Look at pid again shortly (just exec'd, or not Python yet); false when it is given up on. */
-bool run_queue_pending(struct record *r, pid_t pid, int tries);
-/* A slot of the target table for p as pid, registered with the sampler; NULL (p closed) if none or failed. */
-struct target *run_add_target(struct record *r, pid_t pid, struct pyproc *p);
 void run_on_sample(void *ctx, const struct pbp_sample *ks);
 void run_on_proc_event(void *ctx, uint32_t kind, pid_t pid, pid_t parent);
 
