@@ -5,49 +5,19 @@
  * aggregate -> output, one direction only.
  */
 #include <argp.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <grp.h>
-#include <math.h>
-#include <regex.h>
-#include <signal.h>
-#include <stdio.h>
-#include <malloc.h>
-#include <stdlib.h>
-#include <string.h>
 #include <strings.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 #include <stdbool.h>
-#include <stdint.h>
 #include <stddef.h>
-#include <sys/types.h>
 
 #include "pybpfprof.h"
-#include "cli/record.h"
-#include "aggregate/aggregate.h"
-#include "aggregate/sources.h"
 #include "cli/args.h"
-#include "session/privs.h"
-#include "session/report.h"
-#include "session/run.h"
+#include "cli/record.h"
 #include "cli/runopts.h"
-#include "core/clock.h"
 #include "core/errors.h"
-#include "core/stagecpu.h"
-#include "cpython/process.h"
 #include "output/formats.h"
-#include "output/output.h"
-#include "output/writers.h"
-#include "proc/pidns.h"
-#include "proc/srcroot.h"
 #include "sample/loop.h"
-#include "sample/sampler.h"
-#include "sample/target.h"
-#include "symbol/natsym.h"
-
+#include "session/report.h"
+#include "session/session.h"
 
 /* ------------------------------------------------------------- options */
 
@@ -94,7 +64,7 @@ static int stats_by_name(const char *s)
 
 static error_t parse_opt(int key, char *arg, struct argp_state *st)
 {
-	struct record *r = st->input;
+	struct session_opts *r = st->input;
 	int form;
 
 	switch (key) {
@@ -107,9 +77,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *st)
 			argp_error(st, "unknown format '%s'", arg);
 		break;
 	case 'o': r->outpath = output_path(st, arg); break;
-	case 't': r->c.o.per_thread = true; break;
-	case OPT_STATUS: r->c.o.status = true; break;
-	case OPT_ASYNC: r->c.o.async = true; break;
+	case 't': r->sampling.per_thread = true; break;
+	case OPT_STATUS: r->sampling.status = true; break;
+	case OPT_ASYNC: r->sampling.async = true; break;
 	case 'q': r->quiet = true; break;
 	case OPT_SUBPROC: r->subprocesses = 1; break;
 	case OPT_NO_SUBPROC: r->subprocesses = -1; break;
@@ -161,48 +131,30 @@ static const char doc[] =
 /* The profile file (-o, or stdout), opened before sampling started. */
 static int write_profile(void *ctx, const struct agg *a, const struct window *w)
 {
-	struct record *r = ctx;
-	struct sources src = { 0 };
-	struct profile_meta m = { .mode = mode_name(r->c.o.mode), .hz = r->c.o.hz,
-				  .start_unix_ns = w->start_unix_ns,
-				  .duration_ns = w->end_ns - w->start_ns, .timeline = r->c.timeline };
-	int err = run_sources(r, a, &src, &m);
-
-	if (r->c.timeline && r->c.timeline->full)
-		fprintf(stderr, "pybpfprof: warning: more than %zu samples: the Gecko profile has no sample "
-			"times, its samples are laid out by status and stack\n", r->c.timeline->max);
-	if (!err)
-		err = profile_write_to(&r->out, run_output_format(r), a, &m);
-	sources_free(&src);
-	if (err)
-		output_error(&r->out, r->outpath, err);
-	return err;
+	return session_write(ctx, a, w, true);
 }
 
 /* The summary and top functions on stderr (none with -q), and --stats. */
 static int print_report(void *ctx, const struct agg *a, const struct window *w)
 {
 	(void)w;
-	summary_print(ctx, a);
+	session_summary(ctx, a);
 	return 0;
 }
 
 /* Set up, sample until the end, then the one window of the whole run closes. */
-static int run(struct record *r, int *go_fd)
+static int run(struct session *s)
 {
-	int code = run_setup(r, go_fd);
+	int code = session_start(s);
 
 	if (code)
 		return code;
-	loop_add_sink(&r->loop, &(struct window_sink){ write_profile, r });
-	loop_add_sink(&r->loop, &(struct window_sink){ print_report, r });
-	run_loop(r);
-	if (r->follow && r->cmd && (code = launch_check_profiled(r)) != 0)
+	session_add_sink(s, &(struct window_sink){ write_profile, s });
+	session_add_sink(s, &(struct window_sink){ print_report, s });
+	session_run(s);
+	if ((code = session_check_profiled(s)) != 0)
 		return code;
-	/* Process roots only when more than one process is in the profile, as without following. */
-	if (r->follow && r->npids < 2)
-		agg_drop_single_root(r->c.agg);
-	code = loop_close_window(&r->loop, r->end_ns, true);
+	code = session_close_run(s, true);
 	return code ? exit_code_for(code) : 0;
 }
 
@@ -210,15 +162,15 @@ int record_main(int argc, char **argv)
 {
 	static const struct argp_child children[] = { { &runopts_argp, 0, NULL, 0 }, { 0 } };
 	struct argp argp = { opts, parse_opt, "[-- COMMAND [ARG...]]", doc, children, NULL, NULL };
-	struct record r = { .format = -1, .c.o = { .mode = MODE_CPU, .hz = 99 }, .c.ops = &bpf_sampler_ops };
-	int go_fd = -1, code;
+	struct session_opts o = { .format = -1, .sampling = { .mode = MODE_CPU, .hz = 99 } };
+	struct session *s;
+	int code;
 
-	argp_parse(&argp, argc, argv, 0, NULL, &r);
-	code = run_alloc(&r);
+	argp_parse(&argp, argc, argv, 0, NULL, &o);
+	code = session_new(&o, &s);
 	if (!code)
-		code = run(&r, &go_fd);
-	run_cleanup(&r, go_fd);
-	if (r.child_reaped && code == EXIT_OK)
-		code = launch_status(&r);
+		code = run(s);
+	code = session_stop(s, code);
+	session_free(s);
 	return code;
 }

@@ -16,6 +16,7 @@
 #include "pybpfprof.h"
 #include "aggregate/aggregate.h"
 #include "session/run.h"
+#include "session/session.h"
 #include "core/clock.h"
 #include "core/errors.h"
 #include "core/stagecpu.h"
@@ -29,7 +30,7 @@
 #include "sample/sampler.h"
 #include "sample/target.h"
 
-static bool was_skipped(const struct record *r, pid_t pid)
+static bool was_skipped(const struct session *r, pid_t pid)
 {
 	for (int i = 0; i < r->nskipped; i++)
 		if (r->skipped[i].pid == pid)
@@ -38,7 +39,7 @@ static bool was_skipped(const struct record *r, pid_t pid)
 }
 
 /* Forget the skips that keep: err (0: every one), or pid's alone (pid > 0). */
-static void unskip(struct record *r, pid_t pid, int err)
+static void unskip(struct session *r, pid_t pid, int err)
 {
 	int k = 0;
 
@@ -53,14 +54,14 @@ static void unskip(struct record *r, pid_t pid, int err)
  * --max-processes was reached may fit now, and a process -a missed (a
  * child forked without exec) is found.
  */
-void run_rediscover(struct record *r)
+void session_rediscover(struct session *r)
 {
 	unskip(r, 0, -PBP_E_LIMIT);
 	run_discover(r);
 }
 
 /* A Python process -a could not profile: said once, in the summary. */
-static void skip(struct record *r, pid_t pid, int err, const struct pyproc *p)
+static void skip(struct session *r, pid_t pid, int err, const struct pyproc *p)
 {
 	struct skipped *k;
 	char comm[32];
@@ -77,16 +78,16 @@ static void skip(struct record *r, pid_t pid, int err, const struct pyproc *p)
 		snprintf(k->what, sizeof(k->what), "%s", comm);
 }
 
-static bool wanted(struct record *r, pid_t pid)
+static bool wanted(struct session *r, pid_t pid)
 {
 	struct proc_filter f = {
-		.comm_re = r->comm_re ? &r->comm_regex : NULL,
-		.cgroup_prefix = r->cgroup,
-		.container_prefix = r->container,
-		.exclude = r->excluded,
-		.nexclude = (size_t)r->nexcluded,
-		.only = r->npids ? r->pids : NULL,
-		.nonly = (size_t)r->npids,
+		.comm_re = r->o.comm_re ? &r->o.comm_regex : NULL,
+		.cgroup_prefix = r->o.cgroup,
+		.container_prefix = r->o.container,
+		.exclude = r->o.excluded,
+		.nexclude = (size_t)r->o.nexcluded,
+		.only = r->o.npids ? r->o.pids : NULL,
+		.nonly = (size_t)r->o.npids,
 	};
 	struct cgroup_info cg;
 	char comm[32] = "";
@@ -94,15 +95,15 @@ static bool wanted(struct record *r, pid_t pid)
 	if (pid == getpid())
 		return false;
 	memset(&cg, 0, sizeof(cg));
-	if ((r->cgroup || r->container) && cgroup_read(pid, &cg) != 0)
+	if ((r->o.cgroup || r->o.container) && cgroup_read(pid, &cg) != 0)
 		return false;
 	/* only for --comm: every exec and fork on a node comes here, and /proc is an open, a read, a close */
-	if (r->comm_re)
+	if (r->o.comm_re)
 		proc_thread_comm(pid, pid, comm, sizeof(comm));
 	return proc_filter_match(&f, pid, comm, &cg);
 }
 
-static struct exec_note *exec_note_of(struct record *r, pid_t pid)
+static struct exec_note *exec_note_of(struct session *r, pid_t pid)
 {
 	for (int i = r->nexecs; i-- > 0;)
 		if (r->execs[i].pid == pid)
@@ -110,7 +111,7 @@ static struct exec_note *exec_note_of(struct record *r, pid_t pid)
 	return NULL;
 }
 
-static void note_exec(struct record *r, pid_t pid)
+static void note_exec(struct session *r, pid_t pid)
 {
 	struct exec_note *n;
 
@@ -123,7 +124,7 @@ static void note_exec(struct record *r, pid_t pid)
 }
 
 /* The end of the search for a target's new program: profiled again (err 0), or why not. */
-static void exec_done(struct record *r, pid_t pid, int err, const struct pyproc *p)
+static void exec_done(struct session *r, pid_t pid, int err, const struct pyproc *p)
 {
 	struct exec_note *n = exec_note_of(r, pid);
 
@@ -141,7 +142,7 @@ static void exec_done(struct record *r, pid_t pid, int err, const struct pyproc 
  * program is Python; with --subprocesses, a process of the tree that
  * exec'd, or the launched command, profiled once it is Python.
  */
-static bool reattach(struct record *r, pid_t pid)
+static bool reattach(struct session *r, pid_t pid)
 {
 	struct pyproc *p = NULL;
 	struct target *t = NULL;
@@ -151,10 +152,10 @@ static bool reattach(struct record *r, pid_t pid)
 	if (run_target_of(r, pid))
 		return true;    /* the exec event and a look still due both found it */
 	err = run_open(r, pid, &run_target_limits, &p);
-	if (r->follow && pid == r->child && err != -PBP_E_NOTPY && err != -PBP_E_FAULT &&
+	if (r->o.follow && pid == r->child && err != -PBP_E_NOTPY && err != -PBP_E_FAULT &&
 	    err != -PBP_E_GONE && err != -PBP_E_NOENT)
 		r->launch_err = err;    /* 0, or why the command cannot be profiled (its version) */
-	if (r->follow && pid == r->child)
+	if (r->o.follow && pid == r->child)
 		run_keep_launch_version(r, p, err);
 
 	if (err == -PBP_E_NOTPY || err == -PBP_E_FAULT) {
@@ -185,7 +186,7 @@ static bool reattach(struct record *r, pid_t pid)
  * Returns false when it is not Python (yet): just exec'd, or an embedding
  * program that loads libpython later.
  */
-static bool consider(struct record *r, pid_t pid)
+static bool consider(struct session *r, pid_t pid)
 {
 	struct pyproc *p = NULL;
 	struct target *t = NULL;
@@ -213,7 +214,7 @@ static bool consider(struct record *r, pid_t pid)
 	return true;
 }
 
-void run_discover(struct record *r)
+void run_discover(struct session *r)
 {
 	pid_t *pids = malloc(sizeof(*pids) * MAX_DISCOVER);
 	size_t n = 0;
@@ -229,7 +230,7 @@ void run_discover(struct record *r)
 
 bool run_pending(void *ctx, struct timer *t, uint64_t now)
 {
-	struct record *r = ctx;
+	struct session *r = ctx;
 
 	(void)t;
 	stagecpu_enter(STAGE_DISCOVERY);
@@ -241,7 +242,7 @@ bool run_pending(void *ctx, struct timer *t, uint64_t now)
 			continue;
 		}
 		r->pending[i] = r->pending[--r->npending];
-		if (r->all) {
+		if (r->o.all) {
 			/* consider() finds a process gone by itself: /proc is read once less per exec on the node. */
 			if (!consider(r, p.pid) && pid_alive(p.pid))
 				run_queue_pending(r, p.pid, p.tries + 1);
@@ -257,12 +258,12 @@ bool run_pending(void *ctx, struct timer *t, uint64_t now)
 
 void run_on_sample(void *ctx, const struct pbp_sample *ks)
 {
-	struct record *r = ctx;
+	struct session *r = ctx;
 	struct target *t = run_target_of(r, (pid_t)ks->tgid);
 	uint64_t before = agg_total(r->c.agg);
 	struct proc_note *n;
 
-	if (!r->follow) {
+	if (!r->o.follow) {
 		if (t && t->alive)
 			target_on_sample(&r->c, t, ks);
 		else
@@ -288,11 +289,11 @@ void run_on_sample(void *ctx, const struct pbp_sample *ks)
 }
 
 /* Execs of the launched command and -p targets are said in the summary; of the tree's others, not. */
-static bool exec_noted(struct record *r, pid_t pid)
+static bool exec_noted(struct session *r, pid_t pid)
 {
 	struct proc_note *n = follow_note_of(r, pid);
 
-	return !r->follow || (n && !n->parent);
+	return !r->o.follow || (n && !n->parent);
 }
 
 /*
@@ -301,7 +302,7 @@ static bool exec_noted(struct record *r, pid_t pid)
  * objects), sampled from its first tick, as --subprocesses does. false: not
  * so (the parent is no target, a filter says no, no room): looked at later.
  */
-static bool adopt_fork(struct record *r, pid_t pid, pid_t parent)
+static bool adopt_fork(struct session *r, pid_t pid, pid_t parent)
 {
 	struct target *pt = run_target_of(r, parent);
 	struct pyproc *p = NULL;
@@ -317,9 +318,9 @@ static bool adopt_fork(struct record *r, pid_t pid, pid_t parent)
 
 void run_on_proc_event(void *ctx, uint32_t kind, pid_t pid, pid_t parent)
 {
-	struct record *r = ctx;
+	struct session *r = ctx;
 	struct target *t;
-	struct proc_note *fn = r->follow ? follow_note_of(r, pid) : NULL;
+	struct proc_note *fn = r->o.follow ? follow_note_of(r, pid) : NULL;
 
 	/*
 	 * Counted in naming, with the samples taken in beside it: most events
@@ -328,7 +329,7 @@ void run_on_proc_event(void *ctx, uint32_t kind, pid_t pid, pid_t parent)
 	 */
 	if (fn && kind == PBP_EV_EXEC)
 		proc_thread_comm(pid, pid, fn->comm, sizeof(fn->comm));
-	if (kind == PBP_EV_FORK && r->follow) {
+	if (kind == PBP_EV_FORK && r->o.follow) {
 		follow_fork(r, pid, parent);
 	} else if (kind == PBP_EV_FORK) {
 		unskip(r, pid, 0);      /* -a: a target's fork, new to us as an exec is */
@@ -342,7 +343,7 @@ void run_on_proc_event(void *ctx, uint32_t kind, pid_t pid, pid_t parent)
 		if ((t = run_target_of(r, pid)) != NULL)
 			run_drop_target(r, t);
 		unskip(r, pid, 0);      /* nor was the program skipped before it (or a reused pid's) */
-		if (r->all) {
+		if (r->o.all) {
 			run_queue_pending(r, pid, 0);
 		} else if (t || fn) {
 			if (t && exec_noted(r, pid))

@@ -34,7 +34,7 @@
 const struct pyproc_limits run_target_limits = { 1024, 4096, 64 << 20 };
 const struct pyproc_limits run_host_limits = { 64, 1024, 4 << 20 };
 
-struct target *run_target_of(struct record *r, pid_t pid)
+struct target *run_target_of(struct session *r, pid_t pid)
 {
 	for (int i = 0; i < r->ntargets; i++)
 		if (r->targets[i].p && r->targets[i].pid == pid)
@@ -42,7 +42,7 @@ struct target *run_target_of(struct record *r, pid_t pid)
 	return NULL;
 }
 
-int run_live_targets(const struct record *r)
+int run_live_targets(const struct session *r)
 {
 	int n = 0;
 
@@ -51,7 +51,7 @@ int run_live_targets(const struct record *r)
 	return n;
 }
 
-bool run_all_free_threaded(const struct record *r)
+bool run_all_free_threaded(const struct session *r)
 {
 	int n = 0;
 
@@ -65,7 +65,7 @@ bool run_all_free_threaded(const struct record *r)
 	return n > 0;
 }
 
-uint64_t run_process_reads(const struct record *r)
+uint64_t run_process_reads(const struct session *r)
 {
 	uint64_t n = r->c.reads_gone;
 
@@ -86,11 +86,11 @@ bool pid_alive(pid_t pid)
  * A target's labels, and with -a (and several -p) the process named at the
  * root of each stack; the target keeps them for every window after this.
  */
-void run_label_target(struct record *r, struct target *t)
+void run_label_target(struct session *r, struct target *t)
 {
 	struct cgroup_info cg;
 	char cmd[256], label[320];
-	bool root = r->all || r->npids >= 2 || r->follow;
+	bool root = r->o.all || r->o.npids >= 2 || r->o.follow;
 
 	struct proc_meta m = { .pid = (uint32_t)t->pid, .ns_pid = t->p->tids ? (uint32_t)t->p->ns_pid : 0 };
 
@@ -100,13 +100,13 @@ void run_label_target(struct record *r, struct target *t)
 	m.label[PL_PYTHON_VERSION] = t->p->version;
 	m.label[PL_CONTAINER_ID] = cg.container_id;
 	m.label[PL_POD_UID] = cg.pod_uid;
-	if (r->describe)
-		r->describe(r->describe_ctx, t->pid, &cg, &m);
+	if (r->o.describe)
+		r->o.describe(r->o.describe_ctx, t->pid, &cg, &m);
 	if (root) {
 		cmd[0] = '\0';
 		/* proc_cmdline's success is a length: only an error or "" falls back to the comm */
-		if (r->process_name)
-			r->process_name(r->describe_ctx, t->pid, cmd, sizeof(cmd));
+		if (r->o.process_name)
+			r->o.process_name(r->o.describe_ctx, t->pid, cmd, sizeof(cmd));
 		else if (proc_cmdline(t->pid, cmd, sizeof(cmd)) < 0)
 			cmd[0] = '\0';
 		if (!cmd[0])
@@ -119,7 +119,7 @@ void run_label_target(struct record *r, struct target *t)
 	stagecpu_leave();
 }
 
-int run_start_target(struct record *r, struct target *t)
+int run_start_target(struct session *r, struct target *t)
 {
 	int err = target_init(&r->c, t);
 
@@ -132,7 +132,7 @@ int run_start_target(struct record *r, struct target *t)
 }
 
 /* Forget a target: its samples stay in the profile, its memory goes. */
-void run_drop_target(struct record *r, struct target *t)
+void run_drop_target(struct session *r, struct target *t)
 {
 	if (!t->p)
 		return;
@@ -149,10 +149,10 @@ static const uint64_t recheck_ms[] = { 20, 200, 1000, 5000 };
 static const uint64_t reexec_ms[] = { 1, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000 };
 
 /* Look at pid again after the next delay; false: that was the last one, it is not Python. */
-bool run_queue_pending(struct record *r, pid_t pid, int tries)
+bool run_queue_pending(struct session *r, pid_t pid, int tries)
 {
-	const uint64_t *ms = r->all ? recheck_ms : reexec_ms;
-	int n = r->all ? (int)(sizeof(recheck_ms) / sizeof(*ms)) : (int)(sizeof(reexec_ms) / sizeof(*ms));
+	const uint64_t *ms = r->o.all ? recheck_ms : reexec_ms;
+	int n = r->o.all ? (int)(sizeof(recheck_ms) / sizeof(*ms)) : (int)(sizeof(reexec_ms) / sizeof(*ms));
 	struct pending *p;
 
 	if (r->npending >= MAX_PENDING || tries >= n)
@@ -170,7 +170,7 @@ bool run_queue_pending(struct record *r, pid_t pid, int tries)
  * until its last samples are read; when those fill the table, the oldest
  * gives way (what it had left to read is counted lost).
  */
-struct target *run_place_target(struct record *r, pid_t pid, struct pyproc *p)
+struct target *run_place_target(struct session *r, pid_t pid, struct pyproc *p)
 {
 	struct target *t = NULL, *old = NULL;
 	int live = 0;
@@ -185,7 +185,7 @@ struct target *run_place_target(struct record *r, pid_t pid, struct pyproc *p)
 		else if (!old || x->init_ns < old->init_ns)
 			old = x;
 	}
-	if (live >= r->max_processes || (!t && !old))
+	if (live >= r->o.max_processes || (!t && !old))
 		return NULL;
 	if (!t) {
 		run_drop_target(r, old);
@@ -198,7 +198,7 @@ struct target *run_place_target(struct record *r, pid_t pid, struct pyproc *p)
 	return t;
 }
 
-struct target *run_add_target(struct record *r, pid_t pid, struct pyproc *p)
+struct target *run_add_target(struct session *r, pid_t pid, struct pyproc *p)
 {
 	struct target *t = run_place_target(r, pid, p);
 
@@ -218,7 +218,7 @@ struct target *run_add_target(struct record *r, pid_t pid, struct pyproc *p)
  * to count (its GIL struct is never read: pygil_read), so every tick would
  * say "not held" and the profile would be empty.
  */
-int run_open(const struct record *r, pid_t pid, const struct pyproc_limits *lim, struct pyproc **p)
+int run_open(const struct session *r, pid_t pid, const struct pyproc_limits *lim, struct pyproc **p)
 {
 	int err = pyproc_open(pid, lim, p);
 

@@ -24,7 +24,7 @@
 #include "session/run.h"
 
 /* Notice targets that exited (the kernel says so too, but a zombie is not reaped at once). */
-static int any_alive(struct record *r, bool look)
+static int any_alive(struct session *r, bool look)
 {
 	uint64_t now = mono_ns();
 
@@ -34,11 +34,11 @@ static int any_alive(struct record *r, bool look)
 		bool up = t->pid == r->child ? r->child != 0 : !look || pid_alive(t->pid);
 
 		if (t->p && (!t->alive || !up)) {
-			if (r->follow) {
+			if (r->o.follow) {
 				if (t->alive)
 					sampler_del_proc(r->c.smp, t->pid), t->alive = false;
 				follow_drop_gone(r, t, now);    /* a tree's processes come and go */
-			} else if (r->all) {
+			} else if (r->o.all) {
 				run_drop_target(r, t);   /* a host has many: free them as they go */
 				r->trim_due = true;
 			}
@@ -47,7 +47,7 @@ static int any_alive(struct record *r, bool look)
 		}
 	}
 	/* A target that exec'd counts while its new program is looked at. */
-	return run_live_targets(r) + (r->all ? 0 : r->npending);
+	return run_live_targets(r) + (r->o.all ? 0 : r->npending);
 }
 
 /*
@@ -72,7 +72,7 @@ void live_clear(void)
 		fprintf(stderr, "\r%*s\r", LIVE_WIDTH, "");
 }
 
-static void live_line(struct record *r, uint64_t now)
+static void live_line(struct session *r, uint64_t now)
 {
 	uint64_t st[PBP_STAT__COUNT];
 	double secs = (double)(now - r->start_ns) / 1e9;
@@ -101,7 +101,7 @@ static bool duration_over(void *ctx, struct timer *t, uint64_t now)
 /* wall and gil modes: ticks at hz on the monotonic clock, caught up if the loop fell behind. */
 static bool run_ticks(void *ctx, struct timer *t, uint64_t now)
 {
-	struct record *r = ctx;
+	struct session *r = ctx;
 	int done = 0;
 
 	while (t->next <= now) {
@@ -110,7 +110,7 @@ static bool run_ticks(void *ctx, struct timer *t, uint64_t now)
 				uint64_t before = agg_total(r->c.agg);
 
 				target_tick(&r->c, &r->targets[i], t->next);
-				if (r->follow)
+				if (r->o.follow)
 					follow_counted(r, r->targets[i].pid, agg_total(r->c.agg) - before);
 			}
 			r->c.ticks++;
@@ -129,7 +129,7 @@ static bool run_ticks(void *ctx, struct timer *t, uint64_t now)
  * agent's memory would stay at its highest for good. At most once an
  * ALIVE_EVERY_NS, on a node where processes end several times a second.
  */
-static void trim_heap(struct record *r, uint64_t now)
+static void trim_heap(struct session *r, uint64_t now)
 {
 	if (!r->trim_due || now < r->next_trim)
 		return;
@@ -146,18 +146,18 @@ static void trim_heap(struct record *r, uint64_t now)
  */
 static bool check_alive(void *ctx, struct timer *t, uint64_t now)
 {
-	struct record *r = ctx;
-	bool look = !r->all || now >= r->next_alive_look, go;
+	struct session *r = ctx;
+	bool look = !r->o.all || now >= r->next_alive_look, go;
 
 	(void)t;
 	stagecpu_enter(STAGE_DISCOVERY);
 	if (look)
-		r->next_alive_look = now + (r->all ? ALIVE_HOST_EVERY_NS : ALIVE_EVERY_NS);
-	if (r->follow) {
+		r->next_alive_look = now + (r->o.all ? ALIVE_HOST_EVERY_NS : ALIVE_EVERY_NS);
+	if (r->o.follow) {
 		any_alive(r, look);
 		go = follow_roots_alive(r) && !r->launch_err;
 	} else {
-		go = any_alive(r, look) || r->all;
+		go = any_alive(r, look) || r->o.all;
 		if (go)
 			trim_heap(r, now);
 	}
@@ -179,7 +179,7 @@ static uint64_t earlier(uint64_t a, uint64_t b)
 
 static uint64_t pending_due(void *ctx)
 {
-	const struct record *r = ctx;
+	const struct session *r = ctx;
 	uint64_t due = 0;
 
 	for (int i = 0; i < r->npending; i++)
@@ -195,7 +195,7 @@ static uint64_t pending_due(void *ctx)
  */
 static bool rescan_due(void *ctx, struct timer *t, uint64_t now)
 {
-	struct record *r = ctx;
+	struct session *r = ctx;
 	bool all = now >= r->next_rescan;
 
 	(void)t;
@@ -225,7 +225,7 @@ static bool rescan_due(void *ctx, struct timer *t, uint64_t now)
 
 static uint64_t rescans_due(void *ctx)
 {
-	const struct record *r = ctx;
+	const struct session *r = ctx;
 	uint64_t due = r->next_rescan;
 
 	for (int i = 0; i < r->ntargets; i++) {
@@ -239,7 +239,7 @@ static uint64_t rescans_due(void *ctx)
 
 static bool jitter(void *ctx, struct timer *t, uint64_t now)
 {
-	struct record *r = ctx;
+	struct session *r = ctx;
 
 	(void)t, (void)now;
 	sampler_jitter(r->c.smp);
@@ -271,7 +271,7 @@ static uint64_t batch_ns(unsigned hz)
 
 static void wait_samples(void *ctx, uint64_t ns)
 {
-	struct record *r = ctx;
+	struct session *r = ctx;
 
 	/* a sleep costs no CPU: what this takes is the batch's samples, taken in and named */
 	stagecpu_enter(STAGE_NAMING);
@@ -286,7 +286,7 @@ static void wait_samples(void *ctx, uint64_t ns)
  * The timers, in the order they run when due at once: the end of -d
  * first, then ticks (their instants are past), then the rest.
  */
-void run_add_timers(struct record *r, bool tty)
+void run_add_timers(struct session *r, bool tty)
 {
 	uint64_t start = r->start_ns, tick = 1000000000ull / r->c.o.hz;
 	struct loop *l = &r->loop;
@@ -296,14 +296,14 @@ void run_add_timers(struct record *r, bool tty)
 	l->wait = wait_samples;
 	l->ctx = r;
 
-	if (r->duration > 0)
-		loop_add(l, &(struct timer){ .next = start + (uint64_t)(r->duration * 1e9),
+	if (r->o.duration > 0)
+		loop_add(l, &(struct timer){ .next = start + (uint64_t)(r->o.duration * 1e9),
 					     .fn = duration_over });
 	if (r->c.o.mode != MODE_CPU)
 		loop_add(l, &(struct timer){ .period = tick, .next = start + tick, .fn = run_ticks });
 	r->alive_timer = loop_add(l, &(struct timer){ .period = ALIVE_EVERY_NS, .next = TIMER_NOW,
 						      .fn = check_alive });
-	if (r->follow && r->cmd)
+	if (r->o.follow && r->o.cmd)
 		loop_add(l, &(struct timer){ .next = start + LAUNCH_WAIT_NS, .fn = launch_deadline });
 	loop_add(l, &(struct timer){ .due = pending_due, .fn = run_pending });
 	loop_add(l, &(struct timer){ .due = rescans_due, .fn = rescan_due });
