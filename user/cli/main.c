@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/agent.h"
+#include "cli/agentcmd.h"
 #include "cli/convertcmd.h"
 #include "cli/diff.h"
 #include "cli/dumpcmd.h"

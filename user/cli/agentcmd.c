@@ -27,7 +27,7 @@
 #include "agent/server.h"
 #include "agent/service.h"
 #include "aggregate/aggregate.h"
-#include "cli/agent.h"
+#include "cli/agentcmd.h"
 #include "cli/args.h"
 #include "cli/runopts.h"
 #include "core/clock.h"
