@@ -20,12 +20,13 @@ ALLOWED = {
     "proc": {"core"},
     "cpython": {"core", "proc"},
     "aggregate": {"core"},
+    "read": {"core", "aggregate"},
     "symbol": {"core", "proc", "cpython", "aggregate"},
     "sample": {"core", "proc", "cpython", "aggregate", "symbol"},
-    "output": {"core", "aggregate"},
+    "output": {"core", "aggregate", "read"},
     "agent": {"core", "proc", "aggregate", "output"},
-    "session": {"core", "proc", "cpython", "aggregate", "symbol", "sample", "output"},
-    "cli": {"core", "proc", "cpython", "aggregate", "symbol", "sample", "output", "agent", "session"},
+    "session": {"core", "proc", "cpython", "aggregate", "read", "symbol", "sample", "output"},
+    "cli": {"core", "proc", "cpython", "aggregate", "read", "symbol", "sample", "output", "agent", "session"},
 }
 # A stage's insides, for its own files alone: what is above uses its functions.
 PRIVATE = {"session/run.h"}

@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "aggregate/aggregate.h"
-#include "aggregate/convert.h"
-#include "aggregate/pprofread.h"
+#include "read/collapsedread.h"
+#include "read/pprofread.h"
 #include "session/report.h"
 #include "core/errors.h"
 #include "core/file.h"

@@ -22,11 +22,8 @@
 
 #include "pybpfprof.h"
 #include "aggregate/aggregate.h"
-#include "aggregate/sources.h"
 #include "aggregate/merge.h"
 #include "cli/args.h"
-#include "session/report.h"
-#include "session/session.h"
 #include "cli/runopts.h"
 #include "cli/top.h"
 #include "core/clock.h"
@@ -38,6 +35,8 @@
 #include "output/screen.h"
 #include "output/writers.h"
 #include "sample/loop.h"
+#include "session/report.h"
+#include "session/session.h"
 
 #define PLAIN_ROWS 20           /* functions per plain table */
 /*

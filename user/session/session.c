@@ -16,7 +16,7 @@
 
 #include "pybpfprof.h"
 #include "aggregate/aggregate.h"
-#include "aggregate/sources.h"
+#include "read/sources.h"
 #include "core/clock.h"
 #include "core/errors.h"
 #include "core/stagecpu.h"
