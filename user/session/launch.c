@@ -148,6 +148,7 @@ static int attach_child(struct session *r)
 	}
 	t->pid = r->child;
 	r->ntargets = 1;
+	run_index_target(r, t);
 	return run_start_target(r, t);
 }
 

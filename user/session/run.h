@@ -139,6 +139,8 @@ struct session {
 	struct target *targets;
 	int target_slots;
 	int ntargets;           /* slots in use or used, high-water mark */
+	int *index;             /* slots by pid (targets.c): slot + 1, 0 empty */
+	unsigned index_size, index_used;        /* a power of two; entries, stale ones included */
 	struct skipped *skipped;
 	int nskipped;
 	struct pending pending[MAX_PENDING];
@@ -168,6 +170,11 @@ struct session {
 extern const struct pyproc_limits run_target_limits, run_host_limits;
 /* pyproc_open, refusing gil mode for a free-threaded build (-PBP_E_NOGIL). */
 int run_open(const struct session *r, pid_t pid, const struct pyproc_limits *lim, struct pyproc **p);
+/* The index of the table by pid, for target_slots: 0 or -PBP_E_NOMEM. */
+int run_index_init(struct session *r);
+/* t was given its pid (and a process): found by it from now on. */
+void run_index_target(struct session *r, const struct target *t);
+/* The slot that holds pid's process, the first in the table's order; NULL: none. */
 struct target *run_target_of(struct session *r, pid_t pid);
 int run_live_targets(const struct session *r);
 /* At least one live target, and every one a free-threaded build: no GIL to count. */

@@ -66,6 +66,7 @@ static int open_targets(struct session *r)
 		}
 		t->pid = r->o.pids[i];
 		r->ntargets++;
+		run_index_target(r, t);
 	}
 	return 0;
 }
@@ -197,6 +198,7 @@ static void cleanup(struct session *r)
 	free(r->c.locs);
 	free(r->c.list);
 	free(r->targets);
+	free(r->index);
 	free(r->skipped);
 	free(r->notes);
 	if (r->o.comm_re)
@@ -287,7 +289,7 @@ static int alloc(struct session *r)
 	r->target_slots = 2 * r->o.max_processes;
 	r->targets = calloc((size_t)r->target_slots, sizeof(*r->targets));
 	r->skipped = calloc(MAX_SKIPPED, sizeof(*r->skipped));
-	if (!r->c.agg || !r->c.locs || !r->targets || !r->skipped)
+	if (!r->c.agg || !r->c.locs || !r->targets || !r->skipped || run_index_init(r) != 0)
 		return report_error(NULL, -PBP_E_NOMEM);
 	return 0;
 }

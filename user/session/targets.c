@@ -34,12 +34,77 @@
 const struct pyproc_limits run_target_limits = { 1024, 4096, 64 << 20 };
 const struct pyproc_limits run_host_limits = { 64, 1024, 4 << 20 };
 
+/*
+ * The table's index by pid, so that a sample finds its target without a
+ * look at every slot: open addressing, an entry a slot's number + 1 (0:
+ * empty). Entries are never taken out: one whose slot was freed or given
+ * to another pid is passed over, and when entries fill half the index it
+ * is made again from the slots that hold a process. Every slot that
+ * holds one is in it (run_index_target after each pid given).
+ */
+static unsigned pid_hash(pid_t pid, unsigned mask)
+{
+	uint32_t h = (uint32_t)pid * 0x9e3779b1u;
+
+	return (h ^ (h >> 16)) & mask;
+}
+
+static bool holds(const struct session *r, int slot, pid_t pid)
+{
+	return slot < r->ntargets && r->targets[slot].p && r->targets[slot].pid == pid;
+}
+
+static void index_put(struct session *r, int slot)
+{
+	unsigned mask = r->index_size - 1, i;
+
+	for (i = pid_hash(r->targets[slot].pid, mask); r->index[i]; i = (i + 1) & mask)
+		if (r->index[i] == slot + 1)
+			return;         /* given this pid before, and again */
+	r->index[i] = slot + 1;
+	r->index_used++;
+}
+
+/* Four entries a slot: made again, the live ones fill at most a quarter. */
+int run_index_init(struct session *r)
+{
+	unsigned n = 4;
+
+	while (n < 4 * (unsigned)r->target_slots)
+		n *= 2;
+	r->index = calloc(n, sizeof(*r->index));
+	r->index_size = r->index ? n : 0;
+	r->index_used = 0;
+	return r->index ? 0 : -PBP_E_NOMEM;
+}
+
+void run_index_target(struct session *r, const struct target *t)
+{
+	if (2 * (r->index_used + 1) > r->index_size) {
+		memset(r->index, 0, r->index_size * sizeof(*r->index));
+		r->index_used = 0;
+		for (int i = 0; i < r->ntargets; i++)
+			if (r->targets[i].p && &r->targets[i] != t)
+				index_put(r, i);
+	}
+	index_put(r, (int)(t - r->targets));
+}
+
+/* The first slot that holds pid, as a walk of the table in order would find it. */
 struct target *run_target_of(struct session *r, pid_t pid)
 {
-	for (int i = 0; i < r->ntargets; i++)
-		if (r->targets[i].p && r->targets[i].pid == pid)
-			return &r->targets[i];
-	return NULL;
+	unsigned mask = r->index_size - 1;
+	int best = -1;
+
+	if (!r->index_size)
+		return NULL;
+	for (unsigned i = pid_hash(pid, mask); r->index[i]; i = (i + 1) & mask) {
+		int slot = r->index[i] - 1;
+
+		if (holds(r, slot, pid) && (best < 0 || slot < best))
+			best = slot;
+	}
+	return best < 0 ? NULL : &r->targets[best];
 }
 
 int run_live_targets(const struct session *r)
@@ -195,6 +260,7 @@ struct target *run_place_target(struct session *r, pid_t pid, struct pyproc *p)
 	t->p = p;
 	if (t - r->targets >= r->ntargets)
 		r->ntargets = (int)(t - r->targets) + 1;
+	run_index_target(r, t);
 	return t;
 }
 
