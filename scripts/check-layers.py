@@ -7,7 +7,8 @@ size one sitting can read.
 Stages, lowest first. Data flows kernel -> sample -> symbol -> aggregate ->
 output; the calls go down this table: the collection loop (sample) names
 samples through symbol, which counts into aggregate; output reads aggregates;
-cli drives them all."""
+session runs one profiling run (targets, kernel events, the loop, its end)
+over them; cli parses options and drives sessions."""
 import glob
 import os
 import re
@@ -19,12 +20,16 @@ ALLOWED = {
     "proc": {"core"},
     "cpython": {"core", "proc"},
     "aggregate": {"core"},
+    "read": {"core", "aggregate"},
     "symbol": {"core", "proc", "cpython", "aggregate"},
     "sample": {"core", "proc", "cpython", "aggregate", "symbol"},
-    "output": {"core", "aggregate"},
+    "output": {"core", "aggregate", "read"},
     "agent": {"core", "proc", "aggregate", "output"},
-    "cli": {"core", "proc", "cpython", "aggregate", "symbol", "sample", "output", "agent"},
+    "session": {"core", "proc", "cpython", "aggregate", "read", "symbol", "sample", "output"},
+    "cli": {"core", "proc", "cpython", "aggregate", "read", "symbol", "sample", "output", "agent", "session"},
 }
+# A stage's insides, for its own files alone: what is above uses its functions.
+PRIVATE = {"session/run.h"}
 MAX_LINES = 800
 INCLUDE = re.compile(r'^#include "(\w+)/(\w+\.h)"', re.M)
 
@@ -42,6 +47,8 @@ def main():
         for folder, name in INCLUDE.findall(text):
             if folder != stage and folder not in ALLOWED[stage]:
                 bad.append("%s: %s (a higher stage) includes %s/%s" % (path, stage, folder, name))
+            elif folder != stage and folder + "/" + name in PRIVATE:
+                bad.append("%s: includes %s/%s, the insides of %s: use %s's functions" % (path, folder, name, folder, folder))
             if path.endswith(".h"):
                 graph.setdefault(path[5:], set()).add(folder + "/" + name)
     bad += too_long()

@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "aggregate/aggregate.h"
-#include "aggregate/convert.h"
+#include "read/collapsedread.h"
 #include "output/formats.h"
 #include "output/topview.h"
 #include "output/writers.h"

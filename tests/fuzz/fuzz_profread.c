@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libFuzzer harness for profile_read() (aggregate/profread.c and
+ * libFuzzer harness for profile_read() (read/profread.c and
  * core/unzip.c), what `pybpfprof convert` and `diff` read a profile file
  * with: arbitrary bytes as the file, then gzipped, then that gzip stream
  * cut short and given a byte after its end.
@@ -31,7 +31,7 @@
 #include <unistd.h>
 
 #include "aggregate/aggregate.h"
-#include "aggregate/profread.h"
+#include "read/profread.h"
 #include "core/errors.h"
 #include "../unit/gzipmem.h"
 

@@ -10,7 +10,7 @@
 #include <stddef.h>
 
 #include "aggregate/aggregate.h"
-#include "aggregate/convert.h"
+#include "read/collapsedread.h"
 #include "aggregate/status.h"
 #include "output/writers.h"
 #include "unit.h"

@@ -2,7 +2,7 @@
 /*
  * pybpfprof diff's arithmetic: two profiles side by side in one aggregate
  * (aggregate/compare.c), shares and their change, the collapsed form with two
- * counts (output/diffout.c), and pprof read back (aggregate/pprofread.c),
+ * counts (output/diffout.c), and pprof read back (read/pprofread.c),
  * which diff takes as well as collapsed stacks.
  */
 #include <stdio.h>
@@ -13,9 +13,9 @@
 #include <zlib.h>
 
 #include "aggregate/aggregate.h"
-#include "aggregate/convert.h"
+#include "read/collapsedread.h"
 #include "aggregate/compare.h"
-#include "aggregate/pprofread.h"
+#include "read/pprofread.h"
 #include "core/errors.h"
 #include "aggregate/status.h"
 #include "output/writers.h"

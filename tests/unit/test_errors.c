@@ -12,9 +12,9 @@
 #include <unistd.h>
 
 #include "aggregate/aggregate.h"
-#include "aggregate/convert.h"
-#include "aggregate/pprofread.h"
-#include "cli/report.h"
+#include "read/collapsedread.h"
+#include "read/pprofread.h"
+#include "session/report.h"
 #include "core/errors.h"
 #include "core/file.h"
 #include "cpython/process.h"

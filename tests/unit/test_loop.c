@@ -3,7 +3,8 @@
  * The collection loop (loop.c) with no sampler: timers run in table order
  * when due, once or every period or when deadlines kept elsewhere pass;
  * one returning false ends the run; sleeps stop at the next deadline; a
- * closed window goes to every sink, then the aggregate is empty.
+ * closed window goes to every sink, then the aggregate is empty; a timer
+ * with a ctx of its own is given it.
  */
 #include <stdlib.h>
 #include <time.h>
@@ -92,6 +93,22 @@ static bool end_e(void *ctx, struct timer *t, uint64_t now)
 	(void)t, (void)now;
 	note(w, 'e');
 	return --w->ends_after > 0;
+}
+
+/* A timer with a ctx of its own: given it, for its deadline and its run, not the loop's. */
+static uint64_t own_due(void *ctx)
+{
+	struct world *other = ctx;
+
+	note(other, 'u');
+	return TIMER_NOW;
+}
+
+static bool own_f(void *ctx, struct timer *t, uint64_t now)
+{
+	(void)t, (void)now;
+	note(ctx, 'f');
+	return false;
 }
 
 static void setup(struct world *w)
@@ -268,11 +285,25 @@ static void test_windows(void)
 	agg_free(w.l.agg);
 }
 
+static void test_own_ctx(void)
+{
+	static struct world w, other;
+
+	setup(&w);
+	memset(&other, 0, sizeof(other));
+	loop_add(&w.l, &(struct timer){ .due = own_due, .fn = own_f, .ctx = &other });
+	loop_run(&w.l);
+	CHECK_EQ_INT(w.n, 0);                   /* the loop's ctx was given nothing */
+	CHECK(count(&other, 'u') >= 1);
+	CHECK_EQ_INT(count(&other, 'f'), 1);
+}
+
 int main(void)
 {
 	test_order_and_end();
 	test_longest_and_stop();
 	test_phase_and_elsewhere();
 	test_windows();
+	test_own_ctx();
 	return unit_done("loop");
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A profile file read back (aggregate/profread.c, core/unzip.c): a gzip
+ * A profile file read back (read/profread.c, core/unzip.c): a gzip
  * stream has to end cleanly, with nothing after it, at every place it
  * could be cut; the formats pybpfprof writes that are not read back, and
  * binary data, are named rather than taken for a bad collapsed line; and
@@ -15,8 +15,8 @@
 #include <unistd.h>
 
 #include "aggregate/aggregate.h"
-#include "aggregate/convert.h"
-#include "aggregate/profread.h"
+#include "read/collapsedread.h"
+#include "read/profread.h"
 #include "core/errors.h"
 #include "gzipmem.h"
 #include "output/formats.h"

@@ -2,7 +2,7 @@
 /*
  * The html page's source files: which (process root, file) pairs a profile
  * names, ranked by the samples through them and read hottest first within
- * the budget (aggregate/sources.c, with a reader made up here), and the
+ * the budget (read/sources.c, with a reader made up here), and the
  * reader that runs, under a process's held root and cwd (proc/srcroot.c).
  */
 #include <stdio.h>
@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "aggregate/aggregate.h"
-#include "aggregate/sources.h"
+#include "read/sources.h"
 #include "core/errors.h"
 #include "proc/srcroot.h"
 #include "unit.h"

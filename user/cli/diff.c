@@ -17,7 +17,7 @@
 #include "aggregate/compare.h"
 #include "cli/args.h"
 #include "cli/profload.h"
-#include "cli/report.h"
+#include "session/report.h"
 #include "core/errors.h"
 #include "output/formats.h"
 #include "output/output.h"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A profile file read back, whatever its format, and what went wrong said
- * in one line; see profload.h. The reading is aggregate/profread.c's.
+ * in one line; see profload.h. The reading is read/profread.c's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -12,9 +12,9 @@
 #include <stdbool.h>
 
 #include "cli/profload.h"
-#include "aggregate/profread.h"
+#include "read/profread.h"
 #include "cli/args.h"
-#include "cli/report.h"
+#include "session/report.h"
 #include "core/errors.h"
 #include "sample/mode.h"
 

@@ -10,7 +10,7 @@ struct agg;
 /*
  * Read a profile pybpfprof wrote and that keeps stacks into a: collapsed
  * stacks or pprof, either gzipped or not (the first bytes decide, not the
- * name; see aggregate/profread.c). path NULL or "-" is stdin. Says what
+ * name; see read/profread.c). path NULL or "-" is stdin. Says what
  * went wrong in one line and returns the exit code (EXIT_OK; EXIT_IO:
  * unreadable, or damaged gzip data such as a stream cut short; EXIT_USAGE:
  * not such a profile; EXIT_INTERNAL: out of memory).

@@ -11,7 +11,7 @@
 #include <sys/types.h>
 
 #include "cli/args.h"
-#include "cli/run.h"
+#include "session/session.h"
 #include "cli/runopts.h"
 #include "core/errors.h"
 
@@ -82,7 +82,7 @@ static int add_pids(pid_t *list, int *n, const char *arg)
 	}
 }
 
-static error_t parse_targets(int key, char *arg, struct argp_state *st, struct record *r)
+static error_t parse_targets(int key, char *arg, struct argp_state *st, struct session_opts *r)
 {
 	unsigned long long n;
 
@@ -123,7 +123,7 @@ static error_t parse_targets(int key, char *arg, struct argp_state *st, struct r
 
 static error_t parse_opt(int key, char *arg, struct argp_state *st)
 {
-	struct record *r = st->input;
+	struct session_opts *r = st->input;
 	unsigned long long n;
 	int mode;
 
@@ -132,13 +132,13 @@ static error_t parse_opt(int key, char *arg, struct argp_state *st)
 		mode = mode_by_name(arg);
 		if (mode < 0)
 			argp_error(st, "invalid mode '%s' (cpu, wall or gil)", arg);
-		r->c.o.mode = (enum pbp_mode)mode;
+		r->sampling.mode = (enum pbp_mode)mode;
 		break;
 	case 'F':
 		r->hz_given = true;
 		if (parse_uint(arg, 1, 100000, &n))
 			argp_error(st, "invalid frequency '%s' (1 to 100000 Hz)", arg);
-		r->c.o.hz = (unsigned)n;
+		r->sampling.hz = (unsigned)n;
 		break;
 	case 'd':
 		if (parse_seconds(arg, MIN_DURATION, MAX_DURATION, &r->duration))
@@ -146,20 +146,20 @@ static error_t parse_opt(int key, char *arg, struct argp_state *st)
 				   MAX_DURATION);
 		break;
 	case OPT_VERBOSE: r->verbose = true; break;
-	case OPT_NATIVE_LEAF: r->c.o.native_leaf = true; break;
+	case OPT_NATIVE_LEAF: r->sampling.native_leaf = true; break;
 	case OPT_NATIVE:
 		/* As perf's --call-graph: dwarf unwinds a copy of the stack, fp trusts frame pointers. */
 		if (arg && strcmp(arg, "dwarf") != 0 && strcmp(arg, "fp") != 0)
 			argp_error(st, "invalid --native '%s' (dwarf or fp)", arg);
-		r->c.o.native = true;
-		r->c.o.native_fp = arg && strcmp(arg, "fp") == 0;
+		r->sampling.native = true;
+		r->sampling.native_fp = arg && strcmp(arg, "fp") == 0;
 		break;
-	case OPT_KERNEL: r->c.o.kernel = true; break;
+	case OPT_KERNEL: r->sampling.kernel = true; break;
 	case ARGP_KEY_END:
 		if (!r->all && (r->comm_re || r->cgroup || r->container || r->nexcluded))
 			argp_error(st, "--comm, --cgroup, --container and --exclude-pid go with -a");
 		if (r->all && !r->hz_given)
-			r->c.o.hz = HOST_HZ;
+			r->sampling.hz = HOST_HZ;
 		break;
 	default:
 		return parse_targets(key, arg, st, r);
@@ -167,7 +167,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *st)
 	return 0;
 }
 
-void runopts_end_targets(struct argp_state *st, struct record *r)
+void runopts_end_targets(struct argp_state *st, struct session_opts *r)
 {
 	if (!r->npids && !r->cmd && !r->all)
 		argp_error(st, "give -p PID, -a, or a command after --");

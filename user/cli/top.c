@@ -22,11 +22,8 @@
 
 #include "pybpfprof.h"
 #include "aggregate/aggregate.h"
-#include "aggregate/sources.h"
 #include "aggregate/merge.h"
 #include "cli/args.h"
-#include "cli/report.h"
-#include "cli/run.h"
 #include "cli/runopts.h"
 #include "cli/top.h"
 #include "core/clock.h"
@@ -38,7 +35,8 @@
 #include "output/screen.h"
 #include "output/writers.h"
 #include "sample/loop.h"
-#include "sample/sampler.h"
+#include "session/report.h"
+#include "session/session.h"
 
 #define PLAIN_ROWS 20           /* functions per plain table */
 /*
@@ -53,9 +51,11 @@
 #define TAIL_BYTES 4096
 
 struct top {
-	struct record r;        /* the engine, as `record` runs it */
+	struct session_opts o;  /* the engine's, as `record` takes them */
+	struct session *s;
 	/* options */
 	bool once;
+	bool full;              /* the full screen: both ends are a terminal */
 	double interval;
 	/* state */
 	struct agg *last, *whole;       /* the last interval shown, the whole run */
@@ -99,7 +99,7 @@ static const struct argp_option opts[] = {
 static error_t parse_opt(int key, char *arg, struct argp_state *st)
 {
 	struct top *t = st->input;
-	struct record *r = &t->r;
+	struct session_opts *r = &t->o;
 
 	switch (key) {
 	case ARGP_KEY_INIT:
@@ -118,7 +118,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *st)
 		break;
 	case OPT_SUBPROC: r->subprocesses = 1; break;
 	case OPT_NO_SUBPROC: r->subprocesses = -1; break;
-	case OPT_ASYNC: r->c.o.async = true; break;
+	case OPT_ASYNC: r->sampling.async = true; break;
 	case ARGP_KEY_ARGS:
 		r->cmd = st->argv + st->next;
 		break;
@@ -162,13 +162,15 @@ static int term_width(void)
 static void head_of(const struct top *t, struct live_head *h)
 {
 	uint64_t end = t->cumulative ? t->whole_end_ns : t->shown.end_ns;
+	struct session_stats st;
 
-	*h = (struct live_head){ .mode = mode_name(t->r.c.o.mode), .hz = t->r.c.o.hz,
-				 .run_secs = (double)(end - t->r.start_ns) / 1e9,
-				 .secs = (double)(end - (t->cumulative ? t->r.start_ns : t->shown.start_ns)) / 1e9,
+	session_stats(t->s, &st);
+	*h = (struct live_head){ .mode = mode_name(st.mode), .hz = st.hz,
+				 .run_secs = (double)(end - st.start_ns) / 1e9,
+				 .secs = (double)(end - (t->cumulative ? st.start_ns : t->shown.start_ns)) / 1e9,
 				 .lost = t->cumulative ? t->lost_before + t->lost_shown : t->lost_shown,
-				 .processes = run_live_targets(&t->r), .cumulative = t->cumulative,
-				 .paused = t->paused, .sort = t->sort, .no_gil = run_all_free_threaded(&t->r) };
+				 .processes = st.processes, .cumulative = t->cumulative,
+				 .paused = t->paused, .sort = t->sort, .no_gil = st.no_gil };
 }
 
 /* The plain table on stdout, a blank line between two. */
@@ -280,7 +282,7 @@ static int command_pipe(struct top *t)
 	if (pipe2(fds, O_CLOEXEC) != 0 || fcntl(fds[0], F_SETFL, O_NONBLOCK) != 0)
 		return report_error(NULL, pbp_err_from_errno(errno, -PBP_E_IO));
 	t->cmd_fd = fds[0];
-	t->r.command_out = fds[1];
+	t->o.command_out = fds[1];
 	return 0;
 }
 
@@ -322,7 +324,7 @@ static int show(struct top *t)
 static int keep_window(void *ctx, const struct agg *a, const struct window *w)
 {
 	struct top *t = ctx;
-	uint64_t st[PBP_STAT__COUNT];
+	struct session_stats st;
 	int err = agg_merge(t->whole, a, NULL, NULL);
 
 	if (err)
@@ -330,9 +332,9 @@ static int keep_window(void *ctx, const struct agg *a, const struct window *w)
 	t->whole_end_ns = w->end_ns;
 	if (t->paused || (t->ending && !t->once))
 		return 0;
-	sampler_stats(t->r.c.smp, st);
+	session_stats(t->s, &st);
 	t->lost_before += t->lost_shown;
-	t->lost_shown = st[PBP_STAT_LOST] - t->lost_before;
+	t->lost_shown = st.kernel[PBP_STAT_LOST] - t->lost_before;
 	agg_reset(t->last);
 	t->shown = *w;
 	if ((err = agg_merge(t->last, a, NULL, NULL)) != 0)
@@ -349,7 +351,7 @@ static bool close_window(void *ctx, struct timer *tm, uint64_t now)
 		return false;
 	tm->next += tm->period;
 	/* A failed window is said by its sink; stdout gone (a reader that quit): the run ends. */
-	t->failed = loop_close_window(&t->r.loop, now, false);
+	t->failed = session_close(t->s, now, false);
 	return !t->failed;
 }
 
@@ -441,73 +443,74 @@ static bool read_output(void *ctx, struct timer *tm, uint64_t now)
 /* The full screen's timers: keys woken by the terminal where it can, a command's output polled. */
 static void add_terminal_timers(struct top *t)
 {
-	struct record *r = &t->r;
+	struct session *s = t->s;
 
-	if (screen_is_open() && sampler_wake_on(r->c.smp, STDIN_FILENO) == 0)
-		loop_add(&r->loop, &(struct timer){ .due = keys_due, .fn = read_keys });
+	if (screen_is_open() && session_wake_on(s, STDIN_FILENO) == 0)
+		session_add_timer(s, &(struct timer){ .due = keys_due, .fn = read_keys, .ctx = t });
 	else if (screen_is_open())
-		loop_add(&r->loop, &(struct timer){ .period = KEYS_EVERY_NS, .next = TIMER_NOW, .fn = read_keys });
+		session_add_timer(s, &(struct timer){ .period = KEYS_EVERY_NS, .next = TIMER_NOW, .fn = read_keys,
+						      .ctx = t });
 	if (t->cmd_fd >= 0)
-		loop_add(&r->loop, &(struct timer){ .period = KEYS_EVERY_NS, .next = TIMER_NOW, .fn = read_output });
+		session_add_timer(s, &(struct timer){ .period = KEYS_EVERY_NS, .next = TIMER_NOW, .fn = read_output,
+						      .ctx = t });
 }
 
 /* -o: the whole run's profile, as `record` writes it. */
 static int write_whole(struct top *t)
 {
-	struct record *r = &t->r;
-	struct profile_meta m = { .mode = mode_name(r->c.o.mode), .hz = r->c.o.hz,
-				  .start_unix_ns = t->start_unix_ns,
-				  .duration_ns = r->end_ns - r->start_ns };
-	int fmt = r->format >= 0 ? r->format : format_by_path(r->outpath);
-	struct sources src = { 0 };
+	struct session_stats st;
+	struct window w;
 	int err;
 
-	if (r->follow && r->npids < 2)
+	session_stats(t->s, &st);
+	w = (struct window){ .start_ns = st.start_ns, .end_ns = st.end_ns, .start_unix_ns = t->start_unix_ns };
+	if (session_one_root(t->s))
 		agg_drop_single_root(t->whole);
-	err = run_sources(r, t->whole, &src, &m);
-	if (!err)
-		err = profile_write_to(&r->out, fmt, t->whole, &m);
-	sources_free(&src);
-	if (err)
-		output_error(&r->out, r->outpath, err);
+	err = session_write(t->s, t->whole, &w, false);
 	return err ? exit_code_for(err) : 0;
 }
 
-static int run(struct top *t, int *go_fd)
+/* The launched command has its end of the pipe: ours goes. */
+static void close_command_out(struct top *t)
 {
-	struct record *r = &t->r;
-	uint64_t period = (uint64_t)(t->interval * 1e9);
-	bool full = !t->once && isatty(STDOUT_FILENO) && isatty(STDIN_FILENO);
-	int code = full && r->cmd ? command_pipe(t) : 0;
+	if (t->o.command_out > 0)
+		close(t->o.command_out);
+	t->o.command_out = 0;
+}
 
-	if (!code)
-		code = run_setup(r, go_fd);
-	if (r->command_out > 0)
-		close(r->command_out);  /* the command has it: its end of the pipe is the command's */
-	r->command_out = 0;
+static int run(struct top *t)
+{
+	struct session *s = t->s;
+	uint64_t period = (uint64_t)(t->interval * 1e9);
+	struct session_stats st;
+	int code = session_start(s);
+
+	close_command_out(t);
 	if (code)
 		return code;
-	t->shown = r->loop.win;
-	t->start_unix_ns = r->loop.win.start_unix_ns;
-	t->shown.end_ns = t->whole_end_ns = r->start_ns;
-	loop_add_sink(&r->loop, &(struct window_sink){ keep_window, t });
-	loop_add(&r->loop, &(struct timer){ .period = period, .next = r->start_ns + period, .fn = close_window });
+	session_stats(s, &st);
+	t->start_unix_ns = st.start_unix_ns;
+	t->shown = (struct window){ .start_ns = st.start_ns, .end_ns = st.start_ns, .start_unix_ns = st.start_unix_ns };
+	t->whole_end_ns = st.start_ns;
+	session_add_sink(s, &(struct window_sink){ keep_window, t });
+	session_add_timer(s, &(struct timer){ .period = period, .next = st.start_ns + period, .fn = close_window,
+					      .ctx = t });
 	/* Full screen when both ends are a terminal that ncurses can drive; else the plain table. */
-	if (full && screen_open() == 0)
+	if (t->full && screen_open() == 0)
 		show(t);        /* the frame at once, filled in after the first interval */
-	t->keys_next = r->start_ns + KEYS_LOOK_NS;
+	t->keys_next = st.start_ns + KEYS_LOOK_NS;
 	add_terminal_timers(t);
-	run_loop(r);
+	session_run(s);
 	screen_close();         /* before anything more is said on the terminal */
 	command_finish(t);
 	t->ending = true;
 	/* A command that never ran (or ran no Python) is said before --once's
 	   table, which would show nothing: the error alone, as record says it. */
-	if (!t->failed && r->follow && r->cmd && (code = launch_check_profiled(r)) != 0)
+	if (!t->failed && (code = session_check_profiled(s)) != 0)
 		return code;
-	if (t->failed || (t->failed = loop_close_window(&r->loop, r->end_ns, true)) != 0)
+	if (t->failed || (t->failed = session_close_run(s, false)) != 0)
 		return exit_code_for(t->failed);
-	return r->outpath ? write_whole(t) : 0;
+	return t->o.outpath ? write_whole(t) : 0;
 }
 
 int top_main(int argc, char **argv)
@@ -515,23 +518,29 @@ int top_main(int argc, char **argv)
 	static const struct argp_child children[] = { { &runopts_argp, 0, NULL, 0 }, { 0 } };
 	struct argp argp = { opts, parse_opt, "[-- COMMAND [ARG...]]", doc, children, NULL, NULL };
 	static struct top t;
-	int go_fd = -1, code;
+	int code;
 
-	t = (struct top){ .r = { .format = -1, .c.o = { .mode = MODE_CPU, .hz = 99 },
-				 .c.ops = &bpf_sampler_ops, .quiet = true, .stats = STATS_NONE },
+	t = (struct top){ .o = { .format = -1, .sampling = { .mode = MODE_CPU, .hz = 99 }, .quiet = true,
+				 .stats = STATS_NONE },
 			  .interval = 1.0, .cmd_fd = -1 };
 	argp_parse(&argp, argc, argv, 0, NULL, &t);
+	t.full = !t.once && isatty(STDOUT_FILENO) && isatty(STDIN_FILENO);
 	t.last = agg_new();
 	t.whole = agg_new();
-	code = t.last && t.whole ? run_alloc(&t.r) : report_error(NULL, -PBP_E_NOMEM);
+	code = t.last && t.whole ? 0 : report_error(NULL, -PBP_E_NOMEM);
+	/* Before the session takes its options: the command's output goes into the pipe. */
+	if (!code && t.full && t.o.cmd)
+		code = command_pipe(&t);
 	if (!code)
-		code = run(&t, &go_fd);
+		code = session_new(&t.o, &t.s);
+	if (!code)
+		code = run(&t);
+	close_command_out(&t);
 	screen_close();         /* a run that failed early */
 	command_finish(&t);
-	run_cleanup(&t.r, go_fd);
+	code = session_stop(t.s, code);
 	agg_free(t.last);
 	agg_free(t.whole);
-	if (t.r.child_reaped && code == EXIT_OK)
-		code = launch_status(&t.r);
+	session_free(t.s);
 	return code;
 }

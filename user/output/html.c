@@ -21,7 +21,7 @@
  *   diff    only for `pybpfprof diff`: total (before, after samples), and
  *           before and after, each stack's samples in each profile, in the
  *           stacks' order and encoding (the stacks' own count is their sum)
- *   src     the source files, for the line heat (aggregate/sources.h): why
+ *   src     the source files, for the line heat (read/sources.h): why
  *           (none were read, and why), or budget (total, per file), pids
  *           (pid, root a process: its files are read under that root; < 0
  *           none, see root_id), files (path, root, index into texts or -1, why not read),
@@ -38,7 +38,7 @@
 
 #include "aggregate/aggregate.h"
 #include "aggregate/compare.h"
-#include "aggregate/sources.h"
+#include "read/sources.h"
 #include "aggregate/status.h"
 #include "core/errors.h"
 #include "core/version.h"

@@ -47,7 +47,7 @@ int loop_add_sink(struct loop *l, const struct window_sink *s)
 /* When t is due next (0: not at all): deadlines kept elsewhere are asked for each time. */
 static uint64_t next_of(const struct loop *l, const struct timer *t)
 {
-	return t->due ? t->due(l->ctx) : t->next;
+	return t->due ? t->due(t->ctx ? t->ctx : l->ctx) : t->next;
 }
 
 /* The earliest deadline of all, but no later than the longest sleep from now. */
@@ -76,7 +76,7 @@ static bool run_due(struct loop *l, uint64_t now)
 
 		if (!n || now < n)
 			continue;
-		if (!t->fn(l->ctx, t, now))
+		if (!t->fn(t->ctx ? t->ctx : l->ctx, t, now))
 			return false;
 		if (!t->due && t->next == n)
 			t->next = t->period ? now + t->period : 0;

@@ -21,6 +21,8 @@ struct timer {
 	uint64_t (*due)(void *ctx);
 	/* Do it; false ends the run. It may move t->next itself, to keep its phase. */
 	bool (*fn)(void *ctx, struct timer *t, uint64_t now);
+	/* What due and fn are given: the timer's own (a command's above the session), NULL: the loop's. */
+	void *ctx;
 };
 
 /* The span of time one aggregate covers. */

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * One run of the sampling command: its options and state, shared by the
- * files that make it up (record.c: options, the loop and its sinks;
- * attach.c: which processes it profiles; launch.c: the launched command;
+ * The insides of a session (session.h), shared by the files of session/
+ * alone: its options, state and tuning (session.c: set-up, the loop and its end;
+ * timers.c: the loop's timers; targets.c: the processes it profiles;
+ * events.c: what the kernel says of them; follow.c: --subprocesses;
+ * launch.c: the launched command;
  * summary.c: what it says at the end).
  */
-#ifndef PBP_RUN_H
-#define PBP_RUN_H
+#ifndef PBP_SESSION_RUN_H
+#define PBP_SESSION_RUN_H
 
 #include <regex.h>
 #include <signal.h>
@@ -21,6 +23,7 @@
 #include "proc/srcroot.h"
 #include "sample/loop.h"
 #include "sample/target.h"
+#include "session/session.h"
 
 struct agg;
 struct cgroup_info;
@@ -28,9 +31,7 @@ struct proc_meta;
 struct profile_meta;
 struct sources;
 
-#define MAX_PIDS 1024           /* -p lists and --exclude-pid lists */
 #define DEFAULT_MAX_PROCESSES 256
-#define HOST_HZ 19              /* -a default: a whole host, every process */
 #define MAX_SKIPPED 4096
 #define MAX_PENDING 1024
 #define MAX_DISCOVER 65536
@@ -77,9 +78,6 @@ struct sources;
 /* A target's labels (cgroup, command line, service) are read again this often. */
 #define LABELS_EVERY_NS 60000000000ull
 #define JITTER_PERIODS 64
-/* -d: what the clock can time (a deadline in ns) and the loop can honour. */
-#define MIN_DURATION 0.001
-#define MAX_DURATION 31536000.0    /* a year */
 /* An achieved rate below this share of the asked one is reported. */
 #define RATE_SHORT 0.8
 
@@ -122,32 +120,10 @@ struct proc_note {
 	char comm[16];
 };
 
-/*
- * The end-of-run figures: the human summary (default), with the cache and
- * read statistics (text), as one JSON line instead (json), or none.
- */
-enum stats_form { STATS_SUMMARY, STATS_TEXT, STATS_JSON, STATS_NONE };
-
-struct record {
+struct session {
+	struct session_opts o;
 	struct timeline timeline;       /* kept for a Gecko profile only (c.timeline) */
-	/* options */
-	pid_t pids[MAX_PIDS], excluded[MAX_PIDS];
-	int npids, nexcluded;
-	bool all, hz_given;
-	const char *comm_re, *cgroup, *container;
-	regex_t comm_regex;
-	int max_processes;
-	double duration;
-	const char *outpath;
-	bool no_output;         /* the agent: no profile file, its sinks take the windows */
 	struct output out;      /* opened before sampling starts */
-	int format;
-	enum stats_form stats;
-	bool quiet, verbose;
-	char **cmd;
-	int subprocesses;       /* --subprocesses 1, --no-subprocesses -1, neither 0 */
-	int command_out;        /* > 0: the launched command's stdout and stderr (top's full screen) */
-	bool follow;            /* descendants are followed: a command's by default */
 	/* state */
 	struct collector c;
 	struct srcroots *roots;         /* html: where each target's source files are read, else NULL */
@@ -163,6 +139,8 @@ struct record {
 	struct target *targets;
 	int target_slots;
 	int ntargets;           /* slots in use or used, high-water mark */
+	int *index;             /* slots by pid (targets.c): slot + 1, 0 empty */
+	unsigned index_size, index_used;        /* a power of two; entries, stale ones included */
 	struct skipped *skipped;
 	int nskipped;
 	struct pending pending[MAX_PENDING];
@@ -170,20 +148,8 @@ struct record {
 	struct exec_note execs[MAX_EXEC_NOTES];
 	int nexecs;
 	uint64_t start_ns, end_ns;
+	uint64_t start_unix_ns;         /* the wall clock at start_ns */
 	struct loop loop;
-	/*
-	 * The node agent's labels for a process (its service, Kubernetes names),
-	 * added to what m holds already (pid, version, container id, pod uid);
-	 * strings need to live until the call returns only. NULL: none.
-	 */
-	void (*describe)(void *ctx, pid_t pid, const struct cgroup_info *cg, struct proc_meta *m);
-	void *describe_ctx;
-	/*
-	 * What a process root says after its ids (called with describe_ctx):
-	 * the agent's script name, as command lines may hold secrets. NULL: the
-	 * command line.
-	 */
-	void (*process_name)(void *ctx, pid_t pid, char *out, size_t len);
 	struct proc_note *notes;        /* --subprocesses: the tree's processes */
 	int nnotes;
 	uint64_t unnoted;               /* processes of the tree past MAX_PROC_NOTES */
@@ -195,84 +161,86 @@ struct record {
 	bool trim_due;                  /* -a: targets found or freed since the heap was last trimmed */
 	uint64_t next_trim;             /* ... and when it may be trimmed again */
 	uint64_t next_rescan;           /* of every target's thread list */
+	int go_fd;                      /* the launched command waits for a byte on it; -1: none */
+	bool stopped;                   /* session_stop ran */
 };
 
-/* record.c: the run, in the order a command calls them */
-/* The buffers a run needs (targets, locations, the aggregate): 0 or an exit code. */
-int run_alloc(struct record *r);
-/* Checks, targets, output, sampler, discovery, privileges dropped: 0 or an exit code. */
-int run_setup(struct record *r, int *go_fd);
-/* Sample until a timer or a signal ends it; samples still in the ring buffer taken in. */
-void run_loop(struct record *r);
-void run_cleanup(struct record *r, int go_fd);
-/* html: the targets' source files for a's page into src and m->sources (nothing for other formats). */
-int run_sources(struct record *r, const struct agg *a, struct sources *src, struct profile_meta *m);
-
-/* attach.c: the target table, -a discovery, processes that exec'd */
+/* targets.c: the target table, and processes to look at again */
 /* The caches of a process opened: -p (and -- cmd, followed children) a few, generous; -a many, small. */
 extern const struct pyproc_limits run_target_limits, run_host_limits;
 /* pyproc_open, refusing gil mode for a free-threaded build (-PBP_E_NOGIL). */
-int run_open(const struct record *r, pid_t pid, const struct pyproc_limits *lim, struct pyproc **p);
-struct target *run_target_of(struct record *r, pid_t pid);
-int run_live_targets(const struct record *r);
+int run_open(const struct session *r, pid_t pid, const struct pyproc_limits *lim, struct pyproc **p);
+/* The index of the table by pid, for target_slots: 0 or -PBP_E_NOMEM. */
+int run_index_init(struct session *r);
+/* t was given its pid (and a process): found by it from now on. */
+void run_index_target(struct session *r, const struct target *t);
+/* The slot that holds pid's process, the first in the table's order; NULL: none. */
+struct target *run_target_of(struct session *r, pid_t pid);
+int run_live_targets(const struct session *r);
 /* At least one live target, and every one a free-threaded build: no GIL to count. */
-bool run_all_free_threaded(const struct record *r);
+bool run_all_free_threaded(const struct session *r);
 /* Reads of the profiled processes' memory since the start, those of processes gone included. */
-uint64_t run_process_reads(const struct record *r);
+uint64_t run_process_reads(const struct session *r);
 /* A zombie has exited: its parent just has not reaped it yet. */
 bool pid_alive(pid_t pid);
-void run_label_target(struct record *r, struct target *t);
-int run_start_target(struct record *r, struct target *t);
-void run_drop_target(struct record *r, struct target *t);
-void run_discover(struct record *r);
-void run_rediscover(struct record *r);
-bool run_pending(void *ctx, struct timer *t, uint64_t now);
+void run_label_target(struct session *r, struct target *t);
+int run_start_target(struct session *r, struct target *t);
+void run_drop_target(struct session *r, struct target *t);
 /* Look at pid again shortly (just exec'd, or not Python yet); false when it is given up on. */
-bool run_queue_pending(struct record *r, pid_t pid, int tries);
+bool run_queue_pending(struct session *r, pid_t pid, int tries);
+/* A free slot for p as pid, not started yet; NULL when --max-processes live ones are taken. */
+struct target *run_place_target(struct session *r, pid_t pid, struct pyproc *p);
 /* A slot of the target table for p as pid, registered with the sampler; NULL (p closed) if none or failed. */
-struct target *run_add_target(struct record *r, pid_t pid, struct pyproc *p);
+struct target *run_add_target(struct session *r, pid_t pid, struct pyproc *p);
+
+/* events.c: what the kernel says, met with the target table and the followed tree; -a discovery */
+void run_discover(struct session *r);
+bool run_pending(void *ctx, struct timer *t, uint64_t now);
 void run_on_sample(void *ctx, const struct pbp_sample *ks);
 void run_on_proc_event(void *ctx, uint32_t kind, pid_t pid, pid_t parent);
 
 /* follow.c: --subprocesses, the process tree under the launched command or the -p processes */
-struct proc_note *follow_note_of(struct record *r, pid_t pid);
+struct proc_note *follow_note_of(struct session *r, pid_t pid);
 /* A process of the tree, new to the run: noted, and followed by the kernel when root. */
-void follow_add(struct record *r, pid_t pid, pid_t parent, bool root);
+void follow_add(struct session *r, pid_t pid, pid_t parent, bool root);
 /* -p --subprocesses: the given processes' descendants running already, followed and profiled. */
-void follow_existing(struct record *r);
+void follow_existing(struct session *r);
 /* A followed process forked pid: profiled at once if the parent is, from what is known of it. */
-void follow_fork(struct record *r, pid_t pid, pid_t parent);
-void follow_exit(struct record *r, pid_t pid);
-void follow_counted(struct record *r, pid_t pid, uint64_t n);
+void follow_fork(struct session *r, pid_t pid, pid_t parent);
+void follow_exit(struct session *r, pid_t pid);
+void follow_counted(struct session *r, pid_t pid, uint64_t n);
 /* True while a process the run was started on (the command, a -p pid) lives. */
-bool follow_roots_alive(struct record *r);
+bool follow_roots_alive(struct session *r);
 /* Processes of the tree alive, Python or not. */
-int follow_live(const struct record *r);
+int follow_live(const struct session *r);
 /* A target that exited: dropped (true) once its last samples had time to be named. */
-bool follow_drop_gone(struct record *r, struct target *t, uint64_t now);
-void follow_summary(const struct record *r);
-void follow_warn_full(const struct record *r);
+bool follow_drop_gone(struct session *r, struct target *t, uint64_t now);
+void follow_summary(const struct session *r);
+void follow_warn_full(const struct session *r);
 struct jsonw;
-void follow_json(struct jsonw *w, const struct record *r);
+void follow_json(struct jsonw *w, const struct session *r);
 
 /* launch.c: the command run under the profiler */
-int launch_start(struct record *r, int *go_fd);
+int launch_start(struct session *r, int *go_fd);
 /* The run is over: the launched command stopped if still at work (by_signal: pybpfprof was told to stop), and reaped. */
-void launch_end(struct record *r, bool by_signal);
-int launch_status(const struct record *r);
+void launch_end(struct session *r, bool by_signal);
+int launch_status(const struct session *r);
 /* A launched command refused for its version (err): the version kept for the message. */
-void run_keep_launch_version(struct record *r, const struct pyproc *p, int err);
+void run_keep_launch_version(struct session *r, const struct pyproc *p, int err);
 /* --subprocesses: true (launch_err set) when the command is not Python and started nothing. */
-bool launch_given_up(struct record *r);
+bool launch_given_up(struct session *r);
 /* --subprocesses, at the end: 0 when something was profiled, else the exit code, said. */
-int launch_check_profiled(struct record *r);
+int launch_check_profiled(struct session *r);
 /* Reap the launched command (waitpid flags), keeping its status for our exit code: true when reaped. */
-bool launch_reap(struct record *r, int flags);
+bool launch_reap(struct session *r, int flags);
+
+/* timers.c: the loop's timers, and how it waits for samples (all but its stop flag) */
+void run_add_timers(struct session *r, bool tty);
+/* The live line erased (the run is over). */
+void live_clear(void);
 
 /* summary.c: the end of the run on stderr */
 /* The rate the sampler achieves (it may be capped below the asked one: said once). */
-unsigned run_rate_limited(struct record *r);
-/* What --stats and -q ask for at the end of the run, for the aggregate a. */
-void summary_print(struct record *r, const struct agg *a);
+unsigned run_rate_limited(struct session *r);
 
-#endif /* PBP_RUN_H */
+#endif /* PBP_SESSION_RUN_H */

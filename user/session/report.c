@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "cli/privs.h"
-#include "cli/report.h"
+#include "session/privs.h"
+#include "session/report.h"
 #include "core/errors.h"
 #include "cpython/process.h"
 #include "proc/procfs.h"

@@ -27,17 +27,16 @@
 #include "agent/server.h"
 #include "agent/service.h"
 #include "aggregate/aggregate.h"
-#include "cli/agent.h"
+#include "cli/agentcmd.h"
 #include "cli/args.h"
-#include "cli/report.h"
-#include "cli/run.h"
 #include "cli/runopts.h"
 #include "core/clock.h"
 #include "core/errors.h"
 #include "core/stagecpu.h"
 #include "pybpfprof.h"
 #include "sample/loop.h"
-#include "sample/sampler.h"
+#include "session/report.h"
+#include "session/session.h"
 
 #define SLICE_NS 1000000000ull          /* the history's grain: a pull's seconds are whole slices */
 #define MIN_HISTORY_NS 60000000000ull
@@ -48,7 +47,10 @@
 #define MAX_ENV_ARGS 64
 
 struct agent {
-	struct record r;        /* the engine, as -a with the agent's filters */
+	struct session_opts o;  /* the engine's, as -a with the agent's filters */
+	struct session *s;
+	enum pbp_mode mode;     /* as sampled: read by the server's thread */
+	unsigned hz;
 	/* options */
 	double interval;
 	const char *listen, *service_template, *node, *host_root;
@@ -167,7 +169,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *st)
 
 	switch (key) {
 	case ARGP_KEY_INIT:
-		st->child_inputs[0] = &g->r;
+		st->child_inputs[0] = &g->o;
 		if (env_check_err)
 			st->err_stream = env_check_err;
 		break;
@@ -260,15 +262,15 @@ static void env_check(char *arg, const char *var, const char *value)
 	char *argv[] = { "pybpfprof agent", arg, NULL }, *buf = NULL, *nl;
 	size_t len = 0;
 
-	scratch = (struct agent){ .r = { .all = true } };
+	scratch = (struct agent){ .o = { .all = true } };
 	env_check_err = open_memstream(&buf, &len);
 	if (!env_check_err)
 		return;         /* the real parse still says what is wrong, as an option */
 	argp_parse(agent_argp, 2, argv, ARGP_NO_EXIT | ARGP_NO_HELP, NULL, &scratch);
 	fclose(env_check_err);
 	env_check_err = NULL;
-	if (scratch.r.comm_re)
-		regfree(&scratch.r.comm_regex);
+	if (scratch.o.comm_re)
+		regfree(&scratch.o.comm_regex);
 	if (len) {
 		nl = strchr(buf, '\n');
 		if (nl)
@@ -328,18 +330,18 @@ static void script_name(void *ctx, pid_t pid, char *out, size_t len)
 static int keep_slice(void *ctx, const struct agg *a, const struct window *w)
 {
 	struct agent *g = ctx;
-	uint64_t st[PBP_STAT__COUNT];
+	struct session_stats st;
 	int err = history_add(g->hist, a, w->start_unix_ns, w->start_unix_ns + (w->end_ns - w->start_ns));
 
 	if (err)
 		alog(LOG_ERROR, "slice lost", "error=\"%s\"", pbp_strerror(err));
-	sampler_stats(g->r.c.smp, st);
+	session_stats(g->s, &st);
 	pthread_mutex_lock(&g->lock);
 	g->samples += agg_total(a);
-	g->lost = st[PBP_STAT_LOST];
+	g->lost = st.kernel[PBP_STAT_LOST];
 	g->slices++;
-	g->processes = (uint32_t)run_live_targets(&g->r);
-	g->reads = run_process_reads(&g->r);
+	g->processes = (uint32_t)st.processes;
+	g->reads = st.reads;
 	pthread_mutex_unlock(&g->lock);
 	return 0;
 }
@@ -354,7 +356,7 @@ static bool close_slice(void *ctx, struct timer *t, uint64_t now)
 	struct agent *g = ctx;
 
 	stagecpu_enter(STAGE_SLICES);
-	loop_close_window(&g->r.loop, now, false);
+	session_close(g->s, now, false);
 	stagecpu_leave();
 	t->next += t->period;
 	return true;
@@ -383,7 +385,7 @@ static int push_service(const char *service, void *ctx)
 	struct push_round *pr = ctx;
 	struct agent *g = pr->g;
 	struct profile_filter f = { .service = service };
-	struct profile_kind k = { mode_name(g->r.c.o.mode), g->r.c.o.hz, true };
+	struct profile_kind k = { mode_name(g->mode), g->hz, true };
 	struct span got;
 	char *body, name[512];
 	size_t len;
@@ -404,12 +406,14 @@ static void push_window(struct agent *g)
 	struct push_round pr = { g, g->pushed_until, wall_ns(), 0 };
 	int err = history_services(g->hist, pr.since, pr.until, push_service, &pr);
 	struct push_stats ps;
+	struct session_stats st;
 
 	if (err)
 		alog(LOG_ERROR, "window not queued", "error=\"%s\"", pbp_strerror(err));
 	push_stats(g->pusher, &ps);
+	session_stats(g->s, &st);
 	alog(LOG_INFO, "window queued", "services=%u processes=%d queued=%u pushed_total=%llu dropped_total=%llu",
-	     pr.services, run_live_targets(&g->r), ps.queued, (unsigned long long)ps.pushes,
+	     pr.services, st.processes, ps.queued, (unsigned long long)ps.pushes,
 	     (unsigned long long)ps.dropped);
 	g->pushed_until = pr.until;
 	pthread_mutex_lock(&g->lock);
@@ -430,7 +434,7 @@ static bool rediscover(void *ctx, struct timer *t, uint64_t now)
 	struct agent *g = ctx;
 
 	(void)t, (void)now;
-	run_rediscover(&g->r);
+	session_rediscover(g->s);
 	return true;
 }
 
@@ -448,7 +452,7 @@ static int serve_profile(void *ctx, const char *seconds, const char *service, co
 {
 	struct agent *g = ctx;
 	struct profile_filter f = { .service = service };
-	struct profile_kind k = { mode_name(g->r.c.o.mode), g->r.c.o.hz, false };
+	struct profile_kind k = { mode_name(g->mode), g->hz, false };
 	double max = (double)g->history_ns / 1e9, secs = g->interval;
 	uint64_t now = wall_ns();
 	struct span got;
@@ -572,10 +576,10 @@ static int agent_init(struct agent *g)
 	pthread_mutex_init(&g->lock, NULL);
 	if (!g->hist || !g->svc)
 		return report_error(NULL, -PBP_E_NOMEM);
-	g->r.describe = describe;
-	g->r.process_name = g->cmdline_labels ? NULL : script_name;
-	g->r.describe_ctx = g;
-	return run_alloc(&g->r);
+	g->o.describe = describe;
+	g->o.process_name = g->cmdline_labels ? NULL : script_name;
+	g->o.describe_ctx = g;
+	return session_new(&g->o, &g->s);
 }
 
 /* The one line for a server that did not start; its exit code. */
@@ -597,10 +601,14 @@ static int listen_error(const struct agent *g, int err, const char *file)
 static int agent_start(struct agent *g)
 {
 	struct server_ops ops = { serve_profile, serve_metrics, g };
+	struct session_stats st;
 	const char *what;
 	int err;
 
-	g->push.sample_rate = g->r.c.o.hz;
+	session_stats(g->s, &st);
+	g->mode = st.mode;
+	g->hz = st.hz;
+	g->push.sample_rate = g->hz;
 	for (int i = 0; i < STAGE__COUNT; i++)
 		snprintf(stage_labels[i], sizeof(stage_labels[i]), "stage=\"%s\"", stagecpu_name((enum stage)i));
 	stagecpu_enable();      /* before the threads start: each says what it is */
@@ -608,18 +616,18 @@ static int agent_start(struct agent *g)
 		return report_error(NULL, err);
 	if (g->listen && (err = server_start(&g->listen_sa, &ops, &g->serve, &g->srv, &what)) != 0)
 		return listen_error(g, err, what);
-	g->pushed_until = g->r.loop.win.start_unix_ns;
-	loop_add_sink(&g->r.loop, &(struct window_sink){ keep_slice, g });
-	loop_add(&g->r.loop, &(struct timer){ .period = SLICE_NS, .next = g->r.start_ns + SLICE_NS,
-					      .fn = close_slice });
-	loop_add(&g->r.loop, &(struct timer){ .period = REDISCOVER_NS, .next = g->r.start_ns + REDISCOVER_NS,
-					      .fn = rediscover });
+	g->pushed_until = st.start_unix_ns;
+	session_add_sink(g->s, &(struct window_sink){ keep_slice, g });
+	session_add_timer(g->s, &(struct timer){ .period = SLICE_NS, .next = st.start_ns + SLICE_NS,
+						 .fn = close_slice, .ctx = g });
+	session_add_timer(g->s, &(struct timer){ .period = REDISCOVER_NS, .next = st.start_ns + REDISCOVER_NS,
+						 .fn = rediscover, .ctx = g });
 	if (g->pusher)
-		loop_add(&g->r.loop, &(struct timer){ .period = (uint64_t)(g->interval * 1e9),
-						      .next = g->r.start_ns + (uint64_t)(g->interval * 1e9),
-						      .fn = push_due });
+		session_add_timer(g->s, &(struct timer){ .period = (uint64_t)(g->interval * 1e9),
+							 .next = st.start_ns + (uint64_t)(g->interval * 1e9),
+							 .fn = push_due, .ctx = g });
 	alog(LOG_INFO, "agent started", "mode=%s hz=%u interval_s=%g listen=%s push=%s node=%s",
-	     mode_name(g->r.c.o.mode), g->r.c.o.hz, g->interval, g->listen ? g->listen : "-",
+	     mode_name(g->mode), g->hz, g->interval, g->listen ? g->listen : "-",
 	     g->push.url ? g->push.url : "-", g->node);
 	return 0;
 }
@@ -627,19 +635,19 @@ static int agent_start(struct agent *g)
 /* SIGTERM: the open slice closes, the last window is pushed within STOP_FLUSH_NS. */
 static void agent_finish(struct agent *g)
 {
-	uint64_t st[PBP_STAT__COUNT];
+	struct session_stats st;
 
-	loop_close_window(&g->r.loop, g->r.end_ns, true);
+	session_close_run(g->s, false);
 	if (g->pusher) {
 		push_window(g);
 		push_stop(g->pusher, mono_ns() + STOP_FLUSH_NS);
 		g->pusher = NULL;
 	}
-	sampler_stats(g->r.c.smp, st);
+	session_stats(g->s, &st);
 	alog(LOG_INFO, "agent stopped", "samples=%llu taken=%llu delivered=%llu lost=%llu fired=%llu",
-	     (unsigned long long)g->samples, (unsigned long long)st[PBP_STAT_TAKEN],
-	     (unsigned long long)st[PBP_STAT_DELIVERED], (unsigned long long)st[PBP_STAT_LOST],
-	     (unsigned long long)st[PBP_STAT_FIRED]);
+	     (unsigned long long)g->samples, (unsigned long long)st.kernel[PBP_STAT_TAKEN],
+	     (unsigned long long)st.kernel[PBP_STAT_DELIVERED], (unsigned long long)st.kernel[PBP_STAT_LOST],
+	     (unsigned long long)st.kernel[PBP_STAT_FIRED]);
 }
 
 static void agent_free(struct agent *g)
@@ -658,11 +666,10 @@ int agent_main(int argc, char **argv)
 	static struct agent g;
 	char *args[MAX_ENV_ARGS + 1 + 256];
 	size_t used = 0;
-	int n = 1, code, go_fd = -1;
+	int n = 1, code;
 
-	g = (struct agent){ .r = { .format = -1, .c.o = { .mode = MODE_CPU, .hz = HOST_HZ },
-				   .c.ops = &bpf_sampler_ops, .all = true, .quiet = true,
-				   .stats = STATS_NONE, .no_output = true },
+	g = (struct agent){ .o = { .format = -1, .sampling = { .mode = MODE_CPU, .hz = HOST_HZ },
+				   .all = true, .quiet = true, .stats = STATS_NONE, .no_output = true },
 			    .interval = 15, .max_memory = (size_t)256 << 20,
 			    .push = { .queue_size = 64 } };
 	if (argc > 256)
@@ -677,14 +684,15 @@ int agent_main(int argc, char **argv)
 	argp_parse(&argp, n, args, 0, NULL, &g);
 	code = agent_init(&g);
 	if (!code)
-		code = run_setup(&g.r, &go_fd);
+		code = session_start(g.s);
 	if (!code)
 		code = agent_start(&g);
 	if (!code) {
-		run_loop(&g.r);
+		session_run(g.s);
 		agent_finish(&g);
 	}
 	agent_free(&g);
-	run_cleanup(&g.r, go_fd);
+	code = session_stop(g.s, code);
+	session_free(g.s);
 	return code;
 }

@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <stddef.h>
 
-#include "aggregate/sources.h"
+#include "read/sources.h"
 #include "aggregate/aggregate.h"
 #include "core/errors.h"
 

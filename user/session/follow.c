@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "cli/run.h"
+#include "session/run.h"
 #include "core/clock.h"
 #include "core/errors.h"
 #include "core/jsonw.h"
@@ -29,7 +29,7 @@
 #define GONE_GRACE_NS 500000000ull
 
 /* Most recent first: a pid reused later is the live one. */
-struct proc_note *follow_note_of(struct record *r, pid_t pid)
+struct proc_note *follow_note_of(struct session *r, pid_t pid)
 {
 	for (int i = r->nnotes; i-- > 0;)
 		if (r->notes[i].pid == pid)
@@ -37,7 +37,7 @@ struct proc_note *follow_note_of(struct record *r, pid_t pid)
 	return NULL;
 }
 
-void follow_add(struct record *r, pid_t pid, pid_t parent, bool root)
+void follow_add(struct session *r, pid_t pid, pid_t parent, bool root)
 {
 	struct proc_note *n;
 
@@ -55,7 +55,7 @@ void follow_add(struct record *r, pid_t pid, pid_t parent, bool root)
 }
 
 /* The parent's interpreter, layout and code objects are the child's: no discovery. */
-void follow_fork(struct record *r, pid_t pid, pid_t parent)
+void follow_fork(struct session *r, pid_t pid, pid_t parent)
 {
 	struct target *pt = run_target_of(r, parent);
 	struct pyproc *p = NULL;
@@ -78,7 +78,7 @@ void follow_fork(struct record *r, pid_t pid, pid_t parent)
 }
 
 /* Samples a target's tick put in the profile (wall and gil modes). */
-void follow_counted(struct record *r, pid_t pid, uint64_t n)
+void follow_counted(struct session *r, pid_t pid, uint64_t n)
 {
 	struct proc_note *pn = n ? follow_note_of(r, pid) : NULL;
 
@@ -92,7 +92,7 @@ static bool is_root(const struct proc_note *n)
 	return n->parent == 0;
 }
 
-void follow_exit(struct record *r, pid_t pid)
+void follow_exit(struct session *r, pid_t pid)
 {
 	struct proc_note *n = follow_note_of(r, pid);
 	struct target *t = run_target_of(r, pid);
@@ -111,24 +111,24 @@ void follow_exit(struct record *r, pid_t pid)
 }
 
 /* The exit event comes before the process is a zombie: it counts as gone from then. */
-static bool root_alive(struct record *r, pid_t pid)
+static bool root_alive(struct session *r, pid_t pid)
 {
 	struct proc_note *n = follow_note_of(r, pid);
 
 	return !(n && n->gone_ns) && (pid == r->child || pid_alive(pid));
 }
 
-bool follow_roots_alive(struct record *r)
+bool follow_roots_alive(struct session *r)
 {
-	if (r->cmd)
+	if (r->o.cmd)
 		return r->child != 0 && root_alive(r, r->child);
-	for (int i = 0; i < r->npids; i++)
-		if (root_alive(r, r->pids[i]))
+	for (int i = 0; i < r->o.npids; i++)
+		if (root_alive(r, r->o.pids[i]))
 			return true;
 	return false;
 }
 
-int follow_live(const struct record *r)
+int follow_live(const struct session *r)
 {
 	int n = 0;
 
@@ -143,7 +143,7 @@ int follow_live(const struct record *r)
  * short-lived children can wait in the ring for seconds while the forks
  * are taken in; dropped before they are read, they would be lost.
  */
-bool follow_drop_gone(struct record *r, struct target *t, uint64_t now)
+bool follow_drop_gone(struct session *r, struct target *t, uint64_t now)
 {
 	struct proc_note *n = follow_note_of(r, t->pid);
 
@@ -191,7 +191,7 @@ static size_t read_parents(struct pidpair **out)
 }
 
 /* A descendant running already: followed from now on, and profiled if it is Python. */
-static void follow_running(struct record *r, pid_t pid, pid_t parent)
+static void follow_running(struct session *r, pid_t pid, pid_t parent)
 {
 	struct pyproc *p = NULL;
 	struct proc_note *n;
@@ -215,18 +215,18 @@ static void follow_running(struct record *r, pid_t pid, pid_t parent)
  * are the kernel's to report. A process is taken when its parent is, so the
  * walk repeats until a pass adds nothing (parents may come after children).
  */
-void follow_existing(struct record *r)
+void follow_existing(struct session *r)
 {
 	struct pidpair *v = NULL;
 	size_t n = read_parents(&v);
 	bool more = true;
 
-	for (int i = 0; i < r->npids; i++) {
+	for (int i = 0; i < r->o.npids; i++) {
 		struct proc_note *pn;
 
-		follow_add(r, r->pids[i], 0, true);
-		if ((pn = follow_note_of(r, r->pids[i])) != NULL)
-			pn->python = run_target_of(r, r->pids[i]) != NULL;
+		follow_add(r, r->o.pids[i], 0, true);
+		if ((pn = follow_note_of(r, r->o.pids[i])) != NULL)
+			pn->python = run_target_of(r, r->o.pids[i]) != NULL;
 	}
 	while (more) {
 		more = false;
@@ -254,7 +254,7 @@ static int by_samples(const void *a, const void *b)
 #define SUMMARY_PROCS 20
 
 /* The processes profiled, busiest first, and the samples of processes not known in time. */
-void follow_summary(const struct record *r)
+void follow_summary(const struct session *r)
 {
 	const struct proc_note **v = malloc(sizeof(*v) * (size_t)(r->nnotes ? r->nnotes : 1));
 	int n = 0, py = 0, shown = 0;
@@ -291,7 +291,7 @@ void follow_summary(const struct record *r)
 }
 
 /* Children the kernel could not follow: its table of the tree's live processes was full. */
-void follow_warn_full(const struct record *r)
+void follow_warn_full(const struct session *r)
 {
 	uint64_t st[PBP_STAT__COUNT];
 
@@ -303,7 +303,7 @@ void follow_warn_full(const struct record *r)
 }
 
 /* --stats=json: "followed" (the tree's processes noted) and "not_followed". */
-void follow_json(struct jsonw *w, const struct record *r)
+void follow_json(struct jsonw *w, const struct session *r)
 {
 	uint64_t st[PBP_STAT__COUNT];
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-#ifndef PBP_AGGREGATE_PPROFREAD_H
-#define PBP_AGGREGATE_PPROFREAD_H
+#ifndef PBP_READ_PPROFREAD_H
+#define PBP_READ_PPROFREAD_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -21,4 +21,4 @@ struct agg;
  */
 int pprof_read(struct agg *a, const uint8_t *buf, size_t len, const char **why);
 
-#endif /* PBP_AGGREGATE_PPROFREAD_H */
+#endif /* PBP_READ_PPROFREAD_H */

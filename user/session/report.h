@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-#ifndef PBP_CLI_REPORT_H
-#define PBP_CLI_REPORT_H
+#ifndef PBP_SESSION_REPORT_H
+#define PBP_SESSION_REPORT_H
 
 #include <sys/types.h>
 
@@ -18,4 +18,4 @@ int report_attach_error(pid_t pid, int err, const struct pyproc *p);
  */
 int exited_error(pid_t pid, int err);
 
-#endif /* PBP_CLI_REPORT_H */
+#endif /* PBP_SESSION_REPORT_H */

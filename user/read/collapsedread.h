@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-#ifndef PBP_AGGREGATE_CONVERT_H
-#define PBP_AGGREGATE_CONVERT_H
+#ifndef PBP_READ_COLLAPSEDREAD_H
+#define PBP_READ_COLLAPSEDREAD_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -16,4 +16,4 @@ struct agg;
  */
 int collapsed_read(struct agg *a, FILE *in, size_t *lineno, const char **why);
 
-#endif /* PBP_AGGREGATE_CONVERT_H */
+#endif /* PBP_READ_COLLAPSEDREAD_H */

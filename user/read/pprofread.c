@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stddef.h>
 
-#include "aggregate/pprofread.h"
+#include "read/pprofread.h"
 #include "aggregate/aggnat.h"
 #include "aggregate/aggregate.h"
 #include "aggregate/status.h"

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Which processes a run profiles: the -p list and the launched command in
- * a table of targets, -a's discovery with its filters, processes looked at
- * again later (just exec'd, or not Python yet), and what the kernel says
- * of them (samples, execs, exits, new threads).
+ * Where what the kernel says (samples, forks, execs, exits, new threads)
+ * meets the target table and the followed tree, and -a's discovery with
+ * its filters: the one place that decides what becomes a target.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +15,8 @@
 
 #include "pybpfprof.h"
 #include "aggregate/aggregate.h"
-#include "cli/run.h"
+#include "session/run.h"
+#include "session/session.h"
 #include "core/clock.h"
 #include "core/errors.h"
 #include "core/stagecpu.h"
@@ -30,117 +30,7 @@
 #include "sample/sampler.h"
 #include "sample/target.h"
 
-/* -p: a few processes, generous caches; -a: many, each kept small. */
-const struct pyproc_limits run_target_limits = { 1024, 4096, 64 << 20 };
-const struct pyproc_limits run_host_limits = { 64, 1024, 4 << 20 };
-
-struct target *run_target_of(struct record *r, pid_t pid)
-{
-	for (int i = 0; i < r->ntargets; i++)
-		if (r->targets[i].p && r->targets[i].pid == pid)
-			return &r->targets[i];
-	return NULL;
-}
-
-int run_live_targets(const struct record *r)
-{
-	int n = 0;
-
-	for (int i = 0; i < r->ntargets; i++)
-		n += r->targets[i].p && r->targets[i].alive;
-	return n;
-}
-
-bool run_all_free_threaded(const struct record *r)
-{
-	int n = 0;
-
-	for (int i = 0; i < r->ntargets; i++) {
-		if (!r->targets[i].p || !r->targets[i].alive)
-			continue;
-		if (!r->targets[i].p->v.free_threaded)
-			return false;
-		n++;
-	}
-	return n > 0;
-}
-
-uint64_t run_process_reads(const struct record *r)
-{
-	uint64_t n = r->c.reads_gone;
-
-	for (int i = 0; i < r->ntargets; i++)
-		if (r->targets[i].p)
-			n += remote_stats(r->targets[i].p->r)->reads;
-	return n;
-}
-
-bool pid_alive(pid_t pid)
-{
-	char st = proc_state(pid);
-
-	return st != '?' && st != 'Z' && st != 'X';
-}
-
-/*
- * A target's labels, and with -a (and several -p) the process named at the
- * root of each stack; the target keeps them for every window after this.
- */
-void run_label_target(struct record *r, struct target *t)
-{
-	struct cgroup_info cg;
-	char cmd[256], label[320];
-	bool root = r->all || r->npids >= 2 || r->follow;
-
-	struct proc_meta m = { .pid = (uint32_t)t->pid, .ns_pid = t->p->tids ? (uint32_t)t->p->ns_pid : 0 };
-
-	stagecpu_enter(STAGE_LABELS);
-	memset(&cg, 0, sizeof(cg));
-	cgroup_read(t->pid, &cg);
-	m.label[PL_PYTHON_VERSION] = t->p->version;
-	m.label[PL_CONTAINER_ID] = cg.container_id;
-	m.label[PL_POD_UID] = cg.pod_uid;
-	if (r->describe)
-		r->describe(r->describe_ctx, t->pid, &cg, &m);
-	if (root) {
-		cmd[0] = '\0';
-		/* proc_cmdline's success is a length: only an error or "" falls back to the comm */
-		if (r->process_name)
-			r->process_name(r->describe_ctx, t->pid, cmd, sizeof(cmd));
-		else if (proc_cmdline(t->pid, cmd, sizeof(cmd)) < 0)
-			cmd[0] = '\0';
-		if (!cmd[0])
-			proc_thread_comm(t->pid, t->pid, cmd, sizeof(cmd));
-		root_label(label, sizeof(label), "process", (uint32_t)t->pid,
-			   t->p->tids ? (uint32_t)t->p->ns_pid : 0, cmd);
-		utf8_scrub(label);      /* a command line is any bytes; profiles are UTF-8 */
-	}
-	target_set_labels(&r->c, t, &m, root ? label : NULL);
-	stagecpu_leave();
-}
-
-int run_start_target(struct record *r, struct target *t)
-{
-	int err = target_init(&r->c, t);
-
-	if (!err)
-		run_label_target(r, t);
-	/* Its root held now, while it runs: a file it lacks is said in the page. */
-	if (!err && r->roots)
-		srcroots_add(r->roots, t->pid);
-	return err;
-}
-
-/* Forget a target: its samples stay in the profile, its memory goes. */
-void run_drop_target(struct record *r, struct target *t)
-{
-	if (!t->p)
-		return;
-	sampler_del_proc(r->c.smp, t->pid);
-	target_fini(&r->c, t);
-}
-
-static bool was_skipped(const struct record *r, pid_t pid)
+static bool was_skipped(const struct session *r, pid_t pid)
 {
 	for (int i = 0; i < r->nskipped; i++)
 		if (r->skipped[i].pid == pid)
@@ -149,7 +39,7 @@ static bool was_skipped(const struct record *r, pid_t pid)
 }
 
 /* Forget the skips that keep: err (0: every one), or pid's alone (pid > 0). */
-static void unskip(struct record *r, pid_t pid, int err)
+static void unskip(struct session *r, pid_t pid, int err)
 {
 	int k = 0;
 
@@ -164,14 +54,14 @@ static void unskip(struct record *r, pid_t pid, int err)
  * --max-processes was reached may fit now, and a process -a missed (a
  * child forked without exec) is found.
  */
-void run_rediscover(struct record *r)
+void session_rediscover(struct session *r)
 {
 	unskip(r, 0, -PBP_E_LIMIT);
 	run_discover(r);
 }
 
 /* A Python process -a could not profile: said once, in the summary. */
-static void skip(struct record *r, pid_t pid, int err, const struct pyproc *p)
+static void skip(struct session *r, pid_t pid, int err, const struct pyproc *p)
 {
 	struct skipped *k;
 	char comm[32];
@@ -188,16 +78,16 @@ static void skip(struct record *r, pid_t pid, int err, const struct pyproc *p)
 		snprintf(k->what, sizeof(k->what), "%s", comm);
 }
 
-static bool wanted(struct record *r, pid_t pid)
+static bool wanted(struct session *r, pid_t pid)
 {
 	struct proc_filter f = {
-		.comm_re = r->comm_re ? &r->comm_regex : NULL,
-		.cgroup_prefix = r->cgroup,
-		.container_prefix = r->container,
-		.exclude = r->excluded,
-		.nexclude = (size_t)r->nexcluded,
-		.only = r->npids ? r->pids : NULL,
-		.nonly = (size_t)r->npids,
+		.comm_re = r->o.comm_re ? &r->o.comm_regex : NULL,
+		.cgroup_prefix = r->o.cgroup,
+		.container_prefix = r->o.container,
+		.exclude = r->o.excluded,
+		.nexclude = (size_t)r->o.nexcluded,
+		.only = r->o.npids ? r->o.pids : NULL,
+		.nonly = (size_t)r->o.npids,
 	};
 	struct cgroup_info cg;
 	char comm[32] = "";
@@ -205,39 +95,15 @@ static bool wanted(struct record *r, pid_t pid)
 	if (pid == getpid())
 		return false;
 	memset(&cg, 0, sizeof(cg));
-	if ((r->cgroup || r->container) && cgroup_read(pid, &cg) != 0)
+	if ((r->o.cgroup || r->o.container) && cgroup_read(pid, &cg) != 0)
 		return false;
 	/* only for --comm: every exec and fork on a node comes here, and /proc is an open, a read, a close */
-	if (r->comm_re)
+	if (r->o.comm_re)
 		proc_thread_comm(pid, pid, comm, sizeof(comm));
 	return proc_filter_match(&f, pid, comm, &cg);
 }
 
-static const uint64_t recheck_ms[] = { 20, 200, 1000, 5000 };
-/*
- * A target that exec'd is not sampled until its new program is known: its
- * interpreter (mapped at once if static, by the loader if not) is looked
- * for at once and then often, as for a launched command.
- */
-static const uint64_t reexec_ms[] = { 1, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000 };
-
-/* Look at pid again after the next delay; false: that was the last one, it is not Python. */
-bool run_queue_pending(struct record *r, pid_t pid, int tries)
-{
-	const uint64_t *ms = r->all ? recheck_ms : reexec_ms;
-	int n = r->all ? (int)(sizeof(recheck_ms) / sizeof(*ms)) : (int)(sizeof(reexec_ms) / sizeof(*ms));
-	struct pending *p;
-
-	if (r->npending >= MAX_PENDING || tries >= n)
-		return false;
-	p = &r->pending[r->npending++];
-	p->pid = pid;
-	p->tries = tries;
-	p->next_ns = mono_ns() + ms[tries] * 1000000ull;
-	return true;
-}
-
-static struct exec_note *exec_note_of(struct record *r, pid_t pid)
+static struct exec_note *exec_note_of(struct session *r, pid_t pid)
 {
 	for (int i = r->nexecs; i-- > 0;)
 		if (r->execs[i].pid == pid)
@@ -245,7 +111,7 @@ static struct exec_note *exec_note_of(struct record *r, pid_t pid)
 	return NULL;
 }
 
-static void note_exec(struct record *r, pid_t pid)
+static void note_exec(struct session *r, pid_t pid)
 {
 	struct exec_note *n;
 
@@ -258,7 +124,7 @@ static void note_exec(struct record *r, pid_t pid)
 }
 
 /* The end of the search for a target's new program: profiled again (err 0), or why not. */
-static void exec_done(struct record *r, pid_t pid, int err, const struct pyproc *p)
+static void exec_done(struct session *r, pid_t pid, int err, const struct pyproc *p)
 {
 	struct exec_note *n = exec_note_of(r, pid);
 
@@ -272,74 +138,11 @@ static void exec_done(struct record *r, pid_t pid, int err, const struct pyproc 
 }
 
 /*
- * A free slot of the target table given to p as pid; NULL when
- * --max-processes live ones are taken. An exited target keeps its slot
- * until its last samples are read; when those fill the table, the oldest
- * gives way (what it had left to read is counted lost).
- */
-static struct target *place_target(struct record *r, pid_t pid, struct pyproc *p)
-{
-	struct target *t = NULL, *old = NULL;
-	int live = 0;
-
-	for (int i = 0; i < r->target_slots; i++) {
-		struct target *x = &r->targets[i];
-
-		if (!x->p)
-			t = t ? t : x;
-		else if (x->alive)
-			live++;
-		else if (!old || x->init_ns < old->init_ns)
-			old = x;
-	}
-	if (live >= r->max_processes || (!t && !old))
-		return NULL;
-	if (!t) {
-		run_drop_target(r, old);
-		t = old;
-	}
-	t->pid = pid;
-	t->p = p;
-	if (t - r->targets >= r->ntargets)
-		r->ntargets = (int)(t - r->targets) + 1;
-	return t;
-}
-
-struct target *run_add_target(struct record *r, pid_t pid, struct pyproc *p)
-{
-	struct target *t = place_target(r, pid, p);
-
-	if (!t) {
-		pyproc_close(p);
-		return NULL;
-	}
-	if (run_start_target(r, t) != 0) {
-		run_drop_target(r, t);
-		return NULL;
-	}
-	return t;
-}
-
-/*
- * pyproc_open, and gil mode refused for a free-threaded build: it has no GIL
- * to count (its GIL struct is never read: pygil_read), so every tick would
- * say "not held" and the profile would be empty.
- */
-int run_open(const struct record *r, pid_t pid, const struct pyproc_limits *lim, struct pyproc **p)
-{
-	int err = pyproc_open(pid, lim, p);
-
-	if (!err && r->c.o.mode == MODE_GIL && (*p)->v.free_threaded)
-		err = -PBP_E_NOGIL;
-	return err;
-}
-
-/*
  * -p or launch mode: a target that exec'd, profiled again once its new
  * program is Python; with --subprocesses, a process of the tree that
  * exec'd, or the launched command, profiled once it is Python.
  */
-static bool reattach(struct record *r, pid_t pid)
+static bool reattach(struct session *r, pid_t pid)
 {
 	struct pyproc *p = NULL;
 	struct target *t = NULL;
@@ -349,17 +152,17 @@ static bool reattach(struct record *r, pid_t pid)
 	if (run_target_of(r, pid))
 		return true;    /* the exec event and a look still due both found it */
 	err = run_open(r, pid, &run_target_limits, &p);
-	if (r->follow && pid == r->child && err != -PBP_E_NOTPY && err != -PBP_E_FAULT &&
+	if (r->o.follow && pid == r->child && err != -PBP_E_NOTPY && err != -PBP_E_FAULT &&
 	    err != -PBP_E_GONE && err != -PBP_E_NOENT)
 		r->launch_err = err;    /* 0, or why the command cannot be profiled (its version) */
-	if (r->follow && pid == r->child)
+	if (r->o.follow && pid == r->child)
 		run_keep_launch_version(r, p, err);
 
 	if (err == -PBP_E_NOTPY || err == -PBP_E_FAULT) {
 		pyproc_close(p);
 		return false;   /* not (yet) Python */
 	}
-	if (!err && !(t = place_target(r, pid, p)))
+	if (!err && !(t = run_place_target(r, pid, p)))
 		err = -PBP_E_LIMIT;
 	exec_done(r, pid, err, p);
 	if (err) {
@@ -383,7 +186,7 @@ static bool reattach(struct record *r, pid_t pid)
  * Returns false when it is not Python (yet): just exec'd, or an embedding
  * program that loads libpython later.
  */
-static bool consider(struct record *r, pid_t pid)
+static bool consider(struct session *r, pid_t pid)
 {
 	struct pyproc *p = NULL;
 	struct target *t = NULL;
@@ -398,7 +201,7 @@ static bool consider(struct record *r, pid_t pid)
 	}
 	if (err && err != -PBP_E_NOENT && err != -PBP_E_GONE)
 		skip(r, pid, err, p);
-	if (!err && !(t = place_target(r, pid, p)))
+	if (!err && !(t = run_place_target(r, pid, p)))
 		skip(r, pid, -PBP_E_LIMIT, p);
 	if (err || !t) {
 		pyproc_close(p);
@@ -411,7 +214,7 @@ static bool consider(struct record *r, pid_t pid)
 	return true;
 }
 
-void run_discover(struct record *r)
+void run_discover(struct session *r)
 {
 	pid_t *pids = malloc(sizeof(*pids) * MAX_DISCOVER);
 	size_t n = 0;
@@ -427,7 +230,7 @@ void run_discover(struct record *r)
 
 bool run_pending(void *ctx, struct timer *t, uint64_t now)
 {
-	struct record *r = ctx;
+	struct session *r = ctx;
 
 	(void)t;
 	stagecpu_enter(STAGE_DISCOVERY);
@@ -439,7 +242,7 @@ bool run_pending(void *ctx, struct timer *t, uint64_t now)
 			continue;
 		}
 		r->pending[i] = r->pending[--r->npending];
-		if (r->all) {
+		if (r->o.all) {
 			/* consider() finds a process gone by itself: /proc is read once less per exec on the node. */
 			if (!consider(r, p.pid) && pid_alive(p.pid))
 				run_queue_pending(r, p.pid, p.tries + 1);
@@ -455,12 +258,12 @@ bool run_pending(void *ctx, struct timer *t, uint64_t now)
 
 void run_on_sample(void *ctx, const struct pbp_sample *ks)
 {
-	struct record *r = ctx;
+	struct session *r = ctx;
 	struct target *t = run_target_of(r, (pid_t)ks->tgid);
 	uint64_t before = agg_total(r->c.agg);
 	struct proc_note *n;
 
-	if (!r->follow) {
+	if (!r->o.follow) {
 		if (t && t->alive)
 			target_on_sample(&r->c, t, ks);
 		else
@@ -486,11 +289,11 @@ void run_on_sample(void *ctx, const struct pbp_sample *ks)
 }
 
 /* Execs of the launched command and -p targets are said in the summary; of the tree's others, not. */
-static bool exec_noted(struct record *r, pid_t pid)
+static bool exec_noted(struct session *r, pid_t pid)
 {
 	struct proc_note *n = follow_note_of(r, pid);
 
-	return !r->follow || (n && !n->parent);
+	return !r->o.follow || (n && !n->parent);
 }
 
 /*
@@ -499,7 +302,7 @@ static bool exec_noted(struct record *r, pid_t pid)
  * objects), sampled from its first tick, as --subprocesses does. false: not
  * so (the parent is no target, a filter says no, no room): looked at later.
  */
-static bool adopt_fork(struct record *r, pid_t pid, pid_t parent)
+static bool adopt_fork(struct session *r, pid_t pid, pid_t parent)
 {
 	struct target *pt = run_target_of(r, parent);
 	struct pyproc *p = NULL;
@@ -515,9 +318,9 @@ static bool adopt_fork(struct record *r, pid_t pid, pid_t parent)
 
 void run_on_proc_event(void *ctx, uint32_t kind, pid_t pid, pid_t parent)
 {
-	struct record *r = ctx;
+	struct session *r = ctx;
 	struct target *t;
-	struct proc_note *fn = r->follow ? follow_note_of(r, pid) : NULL;
+	struct proc_note *fn = r->o.follow ? follow_note_of(r, pid) : NULL;
 
 	/*
 	 * Counted in naming, with the samples taken in beside it: most events
@@ -526,7 +329,7 @@ void run_on_proc_event(void *ctx, uint32_t kind, pid_t pid, pid_t parent)
 	 */
 	if (fn && kind == PBP_EV_EXEC)
 		proc_thread_comm(pid, pid, fn->comm, sizeof(fn->comm));
-	if (kind == PBP_EV_FORK && r->follow) {
+	if (kind == PBP_EV_FORK && r->o.follow) {
 		follow_fork(r, pid, parent);
 	} else if (kind == PBP_EV_FORK) {
 		unskip(r, pid, 0);      /* -a: a target's fork, new to us as an exec is */
@@ -540,7 +343,7 @@ void run_on_proc_event(void *ctx, uint32_t kind, pid_t pid, pid_t parent)
 		if ((t = run_target_of(r, pid)) != NULL)
 			run_drop_target(r, t);
 		unskip(r, pid, 0);      /* nor was the program skipped before it (or a reused pid's) */
-		if (r->all) {
+		if (r->o.all) {
 			run_queue_pending(r, pid, 0);
 		} else if (t || fn) {
 			if (t && exec_noted(r, pid))

@@ -46,7 +46,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "cli/privs.h"
+#include "session/privs.h"
 #include "core/errors.h"
 #include "output/output.h"
 

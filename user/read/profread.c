@@ -25,9 +25,9 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "aggregate/profread.h"
-#include "aggregate/convert.h"
-#include "aggregate/pprofread.h"
+#include "read/profread.h"
+#include "read/collapsedread.h"
+#include "read/pprofread.h"
 #include "core/errors.h"
 #include "core/unzip.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-#ifndef PBP_CLI_PRIVS_H
-#define PBP_CLI_PRIVS_H
+#ifndef PBP_SESSION_PRIVS_H
+#define PBP_SESSION_PRIVS_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -33,4 +33,4 @@ void privs_drop_after_setup(void);
 /* In a launched command's child before exec: none of our capabilities passed on (ambient, inheritable). */
 void privs_for_command(void);
 
-#endif /* PBP_CLI_PRIVS_H */
+#endif /* PBP_SESSION_PRIVS_H */

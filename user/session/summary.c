@@ -13,9 +13,9 @@
 
 #include "pybpfprof.h"
 #include "aggregate/aggregate.h"
-#include "cli/args.h"
-#include "cli/run.h"
-#include "cli/statsjson.h"
+#include "session/run.h"
+#include "session/session.h"
+#include "session/statsjson.h"
 #include "core/errors.h"
 #include "core/jsonw.h"
 #include "core/limits.h"
@@ -43,13 +43,13 @@ static const char *cap_reason(const struct sampler_limit *l, char *buf, size_t n
 }
 
 /* The rate the sampler runs at; said at once when lower than asked. */
-unsigned run_rate_limited(struct record *r)
+unsigned run_rate_limited(struct session *r)
 {
 	struct sampler_limit l;
 	char why[200];
 
 	sampler_limit(r->c.smp, &l);
-	if (!r->quiet && cap_reason(&l, why, sizeof(why)))
+	if (!r->o.quiet && cap_reason(&l, why, sizeof(why)))
 		fprintf(stderr, "pybpfprof: warning: -F %u lowered to %u Hz: %s\n", l.asked, l.hz, why);
 	return l.hz;
 }
@@ -59,7 +59,7 @@ unsigned run_rate_limited(struct record *r)
  * it (the host could not keep up; each missed interrupt is a lost sample),
  * or samples the program skipped to keep within its CPU budget.
  */
-static void print_rate(struct record *r, const uint64_t *st)
+static void print_rate(struct session *r, const uint64_t *st)
 {
 	struct sampler_limit l;
 	double hz, share;
@@ -100,7 +100,7 @@ static void warn_unattributed(const struct collector *c, uint64_t delivered)
  * here, by kind, so that the figures add up (the per-process lines of
  * --subprocesses count what the profile got of each).
  */
-static void print_not_in_profile(const struct record *r, uint64_t delivered)
+static void print_not_in_profile(const struct session *r, uint64_t delivered)
 {
 	const struct collector *c = &r->c;
 	uint64_t in = agg_total(c->agg), out = delivered > in ? delivered - in : 0;
@@ -129,7 +129,7 @@ static void warn_late_ticks(const struct collector *c)
 }
 
 /* The summary's warnings alone: with --stats=json or none they still say what went wrong. */
-static void print_warnings(struct record *r)
+static void print_warnings(struct session *r)
 {
 	uint64_t st[PBP_STAT__COUNT];
 
@@ -140,7 +140,7 @@ static void print_warnings(struct record *r)
 }
 
 /* Targets that exec'd: what of them was profiled, and what was not. */
-static void print_execs(const struct record *r)
+static void print_execs(const struct session *r)
 {
 	for (int i = 0; i < r->nexecs; i++) {
 		const struct exec_note *n = &r->execs[i];
@@ -175,7 +175,7 @@ static void print_async(const struct collector *c)
 			(unsigned long long)c->async.missed, AIO_MAX_TASKS);
 }
 
-static void print_summary(struct record *r)
+static void print_summary(struct session *r)
 {
 	const struct collector *c = &r->c;
 	uint64_t st[PBP_STAT__COUNT];
@@ -212,12 +212,12 @@ static void print_summary(struct record *r)
 	warn_late_ticks(c);
 	print_async(c);
 	for (int i = 0; i < r->ntargets; i++)
-		if (r->targets[i].p && !r->all && !r->follow)
+		if (r->targets[i].p && !r->o.all && !r->o.follow)
 			target_print_threads(c, &r->targets[i], stderr);
-	if (r->follow)
+	if (r->o.follow)
 		follow_summary(r);
 	print_execs(r);
-	if (r->all)
+	if (r->o.all)
 		fprintf(stderr, "pybpfprof: %d Python processes profiled at the end, %d not profiled\n",
 			run_live_targets(r), r->nskipped);
 	for (int i = 0; i < r->nskipped; i++) {
@@ -227,7 +227,7 @@ static void print_summary(struct record *r)
 	}
 }
 
-static void print_stats(struct record *r)
+static void print_stats(struct session *r)
 {
 	const struct collector *c = &r->c;
 	double ns = (double)(agg_total(c->agg) ? agg_total(c->agg) : 1);
@@ -284,7 +284,7 @@ static void print_stats(struct record *r)
 /* ----------------------------------------------------- --stats=json */
 
 /* Processes that exec'd, and those -a could not profile. */
-static void json_events(struct jsonw *w, const struct record *r)
+static void json_events(struct jsonw *w, const struct session *r)
 {
 	jw_arr(w, "execs");
 	for (int i = 0; i < r->nexecs; i++) {
@@ -311,7 +311,7 @@ static void json_events(struct jsonw *w, const struct record *r)
 }
 
 /* Every end-of-run figure as one JSON object on one line of stderr (docs/usage.md: --stats=json). */
-static void print_json(struct record *r)
+static void print_json(struct session *r)
 {
 	const struct collector *c = &r->c;
 	uint64_t st[PBP_STAT__COUNT];
@@ -335,21 +335,21 @@ static void print_json(struct record *r)
 	jw_finish(&w);
 }
 
-void summary_print(struct record *r, const struct agg *a)
+void session_summary(struct session *r, const struct agg *a)
 {
 	struct profile_meta m = { .mode = mode_name(r->c.o.mode), .hz = r->c.o.hz };
 
-	if (r->stats == STATS_JSON || r->stats == STATS_NONE) {
-		if (!r->quiet)
+	if (r->o.stats == STATS_JSON || r->o.stats == STATS_NONE) {
+		if (!r->o.quiet)
 			print_warnings(r);
-		if (r->stats == STATS_JSON)
+		if (r->o.stats == STATS_JSON)
 			print_json(r);
 		return;
 	}
-	if (!r->quiet) {
+	if (!r->o.quiet) {
 		print_summary(r);
 		top_print(a, &m, stderr, 10);
 	}
-	if (r->stats == STATS_TEXT)
+	if (r->o.stats == STATS_TEXT)
 		print_stats(r);
 }

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <stddef.h>
 
-#include "aggregate/convert.h"
+#include "read/collapsedread.h"
 #include "aggregate/aggregate.h"
 #include "aggregate/status.h"
 #include "core/errors.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-#ifndef PBP_AGGREGATE_PROFREAD_H
-#define PBP_AGGREGATE_PROFREAD_H
+#ifndef PBP_READ_PROFREAD_H
+#define PBP_READ_PROFREAD_H
 
 #include <stddef.h>
 
@@ -28,4 +28,4 @@ struct profread_fail {
  */
 int profile_read(struct agg *a, int fd, struct profread_fail *f);
 
-#endif /* PBP_AGGREGATE_PROFREAD_H */
+#endif /* PBP_READ_PROFREAD_H */

@@ -9,7 +9,7 @@
 #include <stddef.h>
 
 #include "pybpfprof.h"
-#include "cli/statsjson.h"
+#include "session/statsjson.h"
 #include "aggregate/aggregate.h"
 #include "core/jsonw.h"
 #include "cpython/codeobj.h"

@@ -18,9 +18,9 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "cli/privs.h"
-#include "cli/report.h"
-#include "cli/run.h"
+#include "session/privs.h"
+#include "session/report.h"
+#include "session/run.h"
 #include "core/clock.h"
 #include "core/errors.h"
 #include "cpython/process.h"
@@ -28,7 +28,7 @@
 #include "sample/target.h"
 
 /* Reap the launched command, keeping its status for our own exit code. */
-bool launch_reap(struct record *r, int flags)
+bool launch_reap(struct session *r, int flags)
 {
 	int status;
 
@@ -55,7 +55,7 @@ static void drop_to_invoking_user(void)
 }
 
 /* Fork the command stopped before exec; it runs once the sampler is ready. */
-static int fork_command(struct record *r, int *go_fd)
+static int fork_command(struct session *r, int *go_fd)
 {
 	pid_t parent = getpid();
 	int pipefd[2];
@@ -72,8 +72,8 @@ static int fork_command(struct record *r, int *go_fd)
 		signal(SIGPIPE, SIG_DFL);       /* ignored here (install_signals), not for the command */
 		if (read(pipefd[0], &c, 1) != 1)
 			_exit(125);     /* the profiler died before it was ready */
-		if (r->command_out > 0 && (dup2(r->command_out, STDOUT_FILENO) < 0 ||
-					   dup2(r->command_out, STDERR_FILENO) < 0))
+		if (r->o.command_out > 0 && (dup2(r->o.command_out, STDOUT_FILENO) < 0 ||
+					   dup2(r->o.command_out, STDERR_FILENO) < 0))
 			_exit(125);
 		drop_to_invoking_user();
 		privs_for_command();
@@ -84,8 +84,8 @@ static int fork_command(struct record *r, int *go_fd)
 		 */
 		if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent)
 			_exit(125);
-		execvp(r->cmd[0], r->cmd);
-		fprintf(stderr, "pybpfprof: cannot run '%s': %s\n", r->cmd[0], strerror(errno));
+		execvp(r->o.cmd[0], r->o.cmd);
+		fprintf(stderr, "pybpfprof: cannot run '%s': %s\n", r->o.cmd[0], strerror(errno));
 		_exit(127);
 	}
 	close(pipefd[0]);
@@ -95,31 +95,31 @@ static int fork_command(struct record *r, int *go_fd)
 
 /* The launched command becomes a target once its interpreter is mapped. */
 /* The version of a launched command refused for it, kept before its pyproc is closed. */
-void run_keep_launch_version(struct record *r, const struct pyproc *p, int err)
+void run_keep_launch_version(struct session *r, const struct pyproc *p, int err)
 {
 	if ((err == -PBP_E_VERSION || err == -PBP_E_FREETHREADED || err == -PBP_E_NOGIL) && p && p->version[0])
 		snprintf(r->launch_version, sizeof(r->launch_version), "%s", p->version);
 }
 
 /* Why the launched command cannot be profiled, in one line naming its version as -p does. */
-static void say_refused(const struct record *r, int err)
+static void say_refused(const struct session *r, int err)
 {
 	const char *stop = r->child ? "; stopping it" : "";
 
 	if (err == -PBP_E_VERSION && r->launch_version[0])
 		fprintf(stderr, "pybpfprof: '%s': unsupported Python version %s (supported: 3.6 to 3.14)%s\n",
-			r->cmd[0], r->launch_version, stop);
+			r->o.cmd[0], r->launch_version, stop);
 	else if (err == -PBP_E_FREETHREADED && r->launch_version[0])
 		fprintf(stderr, "pybpfprof: '%s': free-threaded build %s is not supported (free-threaded: "
-			"3.14t whose _Py_DebugOffsets is complete; with the GIL: 3.6 to 3.14)%s\n", r->cmd[0], r->launch_version, stop);
+			"3.14t whose _Py_DebugOffsets is complete; with the GIL: 3.6 to 3.14)%s\n", r->o.cmd[0], r->launch_version, stop);
 	else if (err == -PBP_E_NOGIL && r->launch_version[0])
 		fprintf(stderr, "pybpfprof: '%s': gil mode does not apply to free-threaded build %st: it "
-			"runs without a GIL (use cpu or wall mode)%s\n", r->cmd[0], r->launch_version, stop);
+			"runs without a GIL (use cpu or wall mode)%s\n", r->o.cmd[0], r->launch_version, stop);
 	else
-		fprintf(stderr, "pybpfprof: '%s': %s%s\n", r->cmd[0], pbp_strerror(err), stop);
+		fprintf(stderr, "pybpfprof: '%s': %s%s\n", r->o.cmd[0], pbp_strerror(err), stop);
 }
 
-static int attach_child(struct record *r)
+static int attach_child(struct session *r)
 {
 	uint64_t deadline = mono_ns() + LAUNCH_WAIT_NS;
 	struct target *t = &r->targets[0];
@@ -148,6 +148,7 @@ static int attach_child(struct record *r)
 	}
 	t->pid = r->child;
 	r->ntargets = 1;
+	run_index_target(r, t);
 	return run_start_target(r, t);
 }
 
@@ -156,7 +157,7 @@ static int attach_child(struct record *r)
  * wrapper script): it is looked at now and after its exec, as a process of
  * the tree is, without holding up the loop that follows the tree.
  */
-static int attach_child_follow(struct record *r)
+static int attach_child_follow(struct session *r)
 {
 	struct pyproc *p = NULL;
 	struct proc_note *n;
@@ -182,7 +183,7 @@ static int attach_child_follow(struct record *r)
  * Python and has started nothing is given up on as without the option; one
  * with children (a shell waiting for its Python) is followed on.
  */
-bool launch_given_up(struct record *r)
+bool launch_given_up(struct session *r)
 {
 	for (int i = 0; i < r->nnotes; i++)
 		if (r->notes[i].python)
@@ -194,9 +195,9 @@ bool launch_given_up(struct record *r)
 }
 
 /* The command has not exited (its exit event not seen): it is still at work. */
-static bool command_running(struct record *r)
+static bool command_running(struct session *r)
 {
-	struct proc_note *n = r->follow ? follow_note_of(r, r->child) : NULL;
+	struct proc_note *n = r->o.follow ? follow_note_of(r, r->child) : NULL;
 	struct target *t = run_target_of(r, r->child);
 
 	if (n)
@@ -211,7 +212,7 @@ static bool command_running(struct record *r)
  * waited for. by_signal: pybpfprof was told to stop; otherwise the run
  * ended by its own limit, and its exit status is not the command's.
  */
-void launch_end(struct record *r, bool by_signal)
+void launch_end(struct session *r, bool by_signal)
 {
 	bool stop = r->child > 0 && !launch_reap(r, WNOHANG) && command_running(r);
 
@@ -233,7 +234,7 @@ void launch_end(struct record *r, bool by_signal)
  * unsupported version) was started only to be profiled: stop it and say so
  * now rather than wait for it to end.
  */
-static void stop_command(struct record *r)
+static void stop_command(struct session *r)
 {
 	if (r->child <= 0)
 		return;
@@ -247,21 +248,21 @@ static void stop_command(struct record *r)
 	r->child = 0;
 }
 
-int launch_start(struct record *r, int *go_fd)
+int launch_start(struct session *r, int *go_fd)
 {
 	int err = fork_command(r, go_fd);
 
 	if (err) {
-		fprintf(stderr, "pybpfprof: cannot start '%s': %s\n", r->cmd[0], strerror(errno));
+		fprintf(stderr, "pybpfprof: cannot start '%s': %s\n", r->o.cmd[0], strerror(errno));
 		return EXIT_INTERNAL;
 	}
-	if (r->follow)
+	if (r->o.follow)
 		follow_add(r, r->child, 0, true);       /* before it runs: no child of it is missed */
 	if (write(*go_fd, "g", 1) != 1)
 		return EXIT_INTERNAL;
 	close(*go_fd);
 	*go_fd = -1;
-	err = r->follow ? attach_child_follow(r) : attach_child(r);
+	err = r->o.follow ? attach_child_follow(r) : attach_child(r);
 	if (err == -PBP_E_CHILD)
 		return EXIT_NOT_PYTHON;
 	if (err) {
@@ -277,7 +278,7 @@ int launch_start(struct record *r, int *go_fd)
  * not a Python process, said at the end as it is said at the start
  * without the option: 0 when something was profiled, else an exit code.
  */
-int launch_check_profiled(struct record *r)
+int launch_check_profiled(struct session *r)
 {
 	int err = r->launch_err ? r->launch_err : -PBP_E_NOTPY;
 	struct proc_note *n = follow_note_of(r, r->child);
@@ -299,26 +300,26 @@ int launch_check_profiled(struct record *r)
  * status, 128 + N for a command killed by signal N, as shells report it;
  * 0 for a command the run stopped at its end (-d, --once, q).
  */
-int launch_status(const struct record *r)
+int launch_status(const struct session *r)
 {
 	int st = r->child_status, code;
 
 	if (r->cmd_stopped) {
-		if (!r->quiet)
+		if (!r->o.quiet)
 			fprintf(stderr, "pybpfprof: '%s' stopped: the run ended while it ran "
-				"(SIGTERM, SIGKILL 2 s later)\n", r->cmd[0]);
+				"(SIGTERM, SIGKILL 2 s later)\n", r->o.cmd[0]);
 		return 0;
 	}
 
 	if (WIFSIGNALED(st)) {
 		code = 128 + WTERMSIG(st);
-		if (!r->quiet)
-			fprintf(stderr, "pybpfprof: '%s' was killed by signal %d (%s)\n", r->cmd[0],
+		if (!r->o.quiet)
+			fprintf(stderr, "pybpfprof: '%s' was killed by signal %d (%s)\n", r->o.cmd[0],
 				WTERMSIG(st), strsignal(WTERMSIG(st)));
 		return code;
 	}
 	code = WIFEXITED(st) ? WEXITSTATUS(st) : EXIT_INTERNAL;
-	if (!r->quiet)
-		fprintf(stderr, "pybpfprof: '%s' exited with status %d\n", r->cmd[0], code);
+	if (!r->o.quiet)
+		fprintf(stderr, "pybpfprof: '%s' exited with status %d\n", r->o.cmd[0], code);
 	return code;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-#ifndef PBP_CLI_STATSJSON_H
-#define PBP_CLI_STATSJSON_H
+#ifndef PBP_SESSION_STATSJSON_H
+#define PBP_SESSION_STATSJSON_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -15,4 +15,4 @@ void stats_json_sampler(struct jsonw *w, const struct collector *c, const uint64
 void stats_json_collector(struct jsonw *w, const struct collector *c);
 void stats_json_target(struct jsonw *w, const struct target *t);
 
-#endif /* PBP_CLI_STATSJSON_H */
+#endif /* PBP_SESSION_STATSJSON_H */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-#ifndef PBP_AGGREGATE_SOURCES_H
-#define PBP_AGGREGATE_SOURCES_H
+#ifndef PBP_READ_SOURCES_H
+#define PBP_READ_SOURCES_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -60,4 +60,4 @@ struct src_reader {
 int sources_collect(const struct agg *a, const struct src_reader *rd, struct sources *s);
 void sources_free(struct sources *s);
 
-#endif /* PBP_AGGREGATE_SOURCES_H */
+#endif /* PBP_READ_SOURCES_H */
