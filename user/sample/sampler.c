@@ -516,6 +516,7 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o)
 	s->skel->rodata->wake_new_threads = !o->late_threads;
 	s->skel->rodata->ustack_bytes = o->ustack_bytes;
 	s->skel->rodata->ustack_fp = o->ustack_fp;
+	s->skel->rodata->want_regs = o->regs || o->ustack_bytes > 0 || o->ustack_fp;
 	s->skel->rodata->entry_marks = o->ustack_bytes > 0 || o->ustack_fp;
 	s->skel->rodata->kernel_stacks = o->kernel;
 	/* Without --kernel the stack map is never written: no memory for it (64 frames a slot). */
