@@ -87,6 +87,22 @@ struct {
 	__type(value, struct spanbuf);
 } spanbufs SEC(".maps");
 
+/*
+ * Per-CPU landing space for a window of a thread's data stack (3.11+):
+ * frames found inside are read from here. The slack past PBP_BULK_MAX lets
+ * a masked offset plus a u64 load stay in bounds for the verifier.
+ */
+struct bulkbuf {
+	__u8 data[PBP_BULK_MAX + 8];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SCRATCH_SLOTS);
+	__type(key, __u32);
+	__type(value, struct bulkbuf);
+} bulkbufs SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, PBP_STAT__COUNT);

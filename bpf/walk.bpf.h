@@ -54,6 +54,15 @@ struct walk_ctx {
 	__u32 r_line, r_name;
 	bool fr_span, co_span;
 	__u32 buf;             /* BUF_SAMPLE or BUF_SWITCH */
+	/*
+	 * 3.11+: the used part [chunk, top) of the data-stack chunk the walk
+	 * is in, the thread state's first (top 0: none, or a copy of it
+	 * faulted), and the part of it in bulkbufs, [wlo, whi). Counts of frames taken from the copy
+	 * and read alone, and of copies.
+	 */
+	__u64 chunk, top, wlo, whi;
+	__u64 older, older_top;    /* the chunk before: 0 not read yet, 1 none */
+	__u32 nbulk, nread, ncopies;
 	__u32 tgid;
 	__u64 coro;            /* coro_owner set: the outermost coroutine frame yet */
 	bool fresh;            /* a code object never seen before: wake user space */
@@ -102,6 +111,99 @@ static __always_inline int frame_by_span(struct walk_ctx *c, struct spanbuf *b,
 
 		ff->shim = owner == c->o.owner_cstack || owner == c->o.owner_interp;
 	}
+	return 0;
+}
+
+/*
+ * The chunk before the walk's one: its used part, [chunk, chunk + data +
+ * 8 * top), where a _PyStackChunk keeps top (in words) once a newer chunk
+ * is pushed. Two reads (the link, then the older chunk's header), once per
+ * chunk the walk enters: a deep stack spans a few chunks of 16 KiB or more.
+ */
+#define CHUNK_DATA 24           /* offsetof(_PyStackChunk, data): previous, size, top */
+
+static __always_inline void older_chunk(struct walk_ctx *c)
+{
+	__u64 prev = 0, hdr[3] = {};
+
+	c->older = 1;           /* none */
+	if (read_ptr(&prev, c->chunk) || !prev ||
+	    bpf_probe_read_user(hdr, sizeof(hdr), (const void *)prev))
+		return;
+	/* hdr: previous, size (bytes, the header's included), top (words of data used) */
+	if (hdr[1] > (1ull << 30) || hdr[2] > hdr[1] / 8 || CHUNK_DATA + hdr[2] * 8 > hdr[1])
+		return;
+	c->older = prev;
+	c->older_top = prev + CHUNK_DATA + hdr[2] * 8;
+}
+
+/* The span [lo, hi) lies in the walk's chunk, or in the one before it, which it then enters. */
+static __always_inline bool in_chunk(struct walk_ctx *c, __u64 lo, __u64 hi)
+{
+	if (lo >= c->chunk && hi <= c->top)
+		return true;
+	if (!c->older)
+		older_chunk(c);
+	if (c->older <= 1 || lo < c->older || hi > c->older_top)
+		return false;
+	c->chunk = c->older;
+	c->top = c->older_top;
+	c->older = 0;
+	return true;
+}
+
+/*
+ * A frame on the data stack, from the copy of a window of it: a window
+ * ends at the first frame outside the last one and reaches down at most
+ * BULK_WINDOW bytes, never below its chunk, whose words up to top have all
+ * been written (a copy does not fault on a page never touched). One copy
+ * per chunk usually holds every frame the walk takes. Returns 0, or <0
+ * when the frame is elsewhere (a generator's, a shim on the C stack) or
+ * the copy faulted: then it is read alone. A global function: the verifier
+ * checks it once, for any values, and not once per step with the window's
+ * every bound.
+ */
+#define BULK_WINDOW (PBP_BULK_MAX - 8)   /* what a mask by PBP_BULK_MAX - 1 leaves whole */
+
+__noinline int frame_by_bulk(struct walk_ctx *c, struct frame_fields *ff)
+{
+	__u64 lo, hi, start, len;
+	struct bulkbuf *b;
+	__u32 at;
+
+	if (!c || !ff || !c->top)
+		return -1;
+	lo = c->frame + c->o.fr_span_lo;
+	hi = lo + span_len(c->o.fr_span_len);
+	if (!in_chunk(c, lo, hi))
+		return -1;
+	b = bpf_map_lookup_elem(&bulkbufs, &c->buf);
+	if (!b)
+		return -1;
+	if (lo < c->wlo || hi > c->whi) {
+		start = hi - c->chunk > BULK_WINDOW ? hi - BULK_WINDOW : c->chunk;
+		len = hi - start;
+		c->ncopies++;
+		/* The mask changes nothing (len <= BULK_WINDOW): it bounds len for the verifier. */
+		if (bpf_probe_read_user(b->data, len & (PBP_BULK_MAX - 1), (const void *)start)) {
+			c->top = 0;
+			return -1;
+		}
+		c->wlo = start;
+		c->whi = start + len;
+	}
+	at = (__u32)(lo - c->wlo);
+	ff->prev = *(__u64 *)(b->data + ((at + c->r_prev) & (PBP_BULK_MAX - 1)));
+	ff->code = *(__u64 *)(b->data + ((at + c->r_code) & (PBP_BULK_MAX - 1))) &
+		   ~(__u64)c->o.exec_tag_bits;
+	ff->instr = *(__u64 *)(b->data + ((at + c->r_instr) & (PBP_BULK_MAX - 1)));
+	ff->shim = false;
+	if (c->o.fr_owner != PBP_NOOFF) {
+		__u8 owner = b->data[(at + c->r_owner) & (PBP_BULK_MAX - 1)];
+
+		ff->shim = owner == c->o.owner_cstack || owner == c->o.owner_interp;
+	}
+	c->nbulk++;
 	return 0;
 }
 
@@ -225,10 +327,14 @@ static long walk_step(__u32 i, void *vctx)
 	b = bpf_map_lookup_elem(&spanbufs, &c->buf);
 	if (!s || !b)
 		return 1;
+	if (c->fr_span && frame_by_bulk(c, &ff) == 0)
+		goto found;
+	c->nread++;
 	if (!c->fr_span || frame_by_span(c, b, &ff))
 		c->err = frame_by_field(&c->o, c->frame, &ff);
 	if (c->err)
 		return 1;
+found:
 	if (entry_marks)
 		mark_entry(c, s, &ff);
 	if (!ff.shim) {
@@ -279,6 +385,22 @@ static __always_inline void span_check(struct walk_ctx *c)
 		in_span(o->code_name, 8, lo, len, &c->r_name);
 }
 
+/*
+ * The thread's data-stack chunk and its top, in one read (the two fields
+ * are neighbours in every version that has them). A chunk larger than
+ * any CPython makes is not believed.
+ */
+static __always_inline void data_stack(struct walk_ctx *c, __u64 tstate)
+{
+	__u64 ds[2] = {};
+
+	if (bpf_probe_read_user(ds, sizeof(ds), (const void *)(tstate + c->o.ts_datastack)) ||
+	    !ds[0] || ds[1] <= ds[0] || ds[1] - ds[0] > (1ull << 30))
+		return;
+	c->chunk = ds[0];
+	c->top = ds[1];
+}
+
 /* On a fault or at the bound, .resume names the first frame not copied, for user space. */
 static __always_inline bool walk(struct pbp_sample *s, const struct pbp_offsets *o, __u64 tstate,
 				 __u32 buf)
@@ -296,8 +418,13 @@ static __always_inline bool walk(struct pbp_sample *s, const struct pbp_offsets 
 		}
 	}
 	c.frame = first_frame(o, tstate, &c.err);
+	if (!c.err && c.fr_span && !o->instr_is_int && o->ts_datastack != PBP_NOOFF)
+		data_stack(&c, tstate);
 	if (!c.err)
 		bpf_loop(MAX_WALK, walk_step, &c, 0);
+	stat_add(PBP_STAT_BULK_FRAMES, c.nbulk);
+	stat_add(PBP_STAT_FRAME_READS, c.nread);
+	stat_add(PBP_STAT_BULK_READS, c.ncopies);
 	if (c.err)
 		s->flags |= PBP_F_FAULT;
 	else if (c.frame)

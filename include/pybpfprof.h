@@ -20,6 +20,9 @@
 /* Largest span the kernel copies in one read: its per-CPU buffers hold this much. */
 #define PBP_SPAN_MAX 256
 
+/* Largest window of a thread's data stack copied in one read (3.11+): a power of two. */
+#define PBP_BULK_MAX 16384
+
 /*
  * The window of the kernel's time budget for walks: in every window of this
  * many ns, each CPU spends at most walk_budget_ns (which user space sets, a
@@ -70,6 +73,16 @@ struct pbp_offsets {
 	__u16 coro_owner;
 	__u8 owner_gen;
 	__u8 pad_coro;
+	/*
+	 * 3.11+: offset of the thread state's datastack_chunk, which
+	 * datastack_top follows (a _PyStackChunk *, then the first free word).
+	 * Frames pushed on the data stack lie below datastack_top in that
+	 * chunk, so the kernel copies a window of it in one read and walks
+	 * the frames found there in the copy. PBP_NOOFF: frames are heap
+	 * objects (3.6-3.10), one read each.
+	 */
+	__u16 ts_datastack;
+	__u16 pad_ds[3];
 };
 
 /* Per target process, keyed by tgid in the "procs" map. */
@@ -247,6 +260,9 @@ enum pbp_stat {
 	PBP_STAT_KSTACK,       /* --kernel: a kernel stack kept in "kstacks" */
 	PBP_STAT_KSTACK_COLLIDED, /* --kernel: its slot held another stack (-EEXIST) */
 	PBP_STAT_KSTACK_FAILED,   /* --kernel: none taken (-EFAULT: empty, or another error) */
+	PBP_STAT_BULK_FRAMES,  /* frames found in a copy of the data stack (3.11+) */
+	PBP_STAT_FRAME_READS,  /* frames read one by one (a heap frame, another chunk, <= 3.10) */
+	PBP_STAT_BULK_READS,   /* copies of a data-stack window */
 	PBP_STAT__COUNT,
 };
 

@@ -95,6 +95,28 @@ def test_deep_recursion_whole_with_exact_lines(interp, start_target, tmp_path):
     assert completed > 0, err
 
 
+@pytest.mark.families
+def test_kernel_walk_copies_the_data_stack(interp, start_target, tmp_path):
+    """3.11+: the kernel takes a thread's frames from copies of its data
+    stack, a chunk at a time, not a read per frame; the stack stays exact.
+    3.6-3.10 frames are heap objects: read one by one."""
+    proc, pid, ready = start_target(interp, WORKERS, "deep")
+    stacks, err = profile_of(tmp_path, "-p", pid, "-F", 499, "-d", 1.5, "--stats=json")
+    st = json.loads([l for l in err.splitlines() if l.startswith("{")][0])
+    walk = st["kernel_walk"]
+    deep = [(fr, c) for fr, c in stacks if any(func_of(f) == "recurse" for f in fr)]
+    assert total(deep) > 200, err
+    assert all(sum(func_of(f) == "recurse" for f in fr) == 300 for fr, c in deep), err
+    frames = walk["bulk_frames"] + walk["frame_reads"]
+    assert frames >= 128 * total(deep), walk
+    if interp.version[:2] >= (3, 11):
+        # 128 frames a sample, in one or two chunks: a copy or two each, a few reads alone.
+        assert walk["bulk_frames"] >= 0.95 * frames, walk
+        assert walk["bulk_copies"] <= 3 * st["taken"], walk
+    else:
+        assert walk["bulk_frames"] == walk["bulk_copies"] == 0, walk
+
+
 # --- achieved rate: one interpreter is enough, it measures the kernel side -----
 
 def first_interp():
