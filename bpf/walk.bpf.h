@@ -63,6 +63,10 @@ struct walk_ctx {
 	__u64 chunk, top, wlo, whi;
 	__u64 older, older_top;    /* the chunk before: 0 not read yet, 1 none */
 	__u32 nbulk, nread, ncopies;
+	/* 3.14+: the code-object cache's key parts (cache: on), and its hits and misses. */
+	__u64 interp, gen;
+	__u32 epoch, nhit, nmiss;
+	bool cache;
 	__u32 tgid;
 	__u64 coro;            /* coro_owner set: the outermost coroutine frame yet */
 	bool fresh;            /* a code object never seen before: wake user space */
@@ -257,6 +261,55 @@ static __always_inline int code_by_field(const struct pbp_offsets *o, __u64 code
 	return err;
 }
 
+/* The fields a code object gives each frame (struct pbp_frame's). */
+struct code_id {
+	__u32 firstlineno, name_lo;
+};
+
+static __always_inline __u32 code_slot_of(__u64 code)
+{
+	return (__u32)((code >> 4) * 0x9E3779B97F4A7C15ull >> 40) & (CODE_SLOTS - 1);
+}
+
+/*
+ * 3.14+: the fields of the code object at code, if this CPU read them
+ * while its interpreter's count of freed code objects was what the walk
+ * read at its start. A code object is immutable, and the count rises as
+ * one is freed, before its memory can hold another: an address whose
+ * object was freed and reused since never matches. The count was read
+ * before any field, so a slot kept during the walk holds fields read
+ * after it. Global functions, verified once, not once per step.
+ */
+__noinline int code_cached(struct walk_ctx *c, __u64 code, struct code_id *out)
+{
+	__u32 i = code_slot_of(code);
+	struct code_slot *e = bpf_map_lookup_elem(&codecache, &i);
+
+	if (!c || !out || !e || e->code != code || e->gen != c->gen || e->interp != c->interp ||
+	    e->tgid != c->tgid || e->epoch != c->epoch)
+		return -1;
+	out->firstlineno = e->firstlineno;
+	out->name_lo = e->name_lo;
+	return 0;
+}
+
+__noinline int code_keep(struct walk_ctx *c, __u64 code, __u32 firstlineno, __u32 name_lo)
+{
+	__u32 i = code_slot_of(code);
+	struct code_slot *e = bpf_map_lookup_elem(&codecache, &i);
+
+	if (!c || !e)
+		return -1;
+	e->code = code;
+	e->interp = c->interp;
+	e->gen = c->gen;
+	e->tgid = c->tgid;
+	e->epoch = c->epoch;
+	e->firstlineno = firstlineno;
+	e->name_lo = name_lo;
+	return 0;
+}
+
 /* Two words, by name: an index computed from i is one the verifier cannot bound. */
 _Static_assert(PBP_MAX_FRAMES == 128, "set_entry knows two words of .entries");
 static __always_inline void set_entry(struct pbp_sample *s, __u32 i)
@@ -317,6 +370,7 @@ static long walk_step(__u32 i, void *vctx)
 {
 	struct walk_ctx *c = vctx;
 	struct frame_fields ff = {};
+	struct code_id id = {};
 	struct pbp_sample *s;
 	struct spanbuf *b;
 	struct pbp_frame *f;
@@ -343,10 +397,20 @@ found:
 		f = &s->frames[c->n & (PBP_MAX_FRAMES - 1)];
 		f->code = ff.code;
 		f->instr = ff.instr;
-		if (!c->co_span || code_by_span(c, b, ff.code, f))
-			c->err = code_by_field(&c->o, ff.code, f);
-		if (c->err)
-			return 1;
+		if (c->cache && code_cached(c, ff.code, &id) == 0) {
+			f->firstlineno = id.firstlineno;
+			f->name_lo = id.name_lo;
+			c->nhit++;
+		} else {
+			if (!c->co_span || code_by_span(c, b, ff.code, f))
+				c->err = code_by_field(&c->o, ff.code, f);
+			if (c->err)
+				return 1;
+			if (c->cache) {
+				c->nmiss++;
+				code_keep(c, ff.code, f->firstlineno, f->name_lo);
+			}
+		}
 		c->fresh |= first_sight(code_key(c->tgid, f));
 		c->n++;
 		note_coro(c);
@@ -401,11 +465,28 @@ static __always_inline void data_stack(struct walk_ctx *c, __u64 tstate)
 	c->top = ds[1];
 }
 
-/* On a fault or at the bound, .resume names the first frame not copied, for user space. */
-static __always_inline bool walk(struct pbp_sample *s, const struct pbp_offsets *o, __u64 tstate,
-				 __u32 buf)
+/*
+ * 3.14+: the thread's interpreter and its count of freed code objects,
+ * read before any code object is: the code-object cache's key for this
+ * walk. Not read, no cache.
+ */
+static __always_inline void code_gen(struct walk_ctx *c, __u64 tstate)
 {
-	struct walk_ctx c = { .o = *o, .buf = buf, .tgid = s->tgid };
+	__u64 interp = 0, gen = 0;
+
+	if (read_ptr(&interp, tstate + c->o.ts_interp) || !interp ||
+	    read_ptr(&gen, interp + c->o.is_code_gen))
+		return;
+	c->interp = interp;
+	c->gen = gen;
+	c->cache = true;
+}
+
+/* On a fault or at the bound, .resume names the first frame not copied, for user space. */
+static __always_inline bool walk(struct pbp_sample *s, const struct pbp_offsets *o, __u32 epoch,
+				 __u64 tstate, __u32 buf)
+{
+	struct walk_ctx c = { .o = *o, .buf = buf, .tgid = s->tgid, .epoch = epoch };
 
 	span_check(&c);
 	if (o->ts_running_task) {
@@ -420,8 +501,12 @@ static __always_inline bool walk(struct pbp_sample *s, const struct pbp_offsets 
 	c.frame = first_frame(o, tstate, &c.err);
 	if (!c.err && c.fr_span && !o->instr_is_int && o->ts_datastack != PBP_NOOFF)
 		data_stack(&c, tstate);
+	if (!c.err && epoch && o->is_code_gen != PBP_NOOFF && o->ts_interp != PBP_NOOFF)
+		code_gen(&c, tstate);
 	if (!c.err)
 		bpf_loop(MAX_WALK, walk_step, &c, 0);
+	stat_add(PBP_STAT_CODE_HITS, c.nhit);
+	stat_add(PBP_STAT_CODE_MISSES, c.nmiss);
 	stat_add(PBP_STAT_BULK_FRAMES, c.nbulk);
 	stat_add(PBP_STAT_FRAME_READS, c.nread);
 	stat_add(PBP_STAT_BULK_READS, c.ncopies);

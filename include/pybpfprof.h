@@ -82,7 +82,16 @@ struct pbp_offsets {
 	 * objects (3.6-3.10), one read each.
 	 */
 	__u16 ts_datastack;
-	__u16 pad_ds[3];
+	/*
+	 * 3.14+: the thread state's interp, and the interpreter's count of
+	 * code objects freed (_code_object_generation). While the count of a
+	 * thread's interpreter stands still, no code object of it was freed,
+	 * so one the kernel read before at an address is still there: its
+	 * fields come from the kernel's cache. PBP_NOOFF: no cache.
+	 */
+	__u16 ts_interp;
+	__u16 is_code_gen;
+	__u16 pad_ds;
 };
 
 /* Per target process, keyed by tgid in the "procs" map. */
@@ -99,6 +108,13 @@ struct pbp_proc {
 	 */
 	__u64 interp_head;     /* address of _PyRuntime.interpreters.head */
 	__u16 is_threads_head, is_next, ts_next, ts_thread_id;
+	/*
+	 * Told apart from every other registration of a process (its pid
+	 * reused, an exec) by the sampler: the kernel's code-object cache
+	 * keys entries with it, so none outlives the image it was read in.
+	 */
+	__u32 epoch;
+	__u32 pad_epoch;
 };
 
 /* Why a thread is off CPU, as the scheduler saw it when it left. */
@@ -263,6 +279,8 @@ enum pbp_stat {
 	PBP_STAT_BULK_FRAMES,  /* frames found in a copy of the data stack (3.11+) */
 	PBP_STAT_FRAME_READS,  /* frames read one by one (a heap frame, another chunk, <= 3.10) */
 	PBP_STAT_BULK_READS,   /* copies of a data-stack window */
+	PBP_STAT_CODE_HITS,    /* 3.14+: code objects named from the kernel's cache */
+	PBP_STAT_CODE_MISSES,  /* 3.14+: code objects read (not cached, or freed since) */
 	PBP_STAT__COUNT,
 };
 

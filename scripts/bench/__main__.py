@@ -51,9 +51,10 @@ Scenarios (--only takes their names):
             deep at 999 Hz, with no option and with --native, --native=fp,
             --kernel, --async and -m wall: BPF time per sample (in the
             target, and by the program's own clock), each option's time over
-            the plain run's, and the share of frames the walk took from a
-            copy of the thread's data stack (3.11+). --pythons 3.14t adds the
-            chroot's free-threaded build
+            the plain run's, the share of frames the walk took from a copy
+            of the thread's data stack (3.11+) and the hit rate of its
+            code-object cache (3.14+). --pythons 3.14t adds the chroot's
+            free-threaded build
   page      once, not per interpreter: the html page of a 50,000-stack
             profile opened in headless Chromium (tests/integration's cdp.py):
             ms to its first painted frame (goal < 2 s), the inverted and

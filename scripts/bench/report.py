@@ -32,7 +32,7 @@ ROWS = [
     ("%s_%s@%d" % (way, k, hz), "kframes") for way in ("nokernel", "kernel")
     for k in ("cost_us", "prog_us") for hz in (99, 999)] + [
     (k % d, "walk") for d in (30, 300) for k in (
-        "walk_plain_us@%d", "walk_bulk@%d", "walk_native_added_us@%d", "walk_fp_added_us@%d",
+        "walk_plain_us@%d", "walk_bulk@%d", "walk_codehit@%d", "walk_native_added_us@%d", "walk_fp_added_us@%d",
         "walk_kernel_added_us@%d", "walk_async_added_us@%d", "walk_wall_added_us@%d")]
 DETAIL_KEYS = [
     "oncpuslow@99", "oncpuslow@999", "oncpuslow@9999", "fastshare",

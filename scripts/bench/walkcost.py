@@ -5,7 +5,8 @@ each option that adds work to the BPF program (--native, --native=fp,
 target (bpf_stats, its runs on other tasks taken out as the cost scenario
 does) and by the program's own clock; each option's time over the default
 run of the same repetition; and how the default walk read its frames (the
-share taken from a copy of the thread's data stack, 3.11+). Ways are
+share taken from a copy of the thread's data stack, 3.11+) and their code
+objects (the kernel cache's hit rate, 3.14+). Ways are
 interleaved, as everywhere: a repetition runs each once, in rotated order."""
 
 from common import Figure, med, rotate
@@ -47,6 +48,12 @@ def bulk_share(r):
     return 100.0 * w["bulk_frames"] / n if n else None
 
 
+def code_hits(r):
+    w = (r.s.get("kernel_walk") or {}) if r else {}
+    n = w.get("code_hits", 0) + w.get("code_misses", 0)
+    return 100.0 * w["code_hits"] / n if n else None
+
+
 def walk(bench, it):
     reps, run_s = bench.cfg["reps"], bench.cfg["walk_run_s"]
     for depth in WALK_DEPTHS:
@@ -77,6 +84,8 @@ def walk(bench, it):
                                       for v, p in zip(vals, plain)], "%.2f"))
         bench.add(it, Figure("walk_bulk@%d" % depth, "frames read from a data-stack copy, depth %d"
                              % depth, "%", [bulk_share(r) for r in runs["plain"]], "%.1f"))
+        bench.add(it, Figure("walk_codehit@%d" % depth, "kernel code-object cache hit rate, "
+                             "depth %d" % depth, "%", [code_hits(r) for r in runs["plain"]], "%.1f"))
         bench.det("walk", "| %s | depth %d | %s |" % (it.name, depth, "; ".join(
             "%s: %d taken" % (label, int(med([r.s.get("taken", 0) for r in runs[key] if r]) or 0))
             for key, label, _ in WAYS)))

@@ -316,7 +316,8 @@ def test_stats_json(start_target, tmp_path):
     assert st["ticks"] == 0 and st["execs"] == [] and st["not_profiled"] == []
     assert set(st["tick_stacks"]) == {"reused", "from_kernel", "from_switch", "read_now",
                                       "late_switches"}
-    assert set(st["kernel_walk"]) == {"bulk_frames", "frame_reads", "bulk_copies"}
+    assert set(st["kernel_walk"]) == {"bulk_frames", "frame_reads", "bulk_copies", "code_hits",
+                                      "code_misses"}
     assert len(st["processes"]) == 1, st["processes"]
     p = st["processes"][0]
     assert set(p) == PROCESS_KEYS and p["pid"] == pid, p

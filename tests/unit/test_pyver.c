@@ -225,6 +225,9 @@ static void check_version_facts(const struct pyver *v)
 	CHECK_EQ_INT(v->k.fr_owner != PBP_NOOFF, has_iframe);
 	/* 3.11+ frames live on data-stack chunks: the kernel copies them a window at a time. */
 	CHECK_EQ_INT(v->k.ts_datastack != PBP_NOOFF, has_iframe);
+	/* 3.14+ counts freed code objects: the kernel's code cache is on there only. */
+	CHECK_EQ_INT(v->k.is_code_gen != PBP_NOOFF, v->minor >= 14);
+	CHECK_EQ_INT(v->k.ts_interp, v->ts_interp);
 	/* 3.6's GIL is statics found by symbol (process.c), not part of a version's layout */
 	CHECK_EQ_INT(v->rt_gil != PYVER_NOOFF, v->minor >= 7 && v->minor <= 11);
 	CHECK_EQ_INT(v->is_id != PYVER_NOOFF, v->minor >= 7);

@@ -70,6 +70,8 @@ void stats_json_sampler(struct jsonw *w, const struct collector *c, const uint64
 	jw_u64(w, "bulk_frames", st[PBP_STAT_BULK_FRAMES]);
 	jw_u64(w, "frame_reads", st[PBP_STAT_FRAME_READS]);
 	jw_u64(w, "bulk_copies", st[PBP_STAT_BULK_READS]);
+	jw_u64(w, "code_hits", st[PBP_STAT_CODE_HITS]);
+	jw_u64(w, "code_misses", st[PBP_STAT_CODE_MISSES]);
 	jw_end_obj(w);
 	if (c->kstacks)         /* --kernel only: the default key set stays as it was */
 		stats_json_kernel(w, c, st);

@@ -35,6 +35,7 @@
 
 struct sampler {
 	struct profile_bpf *skel;
+	__u32 epochs;                   /* registrations of processes so far: pbp_proc.epoch */
 	struct ring_buffer *rb;         /* samples */
 	struct ring_buffer *prb;        /* process and thread events */
 	/*
@@ -615,9 +616,11 @@ static int map_put(struct bpf_map *m, const void *key, const void *val)
 
 static int sampler_add_proc(struct sampler *s, pid_t pid, const struct pbp_proc *p)
 {
+	struct pbp_proc kp = *p;
 	__u32 key = (__u32)pid;
 
-	return map_put(s->skel->maps.procs, &key, p);
+	kp.epoch = ++s->epochs;
+	return map_put(s->skel->maps.procs, &key, &kp);
 }
 
 int sampler_follow(struct sampler *s, pid_t pid)
