@@ -5,6 +5,7 @@ themselves."""
 import json
 import math
 import os
+import re
 import signal
 import shutil
 import subprocess
@@ -93,6 +94,10 @@ def test_deep_recursion_whole_with_exact_lines(interp, start_target, tmp_path):
     assert "completed in user space" in err
     completed = int(err.split(" completed in user space")[0].rsplit(" ", 1)[1])
     assert completed > 0, err
+    # --stats says how the kernel read the frames: 3.11+ from copies of the data stack.
+    walk = re.search(r"kernel walk +(\d+) frames from (\d+) data-stack copies, (\d+) read one by one", err)
+    assert walk, err
+    assert (int(walk.group(1)) > int(walk.group(3))) == (interp.version[:2] >= (3, 11)), walk.group(0)
 
 
 @pytest.mark.families
