@@ -184,9 +184,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		st = tstate_of(tgid, tid, &tstate);
 	if (st) {
 		st->off_reason = off_reason(st, prev, tgid, prev_state);
-		st->oncpu = 0;
-		st->switches++;
-		st->last_switch_ns = now;
+		switch_note(st, now, 0);
 		/* Short waits (GIL, preemption) are left to the tick: most end before one. */
 		if (st->off_reason == PBP_OFF_SLEEP || st->off_reason == PBP_OFF_DISK)
 			snapshot(ctx, st, tgid, tid, tstate, now);
@@ -196,9 +194,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		st = tstate_of(tgid, tid, &tstate);
 	if (st) {
 		/* off_reason is kept: it says where the thread was until this instant. */
-		st->oncpu = 1;
-		st->switches++;
-		st->last_switch_ns = now;
+		switch_note(st, now, 1);
 	}
 	return 0;
 }

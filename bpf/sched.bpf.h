@@ -27,6 +27,23 @@ static __always_inline struct pbp_tstate *tstate_of(__u32 tgid, __u32 tid, __u64
 	return bpf_map_lookup_elem(&tstates, &slot);
 }
 
+/*
+ * A switch of the thread: its state after it, and the instant into the
+ * ring, which is written before the count moves on (user space copies the
+ * ring between two reads of the count).
+ */
+static __always_inline void switch_note(struct pbp_tstate *st, __u64 now, __u8 oncpu)
+{
+	__u32 i = st->switches % PBP_SWITCH_RING;
+
+	st->oncpu = oncpu;
+	if (i < PBP_SWITCH_RING)
+		st->recent[i] = now << PBP_SWITCH_NS_SHIFT | (oncpu ? PBP_SWITCH_ONCPU : 0) |
+				(st->off_reason & PBP_SWITCH_REASON);
+	asm volatile("" ::: "memory");
+	st->switches++;
+}
+
 #if defined(__TARGET_ARCH_x86)
 #define NR_FUTEX 202
 #define SYSCALL_NR(regs) BPF_CORE_READ(regs, orig_ax)

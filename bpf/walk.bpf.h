@@ -528,6 +528,13 @@ static __always_inline void read_gil(struct pbp_sample *s, const struct pbp_proc
 	__s32 locked = 0;
 	__u64 holder = 0;
 
+	/* Free-threaded, --native-leaf: no GIL, but a detached thread left Python all the same. */
+	if (p->off.ts_attached && s->tstate) {
+		if (bpf_probe_read_user(&locked, sizeof(locked), (const void *)(s->tstate + p->off.ts_attached)) == 0 &&
+		    locked == 0)
+			s->flags |= PBP_F_DETACHED;
+		return;
+	}
 	if (!p->gil_locked)
 		return;
 	if (bpf_probe_read_user(&locked, sizeof(locked), (const void *)p->gil_locked) ||

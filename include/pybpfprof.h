@@ -74,6 +74,13 @@ struct pbp_offsets {
 	__u8 owner_gen;
 	__u8 pad_coro;
 	/*
+	 * --native-leaf on a free-threaded build (no GIL to say a thread left
+	 * the interpreter): offset of the thread state's int state, which is 1
+	 * (_Py_THREAD_ATTACHED) while it may run Python and 0 once it detached
+	 * (Py_BEGIN_ALLOW_THREADS). 0: not asked, nothing read.
+	 */
+	__u16 ts_attached;
+	/*
 	 * 3.11+: offset of the thread state's datastack_chunk, which
 	 * datastack_top follows (a _PyStackChunk *, then the first free word).
 	 * Frames pushed on the data stack lie below datastack_top in that
@@ -91,7 +98,6 @@ struct pbp_offsets {
 	 */
 	__u16 ts_interp;
 	__u16 is_code_gen;
-	__u16 pad_ds;
 };
 
 /* Per target process, keyed by tgid in the "procs" map. */
@@ -127,15 +133,34 @@ enum pbp_off_reason {
 	PBP_OFF_STOPPED,       /* stopped: SIGSTOP, SIGTSTP, a tracer */
 };
 
+/*
+ * Switches kept with their instants per thread: user space looks at a tick
+ * some time after its instant, and a thread may have switched several times
+ * in between (4 spinners on 2 CPUs, a loaded machine). Its state at the
+ * instant is the one after the newest switch before it.
+ */
+#define PBP_SWITCH_RING 8
+
+/* One switch in pbp_tstate.recent: its instant and the thread's state after it. */
+#define PBP_SWITCH_NS_SHIFT 4
+#define PBP_SWITCH_ONCPU 0x8    /* on CPU after it: a switch in */
+#define PBP_SWITCH_REASON 0x7   /* off_reason then: the one it left with, or had until a switch in */
+
 /* Per target thread, at its slot in the "tstates" array, kept by sched_switch. */
 struct pbp_tstate {
 	__u64 switches;        /* context switches in and out: unchanged means the stack is too */
-	__u64 last_switch_ns;
 	__u64 futex_addr;      /* futex it sleeps on, 0 if none: tells GIL waits */
 	__u64 snap_due;        /* switch-out snapshots: when the budget is back to full */
 	__u8 oncpu;
 	__u8 off_reason;       /* enum pbp_off_reason of the last time off CPU */
 	__u8 pad[6];
+	/*
+	 * Switch k (k = 1, 2, ... as switches counts them) at [(k - 1) %
+	 * PBP_SWITCH_RING]: ns << PBP_SWITCH_NS_SHIFT | PBP_SWITCH_ONCPU if in |
+	 * off_reason. Written before switches is bumped: a reader that sees
+	 * switches unchanged across its copy has a whole ring.
+	 */
+	__u64 recent[PBP_SWITCH_RING];
 };
 
 /* Per target thread, keyed by tid in the "threads" map. */
@@ -170,6 +195,7 @@ enum pbp_sample_flags {
 	PBP_F_ENTRIES = 1 << 10,   /* .entries marks the frames that entered the evaluation loop */
 	PBP_F_KSTACK = 1 << 11,    /* --kernel: the thread was in the kernel; .kstack says where */
 	PBP_F_CORO = 1 << 12,      /* .task is the outermost coroutine frame's address (coro_owner set) */
+	PBP_F_DETACHED = 1 << 13,  /* free-threaded, ts_attached set: its thread state was detached */
 };
 
 /*

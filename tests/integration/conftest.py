@@ -49,6 +49,7 @@ Sanitized runs (`make integration-asan`)
 
 import atexit
 import ctypes
+import glob
 import json
 import os
 import re
@@ -192,6 +193,8 @@ class Interp(object):
         host, inside = self.mkdtemp()
         shutil.copy(script, host)
         shutil.copy(TARGET_LIB, host)   # what the targets import
+        for c in glob.glob(os.path.join(os.path.dirname(script), "*.c")):
+            shutil.copy(c, host)        # what they build (natfp.py: pbpfp.c)
         return os.path.join(inside, os.path.basename(script))
 
     def cmd(self, script_path, *args):

@@ -315,7 +315,7 @@ def test_stats_json(start_target, tmp_path):
     assert 1.0 <= st["seconds"] <= 3.0 and 0 < st["program_cpu_share"] < 1, st
     assert st["ticks"] == 0 and st["execs"] == [] and st["not_profiled"] == []
     assert set(st["tick_stacks"]) == {"reused", "from_kernel", "from_switch", "read_now",
-                                      "late_switches"}
+                                      "late_switches", "states_guessed"}
     assert set(st["kernel_walk"]) == {"bulk_frames", "frame_reads", "bulk_copies", "code_hits",
                                       "code_misses"}
     assert len(st["processes"]) == 1, st["processes"]

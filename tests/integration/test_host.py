@@ -2,6 +2,7 @@
 started before and after the profiler, each in its own function; and
 container/pod labels from a cgroup named like a Kubernetes pod's."""
 
+import collections
 import glob
 import json
 import os
@@ -324,3 +325,109 @@ def test_max_processes_holds_with_pids(start_target, tmp_path):
                         str(tmp_path / "out2.txt")], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2, r.stderr
     assert "--max-processes 2 is fewer than the 3 processes given with -p" in r.stderr
+
+
+def test_gil_mode_leaves_free_threaded_out(start_target, tmp_path):
+    """-a -m gil: a free-threaded 3.14t process has no GIL to count. It is
+    left out, with the reason in --stats=json's not_profiled (and the summary),
+    while a GIL build's process beside it is profiled."""
+    interps = {i.name: i for i in _discover() if not i.skip_reason}
+    ft = next((i for i in interps.values() if i.free_threaded), None)
+    if ft is None:
+        pytest.skip("no free-threaded interpreter here (make freethreaded)")
+    gil = next(i for i in interps.values() if not i.free_threaded)
+    _, ft_pid, _ = start_target(ft, script_for(tmp_path, ft))
+    _, gil_pid, _ = start_target(gil, script_for(tmp_path, gil))
+    out = tmp_path / "gil.txt"
+    r = subprocess.run([PYBPFPROF, "-a", "-m", "gil", "-F", "49", "-d", "2", "--stats=json",
+                        "-o", str(out)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    stats = json.loads(next(ln for ln in r.stderr.splitlines() if ln.startswith("{")))
+    left = {p["pid"]: p for p in stats["not_profiled"]}
+    assert ft_pid in left, stats["not_profiled"]
+    assert "gil mode does not apply to a free-threaded build" in left[ft_pid]["error"], left
+    assert gil_pid not in left
+    roots = {int(f[0].split()[1]) for f, _ in parse_collapsed(out.read_text())}
+    assert gil_pid in roots and ft_pid not in roots, roots
+
+
+def test_program_exec_again_not_looked_at_again(tmp_path):
+    """-a: every exec on the host is looked at for a Python runtime, each
+    mapped file opened through /proc/PID/root. A program exec'd again (a
+    shell's sleep, a build's compiler) has the same files, found not Python
+    the first time: skipped by the device and inode its maps give, not
+    looked up again (16 to 32 path lookups per exec before, on the
+    agent's busiest path). Under strace: calls counted, not CPU."""
+    strace = shutil.which("strace")
+    if not strace:
+        pytest.skip("strace not installed (Debian: strace)")
+    log = str(tmp_path / "strace.log")
+    prof = subprocess.Popen([strace, "-f", "-qq", "-e", "trace=newfstatat", "-o", log, PYBPFPROF,
+                             "-a", "--comm", "^sleep$", "-d", "4", "-q", "-o", str(tmp_path / "a.txt")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    sleepers = []
+    for _ in range(6):
+        q = subprocess.Popen(["sleep", "0.3"])
+        q.wait()
+        sleepers.append(q.pid)
+    _, err = prof.communicate(timeout=60)
+    assert prof.returncode == 0, err
+    with open(log) as f:
+        text = f.read()
+    looked = {pid: text.count('"/proc/%d/root/' % pid) for pid in sleepers}
+    assert any(looked.values()), ("no sleep was looked at: the test proves nothing", looked)
+    assert sum(1 for n in looked.values() if n) == 1, looked
+
+
+FORKER = '''
+import json, os, sys, time
+def spin_parent():
+    kids = []
+    end = time.time() + float(sys.argv[1])
+    while time.time() < end:
+        pid = os.fork()
+        if pid == 0:
+            os.execv("/bin/sleep", ["sleep", "0.05"])
+        kids.append(pid)
+        os.waitpid(pid, 0)
+        sum(range(200000))
+    with open(sys.argv[2] + ".tmp", "w") as f:
+        json.dump(kids, f)
+    os.replace(sys.argv[2] + ".tmp", sys.argv[2])
+{ready}spin_parent()
+'''
+
+
+def test_forked_children_that_exec_are_not_read(tmp_path):
+    """-a, cpu mode: a target's child is adopted at its fork, from its
+    parent's state; most exec at once (subprocess, shells). Its thread
+    list and names are read 0.1 s later if it is still the same program,
+    not at its fork: read at once, they were a third of an agent's CPU on
+    a host whose Python processes start others. Under strace: the reads
+    of the children's memory (process_vm_readv) are counted."""
+    strace = shutil.which("strace")
+    if not strace:
+        pytest.skip("strace not installed (Debian: strace)")
+    interp = next(i for i in _discover() if not i.skip_reason)
+    script = tmp_path / "forker.py"
+    script.write_text(FORKER.format(ready=READY))
+    kids_file = tmp_path / "kids.json"
+    log = str(tmp_path / "strace.log")
+    prof = subprocess.Popen([strace, "-f", "-qq", "-e", "trace=process_vm_readv", "-o", log, PYBPFPROF,
+                             "-a", "-d", "6", "-q", "-o", str(tmp_path / "a.txt")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    env = dict(os.environ, PBP_READY=str(tmp_path / "ready.json"))
+    target = subprocess.Popen(interp.argv + [str(script), "3", str(kids_file)], env=env)
+    assert target.wait(timeout=60) == 0
+    _, err = prof.communicate(timeout=60)
+    assert prof.returncode == 0, err
+    kids = json.loads(kids_file.read_text())
+    assert len(kids) >= 10, kids
+    with open(log) as f:
+        reads = collections.Counter(int(m) for m in re.findall(r"process_vm_readv\((\d+),", f.read()))
+    assert reads[target.pid], "the parent was never read: the test proves nothing"
+    # What the kernel needs of it (its GIL's place) is all that is read of a child.
+    per_kid = [reads[k] for k in kids]
+    assert max(per_kid) <= 4, per_kid

@@ -17,7 +17,7 @@ from conftest import TARGETS
 from pprof_wire import Profile
 from profile import marks, parse_collapsed
 
-INTERPRETERS = ["3.11-debian-static", "3.12"]
+INTERPRETERS = ["3.11-debian-static", "3.12", "3.14t-sid-chroot"]
 ZLIBBER = os.path.join(TARGETS, "zlibber.py")
 NATLIBS = os.path.join(TARGETS, "natlibs.py")
 NATFP = os.path.join(TARGETS, "natfp.py")
@@ -42,16 +42,23 @@ def test_zlib_leaf_under_its_python_line(interp, start_target, pybpfprof):
         i = max(j for j, x in enumerate(frames) if x.startswith("squeeze ("))
         assert frames[i].endswith(line), frames
         after = frames[i + 1:]
-        if after[-1] == NATIVE:
-            # Without the GIL: exactly one native frame, then the status.
-            assert len(after) == 2 and after[0].startswith("[native] "), frames
+        if len(after) == 2 and after[0].startswith("[native] "):
+            # Outside the interpreter (without the GIL; on 3.14t, its thread
+            # state detached): exactly one native frame, then the status,
+            # which a build with no GIL never says is "no GIL".
+            assert after[1] == native_status(interp), frames
             if "libz.so" in after[0]:
                 libz += count
         else:
-            assert not any(x.startswith("[native] ") for x in after), frames
+            assert after == ["[running]"], frames
     # deflate runs without the GIL: most of squeeze's samples are in libz.
     assert libz >= total // 2, (libz, total, r.stdout[-3000:])
     assert '"native_leaves":' in r.stderr
+
+
+def native_status(interp):
+    """The status of a thread outside the interpreter, on a CPU."""
+    return "[running]" if interp.free_threaded else NATIVE
 
 
 def test_native_fp_chain_under_its_python_line(interp, start_target, pybpfprof):
@@ -63,16 +70,18 @@ def test_native_fp_chain_under_its_python_line(interp, start_target, pybpfprof):
     _, pid, _ = start_target(interp, "natfp.py", timeout=60)
     r = pybpfprof("-p", pid, "-d", "1.5", "-F", "199", "--native=fp", "--stats=json")
     assert r.returncode == 0, r.stderr
-    line = "outer (%s:%d)" % (NATFP, marks(NATFP)["chain"])
+    # The script's path as the interpreter saw it (a chroot's copy elsewhere).
+    line = "outer ("
     want = [line, "[native] fp_a (", "[native] fp_b (", "[native] fp_c ("]
+    called = ":%d)" % marks(NATFP)["chain"]
     total = ordered = 0
     for frames, count in parse_collapsed(r.stdout):
         if not any(f.startswith("[native] fp_c (") for f in frames):
             continue
         total += count
         at = last_positions(frames, want)
-        if -1 not in at and at == sorted(at) and at[1:] == [len(frames) - 3, len(frames) - 2,
-                                                            len(frames) - 1]:
+        if -1 not in at and at == sorted(at) and frames[at[0]].endswith(called) and \
+                at[1:] == [len(frames) - 3, len(frames) - 2, len(frames) - 1]:
             ordered += count
     assert total >= 50, r.stdout[-3000:]
     assert ordered >= total * 0.8, (ordered, total, r.stdout[-3000:])
@@ -155,19 +164,22 @@ def test_libraries_under_their_python_lines(interp, start_target, pybpfprof, tmp
     stripped libz's internal code one frame per library."""
     _, pid, ready = start_target(interp, "natlibs.py", timeout=60)
     m = marks(NATLIBS)
-    r = pybpfprof("-p", pid, "-d", "1.5", "-F", "199", "--status", "--native-leaf")
+    # OpenSSL's libcrypto, or (3.14t, built without it) the _sha2 module's HACL* code.
+    sha = "libcrypto.so" if ready["sha256"] == "_hashlib" else "_sha2."
+    # 3 s: digest() has about a third of the CPU the process gets, less on a loaded machine.
+    r = pybpfprof("-p", pid, "-d", "3", "-F", "199", "--status", "--native-leaf")
     assert r.returncode == 0, r.stderr
     stacks = parse_collapsed(r.stdout)
     digest = [(f, c) for f, c in stacks if any(x.startswith("digest (") for x in f)]
     total = sum(c for _, c in digest)
     crypto = sum(c for f, c in digest
-                 if f[-1] == NATIVE and "libcrypto.so" in f[-2] and f[-3].startswith("digest (")
+                 if f[-1] == native_status(interp) and sha in f[-2] and f[-3].startswith("digest (")
                  and f[-3].endswith(":%d)" % m["digest"]))
     assert total >= 30, r.stdout[-2000:]
     assert crypto >= total // 2, (crypto, total, r.stdout[-3000:])
 
     out = tmp_path / "natlibs.pb.gz"
-    r = pybpfprof("-p", pid, "-d", "1.5", "-F", "199", "--native", "-o", out)
+    r = pybpfprof("-p", pid, "-d", "3", "-F", "199", "--native", "-o", out)
     assert r.returncode == 0, r.stderr
     back = pybpfprof("convert", "-i", out)
     assert back.returncode == 0, back.stderr
@@ -192,7 +204,7 @@ def test_libraries_under_their_python_lines(interp, start_target, pybpfprof, tmp
     assert interp.name == "3.11-debian-static" or compress, back.stdout[-2000:]
     assert all(f.startswith("squeeze (") and f.endswith(":%d)" % m["squeeze"]) for f in compress), \
         compress[:5]
-    inside, right = _under_line(stacks, "libcrypto.so", "digest", m["digest"])
+    inside, right = _under_line(stacks, sha, "digest", m["digest"])
     assert inside >= 20 and right >= inside * 0.9, (inside, right, back.stdout[-3000:])
     if interp.name == "3.11-debian-static":
         assert ready["numpy"], "python3-numpy is not installed (make deps)"
@@ -218,8 +230,11 @@ def test_sleeping_thread_native_frames_in_wall_mode(interp, start_target, pybpfp
         assert frames[py[-1]].endswith(line), frames
         total += count
         after = frames[py[-1] + 1:]
-        if after and all(f.startswith("[native] ") for f in after) and \
-                re.search(r"nanosleep|select", after[-1]):
+        # The innermost named frame: a libc without symbols for its
+        # internal syscall helpers (Debian sid's) ends in a bare "libc.so.6".
+        named = [f for f in after if not re.match(r"\[native\] [^ ]+\.so[.0-9]*$", f)]
+        if after and all(f.startswith("[native] ") for f in after) and named and \
+                re.search(r"nanosleep|select", named[-1]):
             inside += count
     assert total >= 100, r.stdout[-3000:]
     assert inside >= total * 0.8, (inside, total, r.stdout[-3000:])

@@ -28,6 +28,21 @@ static void test_by_path(void)
 	CHECK_EQ_STR(format_name(format_by_path(".gz")), "collapsed");
 }
 
+/* An extension no format has: said, so that -o p.hmtl is not collapsed stacks under that name. */
+static void test_unknown_ext(void)
+{
+	static const char *known[] = { "p", "p.txt", "p.gz", "p.html.gz", "p.pb.gz", "-", "dir.d/p",
+				       "run.1", "p.2026-11-26", ".hidden", "p.", "./p", "a.b/c.gz" };
+	char ext[32];
+
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		CHECK(format_unknown_ext(known[i], ext, sizeof(ext)) == NULL);
+	CHECK(format_unknown_ext(NULL, ext, sizeof(ext)) == NULL);
+	CHECK_EQ_STR(format_unknown_ext("p.foo", ext, sizeof(ext)), ".foo");
+	CHECK_EQ_STR(format_unknown_ext("/tmp/x.y/p.hmtl.gz", ext, sizeof(ext)), ".hmtl");
+	CHECK_EQ_STR(format_unknown_ext("prof.out", ext, sizeof(ext)), ".out");
+}
+
 /* In place (a hard link): the file ends where the compressed bytes end, not the text. */
 static void test_gzip_in_place(void)
 {
@@ -69,6 +84,7 @@ static void test_gzip_in_place(void)
 int main(void)
 {
 	test_by_path();
+	test_unknown_ext();
 	test_gzip_in_place();
 	return unit_done("formats");
 }

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 #include <stddef.h>
 
 #include "core/errors.h"
@@ -26,8 +27,12 @@ static void test_good(void)
 	CHECK(e.offset == 0x28000);
 	CHECK_EQ_STR(e.perms, "r-xp");
 	CHECK(e.inode == 1319423);
+	CHECK(e.dev == makedev(0xfd, 0x01));     /* as stat's st_dev for that file */
 	CHECK_EQ_STR(e.path, "/usr/lib/x86_64-linux-gnu/libc.so.6");
 	CHECK(!e.deleted);
+	/* a major above 255 and a wide minor, as new_encode_dev spreads them */
+	CHECK_EQ_INT(parse("1000-2000 r--p 0 103:1a2b3 7 /x\n", &e), 0);
+	CHECK(major(e.dev) == 0x103 && minor(e.dev) == 0x1a2b3);
 
 	/* anonymous, new kernels: nothing after the inode */
 	CHECK_EQ_INT(parse("7f3a1c000000-7f3a1c021000 rw-p 00000000 00:00 0\n", &e), 0);

@@ -672,6 +672,8 @@ static void test_free_threaded(const uint8_t *b14, const uint8_t *bt, size_t len
 	CHECK_EQ_INT(v.gil_last_holder, 16);
 	CHECK_EQ_INT(v.gil_locked, 24);
 	CHECK_EQ_INT(v.gil_cond, PYVER_NOOFF);
+	/* --native-leaf's detached test: offsetof(PyThreadState, state), 44 on 3.14.7t's headers. */
+	CHECK_EQ_INT(v.ts_state, 44);
 	/*
 	 * A compact ASCII "abc" as the free-threaded build lays it out: state
 	 * at 48 with interned a whole byte (1), so kind 1 at bit 8, compact at

@@ -250,9 +250,20 @@ static void set_state(struct world *w, int i, bool oncpu, uint8_t reason, uint64
 	if (!st)
 		return;
 	st->oncpu = oncpu;
-	st->off_reason = oncpu ? PBP_OFF_NONE : reason;
+	st->off_reason = reason;
 	st->switches = switches;
-	st->last_switch_ns = last_switch_ns;
+	memset((void *)st->recent, 0, sizeof(st->recent));
+	/*
+	 * Switch number `switches` put it in this state at last_switch_ns; the
+	 * ones before it alternate, long before any tick (at 1 ns). A switch in
+	 * carries where it was until then, as the kernel's does: reason.
+	 */
+	for (uint64_t k = switches, j = 0; k >= 1 && j < PBP_SWITCH_RING; k--, j++) {
+		bool in = j % 2 ? !oncpu : oncpu;
+
+		st->recent[(k - 1) % PBP_SWITCH_RING] = (j ? 1 : last_switch_ns) << PBP_SWITCH_NS_SHIFT |
+			(in ? PBP_SWITCH_ONCPU : 0) | reason;
+	}
 }
 
 static void set_gil(int32_t locked, int holder)

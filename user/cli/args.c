@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "cli/args.h"
+#include "output/formats.h"
 #include "core/errors.h"
 #include "sample/target.h"
 
@@ -62,6 +63,15 @@ const char *output_path(struct argp_state *st, const char *arg)
 	if (!arg[0])
 		argp_error(st, "invalid -o '' (a file name, or - for stdout)");
 	return arg;
+}
+
+void output_format_check(struct argp_state *st, const char *path, bool format_given)
+{
+	char ext[32];
+
+	if (!format_given && format_unknown_ext(path, ext, sizeof(ext)))
+		argp_error(st, "-o %s: no format is written as '%s': name one with -f (collapsed, html, "
+			   "svg, speedscope, gecko, pprof or pstats)", path, ext);
 }
 
 const char *input_path(struct argp_state *st, const char *what, const char *arg)

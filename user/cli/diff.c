@@ -31,7 +31,7 @@ struct diff_args {
 
 static const struct argp_option diff_opts[] = {
 	{ "output", 'o', "FILE", 0, "Where to write (default: stdout)", 0 },
-	{ "format", 'f', "FORMAT", 0, "html or collapsed (default: from the -o extension, else collapsed)", 0 },
+	{ "format", 'f', "FORMAT", 0, "html or collapsed (default: from the -o extension; none: collapsed)", 0 },
 	{ "frequency", 'F', "HZ", 0, "Rate the profiles were taken at, for times in the page (default 99)", 0 },
 	{ "mode", 'm', "MODE", 0, "cpu, wall or gil: what the samples counted (default cpu)", 0 },
 	{ 0 },
@@ -66,6 +66,7 @@ static error_t diff_parse(int key, char *arg, struct argp_state *st)
 	case ARGP_KEY_END:
 		if (a->nin < 2)
 			argp_error(st, "diff needs two profiles: BEFORE and AFTER");
+		output_format_check(st, a->out, a->format != NULL);
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;

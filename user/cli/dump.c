@@ -97,6 +97,7 @@ static void print_frames(FILE *o, struct pyproc *p, const struct dump_thread *d,
 
 static void print_thread(FILE *o, struct pyproc *p, const struct dump_thread *d, bool json, bool first)
 {
+	/* The kernel's R in /proc: on a CPU, or ready and waiting for one; /proc does not tell which. */
 	bool oncpu = d->state == 'R';
 
 	if (json) {
@@ -131,7 +132,8 @@ static void print_thread(FILE *o, struct pyproc *p, const struct dump_thread *d,
 		fprintf(o, "(%d in its namespace) ", (int)d->t.ns_tid);
 	fputc('"', o);
 	text_put(o, d->name, TEXT_PLAIN);
-	fprintf(o, "\" (interpreter %lld, %s, %s)%s%s\n", (long long)d->t.interp_id, oncpu ? "on CPU" : "off CPU",
+	fprintf(o, "\" (interpreter %lld, %s, %s)%s%s\n", (long long)d->t.interp_id,
+		oncpu ? "running or runnable" : "off CPU",
 		p->v.free_threaded ? "free-threaded" : d->holds_gil ? "holds the GIL" : "no GIL",
 		d->err ? ": stack incomplete: " : d->torn ? ": stack not consistent: " : "",
 		d->err ? pbp_strerror(d->err) : d->torn ? TORN_TEXT : "");

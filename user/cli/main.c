@@ -149,8 +149,8 @@ static const struct argp_option convert_opts[] = {
 	{ "input", 'i', "FILE", 0, "Profile to read: collapsed stacks or pprof, gzipped or not (default: stdin)", 0 },
 	{ "output", 'o', "FILE", 0, "Where to write (default: stdout)", 0 },
 	{ "format", 'f', "FORMAT", 0,
-	  "collapsed, html, svg, speedscope, gecko, pprof or pstats (default: from the -o extension, "
-	  "else collapsed)", 0 },
+	  "collapsed, html, svg, speedscope, gecko, pprof or pstats (default: from the -o extension; none: "
+	  "collapsed; one no format has: exit 2)", 0 },
 	{ "frequency", 'F', "HZ", 0, "Rate the profile was taken at, for time units (default 99)", 0 },
 	{ "mode", 'm', "MODE", 0, "cpu, wall or gil: what the samples counted (default cpu)", 0 },
 	{ 0 },
@@ -174,6 +174,9 @@ static error_t convert_parse(int key, char *arg, struct argp_state *st)
 		break;
 	case ARGP_KEY_ARG:
 		argp_error(st, "unexpected argument '%s'", arg);
+		break;
+	case ARGP_KEY_END:
+		output_format_check(st, a->out, a->format != NULL);
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;

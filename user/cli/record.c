@@ -69,8 +69,8 @@ static const struct argp_option opts[] = {
 	{ NULL, 0, NULL, 0, "Output:", 3 },
 	{ "output", 'o', "FILE", 0, "Write the profile here (default: stdout)", 3 },
 	{ "format", 'f', "FORMAT", 0,
-	  "collapsed, html, svg, speedscope, gecko, pprof or pstats (default: from the -o extension, "
-	  "else collapsed)", 3 },
+	  "collapsed, html, svg, speedscope, gecko, pprof or pstats (default: from the -o extension; none: "
+	  "collapsed; one no format has: exit 2)", 3 },
 	{ "threads", 't', NULL, 0, "Add a root frame per thread: 'thread TID name'", 3 },
 	{ "status", OPT_STATUS, NULL, 0,
 	  "Add a leaf frame with the thread's status: [running], [native, no GIL], [runnable], "
@@ -133,6 +133,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *st)
 		return ARGP_ERR_UNKNOWN;
 	case ARGP_KEY_END:
 		runopts_end_targets(st, r);
+		output_format_check(st, r->outpath, r->format >= 0);
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -145,11 +146,14 @@ static const char doc[] =
 	"without stopping them.\n\n"
 	"The format follows the -o extension: .txt/.collapsed (collapsed stacks), .html "
 	"(interactive flame graph), .svg, .json (speedscope), .pb.gz/.pprof (pprof), .pstats; "
-	"any of them + .gz: gzipped (.gz alone: collapsed).\n\n"
+	"any of them + .gz: gzipped (.gz alone: collapsed); no extension: collapsed, "
+	"one no format has: exit 2 (name the format with -f).\n\n"
 	"Subcommands: 'pybpfprof top -p PID' shows where the time goes, live; "
 	"'pybpfprof dump -p PID' prints every thread's stack once; "
-	"'pybpfprof convert' turns collapsed stacks into another format. "
-	"See 'pybpfprof top --help', 'pybpfprof dump --help', 'pybpfprof convert --help' and man pybpfprof."
+	"'pybpfprof convert' turns collapsed stacks into another format; "
+	"'pybpfprof diff BEFORE AFTER' compares two profiles; "
+	"'pybpfprof agent' profiles the host continuously and serves the profiles. "
+	"See 'pybpfprof top --help', 'pybpfprof dump --help', 'pybpfprof convert --help', 'pybpfprof diff --help', 'pybpfprof agent --help' and man pybpfprof."
 	"\vExamples:\n"
 	"  sudo pybpfprof -p 1234 -d 10 -o profile.html\n"
 	"  sudo pybpfprof -p 1234 -F 99 -d 10 -o profile.txt\n"
@@ -485,7 +489,12 @@ void run_loop(struct record *r)
 	add_timers(r, tty);
 	stagecpu_thread(STAGE_OTHER);
 	loop_run(&r->loop);
-	/* Samples still in the ring buffer belong to the run. */
+	/*
+	 * Samples still in the ring buffer belong to the run; no more come once
+	 * the interrupts stop. Before, at 10 kHz the last drain ended while
+	 * samples still came, and those were said "not kept (out of memory)".
+	 */
+	sampler_pause(r->c.smp);
 	while (sampler_drain(r->c.smp) > 0)
 		;
 	r->end_ns = mono_ns();

@@ -94,6 +94,7 @@ void stats_json_collector(struct jsonw *w, const struct collector *c)
 	jw_u64(w, "from_switch", c->from_switch);
 	jw_u64(w, "read_now", c->read_now);
 	jw_u64(w, "late_switches", c->late_switches);
+	jw_u64(w, "states_guessed", c->states_guessed);
 	jw_end_obj(w);
 	/* Only asked for, as the native keys below: the default key set stays as it was. */
 	if (c->o.async) {

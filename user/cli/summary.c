@@ -269,10 +269,12 @@ static void print_stats(struct record *r)
 	if (c->o.mode != MODE_CPU)
 		fprintf(stderr, "  tick stacks   %llu reused (thread had not run), %llu from the kernel "
 			"(on CPU), %llu taken by the kernel as the thread left the CPU, %llu read at "
-			"the tick; %llu switches after the tick instant\n",
+			"the tick; %llu switches after the tick instant, %llu states older than the "
+			"kernel's record of %d switches (guessed)\n",
 			(unsigned long long)c->reused, (unsigned long long)c->from_kernel,
 			(unsigned long long)c->from_switch, (unsigned long long)c->read_now,
-			(unsigned long long)c->late_switches);
+			(unsigned long long)c->late_switches, (unsigned long long)c->states_guessed,
+			PBP_SWITCH_RING);
 	if (c->o.async)
 		fprintf(stderr, "  asyncio       %llu samples under a task, %llu whose task was not on "
 			"their stack; %llu task lists read (%.3f s), %llu bounded failures in them\n",

@@ -126,6 +126,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *st)
 		return ARGP_ERR_UNKNOWN;
 	case ARGP_KEY_END:
 		runopts_end_targets(st, r);
+		output_format_check(st, r->outpath, r->format >= 0);
 		if (r->format >= 0 && !r->outpath)
 			argp_error(st, "-f goes with -o (top writes no profile on stdout)");
 		r->no_output = !r->outpath;

@@ -140,7 +140,7 @@ static const struct name_facts names_314t = {
  * build writes 0 there. gil_enabled is relative to the GIL struct, unlike
  * locked and holder, which are relative to the interpreter.
  */
-enum tfield { T_FR_TLBC_INDEX, T_CO_TLBC, T_IS_GIL_ENABLED, T__COUNT };
+enum tfield { T_FR_TLBC_INDEX, T_CO_TLBC, T_IS_GIL_ENABLED, T_TS_STATUS, T__COUNT };
 
 /* One version's _Py_DebugOffsets, plus the facts its table leaves out. */
 struct dlayout {
@@ -278,6 +278,7 @@ static const struct dlayout layout_314 = {
 		[T_FR_TLBC_INDEX] = { S_FRAME, 7, 4 },
 		[T_CO_TLBC] = { S_CODE, 10, 8 },
 		[T_IS_GIL_ENABLED] = { S_INTERP, 11, 4 },
+		[T_TS_STATUS] = { S_THREAD, 8, 4 },
 	},
 	.ft_known = true,
 	.names = &names_313,
@@ -544,7 +545,13 @@ static int debug_ft(const uint8_t *blob, const struct dlayout *l, struct pyver *
 	v->fr_tlbc_index = (uint32_t)dword(blob, l, t[T_FR_TLBC_INDEX].sec, t[T_FR_TLBC_INDEX].word);
 	v->code_tlbc = (uint32_t)dword(blob, l, t[T_CO_TLBC].sec, t[T_CO_TLBC].word);
 	v->gil_enabled = (uint32_t)dword(blob, l, t[T_IS_GIL_ENABLED].sec, t[T_IS_GIL_ENABLED].word);
-	if (!v->fr_tlbc_index || !v->code_tlbc || gil + v->gil_enabled + 4 > v->is_size)
+	/*
+	 * cpython/pystate.h (3.14): the 4-byte _status bitfield, then int
+	 * holds_gil, int _whence, int state. The table names _status only.
+	 */
+	v->ts_state = (uint32_t)dword(blob, l, t[T_TS_STATUS].sec, t[T_TS_STATUS].word) + 12;
+	if (!v->fr_tlbc_index || !v->code_tlbc || gil + v->gil_enabled + 4 > v->is_size ||
+	    v->ts_state + 4 > v->ts_size)
 		return -PBP_E_VERSION;
 	v->free_threaded = true;
 	/* cpython/unicodeobject.h: interned is a whole unsigned char there, not 2 bits. */

@@ -165,7 +165,9 @@ static int find_runtime(struct pyproc *p, struct elf_info *ei, uint64_t *bias)
 		err = -PBP_E_NOTPY;
 	for (int named = 1; err == -PBP_E_NOTPY && named >= 0; named--)
 		for (size_t i = 0; err == -PBP_E_NOTPY && i < n; i++)
-			if (looks_like_python(files[i].path) == named && try_file(p, &files[i], ei, bias) == 0)
+			if (looks_like_python(files[i].path) == named &&
+			    !(!named && elfcache_not_python(files[i].dev, files[i].inode)) &&
+			    try_file(p, &files[i], ei, bias) == 0)
 				err = 0;
 	if (err == -PBP_E_NOTPY && no_fd_left(f))
 		err = -PBP_E_MFILE;

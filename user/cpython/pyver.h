@@ -46,6 +46,7 @@ struct pyver {
 	uint32_t fr_tlbc_index;     /* int32_t _PyInterpreterFrame.tlbc_index */
 	uint32_t code_tlbc;         /* _PyCodeArray *PyCodeObject.co_tlbc */
 	uint32_t gil_enabled;       /* int enabled, relative to the GIL struct: 0 = no GIL */
+	uint32_t ts_state;          /* int PyThreadState.state: 1 attached, 0 detached */
 
 	/* frame walking: the kernel's subset */
 	struct pbp_offsets k;

@@ -80,6 +80,14 @@ int elfcache_find_python(const char *path, const struct stat *st, struct elf_inf
 	return e->python_rc;
 }
 
+bool elfcache_not_python(uint64_t dev, uint64_t ino)
+{
+	for (unsigned i = 0; i < ELFCACHE_SLOTS; i++)
+		if (slots[i].used && slots[i].id.ino == ino && slots[i].id.dev == dev)
+			return slots[i].have_python && slots[i].python_rc != 0;
+	return false;
+}
+
 int elfcache_version_string(const char *path, char *out, size_t outlen)
 {
 	struct entry *e = entry_for(path, NULL);

@@ -8,7 +8,9 @@
 #ifndef PBP_PROC_ELFCACHE_H
 #define PBP_PROC_ELFCACHE_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/stat.h>
 
 #include "proc/elf.h"
@@ -19,5 +21,13 @@
  */
 int elfcache_find_python(const char *path, const struct stat *st, struct elf_info *out);
 int elfcache_version_string(const char *path, char *out, size_t outlen);
+/*
+ * True when the file of device dev and inode ino (a maps line's) was looked
+ * at and holds no Python runtime: a program exec'd again and again on a
+ * host (sh, grep, a compiler) has its libraries skipped without a stat
+ * each. A file of that device and inode replaced since is not told apart,
+ * so only files not named python may be skipped so.
+ */
+bool elfcache_not_python(uint64_t dev, uint64_t ino);
 
 #endif /* PBP_PROC_ELFCACHE_H */

@@ -17,6 +17,7 @@
  * parsed by hand: no sscanf, so no silent overflow and no %s buffer risk.
  */
 #include <string.h>
+#include <sys/sysmacros.h>
 #include <stdint.h>
 #include <stddef.h>
 
@@ -83,7 +84,7 @@ int maps_parse_line(const char *line, struct map_entry *e)
 	const size_t slen = sizeof(suffix) - 1;
 	struct map_entry t;
 	const char *p = line, *path, *nl;
-	uint64_t dev;
+	uint64_t major = 0, minor = 0;
 	size_t len;
 
 	if (!line || !e)
@@ -108,11 +109,12 @@ int maps_parse_line(const char *line, struct map_entry *e)
 	if (p)
 		p = parse_hex(p, UINT64_MAX, &t.offset);
 	p = expect(p, ' ');
-	if (p)      /* dev major:minor, not kept */
-		p = parse_hex(p, UINT32_MAX, &dev);
+	if (p)      /* dev major:minor */
+		p = parse_hex(p, UINT32_MAX, &major);
 	p = expect(p, ':');
 	if (p)
-		p = parse_hex(p, UINT32_MAX, &dev);
+		p = parse_hex(p, UINT32_MAX, &minor);
+	t.dev = makedev((unsigned)major, (unsigned)minor);
 	p = expect(p, ' ');
 	if (p)
 		p = parse_dec(p, &t.inode);

@@ -10,6 +10,7 @@
 struct map_entry {
 	uint64_t start, end, offset;
 	char perms[5];
+	uint64_t dev;           /* makedev(major, minor) of the file's device: stat's st_dev */
 	uint64_t inode;
 	char path[512];         /* as written in maps; may be empty */
 	bool deleted;           /* path ends in " (deleted)" (kept in path as written) */

@@ -27,9 +27,13 @@ void target_native_leaf(struct collector *c, struct target *t, const struct pbp_
 
 	if (c->o.native && (ks->flags & PBP_F_USTACK) && *n > 0 && native_whole(c, t, ks, locs, n, max))
 		return;
-	/* Only a GIL known to be free says the thread is outside the interpreter. */
+	/*
+	 * Only a GIL known to be free says the thread is outside the
+	 * interpreter; on a free-threaded build, its detached thread state.
+	 */
 	if (!c->o.native_leaf || !(ks->flags & PBP_F_REGS) || *n == 0 || *n >= max ||
-	    (ks->flags & (PBP_F_GIL_KNOWN | PBP_F_HOLDS_GIL)) != PBP_F_GIL_KNOWN)
+	    ((ks->flags & (PBP_F_GIL_KNOWN | PBP_F_HOLDS_GIL)) != PBP_F_GIL_KNOWN &&
+	     !(ks->flags & PBP_F_DETACHED)))
 		return;
 	if (!c->natsym && !(c->natsym = natsym_new()))
 		return;

@@ -553,6 +553,13 @@ fail:
 	return err;
 }
 
+void sampler_pause(struct sampler *s)
+{
+	for (int i = 0; i < s->ncpus; i++)
+		if (s->pfds[i] >= 0)
+			ioctl(s->pfds[i], PERF_EVENT_IOC_DISABLE, 0);
+}
+
 void sampler_close(struct sampler *s)
 {
 	if (!s)

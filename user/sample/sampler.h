@@ -47,6 +47,12 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o);
 void sampler_limit(struct sampler *s, struct sampler_limit *out);
 /* Interrupts per second per CPU since sampling started; the program's share of each CPU. */
 void sampler_achieved(struct sampler *s, double *per_cpu_hz, double *prog_share);
+/*
+ * Stop the sampling interrupts (the scheduler's programs go on): at the
+ * end of a run, so that a drain then takes every sample the kernel
+ * delivered and the counts add up.
+ */
+void sampler_pause(struct sampler *s);
 void sampler_close(struct sampler *s);
 void sampler_verbose(bool on);
 void sampler_del_proc(struct sampler *s, pid_t pid);

@@ -38,6 +38,7 @@
 #include "proc/remote.h"
 #include "sample/asyncidle.h"
 #include "sample/sampler.h"
+#include "sample/switches.h"
 #include "symbol/symbolize.h"
 
 #define RESCAN_NS (20 * 1000000ull)     /* least time between two thread-list reads */
@@ -54,6 +55,14 @@
 #define MAX_LOCS PBP_MAX_LOCS
 /* A thread adopted (names_late) is named this late, by a list read at most one a GAP. */
 #define ADOPTED_NAMES_NS (100 * 1000000ull)
+/*
+ * A thread whose name was not there when the names were read (registered in
+ * threading's table just after, or named later): read again after 0.1,
+ * 0.4, 1.6 and 6.4 s, not after NAMES_EVERY_NS, so that a thread is not one
+ * root under its comm for 30 s and another under its name after.
+ */
+#define UNNAMED_TRIES 4
+#define UNNAMED_FIRST_NS (100 * 1000000ull)
 #define ADOPTED_GAP_NS 1000000000ull
 #define EMPTY_RESCAN_NS 1000000ull         /* a new process's first thread state: looked for */
 #define EMPTY_FOR_NS (2 * 1000000000ull)   /* ... this often, for this long */
@@ -204,6 +213,26 @@ static char (*read_names(struct collector *c, struct target *t, size_t n, bool f
 	return names;
 }
 
+/* Some thread of the list had no name: read them again soon (UNNAMED_TRIES). */
+static void names_again(struct target *t, const struct pythread *list, char (*names)[PBP_NAME_LEN],
+			size_t n, uint64_t h, uint64_t now)
+{
+	bool unnamed = false;
+
+	/* The main thread is MainThread before threading names it. */
+	for (size_t i = 0; i < n && !unnamed; i++)
+		unnamed = list[i].tid && list[i].tid != t->pid && !names[i][0];
+	if (h != t->unnamed_hash) {
+		t->unnamed_hash = h;
+		t->unnamed_tries = 0;
+	}
+	if (!unnamed || t->unnamed_tries >= UNNAMED_TRIES)
+		return;
+	t->names_due = true;
+	come_back(t, now + (UNNAMED_FIRST_NS << (2 * t->unnamed_tries)));
+	t->unnamed_tries++;
+}
+
 /*
  * Reading the names walks the threading module's dict: most of a rescan's
  * reads. A list with the same threads at the same states is taken as
@@ -254,6 +283,8 @@ void target_rescan(struct collector *c, struct target *t, bool full)
 	for (size_t i = 0; i < n; i++)
 		if (c->list[i].tid)
 			register_thread(c, t, &c->list[i], names ? names[i] : NULL, names != NULL);
+	if (names)
+		names_again(t, c->list, names, n, h, now);
 	free(names);
 	tc_sweep(c, t);
 out:
@@ -303,6 +334,8 @@ static int tell_kernel(struct collector *c, struct target *t)
 {
 	struct pbp_proc kp = { .off = t->p->v.k };
 
+	if (c->o.native_leaf && t->p->v.free_threaded && t->p->v.ts_state <= UINT16_MAX)
+		kp.off.ts_attached = (uint16_t)t->p->v.ts_state;
 	gil_addrs(t, &kp);
 	thread_list_addrs(t, &kp);
 	return c->ops->add_proc(c->smp, t->pid, &kp) != 0 ? -PBP_E_BPF : 0;
@@ -343,6 +376,18 @@ int target_init(struct collector *c, struct target *t)
 	if (tell_kernel(c, t) != 0)
 		return -PBP_E_BPF;
 	t->alive = true;
+	/*
+	 * A whole host in cpu mode, a target's child just forked: most exec at
+	 * once (subprocess, shells), and its threads' states are found by the
+	 * kernel at their first samples (adopt_thread). Its list and names
+	 * are read a little later, if it has not become another program by
+	 * then: read at once, they were a third of the agent's CPU on a host
+	 * whose Python processes start others.
+	 */
+	if (c->o.names_late && t->p->origin) {
+		t->rescan_later = t->init_ns + ADOPTED_NAMES_NS;
+		return 0;
+	}
 	target_rescan(c, t, true);
 	/* The scratch holds this target's list now (its first entry zeroed when none was read). */
 	if (c->o.async && c->list && c->list[0].tstate)
@@ -540,20 +585,18 @@ void target_on_sample(struct collector *c, struct target *t, const struct pbp_sa
  * and with 2,000 threads the loop locked into reading them all (1.4 GB in
  * 5 s, 85% of ticks dropped) where another run read nothing.
  */
-static bool off_cpu_stack_holds(const struct tcache *e, const struct pbp_tstate *st, bool late)
+static bool off_cpu_stack_holds(const struct tcache *e, const struct sched_at *st)
 {
-	bool oncpu_now = late ? !st->oncpu : st->oncpu;     /* state_at flipped it */
-
 	if (!e->have || !e->read_off_cpu)
 		return false;
-	if (!oncpu_now && e->switches == st->switches)
+	if (!st->oncpu_now && e->switches == st->switches)
 		return true;
-	return !st->oncpu && late && st->switches == e->switches + 1;
+	return !st->oncpu && !st->guessed && st->switches - st->after == e->switches;
 }
 
 /* The thread's stack at this tick, by the cheapest exact means. */
 static int tick_stack(struct collector *c, struct target *t, struct tcache *e,
-		      const struct pbp_tstate *st, bool late, uint64_t now_kns)
+		      const struct sched_at *st, uint64_t now_kns)
 {
 	uint64_t fresh = 2 * 1000000000ull / c->o.hz;
 	uint32_t n = 0;
@@ -563,7 +606,7 @@ static int tick_stack(struct collector *c, struct target *t, struct tcache *e,
 		c->from_kernel++;
 		return 0;
 	}
-	if (off_cpu_stack_holds(e, st, late)) {
+	if (off_cpu_stack_holds(e, st)) {
 		if (e->switch_snap)
 			c->from_switch++;
 		else
@@ -581,35 +624,27 @@ static int tick_stack(struct collector *c, struct target *t, struct tcache *e,
 	err = keep_stack(e, c->locs, n);
 	e->kernel_ns = 0;
 	e->switch_snap = false;
-	e->read_off_cpu = !st->oncpu;
+	e->read_off_cpu = !st->oncpu_now;
 	e->switches = st->switches;
 	return err;
 }
 
 /*
  * The thread's state at the tick instant, not at the (later) moment we look:
- * waking up to look can itself preempt the thread. A switch after the
- * instant means it was in the other state then; off_reason still tells
- * why it was off CPU before a switch in.
+ * waking up to look can itself preempt the thread (switches.c).
  */
-static bool state_at(struct collector *c, const struct tcache *e, uint64_t instant,
-		     struct pbp_tstate *st)
+static void state_at(struct collector *c, const struct tcache *e, uint64_t instant,
+		     struct sched_at *st)
 {
 	const volatile struct pbp_tstate *v = c->ops->tstate(c->smp, e->slot);
 
-	memset(st, 0, sizeof(*st));
-	if (!v)
-		return false;
-	st->switches = v->switches;
-	st->oncpu = v->oncpu;
-	st->off_reason = v->off_reason;
-	st->last_switch_ns = v->last_switch_ns;
-	if (st->last_switch_ns > instant && st->switches) {
-		st->oncpu = !st->oncpu;
-		c->late_switches++;
-		return true;
+	if (!v) {
+		*st = (struct sched_at){ 0 };
+		return;
 	}
-	return false;
+	sched_state_at(v, instant, st);
+	c->late_switches += st->after;
+	c->states_guessed += st->guessed;
 }
 
 /* wall --async: the thread's waiting tasks too, under its root frames (asyncidle.c). */
@@ -631,20 +666,21 @@ static void tick_tasks(struct collector *c, struct target *t, struct tcache *e, 
 			(uint32_t)proc + c->o.per_thread }, &c->async);
 }
 
-/* Whether the thread held the GIL at the tick. */
+/* Whether the thread held the GIL at the tick; *waits whether it waited for it. */
 static bool tick_thread(struct collector *c, struct target *t, struct tcache *e,
-			const struct gilstate *g, uint64_t instant)
+			const struct gilstate *g, uint64_t instant, bool *waits)
 {
-	struct pbp_tstate st;
+	struct sched_at st;
 	uint32_t status;
-	bool late, holds;
+	bool holds;
 
-	late = state_at(c, e, instant, &st);
+	state_at(c, e, instant, &st);
+	*waits = !st.oncpu && st.off_reason == PBP_OFF_GIL;
 	holds = pygil_holds(g, e->tstate, st.oncpu || st.off_reason == PBP_OFF_RUNNABLE);
 	if (c->o.mode == MODE_GIL && !holds)
 		return holds;
 	status = status_classify(st.oncpu, st.off_reason, g->known, holds);
-	if (tick_stack(c, t, e, &st, late, instant) != 0) {
+	if (tick_stack(c, t, e, &st, instant) != 0) {
 		e->status[status]++;
 		return holds;
 	}
@@ -668,14 +704,12 @@ void target_tick(struct collector *c, struct target *t, uint64_t instant)
 		pygil_state(t->p, t->gil_addr, &g);
 	for (uint32_t i = 0; i < t->tc_cap; i++) {
 		struct tcache *e = &t->tc[i];
-		const volatile struct pbp_tstate *st;
+		bool waits;
 
 		if (!e->tid)
 			continue;
-		st = c->ops->tstate(c->smp, e->slot);
-		if (st && !st->oncpu && st->off_reason == PBP_OFF_GIL)
-			contended = true;
-		held |= tick_thread(c, t, e, &g, instant);
+		held |= tick_thread(c, t, e, &g, instant, &waits);
+		contended |= waits;
 	}
 	t->gil_ticks++;
 	/* Not created yet (3.6): held while its one thread runs, as pygil_holds says. */
@@ -746,44 +780,4 @@ static void window_catch_up(struct collector *c, struct target *t)
 	t->proc_loc = -1;
 	async_idle_new_window(t->aio);
 	apply_labels(c, t);
-}
-
-/* ------------------------------------------------------------ summary */
-
-void target_print_threads(const struct collector *c, const struct target *t, FILE *o)
-{
-	(void)c;
-	fprintf(o, "pybpfprof: pid %d", (int)t->pid);
-	if (t->p && t->p->tids)
-		fprintf(o, " (%d in its namespace)", (int)t->p->ns_pid);
-	fprintf(o, " (Python %s)", t->p ? t->p->version : "?");
-	/* No GIL read (a free-threaded build has none to read): no figures, not zeros. */
-	if (t->gil_ticks && t->gil_addr)
-		fprintf(o, ": GIL held %.1f%%, contended %.1f%% of %llu ticks",
-			100.0 * (double)t->gil_held / (double)t->gil_ticks,
-			100.0 * (double)t->gil_contended / (double)t->gil_ticks,
-			(unsigned long long)t->gil_ticks);
-	fputc('\n', o);
-	for (uint32_t i = 0; i < t->tc_cap; i++) {
-		const struct tcache *e = &t->tc[i];
-		char name[4 * sizeof(e->name)];     /* every byte an escape at worst */
-		uint64_t total = 0;
-
-		if (!e->tid)
-			continue;
-		for (int s = 0; s < ST__COUNT; s++)
-			total += e->status[s];
-		if (!total)
-			continue;
-		text_escape(name, sizeof(name), e->name, TEXT_PLAIN);
-		fprintf(o, "  thread %-7d ", (int)e->tid);
-		if (e->ns_tid)
-			fprintf(o, "(%d in its namespace) ", (int)e->ns_tid);
-		fprintf(o, "%-16s %7llu samples:", name, (unsigned long long)total);
-		for (int s = 0; s < ST__COUNT; s++)
-			if (e->status[s])
-				fprintf(o, " %s %.1f%%", status_label((uint32_t)s),
-					100.0 * (double)e->status[s] / (double)total);
-		fputc('\n', o);
-	}
 }

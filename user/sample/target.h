@@ -73,7 +73,8 @@ struct collector {
 	uint64_t from_switch;   /* wall/gil: stack the kernel took as the thread left the CPU */
 	uint64_t from_kernel;   /* wall/gil: on-CPU thread, stack from its last kernel sample */
 	uint64_t read_now;      /* wall/gil: stack read from the target at the tick */
-	uint64_t late_switches; /* wall/gil: a switch between the tick instant and the look */
+	uint64_t late_switches; /* wall/gil: switches between the tick instant and the look */
+	uint64_t states_guessed; /* of threads with more of them than the kernel records */
 	uint64_t rescans, rescan_ns;    /* thread-list reads, and the time they took */
 	struct pythread *list;  /* scratch for pythreads_read, every target's: made at the first */
 	uint64_t reads_gone;    /* reads of the memory of targets since freed (target_fini) */
@@ -99,6 +100,8 @@ struct target {
 	uint64_t init_ns;       /* when target_init registered it */
 	uint64_t list_hash;     /* of the thread list last registered */
 	uint64_t names_ns;      /* when the threads' Python names were last read */
+	uint64_t unnamed_hash;  /* the list whose threads had no name yet, read again (below) */
+	uint32_t unnamed_tries; /* reads of its names since: 4 at most, further and further apart */
 	uint64_t rescan_soon, rescan_later; /* a thread started: read the list then (0: no) */
 	uint64_t gil_addr;      /* the main interpreter's GIL struct, 0 if unknown */
 	struct tcache *tc;      /* open addressing by tid */

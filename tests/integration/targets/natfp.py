@@ -17,7 +17,10 @@ def build():
     out_dir = os.path.dirname(os.environ["PBP_READY"])
     so = os.path.join(out_dir, "pbpfp" + sysconfig.get_config_var("EXT_SUFFIX"))
     subprocess.check_call(["gcc", "-shared", "-fPIC", "-O2", "-fno-omit-frame-pointer", "-g",
-                           "-I", sysconfig.get_paths()["include"], src, "-o", so])
+                           "-I", sysconfig.get_paths()["include"],
+                           # an interpreter run from its build tree (3.14t) keeps pyconfig.h there
+                           "-I", os.path.dirname(sysconfig.get_config_h_filename()),
+                           src, "-o", so])
     sys.path.insert(0, out_dir)
 
 

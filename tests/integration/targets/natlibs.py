@@ -1,11 +1,13 @@
 """A target whose time is in shared libraries' C code, each called from its
 own Python line: digest() hashes a 4 MB buffer with hashlib.sha256 (OpenSSL's
-libcrypto), squeeze() compresses an eighth of it with zlib (libz); both
+libcrypto; an interpreter built without OpenSSL, as our 3.14t, uses its own
+_sha2 module, HACL* code), squeeze() compresses an eighth of it with zlib (libz); both
 release the GIL for a buffer that large. When numpy can be imported (Debian's python3-numpy
 on /usr/bin/python3) a second thread multiplies two 300x300 matrices
 (BLAS's dgemm, one BLAS thread).
 
-Writes $PBP_READY: {"pid", "version", "numpy"} once both run. Runs until
+Writes $PBP_READY: {"pid", "version", "numpy", "sha256": the module whose
+C code hashes, "_hashlib" (OpenSSL) or "_sha2"} once both run. Runs until
 killed. Works on Python 3.6+."""
 
 import hashlib
@@ -51,7 +53,7 @@ def main():
     ready = os.environ["PBP_READY"]
     with open(ready + ".tmp", "w") as f:
         json.dump({"pid": os.getpid(), "version": "%d.%d" % sys.version_info[:2],
-                   "numpy": numpy is not None}, f)
+                   "numpy": numpy is not None, "sha256": hashlib.sha256.__module__}, f)
     os.rename(ready + ".tmp", ready)
     part = data[:len(data) // 8]  # about as long to compress as data to hash
     while True:

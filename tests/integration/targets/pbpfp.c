@@ -56,5 +56,12 @@ static struct PyModuleDef module = { PyModuleDef_HEAD_INIT, "pbpfp", NULL, -1, m
 
 PyMODINIT_FUNC PyInit_pbpfp(void)
 {
-	return PyModule_Create(&module);
+	PyObject *m = PyModule_Create(&module);
+
+#ifdef Py_GIL_DISABLED
+	/* Safe without a GIL: else importing it turns a free-threaded 3.14t's GIL on. */
+	if (m)
+		PyUnstable_Module_SetGIL(m, Py_MOD_GIL_NOT_USED);
+#endif
+	return m;
 }

@@ -45,5 +45,12 @@ static struct PyModuleDef module = { PyModuleDef_HEAD_INIT, "pbpnat", NULL, -1, 
 
 PyMODINIT_FUNC PyInit_pbpnat(void)
 {
-	return PyModule_Create(&module);
+	PyObject *m = PyModule_Create(&module);
+
+#ifdef Py_GIL_DISABLED
+	/* Safe without a GIL: else importing it turns a free-threaded 3.14t's GIL on. */
+	if (m)
+		PyUnstable_Module_SetGIL(m, Py_MOD_GIL_NOT_USED);
+#endif
+	return m;
 }

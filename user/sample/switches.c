@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Where a thread was at a tick instant. The loop looks some time after the
+ * instant (it has to be woken, and on a loaded machine waits for a CPU), and
+ * in that time a thread contending for a CPU can switch in and out several
+ * times: flipping its present state once per late tick reads 50 % for every
+ * such thread, whatever it really had. The kernel keeps its last
+ * PBP_SWITCH_RING switches with their instants (bpf/sched.bpf.h) instead.
+ */
+#include <stdatomic.h>
+
+#include "sample/switches.h"
+
+/* Copies of the record that may be torn by a switch during the copy: retried. */
+#define COPY_TRIES 4
+
+static uint64_t entry_ns(uint64_t e)
+{
+	return e >> PBP_SWITCH_NS_SHIFT;
+}
+
+void sched_state_at(const volatile struct pbp_tstate *v, uint64_t instant, struct sched_at *out)
+{
+	uint64_t ring[PBP_SWITCH_RING], s = 0, e;
+	uint32_t n, k;
+	bool oncpu = false;
+	uint8_t reason = 0;
+
+	for (int i = 0; i < COPY_TRIES; i++) {
+		s = v->switches;
+		atomic_thread_fence(memory_order_acquire);
+		for (k = 0; k < PBP_SWITCH_RING; k++)
+			ring[k] = v->recent[k];
+		oncpu = v->oncpu;
+		reason = v->off_reason;
+		atomic_thread_fence(memory_order_acquire);
+		if (v->switches == s)
+			break;
+	}
+	*out = (struct sched_at){ .switches = s, .oncpu = oncpu, .oncpu_now = oncpu,
+				  .off_reason = oncpu ? PBP_OFF_NONE : reason };
+	if (s == 0)
+		return;         /* never switched: as /proc said when it was seen first */
+	n = s < PBP_SWITCH_RING ? (uint32_t)s : PBP_SWITCH_RING;
+	out->oncpu_now = ring[(s - 1) % PBP_SWITCH_RING] & PBP_SWITCH_ONCPU;
+	for (k = 0; k < n; k++) {
+		e = ring[(s - 1 - k) % PBP_SWITCH_RING];
+		if (entry_ns(e) <= instant) {
+			out->after = k;
+			out->oncpu = e & PBP_SWITCH_ONCPU;
+			out->off_reason = out->oncpu ? PBP_OFF_NONE : (uint8_t)(e & PBP_SWITCH_REASON);
+			return;
+		}
+	}
+	/*
+	 * Every recorded switch came after the instant: it was in the state the
+	 * oldest one left, and a switch in says where it had been off CPU.
+	 */
+	e = ring[(s - n) % PBP_SWITCH_RING];
+	out->after = n;
+	out->oncpu = !(e & PBP_SWITCH_ONCPU);
+	out->off_reason = out->oncpu ? PBP_OFF_NONE : (uint8_t)(e & PBP_SWITCH_REASON);
+	out->guessed = s > PBP_SWITCH_RING;
+}
