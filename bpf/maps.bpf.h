@@ -87,6 +87,44 @@ struct {
 	__type(value, struct spanbuf);
 } spanbufs SEC(".maps");
 
+/*
+ * 3.14+: code objects already read, per CPU, direct-mapped by address: a
+ * slot holds one code object's identity fields, keyed by the process's
+ * registration (tgid, epoch), the thread's interpreter, its address, and
+ * the interpreter's count of freed code objects when it was read. A slot
+ * another object took is a miss, not a wrong answer.
+ */
+#define CODE_SLOTS 4096
+
+struct code_slot {
+	__u64 code, interp, gen;
+	__u32 tgid, epoch;
+	__u32 firstlineno, name_lo;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CODE_SLOTS);
+	__type(key, __u32);
+	__type(value, struct code_slot);
+} codecache SEC(".maps");
+
+/*
+ * Per-CPU landing space for a window of a thread's data stack (3.11+):
+ * frames found inside are read from here. The slack past PBP_BULK_MAX lets
+ * a masked offset plus a u64 load stay in bounds for the verifier.
+ */
+struct bulkbuf {
+	__u8 data[PBP_BULK_MAX + 8];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SCRATCH_SLOTS);
+	__type(key, __u32);
+	__type(value, struct bulkbuf);
+} bulkbufs SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, PBP_STAT__COUNT);

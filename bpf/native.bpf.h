@@ -53,8 +53,8 @@ static __always_inline void kernel_stack(struct pbp_sample *s, void *ctx)
 /*
  * Where the thread was in its own code: the perf event's registers when it
  * interrupted user mode, else (in a syscall, a fault) the user registers
- * the kernel saved on entry. A few loads: every sample has them, for the
- * innermost native frame user space names.
+ * the kernel saved on entry. A few loads, for the innermost native frame
+ * user space names: only when asked (want_regs: --native, --native-leaf).
  */
 static __always_inline void saved_regs(struct pbp_sample *s)
 {
@@ -77,9 +77,12 @@ static __always_inline void user_regs(struct pbp_sample *s, struct bpf_perf_even
 	if (!REGS_USER(r)) {
 		if (kernel_stacks)
 			kernel_stack(s, ctx);
-		saved_regs(s);
+		if (want_regs)
+			saved_regs(s);
 		return;
 	}
+	if (!want_regs)
+		return;
 	CTX_COPY(s, r);
 	if (s->ip)
 		s->flags |= PBP_F_REGS;

@@ -52,6 +52,12 @@ const volatile __u32 ustack_bytes = 0;
 const volatile bool entry_marks = false;
 /* --native=fp: the kernel's frame-pointer walk instead of the copy (ustack_bytes unused). */
 const volatile bool ustack_fp = false;
+/*
+ * --native, --native-leaf: each sample carries the thread's user registers
+ * (where it was in native code). Nothing else reads them, so without these
+ * a sample copies none.
+ */
+const volatile bool want_regs = false;
 
 /*
  * --kernel: a sample of a thread in the kernel (a system call, a fault),
@@ -138,7 +144,8 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	if (!b || !s)
 		return 0;
 	start_record(s, tgid, tid, now, 0, 0, 0);
-	user_regs(s, ctx);
+	if (want_regs || kernel_stacks)
+		user_regs(s, ctx);
 	t = bpf_map_lookup_elem(&threads, &tid);
 	if (t && t->tgid == tgid) {  /* a tid reused by another process is not this thread */
 		s->tstate = t->tstate;
@@ -150,7 +157,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		stat_inc(s->tstate ? PBP_STAT_TSTATE_FOUND : PBP_STAT_NO_TSTATE);
 	}
 	if (s->tstate)
-		fresh |= walk(s, &p->off, s->tstate, BUF_SAMPLE);
+		fresh |= walk(s, &p->off, p->epoch, s->tstate, BUF_SAMPLE);
 	read_gil(s, p);
 	if (s->flags & PBP_F_TRUNCATED)
 		stat_inc(PBP_STAT_TRUNCATED);

@@ -54,6 +54,19 @@ struct walk_ctx {
 	__u32 r_line, r_name;
 	bool fr_span, co_span;
 	__u32 buf;             /* BUF_SAMPLE or BUF_SWITCH */
+	/*
+	 * 3.11+: the used part [chunk, top) of the data-stack chunk the walk
+	 * is in, the thread state's first (top 0: none, or a copy of it
+	 * faulted), and the part of it in bulkbufs, [wlo, whi). Counts of frames taken from the copy
+	 * and read alone, and of copies.
+	 */
+	__u64 chunk, top, wlo, whi;
+	__u64 older, older_top;    /* the chunk before: 0 not read yet, 1 none */
+	__u32 nbulk, nread, ncopies;
+	/* 3.14+: the code-object cache's key parts (cache: on), and its hits and misses. */
+	__u64 interp, gen;
+	__u32 epoch, nhit, nmiss;
+	bool cache;
 	__u32 tgid;
 	__u64 coro;            /* coro_owner set: the outermost coroutine frame yet */
 	bool fresh;            /* a code object never seen before: wake user space */
@@ -105,6 +118,99 @@ static __always_inline int frame_by_span(struct walk_ctx *c, struct spanbuf *b,
 	return 0;
 }
 
+/*
+ * The chunk before the walk's one: its used part, [chunk, chunk + data +
+ * 8 * top), where a _PyStackChunk keeps top (in words) once a newer chunk
+ * is pushed. Two reads (the link, then the older chunk's header), once per
+ * chunk the walk enters: a deep stack spans a few chunks of 16 KiB or more.
+ */
+#define CHUNK_DATA 24           /* offsetof(_PyStackChunk, data): previous, size, top */
+
+static __always_inline void older_chunk(struct walk_ctx *c)
+{
+	__u64 prev = 0, hdr[3] = {};
+
+	c->older = 1;           /* none */
+	if (read_ptr(&prev, c->chunk) || !prev ||
+	    bpf_probe_read_user(hdr, sizeof(hdr), (const void *)prev))
+		return;
+	/* hdr: previous, size (bytes, the header's included), top (words of data used) */
+	if (hdr[1] > (1ull << 30) || hdr[2] > hdr[1] / 8 || CHUNK_DATA + hdr[2] * 8 > hdr[1])
+		return;
+	c->older = prev;
+	c->older_top = prev + CHUNK_DATA + hdr[2] * 8;
+}
+
+/* The span [lo, hi) lies in the walk's chunk, or in the one before it, which it then enters. */
+static __always_inline bool in_chunk(struct walk_ctx *c, __u64 lo, __u64 hi)
+{
+	if (lo >= c->chunk && hi <= c->top)
+		return true;
+	if (!c->older)
+		older_chunk(c);
+	if (c->older <= 1 || lo < c->older || hi > c->older_top)
+		return false;
+	c->chunk = c->older;
+	c->top = c->older_top;
+	c->older = 0;
+	return true;
+}
+
+/*
+ * A frame on the data stack, from the copy of a window of it: a window
+ * ends at the first frame outside the last one and reaches down at most
+ * BULK_WINDOW bytes, never below its chunk, whose words up to top have all
+ * been written (a copy does not fault on a page never touched). One copy
+ * per chunk usually holds every frame the walk takes. Returns 0, or <0
+ * when the frame is elsewhere (a generator's, a shim on the C stack) or
+ * the copy faulted: then it is read alone. A global function: the verifier
+ * checks it once, for any values, and not once per step with the window's
+ * every bound.
+ */
+#define BULK_WINDOW (PBP_BULK_MAX - 8)   /* what a mask by PBP_BULK_MAX - 1 leaves whole */
+
+__noinline int frame_by_bulk(struct walk_ctx *c, struct frame_fields *ff)
+{
+	__u64 lo, hi, start, len;
+	struct bulkbuf *b;
+	__u32 at;
+
+	if (!c || !ff || !c->top)
+		return -1;
+	lo = c->frame + c->o.fr_span_lo;
+	hi = lo + span_len(c->o.fr_span_len);
+	if (!in_chunk(c, lo, hi))
+		return -1;
+	b = bpf_map_lookup_elem(&bulkbufs, &c->buf);
+	if (!b)
+		return -1;
+	if (lo < c->wlo || hi > c->whi) {
+		start = hi - c->chunk > BULK_WINDOW ? hi - BULK_WINDOW : c->chunk;
+		len = hi - start;
+		c->ncopies++;
+		/* The mask changes nothing (len <= BULK_WINDOW): it bounds len for the verifier. */
+		if (bpf_probe_read_user(b->data, len & (PBP_BULK_MAX - 1), (const void *)start)) {
+			c->top = 0;
+			return -1;
+		}
+		c->wlo = start;
+		c->whi = start + len;
+	}
+	at = (__u32)(lo - c->wlo);
+	ff->prev = *(__u64 *)(b->data + ((at + c->r_prev) & (PBP_BULK_MAX - 1)));
+	ff->code = *(__u64 *)(b->data + ((at + c->r_code) & (PBP_BULK_MAX - 1))) &
+		   ~(__u64)c->o.exec_tag_bits;
+	ff->instr = *(__u64 *)(b->data + ((at + c->r_instr) & (PBP_BULK_MAX - 1)));
+	ff->shim = false;
+	if (c->o.fr_owner != PBP_NOOFF) {
+		__u8 owner = b->data[(at + c->r_owner) & (PBP_BULK_MAX - 1)];
+
+		ff->shim = owner == c->o.owner_cstack || owner == c->o.owner_interp;
+	}
+	c->nbulk++;
+	return 0;
+}
+
 /* One read per field: no span, or the span touched a page a field does not. */
 static __always_inline int frame_by_field(const struct pbp_offsets *o, __u64 frame,
 					  struct frame_fields *ff)
@@ -153,6 +259,55 @@ static __always_inline int code_by_field(const struct pbp_offsets *o, __u64 code
 	f->firstlineno = line;
 	f->name_lo = (__u32)name;
 	return err;
+}
+
+/* The fields a code object gives each frame (struct pbp_frame's). */
+struct code_id {
+	__u32 firstlineno, name_lo;
+};
+
+static __always_inline __u32 code_slot_of(__u64 code)
+{
+	return (__u32)((code >> 4) * 0x9E3779B97F4A7C15ull >> 40) & (CODE_SLOTS - 1);
+}
+
+/*
+ * 3.14+: the fields of the code object at code, if this CPU read them
+ * while its interpreter's count of freed code objects was what the walk
+ * read at its start. A code object is immutable, and the count rises as
+ * one is freed, before its memory can hold another: an address whose
+ * object was freed and reused since never matches. The count was read
+ * before any field, so a slot kept during the walk holds fields read
+ * after it. Global functions, verified once, not once per step.
+ */
+__noinline int code_cached(struct walk_ctx *c, __u64 code, struct code_id *out)
+{
+	__u32 i = code_slot_of(code);
+	struct code_slot *e = bpf_map_lookup_elem(&codecache, &i);
+
+	if (!c || !out || !e || e->code != code || e->gen != c->gen || e->interp != c->interp ||
+	    e->tgid != c->tgid || e->epoch != c->epoch)
+		return -1;
+	out->firstlineno = e->firstlineno;
+	out->name_lo = e->name_lo;
+	return 0;
+}
+
+__noinline int code_keep(struct walk_ctx *c, __u64 code, __u32 firstlineno, __u32 name_lo)
+{
+	__u32 i = code_slot_of(code);
+	struct code_slot *e = bpf_map_lookup_elem(&codecache, &i);
+
+	if (!c || !e)
+		return -1;
+	e->code = code;
+	e->interp = c->interp;
+	e->gen = c->gen;
+	e->tgid = c->tgid;
+	e->epoch = c->epoch;
+	e->firstlineno = firstlineno;
+	e->name_lo = name_lo;
+	return 0;
 }
 
 /* Two words, by name: an index computed from i is one the verifier cannot bound. */
@@ -215,6 +370,7 @@ static long walk_step(__u32 i, void *vctx)
 {
 	struct walk_ctx *c = vctx;
 	struct frame_fields ff = {};
+	struct code_id id = {};
 	struct pbp_sample *s;
 	struct spanbuf *b;
 	struct pbp_frame *f;
@@ -225,10 +381,14 @@ static long walk_step(__u32 i, void *vctx)
 	b = bpf_map_lookup_elem(&spanbufs, &c->buf);
 	if (!s || !b)
 		return 1;
+	if (c->fr_span && frame_by_bulk(c, &ff) == 0)
+		goto found;
+	c->nread++;
 	if (!c->fr_span || frame_by_span(c, b, &ff))
 		c->err = frame_by_field(&c->o, c->frame, &ff);
 	if (c->err)
 		return 1;
+found:
 	if (entry_marks)
 		mark_entry(c, s, &ff);
 	if (!ff.shim) {
@@ -237,10 +397,20 @@ static long walk_step(__u32 i, void *vctx)
 		f = &s->frames[c->n & (PBP_MAX_FRAMES - 1)];
 		f->code = ff.code;
 		f->instr = ff.instr;
-		if (!c->co_span || code_by_span(c, b, ff.code, f))
-			c->err = code_by_field(&c->o, ff.code, f);
-		if (c->err)
-			return 1;
+		if (c->cache && code_cached(c, ff.code, &id) == 0) {
+			f->firstlineno = id.firstlineno;
+			f->name_lo = id.name_lo;
+			c->nhit++;
+		} else {
+			if (!c->co_span || code_by_span(c, b, ff.code, f))
+				c->err = code_by_field(&c->o, ff.code, f);
+			if (c->err)
+				return 1;
+			if (c->cache) {
+				c->nmiss++;
+				code_keep(c, ff.code, f->firstlineno, f->name_lo);
+			}
+		}
 		c->fresh |= first_sight(code_key(c->tgid, f));
 		c->n++;
 		note_coro(c);
@@ -279,11 +449,44 @@ static __always_inline void span_check(struct walk_ctx *c)
 		in_span(o->code_name, 8, lo, len, &c->r_name);
 }
 
-/* On a fault or at the bound, .resume names the first frame not copied, for user space. */
-static __always_inline bool walk(struct pbp_sample *s, const struct pbp_offsets *o, __u64 tstate,
-				 __u32 buf)
+/*
+ * The thread's data-stack chunk and its top, in one read (the two fields
+ * are neighbours in every version that has them). A chunk larger than
+ * any CPython makes is not believed.
+ */
+static __always_inline void data_stack(struct walk_ctx *c, __u64 tstate)
 {
-	struct walk_ctx c = { .o = *o, .buf = buf, .tgid = s->tgid };
+	__u64 ds[2] = {};
+
+	if (bpf_probe_read_user(ds, sizeof(ds), (const void *)(tstate + c->o.ts_datastack)) ||
+	    !ds[0] || ds[1] <= ds[0] || ds[1] - ds[0] > (1ull << 30))
+		return;
+	c->chunk = ds[0];
+	c->top = ds[1];
+}
+
+/*
+ * 3.14+: the thread's interpreter and its count of freed code objects,
+ * read before any code object is: the code-object cache's key for this
+ * walk. Not read, no cache.
+ */
+static __always_inline void code_gen(struct walk_ctx *c, __u64 tstate)
+{
+	__u64 interp = 0, gen = 0;
+
+	if (read_ptr(&interp, tstate + c->o.ts_interp) || !interp ||
+	    read_ptr(&gen, interp + c->o.is_code_gen))
+		return;
+	c->interp = interp;
+	c->gen = gen;
+	c->cache = true;
+}
+
+/* On a fault or at the bound, .resume names the first frame not copied, for user space. */
+static __always_inline bool walk(struct pbp_sample *s, const struct pbp_offsets *o, __u32 epoch,
+				 __u64 tstate, __u32 buf)
+{
+	struct walk_ctx c = { .o = *o, .buf = buf, .tgid = s->tgid, .epoch = epoch };
 
 	span_check(&c);
 	if (o->ts_running_task) {
@@ -296,8 +499,17 @@ static __always_inline bool walk(struct pbp_sample *s, const struct pbp_offsets 
 		}
 	}
 	c.frame = first_frame(o, tstate, &c.err);
+	if (!c.err && c.fr_span && !o->instr_is_int && o->ts_datastack != PBP_NOOFF)
+		data_stack(&c, tstate);
+	if (!c.err && epoch && o->is_code_gen != PBP_NOOFF && o->ts_interp != PBP_NOOFF)
+		code_gen(&c, tstate);
 	if (!c.err)
 		bpf_loop(MAX_WALK, walk_step, &c, 0);
+	stat_add(PBP_STAT_CODE_HITS, c.nhit);
+	stat_add(PBP_STAT_CODE_MISSES, c.nmiss);
+	stat_add(PBP_STAT_BULK_FRAMES, c.nbulk);
+	stat_add(PBP_STAT_FRAME_READS, c.nread);
+	stat_add(PBP_STAT_BULK_READS, c.ncopies);
 	if (c.err)
 		s->flags |= PBP_F_FAULT;
 	else if (c.frame)

@@ -20,6 +20,9 @@
 /* Largest span the kernel copies in one read: its per-CPU buffers hold this much. */
 #define PBP_SPAN_MAX 256
 
+/* Largest window of a thread's data stack copied in one read (3.11+): a power of two. */
+#define PBP_BULK_MAX 16384
+
 /*
  * The window of the kernel's time budget for walks: in every window of this
  * many ns, each CPU spends at most walk_budget_ns (which user space sets, a
@@ -77,7 +80,24 @@ struct pbp_offsets {
 	 * (Py_BEGIN_ALLOW_THREADS). 0: not asked, nothing read.
 	 */
 	__u16 ts_attached;
-	__u16 pad_attached[3];
+	/*
+	 * 3.11+: offset of the thread state's datastack_chunk, which
+	 * datastack_top follows (a _PyStackChunk *, then the first free word).
+	 * Frames pushed on the data stack lie below datastack_top in that
+	 * chunk, so the kernel copies a window of it in one read and walks
+	 * the frames found there in the copy. PBP_NOOFF: frames are heap
+	 * objects (3.6-3.10), one read each.
+	 */
+	__u16 ts_datastack;
+	/*
+	 * 3.14+: the thread state's interp, and the interpreter's count of
+	 * code objects freed (_code_object_generation). While the count of a
+	 * thread's interpreter stands still, no code object of it was freed,
+	 * so one the kernel read before at an address is still there: its
+	 * fields come from the kernel's cache. PBP_NOOFF: no cache.
+	 */
+	__u16 ts_interp;
+	__u16 is_code_gen;
 };
 
 /* Per target process, keyed by tgid in the "procs" map. */
@@ -94,6 +114,13 @@ struct pbp_proc {
 	 */
 	__u64 interp_head;     /* address of _PyRuntime.interpreters.head */
 	__u16 is_threads_head, is_next, ts_next, ts_thread_id;
+	/*
+	 * Told apart from every other registration of a process (its pid
+	 * reused, an exec) by the sampler: the kernel's code-object cache
+	 * keys entries with it, so none outlives the image it was read in.
+	 */
+	__u32 epoch;
+	__u32 pad_epoch;
 };
 
 /* Why a thread is off CPU, as the scheduler saw it when it left. */
@@ -275,6 +302,11 @@ enum pbp_stat {
 	PBP_STAT_KSTACK,       /* --kernel: a kernel stack kept in "kstacks" */
 	PBP_STAT_KSTACK_COLLIDED, /* --kernel: its slot held another stack (-EEXIST) */
 	PBP_STAT_KSTACK_FAILED,   /* --kernel: none taken (-EFAULT: empty, or another error) */
+	PBP_STAT_BULK_FRAMES,  /* frames found in a copy of the data stack (3.11+) */
+	PBP_STAT_FRAME_READS,  /* frames read one by one (a heap frame, another chunk, <= 3.10) */
+	PBP_STAT_BULK_READS,   /* copies of a data-stack window */
+	PBP_STAT_CODE_HITS,    /* 3.14+: code objects named from the kernel's cache */
+	PBP_STAT_CODE_MISSES,  /* 3.14+: code objects read (not cached, or freed since) */
 	PBP_STAT__COUNT,
 };
 

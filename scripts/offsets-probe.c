@@ -90,7 +90,7 @@
 	X(is_size) X(is_next) X(is_threads_head) X(is_id) X(is_ceval_gil) X(is_gil) \
 	X(gil_size) X(gil_locked) X(gil_last_holder) X(gil_mutex) X(gil_cond) \
 	X(ts_size) X(ts_next) X(ts_interp) X(ts_thread_id) X(ts_native_thread_id) \
-	X(ts_frame) X(cframe_current) \
+	X(ts_frame) X(cframe_current) X(ts_datastack_chunk) \
 	X(fr_size) X(fr_previous) X(fr_code) X(fr_instr) X(fr_owner) X(fr_is_entry) \
 	X(owner_cstack) X(owner_interp) X(exec_tag_bits) \
 	X(code_size) X(code_filename) X(code_name) X(code_qualname) X(code_firstlineno) \
@@ -164,6 +164,13 @@ static void fill_thread(struct vals *v)
 	v->cframe_current = offsetof(_PyCFrame, current_frame);
 #else
 	v->ts_frame = offsetof(PyThreadState, current_frame);
+#endif
+#if PY_VERSION_HEX >= 0x030b0000
+	/* The kernel reads datastack_top with it: one read of both, so they must be neighbours. */
+	_Static_assert(offsetof(PyThreadState, datastack_top) ==
+		       offsetof(PyThreadState, datastack_chunk) + sizeof(void *),
+		       "datastack_top follows datastack_chunk");
+	v->ts_datastack_chunk = offsetof(PyThreadState, datastack_chunk);
 #endif
 }
 

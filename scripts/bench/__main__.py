@@ -47,6 +47,14 @@ Scenarios (--only takes their names):
             in cpu mode without and with --kernel at 99 and 999 Hz: profiler
             CPU per sample and BPF time per sample over the second half of
             each run
+  walk      the kernel's frame walk (issue 35): a target held 30 and 300
+            deep at 999 Hz, with no option and with --native, --native=fp,
+            --kernel, --async and -m wall: BPF time per sample (in the
+            target, and by the program's own clock), each option's time over
+            the plain run's, the share of frames the walk took from a copy
+            of the thread's data stack (3.11+) and the hit rate of its
+            code-object cache (3.14+). --pythons 3.14t adds the chroot's
+            free-threaded build
   page      once, not per interpreter: the html page of a 50,000-stack
             profile opened in headless Chromium (tests/integration's cdp.py):
             ms to its first painted frame (goal < 2 s), the inverted and
@@ -81,7 +89,7 @@ pybpfprof's figures are read from its --stats=json line, never its wording.
 Modules: common (settings, goals, statistics), targets (the target script,
 interpreters, processes), kernel (schedstat, BPF run times, perf timers),
 runs (running pybpfprof), measure (the scenarios' driver), slowdown, cost,
-wall, host, page, native, agent (the scenarios), report (RESULTS.md).
+walkcost, wall, host, page, native, agent (the scenarios), report (RESULTS.md).
 """
 
 import argparse

@@ -10,7 +10,7 @@ PBP = os.environ.get("PBP_BIN") or os.path.join(REPO, "build", "pybpfprof")
 DEFAULT_RESULTS = os.path.join(REPO, "bench", "RESULTS.md")
 PYENV = os.environ.get("PYENV_ROOT") or "/root/.pyenv"
 CHROOT = os.environ.get("PBP_CHROOT", "/var/cache/pybpfprof/sid-chroot").rstrip("/")
-SCENARIOS = ["slowdown", "cost", "reads", "wall", "host", "pool", "top", "deep", "rate", "page", "native", "kframes", "agent"]
+SCENARIOS = ["slowdown", "cost", "reads", "wall", "host", "pool", "top", "deep", "rate", "page", "native", "kframes", "walk", "agent"]
 ANALYSIS_BEGIN = "<!-- analysis: begin (hand-written, kept across runs) -->"
 ANALYSIS_END = "<!-- analysis: end -->"
 
@@ -24,12 +24,12 @@ FULL = dict(reps=5, slow_reps=9, deep_reps=5, work_s=2.0, run_s=5.0, low_run_s=1
             warm_s=1.0, host_run_s=6.0, host_warm_s=2.5, host_procs=50, pool_run_s=10.0,
             agent_reps=1, agent_idle_procs=200, agent_busy_procs=50, agent_warm_s=10.0,
             agent_alone_s=120.0, agent_idle_s=300.0, agent_gone_s=60.0, agent_busy_s=120.0,
-            top_run_s=15.0, page_reps=5)
+            top_run_s=15.0, page_reps=5, walk_run_s=4.0)
 QUICK = dict(reps=2, slow_reps=2, deep_reps=2, work_s=0.4, run_s=1.2, low_run_s=1.2,
              warm_s=0.5, host_run_s=2.5, host_warm_s=1.2, host_procs=50, pool_run_s=3.0,
              agent_reps=1, agent_idle_procs=40, agent_busy_procs=15, agent_warm_s=5.0,
              agent_alone_s=20.0, agent_idle_s=30.0, agent_gone_s=20.0, agent_busy_s=35.0,
-             top_run_s=4.0, page_reps=1)
+             top_run_s=4.0, page_reps=1, walk_run_s=1.5)
 
 RATES = [99, 999, 9999]
 HIGH_RATES = [10000, 20000, 50000]

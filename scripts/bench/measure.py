@@ -14,6 +14,7 @@ import page
 import pool
 import slowdown
 import top
+import walkcost
 import wall
 from common import PBP, SCENARIOS, log
 from targets import kill_all
@@ -68,7 +69,7 @@ class Bench(object):
                     {"slowdown": slowdown.slowdown, "cost": cost.cost, "reads": cost.cost,
                      "wall": wall.wall, "host": host.host, "pool": pool.pool, "top": top.top, "deep": cost.deep,
                      "rate": host.rate, "native": native.native,
-                     "kframes": kframes.kframes}[scen](self, it)
+                     "kframes": kframes.kframes, "walk": walkcost.walk}[scen](self, it)
                     log("  %.0f s" % (time.monotonic() - t))
             finally:
                 kill_all()

@@ -30,7 +30,10 @@ ROWS = [
     ("zslow_plain@99", "native"), ("zslow_native@99", "native")] + [
     ("%s_paid@99" % way, "native") for way in ("noleaf", "native", "fp")] + [
     ("%s_%s@%d" % (way, k, hz), "kframes") for way in ("nokernel", "kernel")
-    for k in ("cost_us", "prog_us") for hz in (99, 999)]
+    for k in ("cost_us", "prog_us") for hz in (99, 999)] + [
+    (k % d, "walk") for d in (30, 300) for k in (
+        "walk_plain_us@%d", "walk_bulk@%d", "walk_codehit@%d", "walk_native_added_us@%d", "walk_fp_added_us@%d",
+        "walk_kernel_added_us@%d", "walk_async_added_us@%d", "walk_wall_added_us@%d")]
 DETAIL_KEYS = [
     "oncpuslow@99", "oncpuslow@999", "oncpuslow@9999", "fastshare",
     "minslow@99", "minslow@999", "minslow@9999",
@@ -42,7 +45,9 @@ DETAIL_KEYS = [
     "prog_us@99", "prog_us@999", "prog_us@9999",
     "lost@99", "lost@999", "lost@9999",
     "bytes_steady", "reads_999", "deep_reads",
-]
+] + ["walk_%s_%s@%d" % (w, k, d) for d in (30, 300) for w in ("plain", "native", "fp", "kernel",
+                                                                 "async", "wall")
+     for k in ("us", "prog_us")]
 
 
 def label_of(b, key):
@@ -127,7 +132,7 @@ def machine(interps):
         "- Date: %s" % time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
         "- Pythons: %s" % ", ".join("%s = %s (%s)" % (
             i.name, i.version, i.argv[0] if i.root == "/" else
-            "chroot %s /usr/bin/python3.14, own /proc in a private mount namespace" % i.root)
+            "chroot %s %s, own /proc in a private mount namespace" % (i.root, i.chroot_py))
             for i in interps),
         "- pybpfprof: %s, tree %s" % (ver or "?", git),
         "- kernel.perf_event_max_sample_rate: %s; perf_cpu_time_max_percent: %s" % (

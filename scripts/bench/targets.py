@@ -226,6 +226,7 @@ class Interp(object):
         self.name, self.argv, self.root = name, list(argv), root
         self.version = None
         self.host_dir = self.dir = None
+        self.chroot_py = None
 
     def setup(self, tag):
         if self.root == "/":
@@ -260,25 +261,31 @@ def pyenv_exe(minor):
     return cands[-1] if cands else None
 
 
-def chroot_argv():
-    """argv prefix running the chroot's python3.14 with a /proc of its own:
+# Interpreters inside the chroot: its python3.14, and the free-threaded 3.14t
+# scripts/build-freethreaded.sh builds into it.
+CHROOT_PYS = {"3.14": "/usr/bin/python3.14", "3.14t": "/opt/python3.14t/src/python"}
+
+
+def chroot_argv(py="/usr/bin/python3.14"):
+    """argv prefix running the chroot's interpreter py with a /proc of its own:
     mounted in a private mount namespace, so it is nobody else's to unmount
     and goes away with the process. unshare, sh and chroot all exec, so the
     interpreter keeps the pid the bench started."""
-    py = os.path.join(CHROOT, "usr/bin/python3.14")
-    if os.geteuid() != 0 or not os.path.exists(py) or not os.path.exists(os.path.join(CHROOT, ".pbp-stamp")):
+    if os.geteuid() != 0 or not os.path.exists(CHROOT + py) or not os.path.exists(os.path.join(CHROOT, ".pbp-stamp")):
         return None
     return ["unshare", "--mount", "--propagation", "private", "sh", "-c",
-            'mount -t proc proc "$0/proc" && exec chroot "$0" /usr/bin/python3.14 "$@"', CHROOT]
+            'mount -t proc proc "$0/proc" && exec chroot "$0" %s "$@"' % py, CHROOT]
 
 
 def discover(wanted):
     out, missing = [], []
     for name in wanted:
         if name.startswith("3.14"):
-            argv = chroot_argv()
+            py = CHROOT_PYS["3.14t" if name.startswith("3.14t") else "3.14"]
+            argv = chroot_argv(py)
             if argv:
-                out.append(Interp("3.14-chroot", argv, CHROOT))
+                out.append(Interp(name.split("-")[0] + "-chroot", argv, CHROOT))
+                out[-1].chroot_py = py
             else:
                 missing.append((name, "no usable chroot at %s (make chroot)" % CHROOT))
             continue

@@ -283,7 +283,7 @@ STATS_KEYS = {
     "budget_skipped", "truncated", "faulted", "snapped", "snap_lost", "completed", "failed",
     "elided", "unknown_frames", "no_python", "unattributed", "unowned", "ticks", "late_ticks",
     "tick_stacks", "thread_lists", "thread_list_seconds", "stacks", "locations", "processes",
-    "execs", "not_profiled", "followed", "not_followed",
+    "execs", "not_profiled", "followed", "not_followed", "kernel_walk",
 }
 PROCESS_KEYS = {
     "pid", "python", "page_hits", "page_misses", "page_evictions", "reads", "read_bytes",
@@ -306,7 +306,7 @@ def test_stats_json(start_target, tmp_path):
     assert set(st) == STATS_KEYS, sorted(set(st) ^ STATS_KEYS)
     assert (st["mode"], st["hz"], st["hz_asked"], st["rate_capped"]) == ("cpu", 199, 199, None)
     assert st["samples"] == total(parse_collapsed(out.read_text())) > 0
-    counts = [k for k in STATS_KEYS if k not in ("mode", "rate_capped", "tick_stacks", "processes",
+    counts = [k for k in STATS_KEYS if k not in ("mode", "rate_capped", "tick_stacks", "processes", "kernel_walk",
                                                   "execs", "not_profiled", "followed") and "seconds" not in k
               and k not in ("interrupts_per_cpu_s", "program_cpu_share", "interrupt_us")]
     assert all(type(st[k]) is int and st[k] >= 0 for k in counts), st
@@ -316,6 +316,8 @@ def test_stats_json(start_target, tmp_path):
     assert st["ticks"] == 0 and st["execs"] == [] and st["not_profiled"] == []
     assert set(st["tick_stacks"]) == {"reused", "from_kernel", "from_switch", "read_now",
                                       "late_switches", "states_guessed"}
+    assert set(st["kernel_walk"]) == {"bulk_frames", "frame_reads", "bulk_copies", "code_hits",
+                                      "code_misses"}
     assert len(st["processes"]) == 1, st["processes"]
     p = st["processes"][0]
     assert set(p) == PROCESS_KEYS and p["pid"] == pid, p

@@ -19,7 +19,7 @@ import time
 import pytest
 
 from conftest import PYBPFPROF, REPO, SANITIZED, TARGETS, _discover, TARGET_LIB
-from profile import (WORKERS, bpf_objects_of_dead, by_thread, func_of, parse_collapsed, total,
+from profile import (WORKERS, bpf_objects_of_dead, by_thread, func_of, marks, parse_collapsed, total,
                      wait_no_bpf_objects)
 
 RSS_LIMIT_KB = 200 * 1024
@@ -351,6 +351,34 @@ def test_churn(interp, start_target, tmp_path):
         r, stacks = profile(pid, tmp_path, mode)
         assert total(stacks) > 0, r
     assert proc.poll() is None
+
+
+@pytest.mark.families
+def test_code_freed_and_remade_at_one_address(interp, start_target, tmp_path):
+    """Code objects freed and remade at the same address thousands of times a
+    second, two functions in turn: each sample names the function its call
+    line ran, never the one the address held before (3.14+: the kernel's
+    code-object cache, told stale by the interpreter's count of frees)."""
+    proc, pid, ready = start_target(interp, "codeswap.py")
+    m = marks(os.path.join(TARGETS, "codeswap.py"))
+    out = tmp_path / "out.txt"
+    r = run(["-p", pid, "-F", 999, "-d", 2, "--stats=json", "-o", out])
+    assert r.returncode == 0, r
+    st = json.loads([l for l in r.stderr.splitlines() if l.startswith("{")][0])
+    want = {"swap_a": m["call-a"], "swap_b": m["call-b"]}
+    seen = {"swap_a": 0, "swap_b": 0}
+    for frames, count in parse_collapsed(out.read_text()):
+        for i, f in enumerate(frames):
+            if func_of(f) in want:
+                assert frames[i - 1].endswith(":%d)" % want[func_of(f)]), frames
+                seen[func_of(f)] += count
+    assert min(seen.values()) >= 100, (seen, st)
+    walk = st["kernel_walk"]
+    if interp.version[:2] >= (3, 14):
+        # Only main() and the function stay put: the rest is missed, and must be.
+        assert walk["code_hits"] > 0 and walk["code_misses"] > 0, walk
+    else:
+        assert walk["code_hits"] == walk["code_misses"] == 0, walk
 
 
 # --- a thread list that changes (or breaks) under the walk ----------------------------

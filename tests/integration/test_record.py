@@ -5,6 +5,7 @@ themselves."""
 import json
 import math
 import os
+import re
 import signal
 import shutil
 import subprocess
@@ -93,6 +94,38 @@ def test_deep_recursion_whole_with_exact_lines(interp, start_target, tmp_path):
     assert "completed in user space" in err
     completed = int(err.split(" completed in user space")[0].rsplit(" ", 1)[1])
     assert completed > 0, err
+    # --stats says how the kernel read the frames: 3.11+ from copies of the data stack.
+    walk = re.search(r"kernel walk +(\d+) frames from (\d+) data-stack copies, (\d+) read one by one", err)
+    assert walk, err
+    assert (int(walk.group(1)) > int(walk.group(3))) == (interp.version[:2] >= (3, 11)), walk.group(0)
+
+
+@pytest.mark.families
+def test_kernel_walk_copies_the_data_stack(interp, start_target, tmp_path):
+    """3.11+: the kernel takes a thread's frames from copies of its data
+    stack, a chunk at a time, not a read per frame; the stack stays exact.
+    3.6-3.10 frames are heap objects: read one by one."""
+    proc, pid, ready = start_target(interp, WORKERS, "deep")
+    stacks, err = profile_of(tmp_path, "-p", pid, "-F", 499, "-d", 1.5, "--stats=json")
+    st = json.loads([l for l in err.splitlines() if l.startswith("{")][0])
+    walk = st["kernel_walk"]
+    deep = [(fr, c) for fr, c in stacks if any(func_of(f) == "recurse" for f in fr)]
+    assert total(deep) > 50, err   # a loaded machine gives the target little CPU
+    assert all(sum(func_of(f) == "recurse" for f in fr) == 300 for fr, c in deep), err
+    frames = walk["bulk_frames"] + walk["frame_reads"]
+    assert frames >= 128 * total(deep), walk
+    if interp.version[:2] >= (3, 11):
+        # 128 frames a sample, in one or two chunks: a copy or two each, a few reads alone.
+        assert walk["bulk_frames"] >= 0.95 * frames, walk
+        assert walk["bulk_copies"] <= 3 * st["taken"], walk
+    else:
+        assert walk["bulk_frames"] == walk["bulk_copies"] == 0, walk
+    # 3.14+: the code objects of a steady stack come from the kernel's cache.
+    named = walk["code_hits"] + walk["code_misses"]
+    if interp.version[:2] >= (3, 14):
+        assert named >= 128 * total(deep) and walk["code_hits"] >= 0.95 * named, walk
+    else:
+        assert named == 0, walk
 
 
 # --- achieved rate: one interpreter is enough, it measures the kernel side -----

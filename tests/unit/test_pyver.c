@@ -151,6 +151,7 @@ static void check_against_gen(const struct pyver_gen *g, const struct pyver *v)
 	CHECK_EQ_INT(v->ts_size, g->ts_size);
 	CHECK_EQ_INT(v->k.ts_frame, k_of(g->ts_frame));
 	CHECK_EQ_INT(v->k.cframe_current, k_of(g->cframe_current));
+	CHECK_EQ_INT(v->k.ts_datastack, k_of(g->ts_datastack_chunk));
 	CHECK_EQ_INT(v->k.fr_previous, k_of(g->fr_previous));
 	CHECK_EQ_INT(v->k.fr_code, k_of(g->fr_code));
 	CHECK_EQ_INT(v->k.fr_instr, k_of(g->fr_instr));
@@ -222,6 +223,11 @@ static void check_version_facts(const struct pyver *v)
 	CHECK_EQ_INT(v->k.cframe_current != PBP_NOOFF, v->minor == 11 || v->minor == 12);
 	CHECK_EQ_INT(v->k.fr_is_entry != PBP_NOOFF, v->minor == 11);
 	CHECK_EQ_INT(v->k.fr_owner != PBP_NOOFF, has_iframe);
+	/* 3.11+ frames live on data-stack chunks: the kernel copies them a window at a time. */
+	CHECK_EQ_INT(v->k.ts_datastack != PBP_NOOFF, has_iframe);
+	/* 3.14+ counts freed code objects: the kernel's code cache is on there only. */
+	CHECK_EQ_INT(v->k.is_code_gen != PBP_NOOFF, v->minor >= 14);
+	CHECK_EQ_INT(v->k.ts_interp, v->ts_interp);
 	/* 3.6's GIL is statics found by symbol (process.c), not part of a version's layout */
 	CHECK_EQ_INT(v->rt_gil != PYVER_NOOFF, v->minor >= 7 && v->minor <= 11);
 	CHECK_EQ_INT(v->is_id != PYVER_NOOFF, v->minor >= 7);
@@ -236,6 +242,7 @@ static void check_version_facts(const struct pyver *v)
 	CHECK_EQ_INT(v->from_debug_offsets, v->minor >= 13);
 	/* Every kernel offset must leave room for what it reads. */
 	CHECK(v->k.ts_frame + 8u <= v->ts_size);
+	CHECK(v->k.ts_datastack == PBP_NOOFF || v->k.ts_datastack + 16u <= v->ts_size);
 	CHECK(v->k.fr_previous + 8u <= v->fr_size && v->k.fr_code + 8u <= v->fr_size);
 	CHECK(v->k.fr_instr + 4u <= v->fr_size);
 	CHECK(v->k.code_name + 8u <= v->code_size && v->k.code_firstlineno + 4u <= v->code_size);

@@ -41,8 +41,8 @@ enum dsec {
 enum dfield {
 	F_RT_INTERP_HEAD,
 	F_IS_ID, F_IS_NEXT, F_IS_THREADS_HEAD, F_IS_CEVAL_GIL, F_IS_GIL,
-	F_IS_GIL_LOCKED, F_IS_GIL_HOLDER,
-	F_TS_NEXT, F_TS_INTERP, F_TS_FRAME, F_TS_THREAD_ID, F_TS_NATIVE_ID,
+	F_IS_GIL_LOCKED, F_IS_GIL_HOLDER, F_IS_CODE_GEN,
+	F_TS_NEXT, F_TS_INTERP, F_TS_FRAME, F_TS_THREAD_ID, F_TS_NATIVE_ID, F_TS_DATASTACK,
 	F_FR_PREVIOUS, F_FR_EXECUTABLE, F_FR_INSTR, F_FR_OWNER,
 	F_CO_FILENAME, F_CO_NAME, F_CO_QUALNAME, F_CO_LINETABLE, F_CO_FIRSTLINENO,
 	F_CO_ADAPTIVE,
@@ -180,6 +180,7 @@ struct dlayout {
 	[F_TS_FRAME] = { S_THREAD, 4, 8 }, \
 	[F_TS_THREAD_ID] = { S_THREAD, 5, 8 }, \
 	[F_TS_NATIVE_ID] = { S_THREAD, 6, 8 }, \
+	[F_TS_DATASTACK] = { S_THREAD, 7, 16 }, /* datastack_chunk, datastack_top after it */ \
 	[F_FR_PREVIOUS] = { S_FRAME, 1, 8 }, \
 	[F_FR_EXECUTABLE] = { S_FRAME, 2, 8 }, \
 	[F_FR_INSTR] = { S_FRAME, 3, 8 }, \
@@ -257,6 +258,7 @@ static const struct dlayout layout_314 = {
 		[F_IS_GIL] = { S_INTERP, 10, 1 },
 		[F_IS_GIL_LOCKED] = { S_INTERP, 12, 4 },
 		[F_IS_GIL_HOLDER] = { S_INTERP, 13, 8 },
+		[F_IS_CODE_GEN] = { S_INTERP, 14, 8 },  /* code_object_generation */
 	},
 	.nfield = {
 		COMMON_NFIELDS,
@@ -482,6 +484,12 @@ static void debug_kernel(const uint8_t *blob, const struct dlayout *l, struct pb
 	k->owner_cstack = l->owner_cstack;
 	k->owner_interp = l->owner_interp;
 	k->exec_tag_bits = l->exec_tag_bits;
+	k->ts_datastack = (__u16)dfield(blob, l, F_TS_DATASTACK);
+	k->ts_interp = (__u16)dfield(blob, l, F_TS_INTERP);
+	/* 3.14+ counts freed code objects; the interpreter is large: the count may lie past 16 bits. */
+	k->is_code_gen = PBP_NOOFF;
+	if (l->field[F_IS_CODE_GEN].width && dfield(blob, l, F_IS_CODE_GEN) < PBP_NOOFF)
+		k->is_code_gen = (__u16)dfield(blob, l, F_IS_CODE_GEN);
 	pyver_kernel_spans(k, (uint32_t)dword(blob, l, S_FRAME, 0), (uint32_t)dword(blob, l, S_CODE, 0));
 }
 

@@ -115,6 +115,10 @@ static void table_kernel(const struct pyver_gen *g, struct pbp_offsets *k)
 	/* Interpreter-owned frames and tagged f_executable arrive with 3.14. */
 	k->owner_interp = 0xff;
 	k->exec_tag_bits = 0;
+	k->ts_datastack = k16(g->ts_datastack_chunk);
+	/* No count of freed code objects before 3.14: no kernel cache of them. */
+	k->ts_interp = k16(g->ts_interp);
+	k->is_code_gen = PBP_NOOFF;
 	pyver_kernel_spans(k, g->fr_size, g->code_size);
 }
 

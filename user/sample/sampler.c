@@ -35,6 +35,7 @@
 
 struct sampler {
 	struct profile_bpf *skel;
+	__u32 epochs;                   /* registrations of processes so far: pbp_proc.epoch */
 	struct ring_buffer *rb;         /* samples */
 	struct ring_buffer *prb;        /* process and thread events */
 	/*
@@ -516,6 +517,7 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o)
 	s->skel->rodata->wake_new_threads = !o->late_threads;
 	s->skel->rodata->ustack_bytes = o->ustack_bytes;
 	s->skel->rodata->ustack_fp = o->ustack_fp;
+	s->skel->rodata->want_regs = o->regs || o->ustack_bytes > 0 || o->ustack_fp;
 	s->skel->rodata->entry_marks = o->ustack_bytes > 0 || o->ustack_fp;
 	s->skel->rodata->kernel_stacks = o->kernel;
 	/* Without --kernel the stack map is never written: no memory for it (64 frames a slot). */
@@ -621,9 +623,11 @@ static int map_put(struct bpf_map *m, const void *key, const void *val)
 
 static int sampler_add_proc(struct sampler *s, pid_t pid, const struct pbp_proc *p)
 {
+	struct pbp_proc kp = *p;
 	__u32 key = (__u32)pid;
 
-	return map_put(s->skel->maps.procs, &key, p);
+	kp.epoch = ++s->epochs;
+	return map_put(s->skel->maps.procs, &key, &kp);
 }
 
 int sampler_follow(struct sampler *s, pid_t pid)

@@ -23,6 +23,7 @@ struct sampler_opts {
 	uint32_t ustack_bytes;  /* --native: user stack copied per sample (0: none) */
 	bool kernel;            /* --kernel: kernel stacks of samples in the kernel and sleepers */
 	bool ustack_fp;         /* --native=fp: the kernel walks frame pointers instead of copying */
+	bool regs;              /* samples carry the user registers (--native-leaf); --native implies it */
 	sample_fn cb;
 	proc_event_fn pcb;      /* exec, exit, thread and fork events */
 	void *ctx;

@@ -222,7 +222,7 @@ int session_start(struct session *r)
 				    .late_threads = r->c.o.names_late, .follow = r->o.follow,
 				    .ustack_bytes = r->c.o.native && !r->c.o.native_fp ? NATIVE_STACK_BYTES : 0,
 				    .ustack_fp = r->c.o.native && r->c.o.native_fp,
-				    .kernel = r->c.o.kernel,
+				    .kernel = r->c.o.kernel, .regs = r->c.o.native_leaf,
 				    .cb = run_on_sample, .pcb = run_on_proc_event, .ctx = r };
 	err = sampler_open(&r->c.smp, &so);
 	if (err)

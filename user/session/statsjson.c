@@ -65,6 +65,14 @@ void stats_json_sampler(struct jsonw *w, const struct collector *c, const uint64
 	jw_u64(w, "faulted", st[PBP_STAT_FAULTED]);
 	jw_u64(w, "snapped", st[PBP_STAT_SNAPPED]);
 	jw_u64(w, "snap_lost", st[PBP_STAT_SNAP_LOST]);
+	/* How the kernel read the frames: from a copy of the data stack (3.11+), or one by one. */
+	jw_obj(w, "kernel_walk");
+	jw_u64(w, "bulk_frames", st[PBP_STAT_BULK_FRAMES]);
+	jw_u64(w, "frame_reads", st[PBP_STAT_FRAME_READS]);
+	jw_u64(w, "bulk_copies", st[PBP_STAT_BULK_READS]);
+	jw_u64(w, "code_hits", st[PBP_STAT_CODE_HITS]);
+	jw_u64(w, "code_misses", st[PBP_STAT_CODE_MISSES]);
+	jw_end_obj(w);
 	if (c->kstacks)         /* --kernel only: the default key set stays as it was */
 		stats_json_kernel(w, c, st);
 }

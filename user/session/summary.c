@@ -227,6 +227,19 @@ static void print_summary(struct session *r)
 	}
 }
 
+/* How the kernel read the frames (3.11+: from copies of the data stack) and code objects (3.14+). */
+static void print_kernel_walk(const struct collector *c)
+{
+	uint64_t st[PBP_STAT__COUNT];
+
+	sampler_stats(c->smp, st);
+	fprintf(stderr, "  kernel walk   %llu frames from %llu data-stack copies, %llu read one by one; "
+		"code objects %llu from the kernel's cache, %llu read\n",
+		(unsigned long long)st[PBP_STAT_BULK_FRAMES], (unsigned long long)st[PBP_STAT_BULK_READS],
+		(unsigned long long)st[PBP_STAT_FRAME_READS], (unsigned long long)st[PBP_STAT_CODE_HITS],
+		(unsigned long long)st[PBP_STAT_CODE_MISSES]);
+}
+
 static void print_stats(struct session *r)
 {
 	const struct collector *c = &r->c;
@@ -268,6 +281,7 @@ static void print_stats(struct session *r)
 			(unsigned long long)c->async.tasked, (unsigned long long)c->async.unplaced,
 			(unsigned long long)c->async.graph_reads, (double)c->async.graph_ns / 1e9,
 			(unsigned long long)c->async.graph_unread);
+	print_kernel_walk(c);
 	fprintf(stderr, "  thread lists  %llu read, %.3f s\n", (unsigned long long)c->rescans,
 		(double)c->rescan_ns / 1e9);
 	fprintf(stderr, "  samples       %llu outside Python code, %llu of non-Python threads, "

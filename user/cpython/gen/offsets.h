@@ -31,6 +31,7 @@ struct pyver_gen {
 	uint32_t ts_native_thread_id;
 	uint32_t ts_frame;
 	uint32_t cframe_current;
+	uint32_t ts_datastack_chunk;
 	uint32_t fr_size;
 	uint32_t fr_previous;
 	uint32_t fr_code;
@@ -114,6 +115,7 @@ static const struct pyver_gen pyver_gen_table[] = {
 		.ts_native_thread_id = PYGEN_NONE,
 		.ts_frame = 24,
 		.cframe_current = PYGEN_NONE,
+		.ts_datastack_chunk = PYGEN_NONE,
 		.fr_size = 384,
 		.fr_previous = 24,
 		.fr_code = 32,
@@ -194,6 +196,7 @@ static const struct pyver_gen pyver_gen_table[] = {
 		.ts_native_thread_id = PYGEN_NONE,
 		.ts_frame = 24,
 		.cframe_current = PYGEN_NONE,
+		.ts_datastack_chunk = PYGEN_NONE,
 		.fr_size = 368,
 		.fr_previous = 24,
 		.fr_code = 32,
@@ -274,6 +277,7 @@ static const struct pyver_gen pyver_gen_table[] = {
 		.ts_native_thread_id = PYGEN_NONE,
 		.ts_frame = 24,
 		.cframe_current = PYGEN_NONE,
+		.ts_datastack_chunk = PYGEN_NONE,
 		.fr_size = 368,
 		.fr_previous = 24,
 		.fr_code = 32,
@@ -354,6 +358,7 @@ static const struct pyver_gen pyver_gen_table[] = {
 		.ts_native_thread_id = PYGEN_NONE,
 		.ts_frame = 24,
 		.cframe_current = PYGEN_NONE,
+		.ts_datastack_chunk = PYGEN_NONE,
 		.fr_size = 368,
 		.fr_previous = 24,
 		.fr_code = 32,
@@ -434,6 +439,7 @@ static const struct pyver_gen pyver_gen_table[] = {
 		.ts_native_thread_id = PYGEN_NONE,
 		.ts_frame = 24,
 		.cframe_current = PYGEN_NONE,
+		.ts_datastack_chunk = PYGEN_NONE,
 		.fr_size = 360,
 		.fr_previous = 24,
 		.fr_code = 32,
@@ -514,6 +520,7 @@ static const struct pyver_gen pyver_gen_table[] = {
 		.ts_native_thread_id = 160,
 		.ts_frame = 56,
 		.cframe_current = 8,
+		.ts_datastack_chunk = 296,
 		.fr_size = 80,
 		.fr_previous = 48,
 		.fr_code = 32,
@@ -594,6 +601,7 @@ static const struct pyver_gen pyver_gen_table[] = {
 		.ts_native_thread_id = 144,
 		.ts_frame = 56,
 		.cframe_current = 0,
+		.ts_datastack_chunk = 232,
 		.fr_size = 80,
 		.fr_previous = 8,
 		.fr_code = 0,
@@ -682,6 +690,7 @@ static const struct pyver_gen pyver_gen_crosscheck[] = {
 		.ts_native_thread_id = 160,
 		.ts_frame = 72,
 		.cframe_current = PYGEN_NONE,
+		.ts_datastack_chunk = 232,
 		.fr_size = 80,
 		.fr_previous = 8,
 		.fr_code = 0,
@@ -762,6 +771,7 @@ static const struct pyver_gen pyver_gen_crosscheck[] = {
 		.ts_native_thread_id = 160,
 		.ts_frame = 72,
 		.cframe_current = PYGEN_NONE,
+		.ts_datastack_chunk = 232,
 		.fr_size = 88,
 		.fr_previous = 8,
 		.fr_code = 0,

@@ -1,0 +1,91 @@
+"""Scenario walk (issue 35): what the kernel's frame walk costs the target.
+A target held 30 and 300 frames deep, at 999 Hz, without options and with
+each option that adds work to the BPF program (--native, --native=fp,
+--kernel, --async, -m wall): the BPF program's time per sample, in the
+target (bpf_stats, its runs on other tasks taken out as the cost scenario
+does) and by the program's own clock; each option's time over the default
+run of the same repetition; and how the default walk read its frames (the
+share taken from a copy of the thread's data stack, 3.11+) and their code
+objects (the kernel cache's hit rate, 3.14+). Ways are
+interleaved, as everywhere: a repetition runs each once, in rotated order."""
+
+from common import Figure, med, rotate
+from cost import kernel_us, program_us
+from kernel import BpfStats
+from runs import run_pbp
+from targets import kill, spawn
+
+WALK_DEPTHS = [30, 300]
+WAYS = [("plain", "no options", []),
+        ("native", "--native", ["--native"]),
+        ("fp", "--native=fp", ["--native=fp"]),
+        ("kernel", "--kernel", ["--kernel"]),
+        ("async", "--async", ["--async"]),
+        ("wall", "-m wall", ["-m", "wall"])]
+
+
+def walk_runs(bench, busy, idle, reps, run_s):
+    """{way key or None: [Run]}, None the idle-target baseline."""
+    cases = [None] + [w[0] for w in WAYS]
+    extra = dict((k, x) for k, _, x in WAYS)
+    runs = dict((c, []) for c in cases)
+    with BpfStats():
+        for rep in range(reps):
+            for c in rotate(cases, rep):
+                pid = idle if c is None else busy
+                try:
+                    r = run_pbp(["-p", pid, "-F", 999, "-d", run_s] + (extra.get(c) or []),
+                                bench.out("walk"), grab=True, ref=pid)
+                except RuntimeError:
+                    r = None        # a way this interpreter refuses: no figure
+                runs[c].append(r)
+    return runs
+
+
+def bulk_share(r):
+    w = (r.s.get("kernel_walk") or {}) if r else {}
+    n = w.get("bulk_frames", 0) + w.get("frame_reads", 0)
+    return 100.0 * w["bulk_frames"] / n if n else None
+
+
+def code_hits(r):
+    w = (r.s.get("kernel_walk") or {}) if r else {}
+    n = w.get("code_hits", 0) + w.get("code_misses", 0)
+    return 100.0 * w["code_hits"] / n if n else None
+
+
+def walk(bench, it):
+    reps, run_s = bench.cfg["reps"], bench.cfg["walk_run_s"]
+    for depth in WALK_DEPTHS:
+        busy, _ = spawn(it, "hold", depth)
+        idle, _ = spawn(it, "idle")
+        try:
+            runs = walk_runs(bench, busy.pid, idle.pid, reps, run_s)
+        finally:
+            kill(busy)
+            kill(idle)
+        base = runs[None]
+
+        def us(r, b):
+            return kernel_us(r, b) if r and b else None
+
+        plain = [us(r, b) for r, b in zip(runs["plain"], base)]
+        for key, label, _ in WAYS:
+            vals = [us(r, b) for r, b in zip(runs[key], base)]
+            bench.add(it, Figure("walk_%s_us@%d" % (key, depth), "BPF time/sample, depth %d, %s"
+                                 % (depth, label), "µs", vals, "%.2f"))
+            bench.add(it, Figure("walk_%s_prog_us@%d" % (key, depth), "BPF time/sample by the "
+                                 "program's clock, depth %d, %s" % (depth, label), "µs",
+                                 [program_us(r) if r else None for r in runs[key]], "%.2f"))
+            if key != "plain":
+                bench.add(it, Figure("walk_%s_added_us@%d" % (key, depth), "BPF time/sample added "
+                                     "by %s, depth %d" % (label, depth), "µs",
+                                     [v - p if v is not None and p is not None else None
+                                      for v, p in zip(vals, plain)], "%.2f"))
+        bench.add(it, Figure("walk_bulk@%d" % depth, "frames read from a data-stack copy, depth %d"
+                             % depth, "%", [bulk_share(r) for r in runs["plain"]], "%.1f"))
+        bench.add(it, Figure("walk_codehit@%d" % depth, "kernel code-object cache hit rate, "
+                             "depth %d" % depth, "%", [code_hits(r) for r in runs["plain"]], "%.1f"))
+        bench.det("walk", "| %s | depth %d | %s |" % (it.name, depth, "; ".join(
+            "%s: %d taken" % (label, int(med([r.s.get("taken", 0) for r in runs[key] if r]) or 0))
+            for key, label, _ in WAYS)))
