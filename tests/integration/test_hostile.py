@@ -500,6 +500,7 @@ VALGRIND = ["valgrind", "--suppressions=" + VALGRIND_SUPP, "--error-exitcode=99"
 @pytest.mark.skipif(SANITIZED, reason="valgrind cannot run an ASan binary; ASan checks it instead")
 @pytest.mark.parametrize("args", [["-d", "2"], ["-d", "2", "-m", "wall", "-t", "--status"],
                                   ["dump"]], ids=["cpu", "wall", "dump"])
+@pytest.mark.serial
 def test_valgrind(start_target, tmp_path, args):
     proc, pid, ready = start_target(first_interp(), WORKERS, "spinner", "sleeper")
     out = tmp_path / "out.txt"

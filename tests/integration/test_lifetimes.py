@@ -67,6 +67,7 @@ def gone(pid, seconds):
 
 # --- item 9: SIGHUP is SIGTERM -------------------------------------------------
 
+@pytest.mark.serial
 def test_sighup_writes_the_profile(start_target, tmp_path):
     proc, pid, ready = start_target(first_interp(), WORKERS, "spinner")
     out = tmp_path / "out.txt"

@@ -112,6 +112,7 @@ def record_timed(tmp_path, pid, tids, mode, hz):
 
 
 @pytest.mark.every_version
+@pytest.mark.serial
 def test_gil_contention(interp, start_target, tmp_path):
     """Two spinners take turns with the GIL. In wall mode each waits for it
     while the other runs, and not while it runs itself: its [gil wait] share
@@ -170,6 +171,7 @@ def has_frame(stacks, func):
     return sum(c for fr, c in stacks if any(func_of(f) == func for f in fr)) / total(stacks)
 
 
+@pytest.mark.serial
 def test_wall_takes_stacks_as_threads_leave_the_cpu(interp, start_target, tmp_path):
     """Threads that wake 50 times a second and go back to sleep: the kernel
     copies each one's stack as it leaves the CPU, so the ticks between wakes

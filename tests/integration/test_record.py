@@ -104,6 +104,7 @@ def first_interp():
 
 
 @pytest.mark.parametrize("hz", [99, 999])
+@pytest.mark.serial
 def test_achieved_rate(start_target, tmp_path, hz):
     """Samples per second of the spinner's own CPU time are the rate asked,
     within 5 %. Its CPU is read from the kernel around the run; the run also
@@ -212,6 +213,7 @@ def wait_sampling(p, seconds=1.5):
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.serial
 def test_signal_writes_complete_profile(start_target, tmp_path, sig):
     proc, pid, ready = start_target(first_interp(), WORKERS, "spinner")
     out = tmp_path / "out.txt"
@@ -227,6 +229,7 @@ def test_signal_writes_complete_profile(start_target, tmp_path, sig):
     assert proc.poll() is None, "the target must not be touched"
 
 
+@pytest.mark.serial
 def test_target_exit_ends_run(start_target, tmp_path):
     proc, pid, ready = start_target(first_interp(), WORKERS, "spinner")
     out = tmp_path / "out.txt"
@@ -248,6 +251,7 @@ def test_duration(start_target, tmp_path):
     assert total(stacks) > 50
 
 
+@pytest.mark.serial
 def test_sigkill_leaves_no_kernel_objects_and_no_partial_file(start_target, tmp_path):
     proc, pid, ready = start_target(first_interp(), WORKERS, "spinner")
     out = tmp_path / "out.txt"
