@@ -564,8 +564,11 @@ def pytest_generate_tests(metafunc):
             interps = [i for i in interps if i.name in own]
         elif not (only or ALL_FAMILIES or metafunc.definition.get_closest_marker("every_version")):
             interps = [i for i in interps if i.name in FAMILY_REPS]
+        # A module may group its tests by interpreter (INTERP_SCOPE =
+        # "module"): all of one interpreter's, then the next's, so that a
+        # module-scoped fixture keeps one interpreter's target at a time.
         metafunc.parametrize("interp", interps, ids=[i.name for i in interps],
-                             indirect=True)
+                             indirect=True, scope=getattr(metafunc.module, "INTERP_SCOPE", None))
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import PYBPFPROF, _discover, pybpfprof
+from conftest import PYBPFPROF, TargetStarter, _discover, pybpfprof
 from profile import (WORKERS, by_thread, func_of, parse_collapsed, ready_side_path, task_cpu_ns, total,
                      wait_for)
 
@@ -27,6 +27,12 @@ def assert_gil_mode_refused(tmp_path, pid):
     assert len(lines) == 1 and re.search(
         r"pid %d: gil mode does not apply to free-threaded build 3\.14\.\d+t: it runs without "
         r"a GIL \(use cpu or wall mode\)$" % pid, lines[0]), r.stderr
+
+
+# The tests of the four-thread target's cpu, gil and wall recordings run
+# one interpreter after the other (the parameter's scope is the module), so
+# that one target per interpreter serves them all (see `recorded`).
+INTERP_SCOPE = "module"
 
 
 def record(tmp_path, pid, mode, *extra, seconds=3, hz=499):
@@ -54,52 +60,106 @@ def start_four(start_target, interp):
     return pid, names
 
 
-@pytest.fixture
-def four(interp, start_target):
-    return start_four(start_target, interp)
+class Recorded(object):
+    """One recording of the four-thread target: threads {tid: stacks},
+    the run's --stats=json figures, the target's pid and {kind: tid}."""
+
+    def __init__(self, threads, stats, pid, tids):
+        self.threads, self.stats, self.pid, self.tids = threads, stats, pid, tids
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    """recorded(interp, mode) -> Recorded: the four-thread target of one
+    interpreter, started once and recorded once per mode (3 s, --stats=json),
+    for every test that only reads the recording. Only the interpreter in
+    use keeps its target: the next one's first call stops it (its spinner
+    and hasher would take CPU from every later test of the module)."""
+    starter, made, current = TargetStarter(), {}, []
+
+    def get(interp, mode):
+        if current and current[0][0] != interp.name:
+            starter.stop_all()
+            made.clear()
+            current.clear()
+        if not current:
+            current.append((interp.name, start_four(starter, interp)))
+        pid, tids = current[0][1]
+        if mode not in made:
+            tmp = tmp_path_factory.mktemp("modes-%s-%s" % (interp.name, mode))
+            threads, err = record(tmp, pid, mode, "--stats=json", hz=499 if mode == "cpu" else 199)
+            made[mode] = Recorded(threads, json.loads(err.strip().splitlines()[-1]), pid, tids)
+        return made[mode]
+    yield get
+    starter.stop_all()
+
+
+def assert_stats_match(rec, mode):
+    """The run's figures are the profile's: its samples, its mode."""
+    assert rec.stats["mode"] == mode, rec.stats
+    assert rec.stats["samples"] == sum(total(v) for v in rec.threads.values()), rec.stats
+    assert [p["pid"] for p in rec.stats["processes"]] == [rec.pid], rec.stats
 
 
 @pytest.mark.every_version
-def test_cpu_mode(interp, four, tmp_path):
-    pid, t = four
-    threads, err = record(tmp_path, pid, "cpu")
+def test_cpu_mode(interp, recorded):
+    rec = recorded(interp, "cpu")
+    threads, t, err = rec.threads, rec.tids, rec.stats
+    assert_stats_match(rec, "cpu")
     assert share(threads, t["spinner"]) + share(threads, t["hasher"]) >= 0.97, err
     assert share(threads, t["sleeper"]) <= 0.01, err
     assert share(threads, t["waiter"]) <= 0.01, err
     assert t["main"] not in threads
-    # Every stack ends in a status leaf, and hashing runs without the GIL:
-    # where there is none, C code on a CPU is plain running.
+
+
+@pytest.mark.every_version
+def test_cpu_mode_statuses(interp, recorded):
+    """Every stack ends in a status leaf, and hashing runs without the GIL:
+    where there is none, C code on a CPU is plain running."""
+    rec = recorded(interp, "cpu")
+    threads, t = rec.threads, rec.tids
     assert all(fr[-1] in STATUSES for v in threads.values() for fr, _ in v)
     hashing = "[running]" if interp.free_threaded else "[native, no GIL]"
-    assert status_share(threads[t["hasher"]], hashing) >= 0.80, err
-    assert status_share(threads[t["spinner"]], "[running]") >= 0.80, err
+    assert status_share(threads[t["hasher"]], hashing) >= 0.80, rec.stats
+    assert status_share(threads[t["spinner"]], "[running]") >= 0.80, rec.stats
 
 
 @pytest.mark.every_version
-def test_gil_mode(interp, four, tmp_path):
-    pid, t = four
+def test_gil_mode(interp, recorded, tmp_path):
     if interp.free_threaded:
-        return assert_gil_mode_refused(tmp_path, pid)
-    threads, err = record(tmp_path, pid, "gil", hz=199)
-    assert share(threads, t["spinner"]) >= 0.85, err
-    assert share(threads, t["sleeper"]) <= 0.01, err
-    assert share(threads, t["waiter"]) <= 0.01, err
+        return assert_gil_mode_refused(tmp_path, recorded(interp, "cpu").pid)
+    rec = recorded(interp, "gil")
+    threads, t = rec.threads, rec.tids
+    assert_stats_match(rec, "gil")
+    assert share(threads, t["spinner"]) >= 0.85, rec.stats
+    assert share(threads, t["sleeper"]) <= 0.01, rec.stats
+    assert share(threads, t["waiter"]) <= 0.01, rec.stats
 
 
 @pytest.mark.every_version
-def test_wall_mode(interp, four, tmp_path):
-    pid, t = four
-    threads, err = record(tmp_path, pid, "wall", hz=199)
-    assert set(threads) == set(t.values()), err
+def test_wall_mode(interp, recorded):
+    rec = recorded(interp, "wall")
+    threads, t = rec.threads, rec.tids
+    assert_stats_match(rec, "wall")
+    assert set(threads) == set(t.values()), rec.stats
     for kind, tid in t.items():
-        assert abs(share(threads, tid) - 1 / len(t)) <= 0.05, (kind, share(threads, tid), err)
+        assert abs(share(threads, tid) - 1 / len(t)) <= 0.05, (kind, share(threads, tid), rec.stats)
     assert status_share(threads[t["waiter"]], "[sleeping]") >= 0.95
     assert status_share(threads[t["main"]], "[sleeping]") >= 0.95
-    if interp.free_threaded:     # no GIL figures, rather than zeros
-        assert "GIL held" not in err and "contended" not in err, err
-        assert all(fr[-1] != "[gil wait]" for v in threads.values() for fr, _ in v)
+
+
+@pytest.mark.every_version
+def test_wall_mode_gil_figures(interp, recorded):
+    """The GIL's figures where there is one; none, rather than zeros, and no
+    [gil wait], on a free-threaded build."""
+    rec = recorded(interp, "wall")
+    (proc,) = rec.stats["processes"]
+    if interp.free_threaded:
+        assert proc["gil_held"] is None and proc["gil_contended"] is None, rec.stats
+        assert all(fr[-1] != "[gil wait]" for v in rec.threads.values() for fr, _ in v)
     else:
-        assert "GIL held" in err and "contended" in err
+        assert proc["gil_ticks"] > 0 and proc["gil_held"] is not None, rec.stats
+        assert proc["gil_contended"] is not None, rec.stats
 
 
 def record_timed(tmp_path, pid, tids, mode, hz):
