@@ -294,6 +294,9 @@ def test_exec_into_other_program_said(tmp_path):
 TREE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets", "tree.py")
 
 
+# Serial: with another test beside it the forks were taken in late and 22 %
+# of the children's CPU was missing (the bound is 15 %).
+@pytest.mark.serial
 def test_fork_storm_children_keep_their_samples(tmp_path):
     """200 children of 10 ms of CPU each, 20 alive at a time: what they spent
     (the parent's RUSAGE_CHILDREN) is in the profile, under the children's
