@@ -239,6 +239,9 @@ $(ASAN_PROG): $(ASAN_DIR)/obj/cli/main.o $(ASAN_DIR)/libpybpfprof.a
 	$(CLANG) $(ASAN_CFLAGS) $^ -o $@ $(LDLIBS)
 
 # The report directory is open to all: some tests run the binary as nobody.
+# Both workers of the parallel pass write reports there: a report fails the
+# test that was running in each worker when it appeared (one of the two
+# caused it; the report's pid and stack say which run).
 integration-asan: $(ASAN_PROG)
 	rm -rf $(ASAN_LOGS) && mkdir -p $(ASAN_LOGS) && chmod 1777 $(ASAN_LOGS)
 	$(call pytest_passes,integration-asan,ASAN_ENV,ASAN_ARGS)
