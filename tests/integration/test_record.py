@@ -209,8 +209,23 @@ def start_profiler(pid, out):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def wait_sampling(p, seconds=1.5):
-    time.sleep(seconds)
+def process_cpu(pid):
+    """The CPU seconds a process has spent, from /proc/PID/stat."""
+    with open("/proc/%d/stat" % pid) as f:
+        utime, stime = f.read().rpartition(")")[2].split()[11:13]
+    return (int(utime) + int(stime)) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_sampling(p, pid, attach=1.5, cpu=0.5, timeout=60):
+    """Until the profiler has had `attach` seconds to set up and the target
+    has then spent `cpu` seconds on a CPU: about 100 samples at 199 Hz,
+    however loaded the machine (a fixed wait gave 6 under load)."""
+    time.sleep(attach)
+    start, deadline = process_cpu(pid), time.monotonic() + timeout
+    while process_cpu(pid) - start < cpu:
+        assert time.monotonic() < deadline, "the target got %.2f s of CPU in %d s" % (
+            process_cpu(pid) - start, timeout)
+        time.sleep(0.05)
     assert p.poll() is None, p.stderr.read()
 
 
@@ -220,7 +235,7 @@ def test_signal_writes_complete_profile(start_target, tmp_path, sig):
     proc, pid, ready = start_target(first_interp(), WORKERS, "spinner")
     out = tmp_path / "out.txt"
     p = start_profiler(pid, out)
-    wait_sampling(p)
+    wait_sampling(p, pid)
     p.send_signal(sig)
     stdout, stderr = p.communicate(timeout=30)
     assert p.returncode == 0, stderr
@@ -236,7 +251,7 @@ def test_target_exit_ends_run(start_target, tmp_path):
     proc, pid, ready = start_target(first_interp(), WORKERS, "spinner")
     out = tmp_path / "out.txt"
     p = start_profiler(pid, out)
-    wait_sampling(p)
+    wait_sampling(p, pid)
     proc.kill()
     proc.wait()
     stdout, stderr = p.communicate(timeout=30)
@@ -258,7 +273,7 @@ def test_sigkill_leaves_no_kernel_objects_and_no_partial_file(start_target, tmp_
     proc, pid, ready = start_target(first_interp(), WORKERS, "spinner")
     out = tmp_path / "out.txt"
     p = start_profiler(pid, out)
-    wait_sampling(p)
+    wait_sampling(p, pid)
     p.kill()
     p.communicate(timeout=30)
     deadline = time.monotonic() + 5
