@@ -169,11 +169,35 @@ fuzz-regress: $(FUZZ_BINS)
 		$$f -runs=0 -artifact_prefix=$(BUILD)/fuzz/$$n- tests/fuzz/corpus/$$n 2>$(BUILD)/fuzz/$$n.log \
 			|| { cat $(BUILD)/fuzz/$$n.log; exit 1; }; done
 
-# build/integration.xml keeps every test's time; the modules' totals are printed.
+# Two passes (docs/testing.md): the tests that wait far more than they
+# compute, two at a time (pytest-xdist; whole modules to a worker, so that a
+# module's shared targets and recordings are made once), then those marked
+# `serial`, alone: system-wide profiling, the host's BPF objects, CPU shares,
+# rates and timing. PYTEST_JOBS=1 runs the first pass in one process too.
+PYTEST_JOBS ?= 2
+INTEGRATION_ARGS := tests/integration
+
+# $(call pytest_passes,NAME,ENV,ARGS): both passes of pytest $(ARGS) with
+# $(ENV) (variable names: their values hold commas), each
+# keeping every test's time in build/NAME-PASS.xml; then each pass's wall
+# seconds and the modules' totals. Exit 5 (a pass with nothing selected) is
+# no failure; the other pass runs even when one fails.
+define pytest_passes
+	@rm -f $(BUILD)/$(1)-parallel.xml $(BUILD)/$(1)-serial.xml $(BUILD)/$(1)-passes.txt; status=0; \
+	for pass in parallel serial; do \
+		if [ $$pass = parallel ]; then opts="-n $(PYTEST_JOBS) --dist loadfile"; sel="not serial"; \
+		else opts=""; sel="serial"; fi; \
+		t0=$$(date +%s); \
+		$($(2)) $(PYTEST) -ra -v --durations=15 $$opts -m "$$sel" --junitxml=$(BUILD)/$(1)-$$pass.xml $($(3)); \
+		rc=$$?; [ $$rc -eq 5 ] && rc=0; [ $$rc -eq 0 ] || status=$$rc; \
+		echo "$$pass $$(( $$(date +%s) - t0 ))" >> $(BUILD)/$(1)-passes.txt; \
+	done; \
+	scripts/test-times.py --passes $(BUILD)/$(1)-passes.txt $(BUILD)/$(1)-parallel.xml $(BUILD)/$(1)-serial.xml; \
+	exit $$status
+endef
+
 integration: all
-	@$(PYTEST) -ra -v --durations=30 --junitxml=$(BUILD)/integration.xml tests/integration; \
-		status=$$?; [ ! -s $(BUILD)/integration.xml ] || scripts/test-times.py $(BUILD)/integration.xml; \
-		exit $$status
+	$(call pytest_passes,integration,,INTEGRATION_ARGS)
 
 # The whole program under ASan+UBSan (the BPF side is the same object), run
 # through the integration tests that together reach every subcommand, mode,
@@ -205,6 +229,7 @@ ASAN_TESTS := tests/integration/test_hostile.py tests/integration/test_record.py
 	tests/integration/test_agent.py tests/integration/test_top.py
 ASAN_SKIP := not test_achieved_rate and not test_cpu_split_matches_target and not test_gil_contention \
 	and not test_push_outage and not test_cpu_mode_once
+ASAN_ARGS := $(ASAN_TESTS) -k '$(ASAN_SKIP)'
 ASAN_ENV := PBP_BIN=$(abspath $(ASAN_PROG)) PBP_SANITIZED=1 PBP_SANITIZER_LOGS=$(abspath $(ASAN_LOGS)) \
 	PBP_INTERPS=$(ASAN_INTERPS) \
 	ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:detect_stack_use_after_return=1:log_path=$(abspath $(ASAN_LOGS))/asan \
@@ -214,9 +239,12 @@ $(ASAN_PROG): $(ASAN_DIR)/obj/cli/main.o $(ASAN_DIR)/libpybpfprof.a
 	$(CLANG) $(ASAN_CFLAGS) $^ -o $@ $(LDLIBS)
 
 # The report directory is open to all: some tests run the binary as nobody.
+# Both workers of the parallel pass write reports there: a report fails the
+# test that was running in each worker when it appeared (one of the two
+# caused it; the report's pid and stack say which run).
 integration-asan: $(ASAN_PROG)
 	rm -rf $(ASAN_LOGS) && mkdir -p $(ASAN_LOGS) && chmod 1777 $(ASAN_LOGS)
-	$(ASAN_ENV) $(PYTEST) -ra -v $(ASAN_TESTS) -k '$(ASAN_SKIP)'
+	$(call pytest_passes,integration-asan,ASAN_ENV,ASAN_ARGS)
 
 # Each step's time and the total are printed at the end (CI allows 90 minutes).
 TEST_STEPS := all layers unit unit-asan fuzz-regress freethreaded-cached integration integration-asan

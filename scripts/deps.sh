@@ -3,7 +3,7 @@
 # does nothing (and needs no network) when everything is already there.
 set -eu
 PKGS="clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool make gcc pkg-config \
-      python3 python3-pytest debootstrap libclang-rt-14-dev \
+      python3 python3-pytest python3-pytest-xdist debootstrap libclang-rt-14-dev \
       xxd chromium fonts-dejavu-core \
       protobuf-c-compiler libprotobuf-c-dev golang-go nodejs \
       libmicrohttpd-dev libcurl4-openssl-dev libcjson-dev prometheus python3-yaml \

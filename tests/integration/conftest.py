@@ -533,6 +533,11 @@ def pytest_configure(config):
                             "offsets): it runs on every interpreter, not one of each family")
     config.addinivalue_line("markers", "families: the default, said explicitly: one "
                             "interpreter of each layout family (FAMILY_REPS)")
+    config.addinivalue_line("markers", "serial: the test must not share the machine with "
+                            "another test (system-wide profiling, the host's BPF objects, "
+                            "processes or fds counted, CPU shares, rates, timing): make "
+                            "integration runs it in its serial pass (-m serial), after the "
+                            "parallel one (-n 2 -m 'not serial')")
 
 
 def pytest_report_header(config):
@@ -562,8 +567,11 @@ def pytest_generate_tests(metafunc):
             interps = [i for i in interps if i.name in own]
         elif not (only or ALL_FAMILIES or metafunc.definition.get_closest_marker("every_version")):
             interps = [i for i in interps if i.name in FAMILY_REPS]
+        # A module may group its tests by interpreter (INTERP_SCOPE =
+        # "module"): all of one interpreter's, then the next's, so that a
+        # module-scoped fixture keeps one interpreter's target at a time.
         metafunc.parametrize("interp", interps, ids=[i.name for i in interps],
-                             indirect=True)
+                             indirect=True, scope=getattr(metafunc.module, "INTERP_SCOPE", None))
 
 
 @pytest.fixture
@@ -579,7 +587,17 @@ def interp(request):
 
 
 def pytest_sessionfinish(session, exitstatus):
+    # An xdist worker hands its interpreters' test counts to the controller,
+    # which prints the summary (pytest_testnodedown adds them up).
+    if hasattr(session.config, "workeroutput"):
+        session.config.workeroutput["pbp_used"] = dict(_used)
     _cleanup()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    for name, count in getattr(node, "workeroutput", {}).get("pbp_used", {}).items():
+        _used[name] = _used.get(name, 0) + count
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

@@ -29,6 +29,10 @@ from agent_run import (Agent, by_pid, go_raw, http_get, interps, metrics, raw_st
 from pprof_wire import Profile
 from test_host import cgroup_roots
 
+# Most agents here discover the host's processes (they would find the other
+# test worker's targets), push on timers or measure their own CPU: serial.
+pytestmark = pytest.mark.serial
+
 SPIN = """
 import time
 def {func}():

@@ -141,6 +141,7 @@ def storm(port, sources, n, seconds, budget):
     return times, tr.opened, tr.closed
 
 
+@pytest.mark.serial
 def test_slow_clients_cannot_starve_healthz(tmp_path, agents):
     """8 sockets of the probe's own address trickling a header a second
     locked every /healthz out for as long as they trickled (each byte reset

@@ -15,6 +15,9 @@ import pytest
 
 from conftest import REPO
 
+# What pybpfprof costs, measured: alone on the machine.
+pytestmark = pytest.mark.serial
+
 BENCH = os.path.join(REPO, "scripts", "bench")     # a directory: its __main__.py
 PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 PYENV = os.environ.get("PYENV_ROOT") or "/root/.pyenv"

@@ -17,6 +17,10 @@ import pytest
 from conftest import PYBPFPROF, _discover
 from profile import func_of, no_bpf_leftovers, parse_collapsed
 
+# -a sees every process of the host, the other test worker's targets too,
+# and the leftover check reads the host's BPF objects: the serial pass.
+pytestmark = pytest.mark.serial
+
 # A target says it is ready: its pid and version in $PBP_READY.
 READY = '''
 ready = os.environ["PBP_READY"]

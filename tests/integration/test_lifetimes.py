@@ -67,6 +67,7 @@ def gone(pid, seconds):
 
 # --- item 9: SIGHUP is SIGTERM -------------------------------------------------
 
+@pytest.mark.serial
 def test_sighup_writes_the_profile(start_target, tmp_path):
     proc, pid, ready = start_target(first_interp(), WORKERS, "spinner")
     out = tmp_path / "out.txt"
@@ -244,19 +245,21 @@ def test_code_first_run_just_before_exit_is_named(interp, start_target, tmp_path
 
 # --- item 6: a target that execs ----------------------------------------------------
 
+# Each side spins for a second of CPU, not of the clock: the two sides'
+# samples compare as well on a loaded machine as on an idle one.
 EXECS = """
 import os, sys, time
 def before_exec():
-    end = time.monotonic() + 1.0
-    while time.monotonic() < end:
+    end = time.process_time() + 1.0
+    while time.process_time() < end:
         pass
 before_exec()
 if sys.argv[1] == "python":
     os.execv(sys.executable, [sys.executable, "-c", '''
 import time
 def after_exec():
-    end = time.monotonic() + 1.0
-    while time.monotonic() < end:
+    end = time.process_time() + 1.0
+    while time.process_time() < end:
         pass
 after_exec()
 '''])
@@ -264,6 +267,9 @@ os.execv("/bin/sh", ["sh", "-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); d
 """
 
 
+# Serial: under ASan beside another test, the frames of the exec'd
+# interpreter were named late ([unknown] over the bound).
+@pytest.mark.serial
 def test_exec_into_python_profiled_on(interp, tmp_path):
     out = tmp_path / "out.txt"
     r = launch(["-F", 499, "-o", out], interp.argv + ["-c", EXECS, "python"])
@@ -293,6 +299,9 @@ def test_exec_into_other_program_said(tmp_path):
 TREE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets", "tree.py")
 
 
+# Serial: with another test beside it the forks were taken in late and 22 %
+# of the children's CPU was missing (the bound is 15 %).
+@pytest.mark.serial
 def test_fork_storm_children_keep_their_samples(tmp_path):
     """200 children of 10 ms of CPU each, 20 alive at a time: what they spent
     (the parent's RUSAGE_CHILDREN) is in the profile, under the children's

@@ -129,6 +129,7 @@ def raw_counted(raw):
     return out
 
 
+@pytest.mark.serial
 def test_whole_host(start_target, tmp_path):
     """-a: each interpreter in a namespace (one or two deep, by turns) is
     found, with its version, its function, and both of its pids."""

@@ -18,6 +18,9 @@ import pytest
 
 from test_hostile import EXIT_OK, first_interp, start, finish, check_collapsed
 
+# Rates and stalls measured against the clock: alone on the machine.
+pytestmark = pytest.mark.serial
+
 MAX_HZ = 100000         # the top of -F's documented range
 STALL_LIMIT = 0.5       # the longest a second process's 20 ms loop may wait
 

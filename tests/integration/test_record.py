@@ -137,6 +137,7 @@ def first_interp():
 
 
 @pytest.mark.parametrize("hz", [99, 999])
+@pytest.mark.serial
 def test_achieved_rate(start_target, tmp_path, hz):
     """Samples per second of the spinner's own CPU time are the rate asked,
     within 5 %. Its CPU is read from the kernel around the run; the run also
@@ -162,11 +163,13 @@ def test_achieved_rate(start_target, tmp_path, hz):
 
 # --- launch mode ------------------------------------------------------------
 
+# burn() spins for CPU seconds, not wall seconds: its samples (cpu mode)
+# are as many on a loaded machine as on an idle one.
 FINITE = """
 import os, sys, time
 def burn():
-    end = time.time() + float(sys.argv[1])
-    while time.time() < end:
+    end = time.process_time() + float(sys.argv[1])
+    while time.process_time() < end:
         sum(range(1000))
 with open(sys.argv[2], "w") as f:
     f.write("%d %d" % (os.getuid(), os.getgid()))
@@ -239,17 +242,33 @@ def start_profiler(pid, out):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def wait_sampling(p, seconds=1.5):
-    time.sleep(seconds)
+def process_cpu(pid):
+    """The CPU seconds a process has spent, from /proc/PID/stat."""
+    with open("/proc/%d/stat" % pid) as f:
+        utime, stime = f.read().rpartition(")")[2].split()[11:13]
+    return (int(utime) + int(stime)) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_sampling(p, pid, attach=1.5, cpu=0.5, timeout=60):
+    """Until the profiler has had `attach` seconds to set up and the target
+    has then spent `cpu` seconds on a CPU: about 100 samples at 199 Hz,
+    however loaded the machine (a fixed wait gave 6 under load)."""
+    time.sleep(attach)
+    start, deadline = process_cpu(pid), time.monotonic() + timeout
+    while process_cpu(pid) - start < cpu:
+        assert time.monotonic() < deadline, "the target got %.2f s of CPU in %d s" % (
+            process_cpu(pid) - start, timeout)
+        time.sleep(0.05)
     assert p.poll() is None, p.stderr.read()
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.serial
 def test_signal_writes_complete_profile(start_target, tmp_path, sig):
     proc, pid, ready = start_target(first_interp(), WORKERS, "spinner")
     out = tmp_path / "out.txt"
     p = start_profiler(pid, out)
-    wait_sampling(p)
+    wait_sampling(p, pid)
     p.send_signal(sig)
     stdout, stderr = p.communicate(timeout=30)
     assert p.returncode == 0, stderr
@@ -260,11 +279,12 @@ def test_signal_writes_complete_profile(start_target, tmp_path, sig):
     assert proc.poll() is None, "the target must not be touched"
 
 
+@pytest.mark.serial
 def test_target_exit_ends_run(start_target, tmp_path):
     proc, pid, ready = start_target(first_interp(), WORKERS, "spinner")
     out = tmp_path / "out.txt"
     p = start_profiler(pid, out)
-    wait_sampling(p)
+    wait_sampling(p, pid)
     proc.kill()
     proc.wait()
     stdout, stderr = p.communicate(timeout=30)
@@ -281,11 +301,12 @@ def test_duration(start_target, tmp_path):
     assert total(stacks) > 50
 
 
+@pytest.mark.serial
 def test_sigkill_leaves_no_kernel_objects_and_no_partial_file(start_target, tmp_path):
     proc, pid, ready = start_target(first_interp(), WORKERS, "spinner")
     out = tmp_path / "out.txt"
     p = start_profiler(pid, out)
-    wait_sampling(p)
+    wait_sampling(p, pid)
     p.kill()
     p.communicate(timeout=30)
     deadline = time.monotonic() + 5

@@ -145,6 +145,7 @@ def test_systemd_analyze(tmp_path):
         in readme_service().replace("\n", " "), m.group(0)
 
 
+@pytest.mark.serial
 def test_agent_runs_as_the_unit_runs_it(tmp_path):
     if os.geteuid() != 0 or not shutil.which("setpriv"):
         pytest.skip("needs root and setpriv (util-linux)")

@@ -101,6 +101,7 @@ def test_plain_periodic_and_whole_run_profile(interp, start_target, tmp_path):
     assert whole <= 3.5 * 99 * 3 * 1.1
 
 
+@pytest.mark.serial
 def test_cpu_mode_once(interp, start_target):
     """cpu mode: the spinner is on a CPU, holding the GIL; the sleeper for moments only.
     (Samples are CPU time: on a busy host the spinner may get little of it.)"""
