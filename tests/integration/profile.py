@@ -179,3 +179,40 @@ def no_bpf_leftovers(timeout=10.0):
             return False
         time.sleep(0.1)
     return True
+
+
+def process_cpu(pid):
+    """The CPU seconds a process has spent, from /proc/PID/stat."""
+    with open("/proc/%d/stat" % pid) as f:
+        utime, stime = f.read().rpartition(")")[2].split()[11:13]
+    return (int(utime) + int(stime)) / os.sysconf("SC_CLK_TCK")
+
+
+def perf_events_open(pid):
+    """True once process pid holds a perf event (pybpfprof samples with them)."""
+    fds = "/proc/%d/fd" % pid
+    for fd in os.listdir(fds):
+        try:
+            if os.readlink(os.path.join(fds, fd)) == "anon_inode:[perf_event]":
+                return True
+        except OSError:
+            pass
+    return False
+
+
+def wait_sampling(p, pid, cpu=0.5, timeout=60):
+    """Until the profiler p samples (its perf events are open) and the
+    target pid has then spent `cpu` seconds on a CPU: about 100 samples at
+    199 Hz, however loaded the machine and however long the set-up takes
+    (a fixed wait gave 6 under load, and none under ASan)."""
+    deadline = time.monotonic() + timeout
+    while not perf_events_open(p.pid):
+        assert p.poll() is None, p.stderr.read()
+        assert time.monotonic() < deadline, "pybpfprof did not start sampling in %d s" % timeout
+        time.sleep(0.05)
+    start = process_cpu(pid)
+    while process_cpu(pid) - start < cpu:
+        assert time.monotonic() < deadline, "the target got %.2f s of CPU in %d s" % (
+            process_cpu(pid) - start, timeout)
+        time.sleep(0.05)
+    assert p.poll() is None, p.stderr.read()

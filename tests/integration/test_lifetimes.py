@@ -13,7 +13,7 @@ import time
 import pytest
 
 from conftest import PYBPFPROF, _discover
-from profile import WORKERS, func_of, no_bpf_leftovers, parse_collapsed, total
+from profile import WORKERS, func_of, no_bpf_leftovers, parse_collapsed, total, wait_sampling
 
 
 def first_interp():
@@ -73,8 +73,7 @@ def test_sighup_writes_the_profile(start_target, tmp_path):
     out = tmp_path / "out.txt"
     p = subprocess.Popen([PYBPFPROF, "-p", str(pid), "-F", "199", "-o", str(out)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)
-    assert p.poll() is None, p.stderr.read()
+    wait_sampling(p, pid)
     p.send_signal(signal.SIGHUP)
     stdout, stderr = p.communicate(timeout=30)
     assert p.returncode == 0, stderr

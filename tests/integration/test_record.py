@@ -17,7 +17,7 @@ import pytest
 
 from conftest import PYBPFPROF, TARGETS, _discover, pybpfprof
 from profile import (FRAME, WORKERS, no_bpf_leftovers, ready_side_path, by_thread, bpf_programs_of_dead,
-                     func_of, marks, parse_collapsed, task_cpu_ns, total, wait_for)
+                     func_of, marks, parse_collapsed, task_cpu_ns, total, wait_for, wait_sampling)
 
 
 def profile_of(tmp_path, *args, timeout=120):
@@ -240,26 +240,6 @@ def test_launch_not_python(tmp_path):
 def start_profiler(pid, out):
     return subprocess.Popen([PYBPFPROF, "-p", str(pid), "-F", "199", "-o", str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def process_cpu(pid):
-    """The CPU seconds a process has spent, from /proc/PID/stat."""
-    with open("/proc/%d/stat" % pid) as f:
-        utime, stime = f.read().rpartition(")")[2].split()[11:13]
-    return (int(utime) + int(stime)) / os.sysconf("SC_CLK_TCK")
-
-
-def wait_sampling(p, pid, attach=1.5, cpu=0.5, timeout=60):
-    """Until the profiler has had `attach` seconds to set up and the target
-    has then spent `cpu` seconds on a CPU: about 100 samples at 199 Hz,
-    however loaded the machine (a fixed wait gave 6 under load)."""
-    time.sleep(attach)
-    start, deadline = process_cpu(pid), time.monotonic() + timeout
-    while process_cpu(pid) - start < cpu:
-        assert time.monotonic() < deadline, "the target got %.2f s of CPU in %d s" % (
-            process_cpu(pid) - start, timeout)
-        time.sleep(0.05)
-    assert p.poll() is None, p.stderr.read()
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
