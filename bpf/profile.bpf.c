@@ -108,6 +108,15 @@ const volatile bool thread_events = false;
  */
 const volatile bool follow = false;
 
+/*
+ * Wall and gil modes: the ticks' schedule, set by user space when it starts
+ * them (tick_base_ns + k * tick_period_ns, CLOCK_MONOTONIC): a switch
+ * records the thread's state at the latest tick instant before it
+ * (tick_cross). 0: no ticks, nothing recorded. Written at run time: .bss.
+ */
+volatile __u64 tick_base_ns = 0;
+volatile __u64 tick_period_ns = 0;
+
 /* The parts, each a concern: helpers and maps, no program. */
 #include "maps.bpf.h"
 #include "walk.bpf.h"
@@ -183,6 +192,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	if (task_ids(prev, &tgid, &tid))
 		st = tstate_of(tgid, tid, &tstate);
 	if (st) {
+		tick_cross(st, now);
 		st->off_reason = off_reason(st, prev, tgid, prev_state);
 		switch_note(st, now, 0);
 		/* Short waits (GIL, preemption) are left to the tick: most end before one. */
@@ -194,6 +204,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		st = tstate_of(tgid, tid, &tstate);
 	if (st) {
 		/* off_reason is kept: it says where the thread was until this instant. */
+		tick_cross(st, now);
 		switch_note(st, now, 1);
 	}
 	return 0;

@@ -28,6 +28,26 @@ static __always_inline struct pbp_tstate *tstate_of(__u32 tgid, __u32 tid, __u64
 }
 
 /*
+ * Before a switch changes the thread's state: if a tick instant passed since
+ * its last switch, its state at that instant is the present one.
+ */
+static __always_inline void tick_cross(struct pbp_tstate *st, __u64 now)
+{
+	__u64 base = tick_base_ns, period = tick_period_ns, last = 0, t;
+
+	if (!period || now < base)
+		return;
+	t = base + (now - base) / period * period;      /* the latest tick instant <= now */
+	if (st->switches)
+		last = st->recent[(st->switches - 1) % PBP_SWITCH_RING] >> PBP_SWITCH_NS_SHIFT;
+	if (last < t) {
+		st->tick_ns = t;
+		st->tick_oncpu = st->oncpu;
+		st->tick_reason = st->off_reason;
+	}
+}
+
+/*
  * A switch of the thread: its state after it, and the instant into the
  * ring, which is written before the count moves on (user space copies the
  * ring between two reads of the count).

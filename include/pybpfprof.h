@@ -153,7 +153,17 @@ struct pbp_tstate {
 	__u64 snap_due;        /* switch-out snapshots: when the budget is back to full */
 	__u8 oncpu;
 	__u8 off_reason;       /* enum pbp_off_reason of the last time off CPU */
-	__u8 pad[6];
+	__u8 tick_oncpu;       /* wall and gil modes: oncpu at the tick instant tick_ns */
+	__u8 tick_reason;      /* ... and off_reason then */
+	__u8 pad[4];
+	/*
+	 * The latest tick instant (of the schedule user space set, tick_base_ns +
+	 * k * tick_period_ns) a switch of the thread came after: its state then
+	 * was the one before that switch. However late user space looks at a
+	 * tick, and however often the thread switched meanwhile, the state at
+	 * that instant is here (the ring below keeps only the last few).
+	 */
+	__u64 tick_ns;
 	/*
 	 * Switch k (k = 1, 2, ... as switches counts them) at [(k - 1) %
 	 * PBP_SWITCH_RING]: ns << PBP_SWITCH_NS_SHIFT | PBP_SWITCH_ONCPU if in |

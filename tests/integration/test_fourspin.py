@@ -111,7 +111,7 @@ def test_wall_oncpu_matches_thread_time(fourspin, tmp_path):
         got[t["name"]] = sum(c for frames, c in stacks if frames[-1] in ONCPU) / n
         want[t["name"]] = (after["spent"][t["name"]] - before["spent"][t["name"]]) / \
             (after["at"] - before["at"])
-    msg = (got, want, r.stderr)
+    msg = ("got", {k: round(v, 3) for k, v in got.items()}, "want", {k: round(v, 3) for k, v in want.items()})
     for name in got:
         assert abs(got[name] - want[name]) <= bound(want[name], min(n_all)), (name,) + msg
     # The four together: the sum's chance error is about twice one's.

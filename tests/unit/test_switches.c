@@ -95,6 +95,34 @@ static void test_before_the_oldest(void)
 	CHECK_EQ_INT(a.after, 0);
 }
 
+/*
+ * More switches since the instant than the ring keeps, but the kernel saw
+ * the tick instant pass at the first of them (tick_cross): exact, not a
+ * guess. Four threads on 2 CPUs sleeping 2-6 ms every few hundred us, the
+ * loop 10 ms late: 30 % of their states were guesses without it.
+ */
+static void test_tick_record(void)
+{
+	struct pbp_tstate st = { 0 };
+	struct sched_at a;
+
+	note(&st, T0 - 3 * MS, false, PBP_OFF_RUNNABLE);
+	st.tick_ns = T0;                /* what the kernel records at the next switch */
+	st.tick_oncpu = 0;
+	st.tick_reason = PBP_OFF_RUNNABLE;
+	for (uint64_t k = 0; k < 3 * PBP_SWITCH_RING; k++)
+		note(&st, T0 + (1 + k) * MS / 4, k % 2 == 0, PBP_OFF_SLEEP);
+	a = at(&st, T0);
+	CHECK(!a.oncpu && !a.guessed && !a.after_known);
+	CHECK_EQ_INT(a.off_reason, PBP_OFF_RUNNABLE);
+	/* Another instant than the one recorded: the ring, and a guess past it. */
+	a = at(&st, T0 - MS);
+	CHECK(a.guessed);
+	/* Not switched since the instant: the present state, whatever the record. */
+	a = at(&st, T0 + 100 * MS);
+	CHECK(a.after == 0 && a.after_known && !a.guessed && a.oncpu == a.oncpu_now);
+}
+
 /* A long run of switches: every instant the ring still covers reads the state then. */
 static void test_ring_wraps(void)
 {
@@ -118,5 +146,6 @@ int main(void)
 	test_two_switches_after();
 	test_before_the_oldest();
 	test_ring_wraps();
+	test_tick_record();
 	return unit_done("switches");
 }

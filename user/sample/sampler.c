@@ -553,6 +553,12 @@ fail:
 	return err;
 }
 
+void sampler_set_ticks(struct sampler *s, uint64_t base, uint64_t period)
+{
+	s->skel->bss->tick_base_ns = base;
+	s->skel->bss->tick_period_ns = period;
+}
+
 void sampler_pause(struct sampler *s)
 {
 	for (int i = 0; i < s->ncpus; i++)

@@ -53,6 +53,12 @@ void sampler_achieved(struct sampler *s, double *per_cpu_hz, double *prog_share)
  * delivered and the counts add up.
  */
 void sampler_pause(struct sampler *s);
+/*
+ * Wall and gil modes: the ticks come at base + k * period (CLOCK_MONOTONIC
+ * ns); the kernel records each thread's state at the latest one before its
+ * switches (pbp_tstate.tick_ns).
+ */
+void sampler_set_ticks(struct sampler *s, uint64_t base, uint64_t period);
 void sampler_close(struct sampler *s);
 void sampler_verbose(bool on);
 void sampler_del_proc(struct sampler *s, pid_t pid);

@@ -19,46 +19,66 @@ static uint64_t entry_ns(uint64_t e)
 	return e >> PBP_SWITCH_NS_SHIFT;
 }
 
+/* How many of the ring's n newest switches came after instant (*known: it reaches back to it). */
+static uint32_t switches_after(const uint64_t *ring, uint64_t s, uint32_t n, uint64_t instant, bool *known)
+{
+	uint32_t k;
+
+	for (k = 0; k < n; k++)
+		if (entry_ns(ring[(s - 1 - k) % PBP_SWITCH_RING]) <= instant)
+			break;
+	*known = k < n || s <= PBP_SWITCH_RING;
+	return k;
+}
+
 void sched_state_at(const volatile struct pbp_tstate *v, uint64_t instant, struct sched_at *out)
 {
-	uint64_t ring[PBP_SWITCH_RING], s = 0, e;
-	uint32_t n, k;
-	bool oncpu = false;
-	uint8_t reason = 0;
+	uint64_t ring[PBP_SWITCH_RING], s = 0, e, tick_ns = 0;
+	uint32_t n;
+	bool oncpu = false, tick_oncpu = false;
+	uint8_t reason = 0, tick_reason = 0;
 
 	for (int i = 0; i < COPY_TRIES; i++) {
 		s = v->switches;
 		atomic_thread_fence(memory_order_acquire);
-		for (k = 0; k < PBP_SWITCH_RING; k++)
+		for (uint32_t k = 0; k < PBP_SWITCH_RING; k++)
 			ring[k] = v->recent[k];
 		oncpu = v->oncpu;
 		reason = v->off_reason;
+		tick_ns = v->tick_ns;
+		tick_oncpu = v->tick_oncpu;
+		tick_reason = v->tick_reason;
 		atomic_thread_fence(memory_order_acquire);
 		if (v->switches == s)
 			break;
 	}
-	*out = (struct sched_at){ .switches = s, .oncpu = oncpu, .oncpu_now = oncpu,
+	*out = (struct sched_at){ .switches = s, .oncpu = oncpu, .oncpu_now = oncpu, .after_known = true,
 				  .off_reason = oncpu ? PBP_OFF_NONE : reason };
 	if (s == 0)
 		return;         /* never switched: as /proc said when it was seen first */
 	n = s < PBP_SWITCH_RING ? (uint32_t)s : PBP_SWITCH_RING;
 	out->oncpu_now = ring[(s - 1) % PBP_SWITCH_RING] & PBP_SWITCH_ONCPU;
-	for (k = 0; k < n; k++) {
-		e = ring[(s - 1 - k) % PBP_SWITCH_RING];
-		if (entry_ns(e) <= instant) {
-			out->after = k;
-			out->oncpu = e & PBP_SWITCH_ONCPU;
-			out->off_reason = out->oncpu ? PBP_OFF_NONE : (uint8_t)(e & PBP_SWITCH_REASON);
-			return;
-		}
+	out->after = switches_after(ring, s, n, instant, &out->after_known);
+	if (out->after == 0) {
+		e = ring[(s - 1) % PBP_SWITCH_RING];
+	} else if (tick_ns == instant) {
+		/* The kernel saw the instant pass at the first switch after it. */
+		out->oncpu = tick_oncpu;
+		out->off_reason = tick_oncpu ? PBP_OFF_NONE : tick_reason;
+		return;
+	} else if (out->after < n) {
+		e = ring[(s - 1 - out->after) % PBP_SWITCH_RING];
+	} else {
+		/*
+		 * Every recorded switch came after the instant: it was in the state
+		 * the oldest one left, and a switch in says where it had been off CPU.
+		 */
+		e = ring[(s - n) % PBP_SWITCH_RING];
+		out->oncpu = !(e & PBP_SWITCH_ONCPU);
+		out->off_reason = out->oncpu ? PBP_OFF_NONE : (uint8_t)(e & PBP_SWITCH_REASON);
+		out->guessed = !out->after_known;
+		return;
 	}
-	/*
-	 * Every recorded switch came after the instant: it was in the state the
-	 * oldest one left, and a switch in says where it had been off CPU.
-	 */
-	e = ring[(s - n) % PBP_SWITCH_RING];
-	out->after = n;
-	out->oncpu = !(e & PBP_SWITCH_ONCPU);
+	out->oncpu = e & PBP_SWITCH_ONCPU;
 	out->off_reason = out->oncpu ? PBP_OFF_NONE : (uint8_t)(e & PBP_SWITCH_REASON);
-	out->guessed = s > PBP_SWITCH_RING;
 }

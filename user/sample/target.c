@@ -594,7 +594,7 @@ static bool off_cpu_stack_holds(const struct tcache *e, const struct sched_at *s
 		return false;
 	if (!st->oncpu_now && e->switches == st->switches)
 		return true;
-	return !st->oncpu && !st->guessed && st->switches - st->after == e->switches;
+	return !st->oncpu && st->after_known && st->switches - st->after == e->switches;
 }
 
 /* The thread's stack at this tick, by the cheapest exact means. */

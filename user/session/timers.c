@@ -299,8 +299,11 @@ void run_add_timers(struct session *r, bool tty)
 	if (r->o.duration > 0)
 		loop_add(l, &(struct timer){ .next = start + (uint64_t)(r->o.duration * 1e9),
 					     .fn = duration_over });
-	if (r->c.o.mode != MODE_CPU)
+	if (r->c.o.mode != MODE_CPU) {
+		/* The kernel keeps each thread's state at these instants, however late they are looked at. */
+		sampler_set_ticks(r->c.smp, start + tick, tick);
 		loop_add(l, &(struct timer){ .period = tick, .next = start + tick, .fn = run_ticks });
+	}
 	r->alive_timer = loop_add(l, &(struct timer){ .period = ALIVE_EVERY_NS, .next = TIMER_NOW,
 						      .fn = check_alive });
 	if (r->o.follow && r->o.cmd)
