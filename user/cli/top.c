@@ -183,7 +183,7 @@ static int show_plain(struct top *t)
 	head_of(t, &h);
 	err = live_build(t->cumulative ? t->whole : t->last, false, 0, 0, &v);
 	if (err)
-		return err;
+		return report_error(NULL, err), err;   /* out of memory: said, as a sink's error is */
 	live_sort(&v, t->sort);
 	live_print(stdout, &h, &v, PLAIN_ROWS, t->once ? term_width() : 0);
 	if (!t->once)
@@ -298,7 +298,7 @@ static int show_screen(struct top *t)
 	head_of(t, &h);
 	err = live_build(t->cumulative ? t->whole : t->last, t->filter, t->fpid, t->ftid, &v);
 	if (err)
-		return err;
+		return report_error(NULL, err), err;
 	live_sort(&v, t->sort);
 	for (uint32_t i = 0; t->filter && i < v.nthreads; i++)
 		if (v.threads[i].pid == t->fpid && v.threads[i].tid == t->ftid)
