@@ -166,7 +166,7 @@ static int find_runtime(struct pyproc *p, struct elf_info *ei, uint64_t *bias)
 	for (int named = 1; err == -PBP_E_NOTPY && named >= 0; named--)
 		for (size_t i = 0; err == -PBP_E_NOTPY && i < n; i++)
 			if (looks_like_python(files[i].path) == named &&
-			    !(!named && elfcache_not_python(files[i].dev, files[i].inode)) &&
+			    (named || !elfcache_not_python(files[i].dev, files[i].inode)) &&
 			    try_file(p, &files[i], ei, bias) == 0)
 				err = 0;
 	if (err == -PBP_E_NOTPY && no_fd_left(f))
