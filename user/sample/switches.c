@@ -4,8 +4,10 @@
  * instant (it has to be woken, and on a loaded machine waits for a CPU), and
  * in that time a thread contending for a CPU can switch in and out several
  * times: flipping its present state once per late tick reads 50 % for every
- * such thread, whatever it really had. The kernel keeps its last
- * PBP_SWITCH_RING switches with their instants (bpf/sched.bpf.h) instead.
+ * such thread, whatever it really had. The kernel records instead each
+ * thread's state at the last tick instant it switched across (tick_ns),
+ * and its last PBP_SWITCH_RING switches with their instants, for a tick
+ * looked at more than a period late (bpf/sched.bpf.h).
  */
 #include <stdatomic.h>
 
@@ -17,6 +19,13 @@
 static uint64_t entry_ns(uint64_t e)
 {
 	return e >> PBP_SWITCH_NS_SHIFT;
+}
+
+/* The state a ring entry says the thread was in: oncpu, or off for its reason. */
+static void set_state(struct sched_at *out, bool oncpu, uint8_t reason)
+{
+	out->oncpu = oncpu;
+	out->off_reason = oncpu ? PBP_OFF_NONE : reason;
 }
 
 /* How many of the ring's n newest switches came after instant (*known: it reaches back to it). */
@@ -52,8 +61,8 @@ void sched_state_at(const volatile struct pbp_tstate *v, uint64_t instant, struc
 		if (v->switches == s)
 			break;
 	}
-	*out = (struct sched_at){ .switches = s, .oncpu = oncpu, .oncpu_now = oncpu, .after_known = true,
-				  .off_reason = oncpu ? PBP_OFF_NONE : reason };
+	*out = (struct sched_at){ .switches = s, .oncpu_now = oncpu, .after_known = true };
+	set_state(out, oncpu, reason);
 	if (s == 0)
 		return;         /* never switched: as /proc said when it was seen first */
 	n = s < PBP_SWITCH_RING ? (uint32_t)s : PBP_SWITCH_RING;
@@ -63,8 +72,7 @@ void sched_state_at(const volatile struct pbp_tstate *v, uint64_t instant, struc
 		e = ring[(s - 1) % PBP_SWITCH_RING];
 	} else if (tick_ns == instant) {
 		/* The kernel saw the instant pass at the first switch after it. */
-		out->oncpu = tick_oncpu;
-		out->off_reason = tick_oncpu ? PBP_OFF_NONE : tick_reason;
+		set_state(out, tick_oncpu, tick_reason);
 		return;
 	} else if (out->after < n) {
 		e = ring[(s - 1 - out->after) % PBP_SWITCH_RING];
@@ -74,11 +82,9 @@ void sched_state_at(const volatile struct pbp_tstate *v, uint64_t instant, struc
 		 * the oldest one left, and a switch in says where it had been off CPU.
 		 */
 		e = ring[(s - n) % PBP_SWITCH_RING];
-		out->oncpu = !(e & PBP_SWITCH_ONCPU);
-		out->off_reason = out->oncpu ? PBP_OFF_NONE : (uint8_t)(e & PBP_SWITCH_REASON);
+		set_state(out, !(e & PBP_SWITCH_ONCPU), (uint8_t)(e & PBP_SWITCH_REASON));
 		out->guessed = !out->after_known;
 		return;
 	}
-	out->oncpu = e & PBP_SWITCH_ONCPU;
-	out->off_reason = out->oncpu ? PBP_OFF_NONE : (uint8_t)(e & PBP_SWITCH_REASON);
+	set_state(out, e & PBP_SWITCH_ONCPU, (uint8_t)(e & PBP_SWITCH_REASON));
 }

@@ -57,8 +57,8 @@
 #define ADOPTED_NAMES_NS (100 * 1000000ull)
 /*
  * A thread whose name was not there when the names were read (registered in
- * threading's table just after, or named later): read again after 0.1,
- * 0.4, 1.6 and 6.4 s, not after NAMES_EVERY_NS, so that a thread is not one
+ * threading's table just after, or named later): read again 0.1, 0.5,
+ * 2.1 and 8.5 s after, not after NAMES_EVERY_NS, so that a thread is not one
  * root under its comm for 30 s and another under its name after.
  */
 #define UNNAMED_TRIES 4
