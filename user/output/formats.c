@@ -76,25 +76,20 @@ const char *format_unknown_ext(const char *path, char *ext, size_t n)
 	size_t len;
 
 	if (!path || format_by_ext(path) >= 0)
-		return NULL;
+		return NULL;    /* whole-path extensions too: "x.pb.gz" */
 	base = strrchr(path, '/');
 	base = base ? base + 1 : path;
 	len = strlen(base);
 	if (ends_with(base, ".gz") && len > 3)
 		len -= 3;       /* "x.gz" alone is collapsed, gzipped; "x.html.gz" html */
 	dot = memrchr(base, '.', len);
-	if (dot && dot > base) {
-		snprintf(ext, n, "%.*s", (int)(base + len - dot), dot);
-		if (format_by_ext(ext) >= 0)
-			return NULL;
-	}
 	if (!dot || dot == base || dot + 1 == base + len)
 		return NULL;
 	for (const char *c = dot + 1; c < base + len; c++)
 		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z')))
 			return NULL;
 	snprintf(ext, n, "%.*s", (int)(base + len - dot), dot);
-	return ext;
+	return format_by_ext(ext) >= 0 ? NULL : ext;
 }
 
 const char *format_name(int fmt)
