@@ -101,6 +101,12 @@ def test_diff_same_file_is_no_change(tmp_path):
     gz = tmp_path / "p.txt.gz"
     gz.write_bytes(gzip.compress(TEXT.encode()))
     assert pybpfprof("diff", gz, p).stdout == r.stdout
+    # ... and a .gz output is gzipped, as record and convert write it (it was plain)
+    for name, head in (("d.txt.gz", "main (a.py:1)"), ("d.html.gz", "<!DOCTYPE html>")):
+        out = tmp_path / name
+        w = pybpfprof("diff", p, p, "-o", out)
+        assert w.returncode == 0, w.stderr
+        assert gzip.decompress(out.read_bytes()).decode().startswith(head), name
 
 
 @pytest.mark.parametrize("case", ["missing", "directory", "garbage", "bad_line", "empty", "format", "one_arg"])

@@ -125,7 +125,7 @@ static int nomem(void)
 static int write_out(const struct diff_args *a, int fmt, struct agg *side[2])
 {
 	struct output out;
-	int err = output_open(&out, a->out, false);
+	int err = profile_open(&out, fmt, a->out);    /* a .gz path: gzipped, as record and convert do */
 
 	if (err) {
 		output_error(&out, a->out, err);
