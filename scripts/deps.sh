@@ -7,7 +7,7 @@ PKGS="clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool make gcc pkg-config \
       xxd chromium fonts-dejavu-core \
       protobuf-c-compiler libprotobuf-c-dev golang-go nodejs \
       libmicrohttpd-dev libcurl4-openssl-dev libcjson-dev prometheus python3-yaml \
-      valgrind sudo podman runc libncurses-dev tmux libdw-dev python3-dev python3-numpy libunwind-dev \
+      valgrind strace sudo podman runc libncurses-dev tmux libdw-dev python3-dev python3-numpy libunwind-dev \
       debhelper lintian"
 missing=""
 for p in $PKGS; do

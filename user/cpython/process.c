@@ -148,8 +148,27 @@ static int mapped_files(FILE *f, struct map_entry **out, size_t *n)
 }
 
 /*
+ * The runtime is in a writable mapping once the loader has mapped the file
+ * as its program headers say. Before that (a command just exec'd, its
+ * libpython being loaded: ld.so first maps the whole file read-only, then
+ * each segment over it) its address holds other bytes of the file, which
+ * would read as another version or none: it is not Python yet.
+ */
+static int runtime_mapped(FILE *f, uint64_t runtime)
+{
+	struct map_entry e;
+
+	rewind(f);
+	while (maps_next(f, &e) == 0)
+		if (runtime >= e.start && runtime < e.end)
+			return e.perms[1] == 'w' ? 0 : -PBP_E_NOTPY;
+	return -PBP_E_NOTPY;
+}
+
+/*
  * The file holding the runtime: those named python first, then any (an
- * embedding program whose library is not named so). The maps are read once.
+ * embedding program whose library is not named so). The maps are read
+ * once, and again for the runtime's own mapping.
  */
 static int find_runtime(struct pyproc *p, struct elf_info *ei, uint64_t *bias)
 {
@@ -171,6 +190,8 @@ static int find_runtime(struct pyproc *p, struct elf_info *ei, uint64_t *bias)
 				err = 0;
 	if (err == -PBP_E_NOTPY && no_fd_left(f))
 		err = -PBP_E_MFILE;
+	if (!err)
+		err = runtime_mapped(f, p->runtime);
 	free(files);
 	fclose(f);
 	return err;
