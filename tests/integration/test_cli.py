@@ -121,6 +121,21 @@ def test_convert_option_values_any_case(tmp_path):
     usage_error(run("convert", "-i", src, "-m", "walls"), "invalid mode 'walls'")
 
 
+def test_convert_input_as_its_argument(tmp_path):
+    """convert FILE reads FILE, as -i FILE does (pprof and perf report take
+    their input so); a second input, either way, is refused."""
+    src = tmp_path / "in.txt"
+    src.write_text("main;work 30\nmain;idle 10\n")
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    r = run("convert", src, "-o", a)
+    assert r.returncode == EXIT_OK, r.stderr
+    r = run("convert", "-i", src, "-o", b)
+    assert r.returncode == EXIT_OK, r.stderr
+    assert a.read_bytes() == b.read_bytes() and b"work" in a.read_bytes()
+    usage_error(run("convert", src, src), "the input is given once")
+    usage_error(run("convert", "-i", src, src), "the input is given once")
+
+
 @pytest.mark.parametrize("argv", [["dumpp", "-p", "1"], ["record", "-p", "1"],
                                   ["python3", "app.py"], ["convrt"]])
 def test_unknown_subcommand(argv):

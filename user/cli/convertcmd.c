@@ -22,7 +22,7 @@ struct convert_args {
 };
 
 static const struct argp_option convert_opts[] = {
-	{ "input", 'i', "FILE", 0, "Profile to read: collapsed stacks or pprof, gzipped or not (default: stdin)", 0 },
+	{ "input", 'i', "FILE", 0, "Profile to read, as FILE: collapsed stacks or pprof, gzipped or not (default: stdin)", 0 },
 	{ "output", 'o', "FILE", 0, "Where to write (default: stdout)", 0 },
 	{ "format", 'f', "FORMAT", 0,
 	  "collapsed, html, svg, speedscope, gecko, pprof or pstats (default: from the -o extension; none: "
@@ -37,7 +37,11 @@ static error_t convert_parse(int key, char *arg, struct argp_state *st)
 	struct convert_args *a = st->input;
 
 	switch (key) {
-	case 'i': a->in = input_path(st, "-i", arg); break;
+	case 'i':
+		if (a->in)
+			argp_error(st, "the input is given once: FILE or -i");
+		a->in = input_path(st, "-i", arg);
+		break;
 	case 'o': a->out = output_path(st, arg); break;
 	case 'f':
 		if (format_by_name(arg) < 0)
@@ -49,7 +53,10 @@ static error_t convert_parse(int key, char *arg, struct argp_state *st)
 		profload_meta_option(key, arg, st, &a->hz, &a->mode);
 		break;
 	case ARGP_KEY_ARG:
-		argp_error(st, "unexpected argument '%s'", arg);
+		/* the input named as pprof and perf report take it: convert FILE */
+		if (a->in)
+			argp_error(st, "unexpected argument '%s' (the input is given once: FILE or -i)", arg);
+		a->in = input_path(st, "FILE", arg);
 		break;
 	case ARGP_KEY_END:
 		output_format_check(st, a->out, a->format != NULL);
@@ -65,12 +72,12 @@ static const char convert_doc[] =
 	"another format. "
 	"-F and -m describe the run the stacks came from: they set time units and labels."
 	"\vExamples:\n"
-	"  pybpfprof convert -i profile.txt -o profile.html\n"
+	"  pybpfprof convert profile.txt -o profile.html\n"
 	"  pybpfprof convert -i profile.txt -o profile.pb.gz -m wall";
 
 int convert_main(int argc, char **argv)
 {
-	struct argp argp = { convert_opts, convert_parse, NULL, convert_doc, NULL, NULL, NULL };
+	struct argp argp = { convert_opts, convert_parse, "[FILE]", convert_doc, NULL, NULL, NULL };
 	struct convert_args a = { .hz = 99, .mode = "cpu" };
 	struct profile_meta m;
 	struct agg *agg;
