@@ -13,7 +13,7 @@ import pytest
 
 from conftest import PYBPFPROF, TargetStarter, _discover, pybpfprof
 from profile import (WORKERS, by_thread, func_of, parse_collapsed, ready_side_path, task_cpu_ns, total,
-                     wait_for)
+                     wait_for, wait_sampling)
 
 STATUSES = ["[running]", "[native, no GIL]", "[runnable]", "[gil wait]", "[sleeping]", "[disk]", "[stopped]"]
 
@@ -289,11 +289,14 @@ def test_sigstopped_target_is_stopped(start_target, tmp_path):
     proc, pid, ready = start_target(interp, os.path.join(os.path.dirname(__file__), "targets",
                                                          "napper.py"))
     out = tmp_path / "out.txt"
-    p = subprocess.Popen([PYBPFPROF, "-m", "wall", "--status", "-F", "99", "-d", "3", "-p",
+    p = subprocess.Popen([PYBPFPROF, "-m", "wall", "--status", "-F", "99", "-d", "6", "-p",
                           str(pid), "-o", str(out)], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     try:
-        time.sleep(1.5)
+        # Sampling, and 0.5 s of its ticks, before the stop: a fixed 1.5 s
+        # from the start stopped it before the first tick under load.
+        wait_sampling(p, pid, cpu=0)
+        time.sleep(0.5)
         os.kill(pid, signal.SIGSTOP)
         _, err = p.communicate(timeout=60)
     finally:
