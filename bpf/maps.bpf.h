@@ -88,10 +88,11 @@ struct {
 } spanbufs SEC(".maps");
 
 /*
- * 3.14+: code objects already read, per CPU, direct-mapped by address: a
+ * 3.13+: code objects already read, per CPU, direct-mapped by address: a
  * slot holds one code object's identity fields, keyed by the process's
  * registration (tgid, epoch), the thread's interpreter, its address, and
- * the interpreter's count of freed code objects when it was read. A slot
+ * the interpreter's count (of code objects freed, 3.14+, or made, 3.13)
+ * when it was read. A slot
  * another object took is a miss, not a wrong answer.
  */
 #define CODE_SLOTS 4096

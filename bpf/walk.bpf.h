@@ -272,13 +272,13 @@ static __always_inline __u32 code_slot_of(__u64 code)
 }
 
 /*
- * 3.14+: the fields of the code object at code, if this CPU read them
- * while its interpreter's count of freed code objects was what the walk
- * read at its start. A code object is immutable, and the count rises as
- * one is freed, before its memory can hold another: an address whose
- * object was freed and reused since never matches. The count was read
- * before any field, so a slot kept during the walk holds fields read
- * after it. Global functions, verified once, not once per step.
+ * 3.13+: the fields of the code object at code, if this CPU read them
+ * while its interpreter's count was what the walk read at its start. A
+ * code object is immutable, and the count rises as one is freed (3.14+)
+ * or made (3.13), before another can be at a freed one's address: an
+ * address whose object was freed and reused since never matches. The
+ * count was read before any field, so a slot kept during the walk holds
+ * fields read after it. Global functions, verified once, not once per step.
  */
 __noinline int code_cached(struct walk_ctx *c, __u64 code, struct code_id *out)
 {
@@ -466,17 +466,27 @@ static __always_inline void data_stack(struct walk_ctx *c, __u64 tstate)
 }
 
 /*
- * 3.14+: the thread's interpreter and its count of freed code objects,
- * read before any code object is: the code-object cache's key for this
- * walk. Not read, no cache.
+ * The thread's interpreter and its count, read before any code object is:
+ * the code-object cache's key for this walk. 3.14+ counts code objects
+ * freed; 3.13 counts those made (a __u32 that stays 0 once it wrapped:
+ * then it no longer moves, and there is no cache). Not read, no cache.
  */
 static __always_inline void code_gen(struct walk_ctx *c, __u64 tstate)
 {
 	__u64 interp = 0, gen = 0;
+	__u32 made = 0;
 
-	if (read_ptr(&interp, tstate + c->o.ts_interp) || !interp ||
-	    read_ptr(&gen, interp + c->o.is_code_gen))
+	if (read_ptr(&interp, tstate + c->o.ts_interp) || !interp)
 		return;
+	if (c->o.is_code_gen != PBP_NOOFF) {
+		if (read_ptr(&gen, interp + c->o.is_code_gen))
+			return;
+	} else {
+		if (bpf_probe_read_user(&made, sizeof(made), (const void *)(interp + c->o.is_code_new)) ||
+		    !made)
+			return;
+		gen = made;
+	}
 	c->interp = interp;
 	c->gen = gen;
 	c->cache = true;
@@ -501,7 +511,8 @@ static __always_inline bool walk(struct pbp_sample *s, const struct pbp_offsets 
 	c.frame = first_frame(o, tstate, &c.err);
 	if (!c.err && c.fr_span && !o->instr_is_int && o->ts_datastack != PBP_NOOFF)
 		data_stack(&c, tstate);
-	if (!c.err && epoch && o->is_code_gen != PBP_NOOFF && o->ts_interp != PBP_NOOFF)
+	if (!c.err && epoch && o->ts_interp != PBP_NOOFF &&
+	    (o->is_code_gen != PBP_NOOFF || (o->is_code_new != PBP_NOOFF && o->is_code_new)))
 		code_gen(&c, tstate);
 	if (!c.err)
 		bpf_loop(MAX_WALK, walk_step, &c, 0);
