@@ -468,10 +468,11 @@ static __always_inline void data_stack(struct walk_ctx *c, __u64 tstate)
 /*
  * The thread's interpreter and its count, read before any code object is:
  * the code-object cache's key for this walk. 3.14+ counts code objects
- * freed; 3.13 counts those made (a __u32 that stays 0 once it wrapped:
- * then it no longer moves, and there is no cache). Not read, no cache.
+ * freed; 3.13 (in the interpreter) and 3.12 (one count for the process, at
+ * code_count) count those made, a __u32 that stays 0 once it wrapped: then
+ * it no longer moves, and there is no cache. Not read, no cache.
  */
-static __always_inline void code_gen(struct walk_ctx *c, __u64 tstate)
+static __always_inline void code_gen(struct walk_ctx *c, __u64 tstate, __u64 code_count)
 {
 	__u64 interp = 0, gen = 0;
 	__u32 made = 0;
@@ -482,8 +483,9 @@ static __always_inline void code_gen(struct walk_ctx *c, __u64 tstate)
 		if (read_ptr(&gen, interp + c->o.is_code_gen))
 			return;
 	} else {
-		if (bpf_probe_read_user(&made, sizeof(made), (const void *)(interp + c->o.is_code_new)) ||
-		    !made)
+		if (!code_count)
+			code_count = interp + c->o.is_code_new;
+		if (bpf_probe_read_user(&made, sizeof(made), (const void *)code_count) || !made)
 			return;
 		gen = made;
 	}
@@ -493,9 +495,11 @@ static __always_inline void code_gen(struct walk_ctx *c, __u64 tstate)
 }
 
 /* On a fault or at the bound, .resume names the first frame not copied, for user space. */
-static __always_inline bool walk(struct pbp_sample *s, const struct pbp_offsets *o, __u32 epoch,
-				 __u64 tstate, __u32 buf)
+static __always_inline bool walk(struct pbp_sample *s, const struct pbp_proc *p, __u64 tstate,
+				 __u32 buf)
 {
+	const struct pbp_offsets *o = &p->off;
+	__u32 epoch = p->epoch;
 	struct walk_ctx c = { .o = *o, .buf = buf, .tgid = s->tgid, .epoch = epoch };
 
 	span_check(&c);
@@ -512,8 +516,9 @@ static __always_inline bool walk(struct pbp_sample *s, const struct pbp_offsets 
 	if (!c.err && c.fr_span && !o->instr_is_int && o->ts_datastack != PBP_NOOFF)
 		data_stack(&c, tstate);
 	if (!c.err && epoch && o->ts_interp != PBP_NOOFF &&
-	    (o->is_code_gen != PBP_NOOFF || (o->is_code_new != PBP_NOOFF && o->is_code_new)))
-		code_gen(&c, tstate);
+	    (o->is_code_gen != PBP_NOOFF || p->code_count ||
+	     (o->is_code_new != PBP_NOOFF && o->is_code_new)))
+		code_gen(&c, tstate, p->code_count);
 	if (!c.err)
 		bpf_loop(MAX_WALK, walk_step, &c, 0);
 	stat_add(PBP_STAT_CODE_HITS, c.nhit);

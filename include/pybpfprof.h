@@ -130,6 +130,13 @@ struct pbp_proc {
 	 */
 	__u32 epoch;
 	__u32 pad_epoch;
+	/*
+	 * 3.12 (a file with .symtab): address of _Py_next_func_version, the
+	 * count of code objects made, a __u32 that only grows (0 once it
+	 * wrapped): the code-object cache's count, as is_code_new's on 3.13.
+	 * 0: unknown.
+	 */
+	__u64 code_count;
 };
 
 /* Why a thread is off CPU, as the scheduler saw it when it left. */

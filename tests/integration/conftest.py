@@ -117,16 +117,6 @@ def _pdeathsig():
         pass
 
 
-def probed_code_counts():
-    """The 3.13 versions whose count of code objects made the profiler knows
-    where to find: code_new_table's entries in the generated offsets."""
-    with open(os.path.join(REPO, "user", "cpython", "gen", "offsets.h")) as f:
-        text = f.read()
-    table = text[text.find("code_new_table[]"):]
-    return set(tuple(int(x) for x in v.split("."))
-               for v in re.findall(r"/\* (3\.13\.\d+) \*/", table))
-
-
 class Interp(object):
     """One interpreter.
 
@@ -157,13 +147,6 @@ class Interp(object):
     def free_threaded(self):
         """A build without a GIL (3.14t): no GIL status, figures or gil mode."""
         return self.name.startswith("3.14t")
-
-    @property
-    def kernel_code_cache(self):
-        """The kernel names code objects from its cache: 3.14+ (a count of
-        those freed), and a 3.13 of the layout gen-offsets.sh probed (a
-        count of those made, found only for that layout)."""
-        return self.version[:2] >= (3, 14) or tuple(self.version) in probed_code_counts()
 
     @property
     def chrooted(self):

@@ -18,6 +18,7 @@ import time
 
 import pytest
 
+from codecache import kernel_code_cache
 from conftest import PYBPFPROF, REPO, SANITIZED, TARGETS, _discover
 from profile import (WORKERS, by_thread, func_of, marks, parse_collapsed, total,
                      wait_no_bpf_objects)
@@ -375,7 +376,7 @@ def test_code_freed_and_remade_at_one_address(interp, start_target, tmp_path):
                 seen[func_of(f)] += count
     assert min(seen.values()) >= 100, (seen, st)
     walk = st["kernel_walk"]
-    if interp.kernel_code_cache:
+    if kernel_code_cache(interp):
         # Only main() and the function stay put: the rest is missed, and must be.
         assert walk["code_hits"] > 0 and walk["code_misses"] > 0, walk
     else:
