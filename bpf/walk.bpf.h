@@ -63,7 +63,7 @@ struct walk_ctx {
 	__u64 chunk, top, wlo, whi;
 	__u64 older, older_top;    /* the chunk before: 0 not read yet, 1 none */
 	__u32 nbulk, nread, ncopies;
-	/* 3.14+: the code-object cache's key parts (cache: on), and its hits and misses. */
+	/* 3.12+: the code-object cache's key parts (cache: on), and its hits and misses. */
 	__u64 interp, gen;
 	__u32 epoch, nhit, nmiss;
 	bool cache;
@@ -272,10 +272,10 @@ static __always_inline __u32 code_slot_of(__u64 code)
 }
 
 /*
- * 3.13+: the fields of the code object at code, if this CPU read them
+ * 3.12+: the fields of the code object at code, if this CPU read them
  * while its interpreter's count was what the walk read at its start. A
  * code object is immutable, and the count rises as one is freed (3.14+)
- * or made (3.13), before another can be at a freed one's address: an
+ * or made (3.12, 3.13), before another can be at a freed one's address: an
  * address whose object was freed and reused since never matches. The
  * count was read before any field, so a slot kept during the walk holds
  * fields read after it. Global functions, verified once, not once per step.

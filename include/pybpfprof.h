@@ -90,7 +90,7 @@ struct pbp_offsets {
 	 */
 	__u16 ts_datastack;
 	/*
-	 * 3.13+: the thread state's interp; 3.14+: the interpreter's count of
+	 * 3.12+: the thread state's interp; 3.14+: the interpreter's count of
 	 * code objects freed (_code_object_generation). While the count of a
 	 * thread's interpreter stands still, no code object of it was freed,
 	 * so one the kernel read before at an address is still there: its
@@ -331,8 +331,8 @@ enum pbp_stat {
 	PBP_STAT_BULK_FRAMES,  /* frames found in a copy of the data stack (3.11+) */
 	PBP_STAT_FRAME_READS,  /* frames read one by one (a heap frame, another chunk, <= 3.10) */
 	PBP_STAT_BULK_READS,   /* copies of a data-stack window */
-	PBP_STAT_CODE_HITS,    /* 3.13+: code objects named from the kernel's cache */
-	PBP_STAT_CODE_MISSES,  /* 3.13+: code objects read (not cached, or freed since) */
+	PBP_STAT_CODE_HITS,    /* 3.12+: code objects named from the kernel's cache */
+	PBP_STAT_CODE_MISSES,  /* 3.12+: code objects read (not cached, or freed since) */
 	PBP_STAT__COUNT,
 };
 
