@@ -88,11 +88,12 @@ struct {
 } spanbufs SEC(".maps");
 
 /*
- * 3.14+: code objects already read, per CPU, direct-mapped by address: a
+ * 3.12+: code objects already read, per CPU, direct-mapped by address: a
  * slot holds one code object's identity fields, keyed by the process's
  * registration (tgid, epoch), the thread's interpreter, its address, and
- * the interpreter's count of freed code objects when it was read. A slot
- * another object took is a miss, not a wrong answer.
+ * the interpreter's count (of code objects freed, 3.14+, or made, 3.12 and
+ * 3.13) when it was read. A slot another object took is a miss, not a
+ * wrong answer.
  */
 #define CODE_SLOTS 4096
 

@@ -166,7 +166,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		stat_inc(s->tstate ? PBP_STAT_TSTATE_FOUND : PBP_STAT_NO_TSTATE);
 	}
 	if (s->tstate)
-		fresh |= walk(s, &p->off, p->epoch, s->tstate, BUF_SAMPLE);
+		fresh |= walk(s, p, s->tstate, BUF_SAMPLE);
 	read_gil(s, p);
 	if (s->flags & PBP_F_TRUNCATED)
 		stat_inc(PBP_STAT_TRUNCATED);

@@ -139,7 +139,7 @@ static __always_inline void snapshot(void *ctx, struct pbp_tstate *st, __u32 tgi
 		return;
 	st->snap_due = due + snap_gap_ns;
 	start_record(s, tgid, tid, now, tstate, PBP_F_SWITCH_OUT, st->switches);
-	fresh = walk(s, &p->off, p->epoch, tstate, BUF_SWITCH);
+	fresh = walk(s, p, tstate, BUF_SWITCH);
 	/*
 	 * --native: where in its own code it went to sleep, kept with the
 	 * Python stack for the ticks that follow (the wall mode's sleeping and

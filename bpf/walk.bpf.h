@@ -63,7 +63,7 @@ struct walk_ctx {
 	__u64 chunk, top, wlo, whi;
 	__u64 older, older_top;    /* the chunk before: 0 not read yet, 1 none */
 	__u32 nbulk, nread, ncopies;
-	/* 3.14+: the code-object cache's key parts (cache: on), and its hits and misses. */
+	/* 3.12+: the code-object cache's key parts (cache: on), and its hits and misses. */
 	__u64 interp, gen;
 	__u32 epoch, nhit, nmiss;
 	bool cache;
@@ -272,13 +272,13 @@ static __always_inline __u32 code_slot_of(__u64 code)
 }
 
 /*
- * 3.14+: the fields of the code object at code, if this CPU read them
- * while its interpreter's count of freed code objects was what the walk
- * read at its start. A code object is immutable, and the count rises as
- * one is freed, before its memory can hold another: an address whose
- * object was freed and reused since never matches. The count was read
- * before any field, so a slot kept during the walk holds fields read
- * after it. Global functions, verified once, not once per step.
+ * 3.12+: the fields of the code object at code, if this CPU read them
+ * while its interpreter's count was what the walk read at its start. A
+ * code object is immutable, and the count rises as one is freed (3.14+)
+ * or made (3.12, 3.13), before another can be at a freed one's address: an
+ * address whose object was freed and reused since never matches. The
+ * count was read before any field, so a slot kept during the walk holds
+ * fields read after it. Global functions, verified once, not once per step.
  */
 __noinline int code_cached(struct walk_ctx *c, __u64 code, struct code_id *out)
 {
@@ -466,26 +466,40 @@ static __always_inline void data_stack(struct walk_ctx *c, __u64 tstate)
 }
 
 /*
- * 3.14+: the thread's interpreter and its count of freed code objects,
- * read before any code object is: the code-object cache's key for this
- * walk. Not read, no cache.
+ * The thread's interpreter and its count, read before any code object is:
+ * the code-object cache's key for this walk. 3.14+ counts code objects
+ * freed; 3.13 (in the interpreter) and 3.12 (one count for the process, at
+ * code_count) count those made, a __u32 that stays 0 once it wrapped: then
+ * it no longer moves, and there is no cache. Not read, no cache.
  */
-static __always_inline void code_gen(struct walk_ctx *c, __u64 tstate)
+static __always_inline void code_gen(struct walk_ctx *c, __u64 tstate, __u64 code_count)
 {
 	__u64 interp = 0, gen = 0;
+	__u32 made = 0;
 
-	if (read_ptr(&interp, tstate + c->o.ts_interp) || !interp ||
-	    read_ptr(&gen, interp + c->o.is_code_gen))
+	if (read_ptr(&interp, tstate + c->o.ts_interp) || !interp)
 		return;
+	if (c->o.is_code_gen != PBP_NOOFF) {
+		if (read_ptr(&gen, interp + c->o.is_code_gen))
+			return;
+	} else {
+		if (!code_count)
+			code_count = interp + c->o.is_code_new;
+		if (bpf_probe_read_user(&made, sizeof(made), (const void *)code_count) || !made)
+			return;
+		gen = made;
+	}
 	c->interp = interp;
 	c->gen = gen;
 	c->cache = true;
 }
 
 /* On a fault or at the bound, .resume names the first frame not copied, for user space. */
-static __always_inline bool walk(struct pbp_sample *s, const struct pbp_offsets *o, __u32 epoch,
-				 __u64 tstate, __u32 buf)
+static __always_inline bool walk(struct pbp_sample *s, const struct pbp_proc *p, __u64 tstate,
+				 __u32 buf)
 {
+	const struct pbp_offsets *o = &p->off;
+	__u32 epoch = p->epoch;
 	struct walk_ctx c = { .o = *o, .buf = buf, .tgid = s->tgid, .epoch = epoch };
 
 	span_check(&c);
@@ -501,8 +515,10 @@ static __always_inline bool walk(struct pbp_sample *s, const struct pbp_offsets 
 	c.frame = first_frame(o, tstate, &c.err);
 	if (!c.err && c.fr_span && !o->instr_is_int && o->ts_datastack != PBP_NOOFF)
 		data_stack(&c, tstate);
-	if (!c.err && epoch && o->is_code_gen != PBP_NOOFF && o->ts_interp != PBP_NOOFF)
-		code_gen(&c, tstate);
+	if (!c.err && epoch && o->ts_interp != PBP_NOOFF &&
+	    (o->is_code_gen != PBP_NOOFF || p->code_count ||
+	     (o->is_code_new != PBP_NOOFF && o->is_code_new)))
+		code_gen(&c, tstate, p->code_count);
 	if (!c.err)
 		bpf_loop(MAX_WALK, walk_step, &c, 0);
 	stat_add(PBP_STAT_CODE_HITS, c.nhit);

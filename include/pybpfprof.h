@@ -90,7 +90,7 @@ struct pbp_offsets {
 	 */
 	__u16 ts_datastack;
 	/*
-	 * 3.14+: the thread state's interp, and the interpreter's count of
+	 * 3.12+: the thread state's interp; 3.14+: the interpreter's count of
 	 * code objects freed (_code_object_generation). While the count of a
 	 * thread's interpreter stands still, no code object of it was freed,
 	 * so one the kernel read before at an address is still there: its
@@ -98,6 +98,15 @@ struct pbp_offsets {
 	 */
 	__u16 ts_interp;
 	__u16 is_code_gen;
+	/*
+	 * 3.13 (a layout the probed table knows): the interpreter's count of
+	 * code objects made (func_state.next_version, a __u32 that only grows
+	 * and stays 0 once it wrapped). While it stands still no code object
+	 * was made, so none can have taken a freed one's address: the same
+	 * cache, keyed by this count. PBP_NOOFF: not known.
+	 */
+	__u16 is_code_new;
+	__u16 pad_code_new;
 };
 
 /* Per target process, keyed by tgid in the "procs" map. */
@@ -121,6 +130,13 @@ struct pbp_proc {
 	 */
 	__u32 epoch;
 	__u32 pad_epoch;
+	/*
+	 * 3.12 (a file with .symtab): address of _Py_next_func_version, the
+	 * count of code objects made, a __u32 that only grows (0 once it
+	 * wrapped): the code-object cache's count, as is_code_new's on 3.13.
+	 * 0: unknown.
+	 */
+	__u64 code_count;
 };
 
 /* Why a thread is off CPU, as the scheduler saw it when it left. */
@@ -315,8 +331,8 @@ enum pbp_stat {
 	PBP_STAT_BULK_FRAMES,  /* frames found in a copy of the data stack (3.11+) */
 	PBP_STAT_FRAME_READS,  /* frames read one by one (a heap frame, another chunk, <= 3.10) */
 	PBP_STAT_BULK_READS,   /* copies of a data-stack window */
-	PBP_STAT_CODE_HITS,    /* 3.14+: code objects named from the kernel's cache */
-	PBP_STAT_CODE_MISSES,  /* 3.14+: code objects read (not cached, or freed since) */
+	PBP_STAT_CODE_HITS,    /* 3.12+: code objects named from the kernel's cache */
+	PBP_STAT_CODE_MISSES,  /* 3.12+: code objects read (not cached, or freed since) */
 	PBP_STAT__COUNT,
 };
 

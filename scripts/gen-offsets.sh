@@ -155,6 +155,22 @@ first=$(build_probe 8)
 	done
 	echo "};"
 	echo
+	echo "/*"
+	echo " * 3.13: where the interpreter counts the code objects it made, for a"
+	echo " * target whose _Py_DebugOffsets interpreter words (size, id, next,"
+	echo " * threads_head, gc, imports_modules, sysdict, builtins, ceval_gil,"
+	echo " * gil_runtime_state) are these (user/cpython/debugoffsets.c)."
+	echo " */"
+	echo "#define CODE_NEW_WORDS 10"
+	echo "struct code_new_gen {"
+	echo "	uint32_t minor, is_code_new;"
+	echo "	uint64_t words[CODE_NEW_WORDS];"
+	echo "};"
+	echo
+	echo "static const struct code_new_gen code_new_table[] = {"
+	"$(build_probe 13)" codenew
+	echo "};"
+	echo
 	echo "#endif /* PYBPFPROF_OFFSETS_GEN_H */"
 } > "$tmp/offsets_gen.h"
 mv "$tmp/offsets_gen.h" "$out"

@@ -397,6 +397,35 @@ static int print_async(void)
 }
 #endif
 
+/*
+ * "codenew": 3.13's count of code objects made, interp->func_state.next_version
+ * (init_code() gives each new code object the count as its co_version, then
+ * adds one; it only grows, and stops at 0 once it wraps). _Py_DebugOffsets
+ * does not give it, so it is taken from the headers, with the words of the
+ * debug offsets' interpreter block as the headers give them: a target whose
+ * words differ has another layout, and gets no kernel code-object cache.
+ */
+#if PY_VERSION_HEX >= 0x030d0000 && PY_VERSION_HEX < 0x030e0000
+static int print_codenew(void)
+{
+	printf("\t{ /* %s */ .minor = %d, .is_code_new = %zu,\n", PY_VERSION, PY_MINOR_VERSION,
+	       offsetof(PyInterpreterState, func_state.next_version));
+	printf("\t  .words = { %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu } },\n",
+	       sizeof(PyInterpreterState), offsetof(PyInterpreterState, id),
+	       offsetof(PyInterpreterState, next), offsetof(PyInterpreterState, threads.head),
+	       offsetof(PyInterpreterState, gc), offsetof(PyInterpreterState, imports.modules),
+	       offsetof(PyInterpreterState, sysdict), offsetof(PyInterpreterState, builtins),
+	       offsetof(PyInterpreterState, ceval.gil), offsetof(PyInterpreterState, _gil));
+	return 0;
+}
+#else
+static int print_codenew(void)
+{
+	fprintf(stderr, "offsets-probe: codenew: 3.13 only\n");
+	return 1;
+}
+#endif
+
 int main(int argc, char **argv)
 {
 	struct vals v;
@@ -407,6 +436,8 @@ int main(int argc, char **argv)
 	}
 	if (argc > 1 && strcmp(argv[1], "async") == 0)
 		return print_async();
+	if (argc > 1 && strcmp(argv[1], "codenew") == 0)
+		return print_codenew();
 #define UNSET(f) v.f = NONE;
 	FIELDS(UNSET)
 	fill_runtime(&v);

@@ -354,6 +354,9 @@ static void check_real(const char *path, const char *ver, uint32_t hex)
 		if (fa.have_symtab) {
 			CHECK_EQ_INT(nm_lookup(path, false, "_PyRuntime", &nmv), 0);
 			CHECK_EQ_INT(ei.runtime_vaddr, nmv);
+			/* 3.12's count of code objects made, a static: the kernel's code cache keys on it */
+			CHECK(minor != 12 || (nm_lookup(path, false, "_Py_next_func_version", &nmv) == 0 &&
+					      ei.code_count_vaddr == nmv && nmv));
 		}
 	}
 	CHECK(ei.runtime_size > 0);

@@ -227,6 +227,8 @@ static void check_version_facts(const struct pyver *v)
 	CHECK_EQ_INT(v->k.ts_datastack != PBP_NOOFF, has_iframe);
 	/* 3.14+ counts freed code objects: the kernel's code cache is on there only. */
 	CHECK_EQ_INT(v->k.is_code_gen != PBP_NOOFF, v->minor >= 14);
+	/* 3.13 counts code objects made, found only for a layout the probed table knows. */
+	CHECK(v->minor == 13 || v->k.is_code_new == PBP_NOOFF);
 	CHECK_EQ_INT(v->k.ts_interp, v->ts_interp);
 	/* 3.6's GIL is statics found by symbol (process.c), not part of a version's layout */
 	CHECK_EQ_INT(v->rt_gil != PYVER_NOOFF, v->minor >= 7 && v->minor <= 11);

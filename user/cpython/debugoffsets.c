@@ -24,6 +24,7 @@
 #include "core/bytes.h"
 #include "core/errors.h"
 #include "cpython/pyver.h"
+#include "cpython/gen/offsets.h"
 
 /*
  * The blob is a run of uint64_t words in sub-structs. Sub-structs whose
@@ -468,6 +469,29 @@ static void debug_states(const uint8_t *blob, const struct dlayout *l, struct py
 	v->ts_size = (uint32_t)dword(blob, l, S_THREAD, 0);
 }
 
+/*
+ * 3.13: where the interpreter counts the code objects it made (its
+ * func_state.next_version, which _Py_DebugOffsets does not give), as the
+ * headers the table was probed from put it, for a target whose interpreter
+ * block gives every word those headers give: a micro version that moved a
+ * field (3.13.18's interpreter is 16 bytes larger than 3.13.0's) gets no
+ * kernel code-object cache rather than a count read from the wrong place.
+ */
+static __u16 code_new_offset(const uint8_t *blob, const struct dlayout *l)
+{
+	for (size_t i = 0; i < sizeof(code_new_table) / sizeof(code_new_table[0]); i++) {
+		const struct code_new_gen *g = &code_new_table[i];
+		bool same = g->minor == l->minor && g->is_code_new < PBP_NOOFF &&
+			    l->sec[S_INTERP].nwords >= CODE_NEW_WORDS;
+
+		for (unsigned w = 0; same && w < CODE_NEW_WORDS; w++)
+			same = dword(blob, l, S_INTERP, w) == g->words[w];
+		if (same)
+			return (__u16)g->is_code_new;
+	}
+	return PBP_NOOFF;
+}
+
 /* check_sections() bounded these by MAX_SMALL_SIZE, so they fit 16 bits. */
 static void debug_kernel(const uint8_t *blob, const struct dlayout *l, struct pbp_offsets *k)
 {
@@ -490,6 +514,7 @@ static void debug_kernel(const uint8_t *blob, const struct dlayout *l, struct pb
 	k->is_code_gen = PBP_NOOFF;
 	if (l->field[F_IS_CODE_GEN].width && dfield(blob, l, F_IS_CODE_GEN) < PBP_NOOFF)
 		k->is_code_gen = (__u16)dfield(blob, l, F_IS_CODE_GEN);
+	k->is_code_new = k->is_code_gen == PBP_NOOFF ? code_new_offset(blob, l) : PBP_NOOFF;
 	pyver_kernel_spans(k, (uint32_t)dword(blob, l, S_FRAME, 0), (uint32_t)dword(blob, l, S_CODE, 0));
 }
 

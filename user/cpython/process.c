@@ -444,6 +444,7 @@ int pyproc_open(pid_t pid, const struct pyproc_limits *lim, struct pyproc **out)
 	if (!err && !pyver_supported(&p->v))
 		err = -PBP_E_VERSION;
 	p->pycode_type = ei.pycode_type_vaddr ? bias + ei.pycode_type_vaddr : 0;
+	p->code_count = !err && ei.code_count_vaddr && p->v.minor == 12 ? bias + ei.code_count_vaddr : 0;
 	if (!err && p->v.newer)
 		err = verify_newer(p);
 	*out = p;   /* on error the caller may report p->version; it must close p */
@@ -472,6 +473,7 @@ int pyproc_fork(struct pyproc *parent, pid_t pid, const struct pyproc_limits *li
 	p->runtime = parent->runtime;
 	p->gil_static = parent->gil_static;
 	p->pycode_type = parent->pycode_type;
+	p->code_count = parent->code_count;
 	memcpy(p->binary, parent->binary, sizeof(p->binary));
 	memcpy(p->binary_open, parent->binary_open, sizeof(p->binary_open));
 	memcpy(p->version, parent->version, sizeof(p->version));

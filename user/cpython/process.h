@@ -55,6 +55,7 @@ struct pyproc {
 	uint64_t runtime;       /* address of _PyRuntime (3.6: of interp_head) */
 	uint64_t gil_static;    /* 3.6: address of the static gil_locked, 0 if unknown */
 	uint64_t pycode_type;   /* address of PyCode_Type, 0 if unknown */
+	uint64_t code_count;    /* 3.12: address of _Py_next_func_version (a uint32_t), 0 if unknown */
 	char binary[512];       /* file holding _PyRuntime, as named in maps */
 	char binary_open[700];  /* the path it was opened by */
 	char version[24];       /* "3.11.7" */

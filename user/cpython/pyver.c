@@ -116,9 +116,10 @@ static void table_kernel(const struct pyver_gen *g, struct pbp_offsets *k)
 	k->owner_interp = 0xff;
 	k->exec_tag_bits = 0;
 	k->ts_datastack = k16(g->ts_datastack_chunk);
-	/* No count of freed code objects before 3.14: no kernel cache of them. */
+	/* 3.6-3.12: no count of code objects the kernel can find (3.12's is a static): no cache. */
 	k->ts_interp = k16(g->ts_interp);
 	k->is_code_gen = PBP_NOOFF;
+	k->is_code_new = PBP_NOOFF;
 	pyver_kernel_spans(k, g->fr_size, g->code_size);
 }
 

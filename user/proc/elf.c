@@ -18,6 +18,8 @@
  *    in a file that has one (pyenv and source builds do). _PyThreadState_Current
  *    (exported by 3.6 and older, gone in 3.7) must be there too, so a local
  *    interp_head of some other library is not taken for an interpreter.
+ *  - 3.12: _Py_next_func_version, the count of code objects made (a static
+ *    of the library: .symtab only), which keys the kernel's code cache.
  *
  * Everything read from the file is untrusted: the same code runs on fuzzed
  * images (elf_find_python_mem). libelf bounds-checks section data against
@@ -232,12 +234,12 @@ static void soname_version(Elf *elf, const struct sections *s, const char *name_
 enum {
 	SYM_RUNTIME, SYM_VERSION, SYM_CODETYPE, SYM_TSTATE_CURRENT, SYM_INTERP_HEAD,
 	SYM_GIL_LOCKED, SYM_GIL_HOLDER, SYM_GIL_MUTEX, SYM_GIL_COND, SYM_SWITCH_MUTEX,
-	SYM_SWITCH_COND, NSYMS
+	SYM_SWITCH_COND, SYM_CODE_COUNT, NSYMS
 };
 static const char *const sym_names[NSYMS] = {
 	"_PyRuntime", "Py_Version", "PyCode_Type", "_PyThreadState_Current", "interp_head",
 	"gil_locked", "gil_last_holder", "gil_mutex", "gil_cond", "switch_mutex",
-	"switch_cond",
+	"switch_cond", "_Py_next_func_version",
 };
 
 struct found {
@@ -414,6 +416,9 @@ static int find_python(Elf *elf, const char *name_hint, struct elf_info *out)
 	}
 	if (f.have[SYM_CODETYPE])
 		out->pycode_type_vaddr = f.addr[SYM_CODETYPE];
+	/* A uint32_t: a symbol of another size is not the count. */
+	if (f.have[SYM_CODE_COUNT] && f.size[SYM_CODE_COUNT] == 4)
+		out->code_count_vaddr = f.addr[SYM_CODE_COUNT];
 	if (!out->runtime_vaddr)
 		statics_36(&f, out);
 	return out->runtime_vaddr ? 0 : -PBP_E_NOTPY;

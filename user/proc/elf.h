@@ -15,6 +15,7 @@ struct elf_info {
 	uint64_t version_vaddr;     /* Py_Version (3.11+), 0 if none */
 	uint32_t version_hex;       /* Py_Version's value as stored in the file, 0 if none */
 	uint64_t pycode_type_vaddr; /* PyCode_Type, 0 if none */
+	uint64_t code_count_vaddr;  /* 3.12's _Py_next_func_version (.symtab only), 0 if none */
 	bool is_shared;             /* ET_DYN */
 	bool runtime_from_section;  /* no _PyRuntime symbol: runtime_vaddr is .PyRuntime's address */
 	bool runtime_is_interp_head;/* 3.6: runtime_vaddr is the static interp_head of pystate.c */

@@ -332,7 +332,7 @@ static void thread_list_addrs(struct target *t, struct pbp_proc *kp)
 /* What the kernel knows of the process: its layout, GIL (unless !gil: later) and thread lists. */
 static int tell_kernel(struct collector *c, struct target *t, bool gil)
 {
-	struct pbp_proc kp = { .off = t->p->v.k };
+	struct pbp_proc kp = { .off = t->p->v.k, .code_count = t->p->code_count };
 
 	if (c->o.native_leaf && t->p->v.free_threaded && t->p->v.ts_state <= UINT16_MAX)
 		kp.off.ts_attached = (uint16_t)t->p->v.ts_state;

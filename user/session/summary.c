@@ -227,7 +227,7 @@ static void print_summary(struct session *r)
 	}
 }
 
-/* How the kernel read the frames (3.11+: from copies of the data stack) and code objects (3.14+). */
+/* How the kernel read the frames (3.11+: from copies of the data stack) and code objects (3.12+). */
 static void print_kernel_walk(const struct collector *c)
 {
 	uint64_t st[PBP_STAT__COUNT];

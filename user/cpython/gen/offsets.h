@@ -851,4 +851,21 @@ static const struct aio_gen aio_gen_table[] = {
 	  .set_used = 24, .set_mask = 32, .set_table = 40, .wr_object = 16 },
 };
 
+/*
+ * 3.13: where the interpreter counts the code objects it made, for a
+ * target whose _Py_DebugOffsets interpreter words (size, id, next,
+ * threads_head, gc, imports_modules, sysdict, builtins, ceval_gil,
+ * gil_runtime_state) are these (user/cpython/debugoffsets.c).
+ */
+#define CODE_NEW_WORDS 10
+struct code_new_gen {
+	uint32_t minor, is_code_new;
+	uint64_t words[CODE_NEW_WORDS];
+};
+
+static const struct code_new_gen code_new_table[] = {
+	{ /* 3.13.0 */ .minor = 13, .is_code_new = 17000,
+	  .words = { 194968, 7272, 7264, 7344, 7400, 7656, 7640, 7648, 16, 7752 } },
+};
+
 #endif /* PYBPFPROF_OFFSETS_GEN_H */
