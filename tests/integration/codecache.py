@@ -27,7 +27,7 @@ def has_code_count_symbol(interp):
     files = [exe] + glob.glob(os.path.join(os.path.dirname(os.path.dirname(exe)), "lib",
                                            "libpython3.12*.so*"))
     for f in files:
-        r = subprocess.run(["nm", f], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        r = subprocess.run(["nm", f], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            universal_newlines=True)
         if re.search(r" _Py_next_func_version$", r.stdout, re.M):
             return True

@@ -17,6 +17,7 @@ import pytest
 
 from conftest import PYBPFPROF, SANITIZED, _discover
 from profile import WORKERS, parse_collapsed, total
+from nulldev import null
 
 EXIT_OK, EXIT_USAGE, EXIT_NO_PROCESS, EXIT_NOT_PYTHON, EXIT_RESOURCES = 0, 2, 3, 4, 12
 NO_PID = "4194301"      # above any pid_max in use here: parses, then "no such process"
@@ -151,8 +152,8 @@ def test_unknown_subcommand(argv):
 def run_on_pty(args, env, seconds):
     """pybpfprof with stderr on a pseudo-terminal: (exit code, all it wrote there)."""
     master, slave = pty.openpty()
-    p = subprocess.Popen([PYBPFPROF] + [str(a) for a in args], stdin=subprocess.DEVNULL,
-                         stdout=subprocess.DEVNULL, stderr=slave, env=env)
+    p = subprocess.Popen([PYBPFPROF] + [str(a) for a in args], stdin=null(),
+                         stdout=null(), stderr=slave, env=env)
     os.close(slave)
     got = b""
     deadline = time.monotonic() + seconds + 30
@@ -244,7 +245,7 @@ def test_launch_wait_does_not_spin(tmp_path):
     """Looking for an interpreter that never comes costs little CPU."""
     t0 = time.monotonic()
     p = subprocess.Popen([PYBPFPROF, "-q", "-o", str(tmp_path / "o.txt"), "--", "/bin/sleep", "30"],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                         stdout=null(), stderr=null())
     try:
         _, status, ru = os.wait4(p.pid, 0)
     finally:

@@ -21,6 +21,7 @@ import pytest
 from agent_run import Agent, http_get, interps
 from agent_receiver import free_port
 from conftest import PYBPFPROF, TARGET_LIB
+from nulldev import null
 from pprof_wire import Profile
 from profile import parse_collapsed
 
@@ -81,7 +82,7 @@ def flagged(tmp_path_factory):
     d = tmp_path_factory.mktemp("flagged")
     script = d / "spin.py"
     write_script(script, SPIN)
-    procs = [subprocess.Popen(interp.cmd(str(script), "--flag", x), stdin=subprocess.DEVNULL,
+    procs = [subprocess.Popen(interp.cmd(str(script), "--flag", x), stdin=null(),
                               env=dict(os.environ, PBP_READY=str(d / x)), start_new_session=True)
              for x in "AB"]
     try:
@@ -200,7 +201,7 @@ def test_agent_process_label_is_the_script_unless_asked(flagged, tmp_path):
 def test_empty_output_path_is_a_usage_error(argv):
     """-o "" is refused before anything is read, not 'cannot write : ...'."""
     r = subprocess.run([PYBPFPROF] + argv + ["-o", ""], capture_output=True, text=True, timeout=30,
-                       stdin=subprocess.DEVNULL)
+                       stdin=null())
     assert r.returncode == 2, r.stderr
     assert r.stderr.splitlines()[0].endswith("invalid -o '' (a file name, or - for stdout)"), r.stderr
 
@@ -212,7 +213,7 @@ def test_empty_input_path_is_a_usage_error(argv, what):
     """An empty input name is refused as -o "" is (2), not "cannot read : No
     such file or directory" (10)."""
     r = subprocess.run([PYBPFPROF] + argv, capture_output=True, text=True, timeout=30,
-                       stdin=subprocess.DEVNULL)
+                       stdin=null())
     assert r.returncode == 2, r.stderr
     assert r.stderr.splitlines()[0].endswith("invalid %s '' (a file name, or - for stdin)" % what), r.stderr
 

@@ -28,6 +28,7 @@ import pytest
 from agent_receiver import free_port
 from agent_run import http_get, metrics
 from conftest import PYBPFPROF, REPO
+from nulldev import null
 
 UNIT = os.path.join(REPO, "deploy", "systemd", "pybpfprof-agent.service")
 DEFAULTS = os.path.join(REPO, "deploy", "systemd", "pybpfprof-agent.default")
@@ -164,7 +165,7 @@ def test_agent_runs_as_the_unit_runs_it(tmp_path):
         ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
          "--inh-caps=-all," + caps, "--ambient-caps=-all," + caps,
          "--bounding-set=-all," + caps, PYBPFPROF, "agent"],
-        env=env, stdin=subprocess.DEVNULL, stdout=err, stderr=err, start_new_session=True)
+        env=env, stdin=null(), stdout=err, stderr=err, start_new_session=True)
     try:
         assert target.stdout.readline().strip() == "ready"
         deadline = time.monotonic() + 60
