@@ -23,6 +23,8 @@ import subprocess
 import tempfile
 import time
 
+from nulldev import null
+
 CANDIDATES = ["/usr/lib/chromium/chromium", "/usr/bin/chromium", "/usr/bin/chromium-browser"]
 
 # No network whatsoever: nothing in the background, and every request that
@@ -76,7 +78,7 @@ class Browser(object):
         log = open(os.path.join(profile, "chromium.log"), "w")
         try:
             proc = subprocess.Popen([exe] + FLAGS + ["--user-data-dir=" + profile, "about:blank"],
-                                    stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                    stdin=null(), stdout=log, stderr=log,
                                     close_fds=False, preexec_fn=fds, start_new_session=True)
         finally:
             log.close()

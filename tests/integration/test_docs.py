@@ -258,7 +258,7 @@ def complete(*words):
     """What the completion offers for `pybpfprof WORDS...`, the last word being completed."""
     words = ("pybpfprof",) + words
     script = ('source "$1" || exit 1\n'
-              'complete -p pybpfprof >/dev/null || exit 2\n'
+              'spec=$(complete -p pybpfprof) || exit 2\n'
               'shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1))\n'
               'COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}\n'
               '_pybpfprof; printf "%s\\n" "${COMPREPLY[@]}"\n')

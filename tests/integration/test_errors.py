@@ -11,6 +11,7 @@ import time
 import pytest
 
 from conftest import PYBPFPROF, SANITIZED
+from nulldev import null
 
 EXIT_RESOURCES = 12
 # What runs out of memory is the profiler, whatever it profiles: one interpreter.
@@ -31,8 +32,8 @@ def out_of_memory(argv, tmp_path):
     more. Its exit code and stderr."""
     err = tmp_path / "pybpfprof.err"
     with open(str(err), "w") as e:
-        run = subprocess.Popen([PYBPFPROF] + [str(a) for a in argv], stdout=subprocess.DEVNULL, stderr=e,
-                               stdin=subprocess.DEVNULL)
+        run = subprocess.Popen([PYBPFPROF] + [str(a) for a in argv], stdout=null(), stderr=e,
+                               stdin=null())
     try:
         time.sleep(2.5)
         assert run.poll() is None, err.read_text()

@@ -16,6 +16,7 @@ import pytest
 
 from conftest import PYBPFPROF, _discover
 from profile import func_of, no_bpf_leftovers, parse_collapsed
+from nulldev import null
 
 # -a sees every process of the host, the other test worker's targets too,
 # and the leftover check reads the host's BPF objects: the serial pass.
@@ -368,7 +369,7 @@ def test_program_exec_again_not_looked_at_again(tmp_path):
     log = str(tmp_path / "strace.log")
     prof = subprocess.Popen([strace, "-f", "-qq", "-e", "trace=newfstatat", "-o", log, PYBPFPROF,
                              "-a", "--comm", "^sleep$", "-d", "4", "-q", "-o", str(tmp_path / "a.txt")],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            stdout=null(), stderr=subprocess.PIPE, text=True)
     time.sleep(1.5)
     sleepers = []
     for _ in range(6):
@@ -421,7 +422,7 @@ def test_forked_children_that_exec_are_not_read(tmp_path):
     log = str(tmp_path / "strace.log")
     prof = subprocess.Popen([strace, "-f", "-qq", "-e", "trace=process_vm_readv", "-o", log, PYBPFPROF,
                              "-a", "-d", "6", "-q", "-o", str(tmp_path / "a.txt")],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            stdout=null(), stderr=subprocess.PIPE, text=True)
     time.sleep(1.5)
     env = dict(os.environ, PBP_READY=str(tmp_path / "ready.json"))
     target = subprocess.Popen(interp.argv + [str(script), "3", str(kids_file)], env=env)

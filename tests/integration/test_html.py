@@ -18,6 +18,7 @@ import pytest
 import cdp
 from bigprofile import BEFORE_23_BYTES, SIZE_BUDGET, big_profile  # noqa: F401 (test_html_views takes it)
 from conftest import REPO, pybpfprof
+from nulldev import null
 
 ARTIFACTS = os.path.join(REPO, "build", "test-artifacts")
 SVG_NS = {"s": "http://www.w3.org/2000/svg"}
@@ -126,8 +127,8 @@ def _chromium():
     exe = cdp.find_chromium()
     if not exe and os.geteuid() == 0:
         # make test installs it through scripts/deps.sh; a bare pytest run may not have.
-        subprocess.run([os.path.join(REPO, "scripts", "deps.sh")], stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, timeout=1800)
+        subprocess.run([os.path.join(REPO, "scripts", "deps.sh")], stdout=null(),
+                       stderr=null(), timeout=1800)
         exe = cdp.find_chromium()
     return exe
 

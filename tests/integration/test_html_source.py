@@ -20,6 +20,7 @@ from conftest import TARGET_LIB, _discover, pybpfprof
 
 from test_html import KNOWN, artifact, assert_clean, browser, convert, open_page, page  # noqa: F401
 from test_html_views import click_row
+from nulldev import null
 
 # A chroot interpreter: its files are read under its own root, where the host has none of them.
 INTERPRETERS = ["3.13", "3.14-sid-chroot"]
@@ -141,8 +142,8 @@ def test_same_path_in_two_roots(tmp_path, page):  # noqa: F811
             with open(os.path.join(d, "srcheat.py"), "w") as f:
                 f.write(text)
             shutil.copy(TARGET_LIB, d)      # what srcheat.py imports
-            procs.append((subprocess.Popen(it.cmd(where + "/srcheat.py"), stdin=subprocess.DEVNULL,
-                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            procs.append((subprocess.Popen(it.cmd(where + "/srcheat.py"), stdin=null(),
+                                           stdout=null(), stderr=null(),
                                            env=dict(os.environ, PBP_READY=where + "/ready.json")), d))
         for proc, d in procs:
             deadline = time.monotonic() + 30
