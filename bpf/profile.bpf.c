@@ -211,6 +211,32 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 }
 
 /*
+ * A sleeping thread woken is ready to run from this instant, though it may
+ * wait for a CPU before its switch in: off CPU and runnable from here, as a
+ * preempted one is. A GIL waiter stays a GIL waiter (woken to retake the GIL,
+ * it has not got it yet); a thread not seen leaving the CPU (woken before it
+ * switched out) has nothing to change.
+ */
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(on_wakeup, struct task_struct *p)
+{
+	__u64 now, tstate = 0;
+	struct pbp_tstate *st = NULL;
+	__u32 tgid, tid;
+
+	if (task_ids(p, &tgid, &tid))
+		st = tstate_of(tgid, tid, &tstate);
+	if (!st || st->oncpu || (st->off_reason != PBP_OFF_SLEEP && st->off_reason != PBP_OFF_DISK &&
+				 st->off_reason != PBP_OFF_STOPPED))
+		return 0;
+	now = bpf_ktime_get_ns();
+	tick_cross(st, now);
+	st->off_reason = PBP_OFF_RUNNABLE;
+	switch_note(st, now, 0);
+	return 0;
+}
+
+/*
  * A target that execs runs another program: the old layout and thread
  * states mean nothing in it. Forget them before a sample reads the new
  * image with them; user space looks at the new program and comes back.

@@ -45,7 +45,7 @@ struct sampler {
 	 */
 	bool events_first;
 	int efd;                        /* epoll, edge-triggered, on both rings (sampler_wait) */
-	struct bpf_link *switch_link, *fork_link, *exec_link, *exit_link;
+	struct bpf_link *switch_link, *wakeup_link, *fork_link, *exec_link, *exit_link;
 	proc_event_fn pcb;
 	struct pbp_tstate *tstates;     /* the kernel's array, mapped */
 	uint32_t *free_slots;
@@ -259,6 +259,9 @@ static int track_threads(struct sampler *s)
 
 	s->switch_link = bpf_program__attach(s->skel->progs.on_switch);
 	if (!s->switch_link)
+		return pbp_err_from_errno(errno, -PBP_E_BPF);
+	s->wakeup_link = bpf_program__attach(s->skel->progs.on_wakeup);
+	if (!s->wakeup_link)
 		return pbp_err_from_errno(errno, -PBP_E_BPF);
 	m = mmap(NULL, tstates_bytes(), PROT_READ | PROT_WRITE, MAP_SHARED,
 		 bpf_map__fd(s->skel->maps.tstates), 0);
@@ -510,6 +513,7 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o)
 		s->skel->rodata->snap_gap_ns = s->period;
 	/* Only the modes that look at off-CPU threads pay for the scheduler hook. */
 	bpf_program__set_autoload(s->skel->progs.on_switch, o->sched);
+	bpf_program__set_autoload(s->skel->progs.on_wakeup, o->sched);
 	bpf_program__set_autoload(s->skel->progs.on_fork, o->sched || o->follow || o->execs);
 	s->skel->rodata->thread_events = o->sched;
 	s->skel->rodata->follow = o->follow;
@@ -575,6 +579,7 @@ void sampler_close(struct sampler *s)
 	if (s->efd >= 0)
 		close(s->efd);
 	bpf_link__destroy(s->switch_link);
+	bpf_link__destroy(s->wakeup_link);
 	bpf_link__destroy(s->fork_link);
 	bpf_link__destroy(s->exec_link);
 	bpf_link__destroy(s->exit_link);
