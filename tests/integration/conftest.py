@@ -4,6 +4,7 @@ Fixtures
   interp        parametrized over every interpreter we know of (see below);
                 an unavailable one is skipped, or fails under PBP_REQUIRE_ALL=1
   start_target  start_target(interp, script, *args) -> (Popen, pid, ready_json)
+  shared_target the same, started once per module for tests that only read it
   pybpfprof     pybpfprof(*args, timeout=60) -> CompletedProcess (text)
 
 Interpreters
@@ -785,3 +786,31 @@ def start_target():
         yield starter
     finally:
         starter.stop_all()
+
+
+@pytest.fixture(scope="module")
+def shared_target():
+    """shared_target(interp, script, *args, **kwargs) -> (Popen, pid, ready):
+    start_target's target, started once per module for every test that only
+    reads it (record, dump, top against it), keyed by interpreter, script,
+    arguments and options. Only the interpreter in use keeps its targets:
+    the first call for another stops them (spinners would take CPU from
+    every later test of the module), so a module that uses it sets
+    INTERP_SCOPE = "module" to run one interpreter's tests at a time. A test
+    that changes its target (signals, kills, a fork or exec) starts its own
+    with start_target."""
+    starter, made = TargetStarter(), {}
+
+    def get(interp, script, *args, **kwargs):
+        key = (interp.name, script, args, repr(sorted(kwargs.items())))
+        if any(k[0] != interp.name for k in made):
+            starter.stop_all()
+            made.clear()
+        if key in made and made[key][0].poll() is not None:
+            pytest.fail("shared target %s %s on %s ended (exit %s): a test changed it" % (
+                script, args, interp.name, made[key][0].returncode), pytrace=False)
+        if key not in made:
+            made[key] = starter(interp, script, *args, **kwargs)
+        return made[key]
+    yield get
+    starter.stop_all()
