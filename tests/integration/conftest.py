@@ -793,12 +793,13 @@ def shared_target():
     """shared_target(interp, script, *args, **kwargs) -> (Popen, pid, ready):
     start_target's target, started once per module for every test that only
     reads it (record, dump, top against it), keyed by interpreter, script,
-    arguments and options. Only the interpreter in use keeps its targets:
-    the first call for another stops them (spinners would take CPU from
-    every later test of the module), so a module that uses it sets
-    INTERP_SCOPE = "module" to run one interpreter's tests at a time. A test
-    that changes its target (signals, kills, a fork or exec) starts its own
-    with start_target."""
+    arguments and options. The targets live while consecutive tests use
+    the fixture: the first call for another interpreter stops them, and so
+    does a next test that does not use it (pytest_runtest_teardown): a
+    spinner kept on would take CPU from every later test of the module. A
+    module that uses it sets INTERP_SCOPE = "module", which runs one
+    interpreter's tests at a time. A test that changes its target
+    (signals, kills, a fork or exec) starts its own with start_target."""
     starter, made = TargetStarter(), {}
 
     def get(interp, script, *args, **kwargs):
@@ -812,5 +813,20 @@ def shared_target():
         if key not in made:
             made[key] = starter(interp, script, *args, **kwargs)
         return made[key]
+
+    def stop():
+        starter.stop_all()
+        made.clear()
+    _shared_stops.append(stop)
     yield get
-    starter.stop_all()
+    _shared_stops.remove(stop)
+    stop()
+
+
+_shared_stops = []      # how to stop each live shared_target fixture's targets
+
+
+def pytest_runtest_teardown(item, nextitem):
+    if nextitem is None or "shared_target" not in nextitem.fixturenames:
+        for stop in _shared_stops:
+            stop()
