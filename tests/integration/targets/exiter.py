@@ -16,16 +16,14 @@ DELAY seconds later ends:
   abort       os.abort(): SIGABRT, a core dump's worth of teardown
 """
 
-import json
 import os
 import resource
 import sys
 import threading
 import time
 
-from pbp_target import write_json
+from pbp_target import ready_path, say_ready
 
-READY = os.environ["PBP_READY"]
 PARK = threading.Lock()
 PARK.acquire()
 
@@ -45,8 +43,8 @@ def main():
     for i in range(40):
         threading.Thread(target=down, args=(60, i % 2 == 1), daemon=True).start()
     time.sleep(0.1)
-    write_json(READY, {"pid": os.getpid(), "version": list(sys.version_info[:3])})
-    while not os.path.exists(READY + ".go"):
+    say_ready()
+    while not os.path.exists(ready_path(".go")):
         time.sleep(0.01)
     time.sleep(delay)
     if how == "os_exit":
