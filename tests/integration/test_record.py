@@ -32,6 +32,21 @@ def profile_of(tmp_path, *args, timeout=120):
     return parse_collapsed(out.read_text()), r.stderr
 
 
+def profile_until(tmp_path, enough, *args, tries=5):
+    """profile_of, again and again (up to tries) until enough(stacks of all
+    the runs so far): a loaded machine gives the target less CPU, and a
+    cpu-mode check waits for its sample count rather than a fixed time.
+    The stacks of all runs, and each run's stderr."""
+    stacks, errs = [], []
+    for _ in range(tries):
+        more, err = profile_of(tmp_path, *args)
+        stacks += more
+        errs.append(err)
+        if enough(stacks):
+            break
+    return stacks, errs
+
+
 def tids(ready, kind):
     return [t["native_id"] for t in ready["threads"] if t["kind"] == kind]
 
@@ -72,20 +87,27 @@ def test_cpu_split_matches_target(interp, start_target, tmp_path):
 
 def test_sleeping_threads_never_sampled(interp, start_target, tmp_path):
     proc, pid, ready = start_target(interp, WORKERS, "spinner", "idle*3")
-    stacks, err = profile_of(tmp_path, "-p", pid, "-F", 999, "-d", 2, "-t")
+    spinner = tids(ready, "spinner")[0]
+    stacks, errs = profile_until(tmp_path, lambda st: total(by_thread(st).get(spinner, [])) > 500,
+                                 "-p", pid, "-F", 999, "-d", 2, "-t")
     threads = by_thread(stacks)
     for tid in tids(ready, "idle") + [ready["main_native_id"]]:
         assert tid not in threads, "a sleeping thread was sampled: %s" % threads.get(tid)
-    assert total(threads[tids(ready, "spinner")[0]]) > 500
+    assert total(threads[spinner]) > 500, errs
 
 
 @pytest.mark.every_version
 def test_deep_recursion_whole_with_exact_lines(interp, shared_target, tmp_path):
     proc, pid, ready = shared_target(interp, WORKERS, "deep")
-    stacks, err = profile_of(tmp_path, "-p", pid, "-F", 499, "-d", 2, "--stats")
+
+    def recursing(stacks):
+        return [(fr, c) for fr, c in stacks if any(func_of(f) == "recurse" for f in fr)]
+    stacks, errs = profile_until(tmp_path, lambda st: total(recursing(st)) > 200,
+                                 "-p", pid, "-F", 499, "-d", 2, "--stats")
+    err = errs[-1]
     m = marks()
-    deep = [(fr, c) for fr, c in stacks if any(func_of(f) == "recurse" for f in fr)]
-    assert total(deep) > 200, err
+    deep = recursing(stacks)
+    assert total(deep) > 200, errs
     for frames, count in deep:
         rec = [f for f in frames if func_of(f) == "recurse"]
         assert len(rec) == 300, "recursion cut at %d frames" % len(rec)
