@@ -4,6 +4,7 @@ Fixtures
   interp        parametrized over every interpreter we know of (see below);
                 an unavailable one is skipped, or fails under PBP_REQUIRE_ALL=1
   start_target  start_target(interp, script, *args) -> (Popen, pid, ready_json)
+  shared_target the same, started once per module for tests that only read it
   pybpfprof     pybpfprof(*args, timeout=60) -> CompletedProcess (text)
 
 Interpreters
@@ -785,3 +786,8 @@ def start_target():
         yield starter
     finally:
         starter.stop_all()
+
+
+# The module-scoped shared_target fixture and the hook that ends its targets
+# (shared_target.py), here where pytest looks for fixtures and hooks.
+from shared_target import pytest_runtest_teardown, shared_target  # noqa: E402,F401

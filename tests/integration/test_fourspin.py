@@ -17,8 +17,11 @@ import pytest
 from conftest import pybpfprof
 from profile import by_thread, parse_collapsed, ready_side_path, total, wait_for
 
-# Four threads' split of two CPUs within 3 points: no other test's load.
-pytestmark = pytest.mark.serial
+# The split of two CPUs among four threads within 3 points: no other test's
+# load (serial); the dump test only reads frames and runs in the parallel pass.
+# One target per interpreter serves every test (shared_target), one
+# interpreter's tests after the other's.
+INTERP_SCOPE = "module"
 
 FOURSPIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets", "fourspin.py")
 TOLERANCE = 0.03    # the issue's 3 points
@@ -34,8 +37,8 @@ INTERPRETERS = ["3.6", "3.13", "3.14-sid-chroot", "3.14t-sid-chroot"]
 
 
 @pytest.fixture
-def fourspin(interp, start_target):
-    proc, pid, ready = start_target(interp, FOURSPIN)
+def fourspin(interp, shared_target):
+    proc, pid, ready = shared_target(interp, FOURSPIN)
     times = ready_side_path(interp, ready, ".times")
     wait_for(times)
     return pid, ready, times
@@ -59,6 +62,7 @@ def bound(share, n):
     return max(TOLERANCE, 4 * math.sqrt(share * (1 - share) / n))
 
 
+@pytest.mark.serial
 @pytest.mark.parametrize("hz", sorted(SECONDS))
 def test_cpu_split_matches_thread_time(fourspin, tmp_path, hz):
     pid, ready, times = fourspin
@@ -87,6 +91,7 @@ def test_cpu_split_matches_thread_time(fourspin, tmp_path, hz):
 ONCPU = ("[running]", "[native, no GIL]")
 
 
+@pytest.mark.serial
 def test_wall_oncpu_matches_thread_time(fourspin, tmp_path):
     """wall --status: the ticks a thread is counted on a CPU are the share
     of the time it spent on one. Four threads contend for 2 CPUs (with a

@@ -44,9 +44,14 @@ def parse_tables(text):
     return tables
 
 
-def start_two(start_target, interp):
+# The tests that only read the two-thread target share one per interpreter
+# (shared_target), one interpreter's tests after the other's.
+INTERP_SCOPE = "module"
+
+
+def start_two(shared_target, interp):
     """(pid, {kind: tid}): a spinner and a sleeper, and the main thread."""
-    _, pid, ready = start_target(interp, WORKERS, "spinner", "sleeper")
+    _, pid, ready = shared_target(interp, WORKERS, "spinner", "sleeper")
     tids = {t["kind"]: t["native_id"] for t in ready["threads"]}
     tids["main"] = ready["main_native_id"]
     return pid, tids
@@ -75,8 +80,8 @@ def check_table(t, tids, r):
     assert t["threads"]["MainThread"][2] == "S" * 20, why
 
 
-def test_once(interp, start_target):
-    pid, tids = start_two(start_target, interp)
+def test_once(interp, shared_target):
+    pid, tids = start_two(shared_target, interp)
     r = pybpfprof("top", "--once", "-m", "wall", "-p", pid)
     assert r.returncode == 0, r.stderr
     tables = parse_tables(r.stdout)
@@ -85,9 +90,9 @@ def test_once(interp, start_target):
     assert "last interval" in tables[0]["title"], r.stdout
 
 
-def test_plain_periodic_and_whole_run_profile(interp, start_target, tmp_path):
+def test_plain_periodic_and_whole_run_profile(interp, shared_target, tmp_path):
     """stdout a pipe: a table per second; -o writes the whole run, not the last second."""
-    pid, tids = start_two(start_target, interp)
+    pid, tids = start_two(shared_target, interp)
     out = tmp_path / "whole.txt"
     r = pybpfprof("top", "-m", "wall", "-p", pid, "-d", "3.5", "-o", out)
     assert r.returncode == 0, r.stderr
@@ -102,10 +107,10 @@ def test_plain_periodic_and_whole_run_profile(interp, start_target, tmp_path):
 
 
 @pytest.mark.serial
-def test_cpu_mode_once(interp, start_target):
+def test_cpu_mode_once(interp, shared_target):
     """cpu mode: the spinner is on a CPU, holding the GIL; the sleeper for moments only.
     (Samples are CPU time: on a busy host the spinner may get little of it.)"""
-    pid, tids = start_two(start_target, interp)
+    pid, tids = start_two(shared_target, interp)
     r = pybpfprof("top", "--once", "--interval", "2", "-p", pid)
     assert r.returncode == 0, r.stderr
     t = parse_tables(r.stdout)[0]
@@ -232,9 +237,9 @@ def shown(text):
     return "samples " in text and screen_funcs(text) and not text.splitlines()[1].startswith("samples 0 ")
 
 
-def test_screen(interp, start_target, tmux):
+def test_screen(interp, shared_target, tmux):
     """Both functions within 10 points, the status bars, the sort and pause keys, q."""
-    pid, tids = start_two(start_target, interp)
+    pid, tids = start_two(shared_target, interp)
     t = tmux("%s top -m wall -p %d" % (PYBPFPROF, pid))
     text = t.wait_for(shown)
     lines = text.splitlines()
@@ -279,8 +284,8 @@ def test_screen(interp, start_target, tmux):
     assert code == 0 and modes == {"icanon", "echo"}, (code, modes, t.screen())
 
 
-def test_screen_colour_and_no_color(interp, start_target, tmux):
-    pid, _ = start_two(start_target, interp)
+def test_screen_colour_and_no_color(interp, shared_target, tmux):
+    pid, _ = start_two(shared_target, interp)
     coloured = tmux("%s top -m wall -p %d" % (PYBPFPROF, pid))
     plain = tmux("%s top -m wall -p %d" % (PYBPFPROF, pid), env="NO_COLOR=1")
     for t in (coloured, plain):
@@ -324,9 +329,9 @@ def test_screen_launched_command(tmux, tmp_path):
     assert "noise\nnoise" in t.screen(), t.screen()
 
 
-def test_plain_reader_gone(interp, start_target):
+def test_plain_reader_gone(interp, shared_target):
     """stdout a pipe whose reader quit: top ends at its next table, EXIT_IO, nothing said."""
-    pid, _ = start_two(start_target, interp)
+    pid, _ = start_two(shared_target, interp)
     p = subprocess.Popen([PYBPFPROF, "top", "-m", "wall", "-p", str(pid)], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, universal_newlines=True)
     try:

@@ -25,17 +25,14 @@ Writes $PBP_READY: {"pid", "version", "threads": [{"role", "native_id",
 """
 
 import ctypes
-import json
-import os
 import sys
 import threading
 import time
 import types
 
-from pbp_target import native_id, write_json
+from pbp_target import native_id, say_failed, say_ready
 
 
-READY = os.environ["PBP_READY"]
 PARK = threading.Lock()
 PARK.acquire()
 INT_MAX, INT_MIN = 2 ** 31 - 1, -2 ** 31
@@ -157,10 +154,9 @@ def main():
         time.sleep(0.01)
     time.sleep(0.2)
     if len(started) == len(threads):
-        info = {"pid": os.getpid(), "version": list(sys.version_info[:3]), "threads": started}
+        say_ready(threads=started)
     else:
-        info = {"error": "only %s started" % [s["role"] for s in started]}
-    write_json(READY, info)
+        say_failed("only %s started" % [s["role"] for s in started])
     while True:
         time.sleep(3600)
 
@@ -168,5 +164,5 @@ def main():
 try:
     main()
 except Exception as e:
-    write_json(READY, {"error": "%s: %s" % (type(e).__name__, e)})
+    say_failed(e)
     raise

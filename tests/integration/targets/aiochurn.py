@@ -8,12 +8,9 @@ Writes $PBP_READY ({"pid", "version", "rate"}: tasks created per second in
 its first second), then churns until killed. Python 3.7+."""
 
 import asyncio
-import json
-import os
-import sys
 import time
 
-READY = os.environ["PBP_READY"]
+from pbp_target import say_ready
 
 
 async def victim():
@@ -27,11 +24,7 @@ async def deep(n, ev):
 
 
 def ready(rate):
-    tmp = READY + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump({"pid": os.getpid(), "version": list(sys.version_info[:3]),
-                   "rate": rate}, f)
-    os.rename(tmp, READY)
+    say_ready(rate=rate)
 
 
 async def main():

@@ -10,14 +10,9 @@ Writes $PBP_READY ({"pid", "version"}) once db-query has burned. Python 3.11+
 (task names, asyncio.timeout-free)."""
 
 import asyncio
-import json
-import os
-import sys
 import time
 
-from pbp_target import write_json
-
-READY = os.environ["PBP_READY"]
+from pbp_target import say_ready
 
 
 def burn():
@@ -33,7 +28,7 @@ async def db_query():
         await asyncio.sleep(0.002)
         rounds += 1
         if rounds == 20:
-            write_json(READY, {"pid": os.getpid(), "version": list(sys.version_info[:3])})
+            say_ready()
 
 
 async def fetch_users():

@@ -8,13 +8,10 @@ Writes $PBP_READY ({"pid", "version", "tasks"}) once spinner runs with
 every task parked. Python 3.8+ (task names)."""
 
 import asyncio
-import json
-import os
 import sys
 
-from pbp_target import write_json
+from pbp_target import say_ready
 
-READY = os.environ["PBP_READY"]
 N = int(sys.argv[1])
 
 
@@ -24,7 +21,7 @@ def spin():
 
 async def spinner():
     await asyncio.sleep(0.1)
-    write_json(READY, {"pid": os.getpid(), "version": list(sys.version_info[:3]), "tasks": N})
+    say_ready(tasks=N)
     while True:
         spin()
         await asyncio.sleep(0)

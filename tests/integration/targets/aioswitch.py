@@ -7,14 +7,9 @@ A sample named with the wrong task would show alpha's function under
 Writes $PBP_READY ({"pid", "version"}) once both have run. Python 3.7+."""
 
 import asyncio
-import json
-import os
-import sys
 import time
 
-from pbp_target import write_json
-
-READY = os.environ["PBP_READY"]
+from pbp_target import say_ready
 
 
 def alpha_work():
@@ -43,7 +38,7 @@ async def beta():
 
 async def ready():
     await asyncio.sleep(0.1)
-    write_json(READY, {"pid": os.getpid(), "version": list(sys.version_info[:3])})
+    say_ready()
 
 
 def named(coro, name):

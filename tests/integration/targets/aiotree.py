@@ -20,12 +20,9 @@ Any Python 3.7+ runs it; _asyncio_awaited_by exists on 3.14+ only (there
 the two must agree)."""
 
 import asyncio
-import json
-import os
-import sys
 import types
 
-READY = os.environ["PBP_READY"]
+from pbp_target import say_ready
 
 
 def chain(coro):
@@ -68,11 +65,7 @@ def report():
     tasks = [describe(t) for t in every]
     for d, t in zip(tasks, every):
         d["awaited_by_walk"] = awaited_by_walk(t, every)
-    tmp = READY + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump({"pid": os.getpid(), "version": list(sys.version_info[:3]),
-                   "tasks": tasks}, f)
-    os.rename(tmp, READY)
+    say_ready(tasks=tasks)
 
 
 async def sleeper():

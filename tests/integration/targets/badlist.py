@@ -20,16 +20,13 @@ the three threads]}, or {"error": ...}.
 
 import ctypes
 import gc
-import json
-import os
 import sys
 import threading
 import time
 
-from pbp_target import native_id, write_json
+from pbp_target import native_id, say_failed, say_ready
 
 
-READY = os.environ["PBP_READY"]
 WORD = ctypes.sizeof(ctypes.c_void_p)
 PARK = threading.Lock()
 PARK.acquire()
@@ -49,10 +46,6 @@ def parked():
     PARK.acquire()
 
 
-def write(obj):
-    write_json(READY, obj)
-
-
 def main():
     how = sys.argv[1]
     gc.disable()
@@ -67,12 +60,11 @@ def main():
     offs = [o for o in range(0, 8 * WORD, WORD)
             if word(t2 + o) == t1 and word(t1 + o) == me and word(me + o) == 0]
     if len(offs) != 1:
-        write({"error": "next not found (candidates %s)" % offs})
+        say_failed("next not found (candidates %s)" % offs)
         return
     off = offs[0]
     ctypes.c_void_p.from_address(me + off).value = 0x10 if how == "fault" else t2
-    write({"pid": os.getpid(), "version": list(sys.version_info[:3]), "next_offset": off,
-           "tids": [native_id(), tid1, tid2]})
+    say_ready(next_offset=off, tids=[native_id(), tid1, tid2])
     PARK.acquire()
 
 

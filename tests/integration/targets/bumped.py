@@ -17,13 +17,13 @@ Parks a thread in parked() and writes $PBP_READY {"pid", "version",
 """
 
 import ctypes
-import json
 import os
 import sys
 import threading
 import time
 
-READY = os.environ["PBP_READY"]
+from pbp_target import say_ready
+
 PARK = threading.Lock()
 PARK.acquire()
 FRAME_BLOCK = {13: 224, 14: 248}       # byte offset of interpreter_frame in the table
@@ -58,11 +58,7 @@ def main():
         time.sleep(0.01)
     time.sleep(0.2)
     line = [i for i, l in enumerate(open(__file__), 1) if l.rstrip().endswith("# parked here")][0]
-    with open(READY + ".tmp", "w") as f:
-        json.dump({"pid": os.getpid(), "version": list(sys.version_info[:3]),
-                   "parked": {"native_id": box["native_id"], "file": os.path.abspath(__file__),
-                              "line": line}}, f)
-    os.replace(READY + ".tmp", READY)
+    say_ready(parked={"native_id": box["native_id"], "file": os.path.abspath(__file__), "line": line})
     PARK.acquire()
 
 

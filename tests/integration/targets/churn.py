@@ -17,15 +17,12 @@ Every second the counts so far go to $PBP_READY.counts as JSON
 "version"} once everything turns.
 """
 
-import json
-import os
 import sys
 import threading
 import time
 
-from pbp_target import write_json
+from pbp_target import ready_path, say_ready, write_json
 
-READY = os.environ["PBP_READY"]
 counts = {"threads": 0, "codes": 0}
 
 
@@ -64,10 +61,10 @@ def main():
     t0 = time.monotonic()
     while counts["threads"] < 100 or counts["codes"] < 100:
         time.sleep(0.01)
-    write_json(READY, {"pid": os.getpid(), "version": list(sys.version_info[:3])})
+    say_ready()
     while True:
         time.sleep(1)
-        write_json(READY + ".counts", dict(counts, seconds=time.monotonic() - t0))
+        write_json(ready_path(".counts"), dict(counts, seconds=time.monotonic() - t0))
 
 
 main()

@@ -13,12 +13,9 @@ called from swap_b's line, or the other way round. Writes $PBP_READY
 {"pid", "version"} once it turns.
 """
 
-import os
-import sys
 
-from pbp_target import write_json
+from pbp_target import say_ready
 
-READY = os.environ["PBP_READY"]
 BODY = "    x = 0\n    for i in range(n):\n        x += i\n    return x\n"
 SRC_A = "def swap_a(n):\n" + BODY
 SRC_B = "\n\n\ndef swap_b(n):\n" + BODY
@@ -36,7 +33,7 @@ def main():
             exec(compile(SRC_B, "<swap>", "exec"), ns)
             ns["swap_b"](3000)  # mark: call-b
         if i == 200:
-            write_json(READY, {"pid": os.getpid(), "version": list(sys.version_info[:3])})
+            say_ready()
 
 
 main()

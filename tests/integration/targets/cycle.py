@@ -29,16 +29,13 @@ before the corruption]}]}, or {"error": ...}.
 
 import ctypes
 import gc
-import json
-import os
 import sys
 import threading
 import time
 
-from pbp_target import native_id, write_json
+from pbp_target import native_id, say_failed, say_ready
 
 
-READY = os.environ["PBP_READY"]
 WORD = ctypes.sizeof(ctypes.c_void_p)
 OLD = sys.version_info < (3, 11)
 PARK = threading.Lock()
@@ -177,11 +174,9 @@ def main():
         time.sleep(0.01)
     time.sleep(0.3)  # the writes are done right after each report
     if errors or len(reports) != len(threads):
-        info = {"error": "; ".join(errors) or "threads did not report"}
+        say_failed("; ".join(errors) or "threads did not report")
     else:
-        info = {"pid": os.getpid(), "version": list(sys.version_info[:3]),
-                "link": "f_back" if OLD else "previous", "threads": reports}
-    write_json(READY, info)
+        say_ready(link="f_back" if OLD else "previous", threads=reports)
     while True:
         time.sleep(3600)
 

@@ -16,15 +16,12 @@ function's name}]} once all of them are parked, or {"error": ...}.
 """
 
 import ctypes
-import json
-import os
 import sys
 import threading
 import time
 
-from pbp_target import native_id, write_json
+from pbp_target import native_id, say_failed, say_ready
 
-READY = os.environ["PBP_READY"]
 PARK = threading.Lock()
 PARK.acquire()
 lock = threading.Lock()
@@ -64,13 +61,12 @@ def main():
     time.sleep(0.2)     # into PARK.acquire()
     if len(parked) < len(depths):
         raise RuntimeError("only %s parked" % [p["role"] for p in parked])
-    info = {"pid": os.getpid(), "version": list(sys.version_info[:3]), "threads": parked}
-    write_json(READY, info)
+    say_ready(threads=parked)
     PARK.acquire()
 
 
 try:
     main()
 except Exception as e:
-    write_json(READY, {"error": "%s: %s" % (type(e).__name__, e)})
+    say_failed(e)
     raise

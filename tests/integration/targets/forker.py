@@ -17,16 +17,14 @@ Writes $PBP_READY {"pid", "version", "exec_after"} when first ready, and
 $PBP_READY.again {"pid"} once running again after the exec.
 """
 
-import json
 import os
 import sys
 import threading
 import time
 import warnings
 
-from pbp_target import write_json
+from pbp_target import ready_path, say_ready, write_json
 
-READY = os.environ["PBP_READY"]
 AGAIN = "--again" in sys.argv
 warnings.simplefilter("ignore")  # 3.12+: DeprecationWarning, fork() with threads
 
@@ -73,11 +71,10 @@ def main():
     threading.Thread(target=forker, name="forker", daemon=True).start()
     time.sleep(0.2)
     if AGAIN:
-        write_json(READY + ".again", {"pid": os.getpid()})
+        write_json(ready_path(".again"), {"pid": os.getpid()})
         while True:
             time.sleep(3600)
-    write_json(READY, {"pid": os.getpid(), "version": list(sys.version_info[:3]),
-                  "exec_after": exec_after})
+    say_ready(exec_after=exec_after)
     if exec_after <= 0:
         while True:
             time.sleep(3600)

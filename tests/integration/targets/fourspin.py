@@ -13,15 +13,12 @@ lines is the span of the function's loop. The main thread sleeps until killed.
 Works on Python 3.6+ (3.6, 3.7: no get_native_id; CLOCK_THREAD_CPUTIME_ID).
 """
 
-import json
 import os
-import sys
 import threading
 import time
 
-from pbp_target import native_id, write_json
+from pbp_target import native_id, ready_path, say_ready, write_json
 
-READY = os.environ["PBP_READY"]
 spent = {}
 started = []
 lock = threading.Lock()
@@ -94,13 +91,9 @@ def main():
     time.sleep(0.3)
     for t in started:
         t["lines"] = [m[t["function"] + "-first"], m[t["function"] + "-last"]]
-    info = {"pid": os.getpid(), "version": list(sys.version_info[:3]),
-            "script": os.path.abspath(__file__), "threads": started}
-    write_json(READY, info)
+    say_ready(script=os.path.abspath(__file__), threads=started)
     while True:
-        with open(READY + ".times.tmp", "w") as f:
-            json.dump({"at": time.time(), "spent": dict(spent)}, f)
-        os.replace(READY + ".times.tmp", READY + ".times")
+        write_json(ready_path(".times"), {"at": time.time(), "spent": dict(spent)})
         time.sleep(0.1)
 
 

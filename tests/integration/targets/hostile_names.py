@@ -15,16 +15,13 @@ Writes $PBP_READY: {"pid", "version", "threads": [{"role", "native_id",
 """
 
 import ctypes
-import json
-import os
 import sys
 import threading
 import time
 import types
 
-from pbp_target import native_id, write_json
+from pbp_target import native_id, say_failed, say_ready
 
-READY = os.environ["PBP_READY"]
 THREAD_NAME = "ctrl\x01\x1b[31mred\nline\x9b2J\x7f"
 FUNC_NAME = "esc\x1b[31m;semi\nnl\tcsi\x9b1m\x7fend"
 FILE_NAME = "/hostile\x1b]0;title\x07dir/f\r\x9b.py"
@@ -72,14 +69,12 @@ def main():
     threads = [{"role": "main", "native_id": native_id(),
                 "name": threading.current_thread().name},
                {"role": "hostile", "native_id": info["native_id"], "name": THREAD_NAME}]
-    result = {"pid": os.getpid(), "version": list(sys.version_info[:3]), "threads": threads,
-              "function": FUNC_NAME, "file": FILE_NAME}
-    write_json(READY, result)
+    say_ready(threads=threads, function=FUNC_NAME, file=FILE_NAME)
     PARK.acquire()
 
 
 try:
     main()
 except Exception as e:
-    write_json(READY, {"error": "%s: %s" % (type(e).__name__, e)})
+    say_failed(e)
     raise

@@ -10,13 +10,9 @@ Runs on CPython 3.6 to 3.14 (keep the syntax at 3.6's level).
 Writes $PBP_READY: {"pid", "hot"} once the loop runs.
 """
 
-import json
-import os
 import sys
 
-from pbp_target import write_json
-
-READY = os.environ["PBP_READY"]
+from pbp_target import say_ready
 
 
 def spin(n):
@@ -40,7 +36,7 @@ def main():
     if hot not in funcs:
         sys.exit("hotswap.py: HOT is alpha or beta")
     heavy, light = funcs[hot]
-    write_json(READY, {"pid": os.getpid(), "hot": hot})
+    say_ready(hot=hot)
     while True:
         heavy(40000)
         light(10000)

@@ -6,15 +6,13 @@ so that its CPU time is mostly in system calls.
 Writes $PBP_READY: {"pid", "version"} once all three run. Runs until killed.
 Works on Python 3.6+."""
 
-import json
 import os
 import select
-import sys
 import tempfile
 import threading
 import time
 
-from pbp_target import write_json
+from pbp_target import say_ready
 
 PIPE_R, PIPE_W = os.pipe()
 
@@ -49,8 +47,7 @@ def main():
     buf = bytearray(1 << 20)
     for fn in (selecting, sleeping):
         threading.Thread(target=fn, daemon=True).start()
-    ready = os.environ["PBP_READY"]
-    write_json(ready, {"pid": os.getpid(), "version": "%d.%d" % sys.version_info[:2]})
+    say_ready()
     while True:
         reading(fd, buf)
 

@@ -11,14 +11,12 @@ with sys.exit(0): the interpreter finalizes and the process is gone, taking
 last_words' code object with it.
 """
 
-import json
 import os
 import sys
 import time
 
-from pbp_target import write_json
+from pbp_target import say_ready
 
-READY = os.environ["PBP_READY"]
 
 LAST_WORDS = '''
 def last_words(seconds):
@@ -36,7 +34,7 @@ def warm(seconds):
 
 def main():
     trigger, warm_s, last_s = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
-    write_json(READY, {"pid": os.getpid(), "version": list(sys.version_info[:3])})
+    say_ready()
     while not os.path.exists(trigger):
         time.sleep(0.01)
     warm(warm_s)

@@ -8,14 +8,12 @@ $PBP_READY.named ({"at": time.time()}) once it has its name. Runs until
 killed. Python 3.6+."""
 
 import _thread
-import os
 import sys
 import threading
 import time
 
-from pbp_target import native_id, write_json
+from pbp_target import native_id, ready_path, say_ready, write_json
 
-READY = os.environ["PBP_READY"]
 UNNAMED_S = float(sys.argv[1]) if len(sys.argv) > 1 else 1.0
 
 
@@ -30,11 +28,10 @@ def spin_late():
 
 
 def run():
-    write_json(READY, {"pid": os.getpid(), "version": list(sys.version_info[:3]),
-                       "tid": native_id()})
+    say_ready(tid=native_id())
     spin_unnamed(time.time() + UNNAMED_S)
     threading.current_thread().name = "late-named"
-    write_json(READY + ".named", {"at": time.time()})
+    write_json(ready_path(".named"), {"at": time.time()})
     spin_late()
 
 

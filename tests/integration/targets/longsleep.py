@@ -4,10 +4,9 @@ is never created (3.6 makes it when a second thread starts).
 Writes $PBP_READY: {"pid", "version"}, then sleeps until killed.
 Works on Python 3.6+."""
 
-import json
-import os
-import sys
 import time
+
+from pbp_target import say_ready
 
 
 def longsleep():
@@ -15,10 +14,7 @@ def longsleep():
 
 
 def main():
-    ready = os.environ["PBP_READY"]
-    with open(ready + ".tmp", "w") as f:
-        json.dump({"pid": os.getpid(), "version": "%d.%d" % sys.version_info[:2]}, f)
-    os.rename(ready + ".tmp", ready)
+    say_ready()
     longsleep()
 
 

@@ -4,11 +4,8 @@ stack the profile has not seen yet, so the aggregate grows while it samples.
 Runs on CPython 3.6 to 3.14. Writes $PBP_READY {"pid", "version"} once the
 functions exist."""
 
-import json
-import os
-import sys
 
-from pbp_target import write_json
+from pbp_target import say_ready
 
 funcs = []
 for i in range(5000):
@@ -16,8 +13,7 @@ for i in range(5000):
     exec(compile("def f%d():\n    x = 0\n    for j in range(2000):\n        x += j\n" % i,
                  "gen%d.py" % i, "exec"), ns)
     funcs.append(ns["f%d" % i])
-ready = os.environ["PBP_READY"]
-write_json(ready, {"pid": os.getpid(), "version": list(sys.version_info[:3])})
+say_ready()
 while True:
     for f in funcs:
         f()

@@ -5,12 +5,9 @@ clock_nanosleep (or nanosleep, or select, before 3.11).
 Writes $PBP_READY: {"pid", "version"} once it naps. Runs until killed.
 Works on Python 3.6+."""
 
-import json
-import os
-import sys
 import time
 
-from pbp_target import write_json
+from pbp_target import say_ready
 
 
 def nap():
@@ -19,8 +16,7 @@ def nap():
 
 
 def main():
-    ready = os.environ["PBP_READY"]
-    write_json(ready, {"pid": os.getpid(), "version": "%d.%d" % sys.version_info[:2]})
+    say_ready()
     nap()
 
 

@@ -6,11 +6,12 @@ $PBP_NATEXT_SO, built by the test where there is no gcc), then loops: outer() ->
 
 Writes $PBP_READY: {"pid", "version"} once it runs. Runs until killed."""
 
-import json
 import os
 import subprocess
 import sys
 import sysconfig
+
+from pbp_target import ready_path, say_ready
 
 
 def build():
@@ -18,7 +19,7 @@ def build():
         sys.path.insert(0, os.path.dirname(os.environ["PBP_NATEXT_SO"]))
         return
     src = os.environ.get("PBP_NATEXT_SRC") or os.path.join(os.path.dirname(__file__), "pbpnat.c")
-    out_dir = os.path.dirname(os.environ["PBP_READY"])
+    out_dir = os.path.dirname(ready_path())
     so = os.path.join(out_dir, "pbpnat" + sysconfig.get_config_var("EXT_SUFFIX"))
     subprocess.check_call(["gcc", "-shared", "-fPIC", "-O1", "-g", "-I",
                            sysconfig.get_paths()["include"], src, "-o", so])
@@ -27,8 +28,6 @@ def build():
 
 build()
 import pbpnat  # noqa: E402
-
-from pbp_target import write_json
 
 
 def in_callback():
@@ -40,6 +39,5 @@ def outer():
         pbpnat.call(in_callback)  # mark: call
 
 
-ready = os.environ["PBP_READY"]
-write_json(ready, {"pid": os.getpid(), "version": "%d.%d" % sys.version_info[:2]})
+say_ready()
 outer()

@@ -5,16 +5,17 @@ outer() -> pbpfp.chain (C: fp_a -> fp_b -> fp_c, spinning).
 
 Writes $PBP_READY: {"pid", "version"} once it runs. Runs until killed."""
 
-import json
 import os
 import subprocess
 import sys
 import sysconfig
 
+from pbp_target import ready_path, say_ready
+
 
 def build():
     src = os.path.join(os.path.dirname(__file__), "pbpfp.c")
-    out_dir = os.path.dirname(os.environ["PBP_READY"])
+    out_dir = os.path.dirname(ready_path())
     so = os.path.join(out_dir, "pbpfp" + sysconfig.get_config_var("EXT_SUFFIX"))
     subprocess.check_call(["gcc", "-shared", "-fPIC", "-O2", "-fno-omit-frame-pointer", "-g",
                            "-I", sysconfig.get_paths()["include"],
@@ -27,14 +28,11 @@ def build():
 build()
 import pbpfp  # noqa: E402
 
-from pbp_target import write_json
-
 
 def outer():
     while True:
         pbpfp.chain(3000000)  # mark: chain
 
 
-ready = os.environ["PBP_READY"]
-write_json(ready, {"pid": os.getpid(), "version": "%d.%d" % sys.version_info[:2]})
+say_ready()
 outer()

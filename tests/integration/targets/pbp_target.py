@@ -1,8 +1,15 @@
 """What the test targets share (imported by them; conftest's Interp.place
-copies it beside a target it moves into a chroot). Python 3.6+ syntax."""
+copies it beside a target it moves into a chroot). Python 3.6+ syntax.
+
+A target tells the test it is ready with say_ready(**fields): $PBP_READY
+(the path the harness gives it) gets {"pid", "version": [major, minor,
+micro]} and the fields, and side files beside it (ready_path(".split"))
+carry what it measures later. say_failed(why) says why it cannot be ready,
+which fails the test at once rather than at the ready timeout."""
 
 import json
 import os
+import sys
 import threading
 
 
@@ -34,3 +41,23 @@ def write_json(path, obj):
     with open(path + ".tmp", "w") as f:
         json.dump(obj, f)
     os.replace(path + ".tmp", path)
+
+
+def ready_path(suffix=""):
+    """$PBP_READY, or the file beside it that suffix names (".late", ...)."""
+    return os.environ["PBP_READY"] + suffix
+
+
+def say_ready(**fields):
+    """$PBP_READY gets the target's pid and version, and fields."""
+    info = {"pid": os.getpid(), "version": list(sys.version_info[:3])}
+    info.update(fields)
+    write_json(ready_path(), info)
+
+
+def say_failed(why):
+    """$PBP_READY gets why the target could not get ready (words, or the
+    exception that stopped it)."""
+    if isinstance(why, BaseException):
+        why = "%s: %s" % (type(why).__name__, why)
+    write_json(ready_path(), {"error": why})

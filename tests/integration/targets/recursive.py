@@ -6,10 +6,9 @@ with no main() and <module> under them.
 Writes $PBP_READY: {"pid", "version"} once it recurses. Runs until killed.
 Works on Python 3.6+."""
 
-import json
-import os
 import random
-import sys
+
+from pbp_target import say_ready
 
 
 def recurse(n):
@@ -18,10 +17,7 @@ def recurse(n):
 
 
 def main():
-    ready = os.environ["PBP_READY"]
-    with open(ready + ".tmp", "w") as f:
-        json.dump({"pid": os.getpid(), "version": "%d.%d" % sys.version_info[:2]}, f)
-    os.rename(ready + ".tmp", ready)
+    say_ready()
     while True:
         recurse(random.randint(1, 100))
 

@@ -14,9 +14,8 @@ import sys
 import threading
 import time
 
-from pbp_target import native_id, write_json
+from pbp_target import native_id, say_ready
 
-READY = os.environ["PBP_READY"]
 started = []
 lock = threading.Lock()
 
@@ -51,7 +50,7 @@ def main():
     time.sleep(0.3)
     for t in started:
         t["lines"] = [m["b%d-first" % t["branch"]], m["b%d-last" % t["branch"]]]
-    write_json(READY, {"pid": os.getpid(), "script": os.path.abspath(__file__), "threads": started})
+    say_ready(script=os.path.abspath(__file__), threads=started)
     while True:
         time.sleep(1)
 

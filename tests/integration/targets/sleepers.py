@@ -6,16 +6,13 @@ random 0.2 to 1 s, 20 frames deep, in a loop.
 Writes $PBP_READY ({"pid", "version"}) once all N threads run; the main
 thread then sleeps until killed. Python 3.8+."""
 
-import json
-import os
 import random
 import sys
 import threading
 import time
 
-from pbp_target import write_json
+from pbp_target import say_ready
 
-READY = os.environ["PBP_READY"]
 N = int(sys.argv[1])
 started = threading.Semaphore(0)
 
@@ -36,6 +33,6 @@ for i in range(N):
     threading.Thread(target=down, args=(20,), name="sleeper-%d" % i, daemon=True).start()
 for i in range(N):
     started.acquire()
-write_json(READY, {"pid": os.getpid(), "version": list(sys.version_info[:3])})
+say_ready()
 while True:
     time.sleep(3600)

@@ -15,16 +15,14 @@ Writes $PBP_READY: {"pid", "bigmod", "gonemod"} once the threads run.
 """
 
 import importlib
-import json
 import os
 import sys
 import threading
 import time
 
-from pbp_target import write_json
+from pbp_target import ready_path, say_ready
 
-READY = os.environ["PBP_READY"]
-HERE = os.path.dirname(READY)
+HERE = os.path.dirname(ready_path())
 WAIT = "def {name}():\n    while True:\n        time.sleep(0.005)\n"
 
 
@@ -54,7 +52,7 @@ def main():
     threading.Thread(target=importlib.import_module("bigmod").big_wait, name="big", daemon=True).start()
     threading.Thread(target=importlib.import_module("gonemod").gone_wait, name="gone", daemon=True).start()
     os.unlink(gone)
-    write_json(READY, {"pid": os.getpid(), "bigmod": big, "gonemod": gone})
+    say_ready(bigmod=big, gonemod=gone)
     hot(time.monotonic() + float(sys.argv[1]) if len(sys.argv) > 1 else float("inf"))
 
 

@@ -7,15 +7,12 @@ Writes $PBP_READY ({"pid", "version"}) once the first thread runs, so a
 profiler attaches while the others are still being started over SECONDS;
 then the main thread sleeps until killed. Python 3.8+."""
 
-import json
-import os
 import sys
 import threading
 import time
 
-from pbp_target import write_json
+from pbp_target import say_ready
 
-READY = os.environ["PBP_READY"]
 N, SECONDS = int(sys.argv[1]), float(sys.argv[2])
 gate = threading.Lock()
 gate.acquire()
@@ -32,7 +29,7 @@ def start(i):
 
 
 start(0)
-write_json(READY, {"pid": os.getpid(), "version": list(sys.version_info[:3])})
+say_ready()
 t0 = time.monotonic()
 for i in range(1, N):
     start(i)

@@ -48,6 +48,8 @@ import sys
 import threading
 import time
 
+from pbp_target import say_ready
+
 SPIN = float(os.environ.get("PBP_SPIN", "1.0"))
 
 
@@ -195,9 +197,7 @@ def late():
             early_work()
             time.sleep(0.04)
         os._exit(0)
-    with open(os.environ["PBP_READY"] + ".tmp", "w") as f:
-        json.dump({"pid": os.getpid(), "early": early}, f)
-    os.rename(os.environ["PBP_READY"] + ".tmp", os.environ["PBP_READY"])
+    say_ready(early=early)
     try:
         for _ in range(120):
             time.sleep(0.5)

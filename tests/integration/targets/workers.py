@@ -20,7 +20,6 @@ Works on Python 3.6+."""
 
 import ctypes
 import hashlib
-import json
 import os
 import random
 import select
@@ -28,7 +27,7 @@ import sys
 import threading
 import time
 
-from pbp_target import give_threads_native_ids, native_id, write_json
+from pbp_target import give_threads_native_ids, native_id, ready_path, say_ready, write_json
 
 
 give_threads_native_ids()
@@ -39,7 +38,6 @@ def thread_time():
     return time.clock_gettime(time.CLOCK_THREAD_CPUTIME_ID)
 
 
-READY = os.environ["PBP_READY"]
 started = []
 lock = threading.Lock()
 
@@ -107,9 +105,7 @@ def spawner():
     time.sleep(1.0)
     late = threading.Thread(target=idle, name="late", daemon=True)
     late.start()
-    with open(READY + ".late.tmp", "w") as f:
-        json.dump({"native_id": late.native_id}, f)
-    os.replace(READY + ".late.tmp", READY + ".late")
+    write_json(ready_path(".late"), {"native_id": late.native_id})
     PARK.acquire()
 
 
@@ -132,10 +128,7 @@ def split():
             spent[name] += thread_time() - t0
         if time.monotonic() - last > 0.2:
             last = time.monotonic()
-            tmp = READY + ".split.tmp"
-            with open(tmp, "w") as f:
-                json.dump(spent, f)
-            os.replace(tmp, READY + ".split")
+            write_json(ready_path(".split"), spent)
 
 
 def recurse(n):
@@ -173,9 +166,7 @@ def main():
                 break
         time.sleep(0.01)
     time.sleep(0.2)  # let every thread reach its steady state
-    info = {"pid": os.getpid(), "version": list(sys.version_info[:3]),
-            "main_native_id": native_id(), "threads": started}
-    write_json(READY, info)
+    say_ready(main_native_id=native_id(), threads=started)
     while True:
         time.sleep(3600)
 

@@ -4,13 +4,10 @@ buffer again and again (zlib.compress releases the GIL while deflate runs).
 Writes $PBP_READY: {"pid", "version"} once it compresses. Runs until killed.
 Works on Python 3.6+."""
 
-import json
-import os
 import random
-import sys
 import zlib
 
-from pbp_target import write_json
+from pbp_target import say_ready
 
 
 def squeeze(data):
@@ -24,8 +21,7 @@ def main():
              for _ in range(4000)]
     data = b" ".join(rnd.choice(words) for _ in range(200000))
     zlib.compress(data[:65536])
-    ready = os.environ["PBP_READY"]
-    write_json(ready, {"pid": os.getpid(), "version": "%d.%d" % sys.version_info[:2]})
+    say_ready()
     squeeze(data)
 
 
