@@ -134,6 +134,7 @@ def schedstat(pid, tids):
     return out
 
 
+@pytest.mark.serial
 def test_wall_sleep_and_wait_match_schedstat(interp, fourspin, tmp_path):
     """wall --status on 3.14t (no GIL: a thread off CPU sleeps or waits for a
     CPU): the ticks a thread is [sleeping] are the share of the time the
