@@ -268,8 +268,11 @@ def test_launch_not_python(tmp_path):
 # --- shutdown -----------------------------------------------------------------
 
 def start_profiler(pid, out):
-    return subprocess.Popen([PYBPFPROF, "-p", str(pid), "-F", "199", "-o", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    """pybpfprof -p PID -o out, returned once it samples the target."""
+    p = subprocess.Popen([PYBPFPROF, "-p", str(pid), "-F", "199", "-o", str(out)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_sampling(p, pid)
+    return p
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
@@ -278,7 +281,6 @@ def test_signal_writes_complete_profile(shared_target, tmp_path, sig):
     proc, pid, ready = shared_target(first_interp(), WORKERS, "spinner")
     out = tmp_path / "out.txt"
     p = start_profiler(pid, out)
-    wait_sampling(p, pid)
     p.send_signal(sig)
     stdout, stderr = p.communicate(timeout=30)
     assert p.returncode == 0, stderr
@@ -307,7 +309,6 @@ def test_sigkill_leaves_no_kernel_objects_and_no_partial_file(shared_target, tmp
     proc, pid, ready = shared_target(first_interp(), WORKERS, "spinner")
     out = tmp_path / "out.txt"
     p = start_profiler(pid, out)
-    wait_sampling(p, pid)
     p.kill()
     p.communicate(timeout=30)
     deadline = time.monotonic() + 5
@@ -323,7 +324,6 @@ def test_target_exit_ends_run(start_target, tmp_path):
     proc, pid, ready = start_target(first_interp(), WORKERS, "spinner")
     out = tmp_path / "out.txt"
     p = start_profiler(pid, out)
-    wait_sampling(p, pid)
     proc.kill()
     proc.wait()
     stdout, stderr = p.communicate(timeout=30)
