@@ -66,6 +66,15 @@ static bool listed(const pid_t *pids, size_t n, pid_t pid)
 	return false;
 }
 
+static int asked;
+
+/* Every pid but *ctx is looked at. */
+static bool look_not(void *ctx, pid_t pid)
+{
+	asked++;
+	return pid != *(pid_t *)ctx;
+}
+
 static void test_discover(void)
 {
 	char *py_argv[] = { PYTHON, "-c", "import time; time.sleep(5)", NULL };
@@ -86,15 +95,21 @@ static void test_discover(void)
 	CHECK(wait_cmdline(py, PYTHON " -c import time; time.sleep(5)"));
 	CHECK(wait_cmdline(sl, "/bin/sleep 5"));
 
-	CHECK_EQ_INT(discover_pythons(pids, MAXP, &n), 0);
+	CHECK_EQ_INT(discover_pythons(pids, MAXP, &n, NULL, NULL), 0);
 	CHECK(listed(pids, n, py));
 	CHECK(!listed(pids, n, sl));
 	CHECK(!listed(pids, n, getpid()));
 	CHECK(!listed(pids, n, 2));     /* kthreadd, when we see the host's */
 
+	/* a pid the caller does not look at is not listed: its maps are never read */
+	asked = 0;
+	CHECK_EQ_INT(discover_pythons(pids, MAXP, &n, look_not, &py), 0);
+	CHECK(!listed(pids, n, py));
+	CHECK(asked > 0);
+
 	/* too small a buffer: says so, fills it */
 	if (n >= 1) {
-		CHECK_EQ_INT(discover_pythons(&one, 0, &n), 1);
+		CHECK_EQ_INT(discover_pythons(&one, 0, &n, NULL, NULL), 1);
 		CHECK_EQ_INT(n, 0);
 	}
 
@@ -111,7 +126,7 @@ static void test_discover(void)
 	reap(py);
 	reap(sl);
 	CHECK_EQ_INT(proc_cmdline(py, cmd, sizeof(cmd)), -PBP_E_NOENT);
-	CHECK_EQ_INT(discover_pythons(pids, MAXP, &n), 0);
+	CHECK_EQ_INT(discover_pythons(pids, MAXP, &n, NULL, NULL), 0);
 	CHECK(!listed(pids, n, py));
 	free(pids);
 }
