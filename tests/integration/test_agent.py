@@ -649,7 +649,7 @@ with open(ready + ".tmp", "w") as f:
 os.replace(ready + ".tmp", ready)
 time.sleep(3600)
 """
-IDLE_WATCH = 35     # past the periodic thread-list read (30 s), some 35 windows
+IDLE_WATCH = 64     # s from the agent's start: past its look at /proc and the targets' lives (60 s)
 
 
 @pytest.mark.skipif(SANITIZED, reason="LeakSanitizer does not run under ptrace (strace)")
@@ -698,8 +698,12 @@ def test_execs_cost_no_comm_read(tmp_path):
 def test_idle_processes_read_nothing(start_target, tmp_path, agents):
     """Idle processes (3 sleeping threads each) are read when found and
     then never again: over IDLE_WATCH seconds of windows, periodic list
-    reads and label refreshes, pybpfprof_process_reads_total stays put.
+    reads, label refreshes, the minute's look at all of /proc and at every
+    target's life, pybpfprof_process_reads_total stays put, and (under
+    strace, attached once they are found) none of their /proc files is
+    opened. The minute's look read each one's maps and stat.
     One interpreter: the rule is the agent's, not a layout's."""
+    strace = shutil.which("strace")
     script = tmp_path / "idle.py"
     script.write_text(IDLE)
     pids = [start_target(interps(1)[0], str(script))[1] for _ in range(3)]
@@ -715,9 +719,24 @@ def test_idle_processes_read_nothing(start_target, tmp_path, agents):
     assert m["pybpfprof_processes"] == 3, (m, agent.describe())
     found = m["pybpfprof_process_reads_total"]
     assert found > 0, m     # discovery read them: the counter counts
-    time.sleep(IDLE_WATCH)
-    m = metrics(port)
+    log = str(tmp_path / "strace.log")
+    tracer = subprocess.Popen([strace, "-f", "-qq", "-e", "trace=openat", "-o", log, "-p", str(agent.proc.pid)],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL) if strace else None
+    try:
+        time.sleep(max(IDLE_WATCH - (time.time() - agent.started), 1))
+        m = metrics(port)       # an open seen: the trace is on, whatever else it saw
+    finally:
+        if tracer:
+            tracer.send_signal(2)   # detached: the agent's exit is its own
+            tracer.wait(20)
     assert m["pybpfprof_processes"] == 3, m
     assert m["pybpfprof_process_reads_total"] == found, (found, m)
+    if tracer:
+        with open(log) as f:
+            text = f.read()
+        assert "openat(" in text, "strace saw nothing: the check proves nothing"
+        opened = [line for line in text.splitlines() if any("/proc/%d/" % q in line for q in pids)]
+        assert opened == [], opened[:5]
     rc, _ = agent.stop()
     assert rc == 0, agent.describe()
