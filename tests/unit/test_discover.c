@@ -5,6 +5,7 @@
  */
 #include <regex.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "core/errors.h"
 #include "proc/cgroup.h"
 #include "proc/discover.h"
+#include "proc/procfs.h"
 #include "unit.h"
 
 #define PYTHON "/usr/bin/python3.11"
@@ -224,8 +226,27 @@ static void test_filter(void)
 	regfree(&re);
 }
 
+/* A thread's command name, the filter --comm matches: whole, cut to the buffer, or "" when gone. */
+static void test_comm(void)
+{
+	char comm[32] = "x", small[5];
+	pid_t gone = spawn((char *[]){ "/bin/true", NULL });
+
+	CHECK_EQ_INT(prctl(PR_SET_NAME, "pbp comm test", 0, 0, 0), 0);
+	proc_thread_comm(getpid(), getpid(), comm, sizeof(comm));
+	CHECK_EQ_STR(comm, "pbp comm test");
+	proc_thread_comm(getpid(), getpid(), small, sizeof(small));
+	CHECK_EQ_STR(small, "pbp ");
+	proc_thread_comm(getpid(), getpid(), comm, 0);     /* nothing written */
+	CHECK_EQ_STR(comm, "pbp comm test");
+	reap(gone);
+	proc_thread_comm(gone, gone, comm, sizeof(comm));
+	CHECK_EQ_STR(comm, "");
+}
+
 int main(void)
 {
+	test_comm();
 	test_filter();
 	test_cmdline_self();
 	test_discover();
