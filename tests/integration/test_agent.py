@@ -657,13 +657,16 @@ def test_execs_cost_no_comm_read(tmp_path):
     """Every exec on a node comes to the agent; without --comm its filter
     needs no command name, so /proc/PID/task/PID/comm of the exec'd
     processes is never opened (it was, once each). --container with a
-    prefix nothing has keeps it off the machine's other Python processes.
-    Under strace: the opens are what is counted, not CPU."""
+    prefix nothing has keeps it off the machine's other Python processes,
+    and is asked at the exec: no look is queued for 20 ms later, so the
+    loop never waits 20 ms for one (it did, once per exec that woke it).
+    Under strace: the opens and the waits are what is counted, not CPU."""
     strace = shutil.which("strace")
     if not strace:
         pytest.skip("strace not installed (Debian: strace)")
     port, log = free_port(), str(tmp_path / "strace.log")
-    tracer = subprocess.Popen([strace, "-f", "-qq", "-e", "trace=openat", "-o", log, PYBPFPROF, "agent",
+    tracer = subprocess.Popen([strace, "-f", "-qq", "-e", "trace=openat,epoll_pwait2,epoll_wait", "-o", log,
+                               PYBPFPROF, "agent",
                                "--listen", "127.0.0.1:%d" % port, "--container", "pbp-no-such-id",
                                "--log-level", "warn"], stdin=subprocess.DEVNULL,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -675,7 +678,10 @@ def test_execs_cost_no_comm_read(tmp_path):
                     break
             except OSError:
                 time.sleep(0.2)
-        sleepers = [subprocess.Popen(["sleep", "0.5"]) for _ in range(10)]
+        sleepers = []
+        for _ in range(10):     # apart: past the kernel's 100 ms between wakeups for execs
+            sleepers.append(subprocess.Popen(["sleep", "0.5"]))
+            time.sleep(0.15)
         for q in sleepers:
             q.wait()
         time.sleep(1)       # their checks are due 20 ms after each exec
@@ -693,6 +699,12 @@ def test_execs_cost_no_comm_read(tmp_path):
     assert comm == [], ("command names read for", comm)
     maps = [q.pid for q in sleepers if "/proc/%d/" % q.pid in text]
     assert maps, "the exec'd processes were not looked at: the test proves nothing"
+    waits = re.findall(r"^%d epoll_p?wait2?\(.*?(?:\{tv_sec=0, tv_nsec=(\d+)\}|, (\d+)\) )" % agent_pid,
+                       text, re.M)
+    assert len(waits) >= 5, "the loop's waits were not traced: the test proves nothing"
+    # a look's 20 ms, less the few µs to compute it; a periodic timer lands there by chance, rarely
+    look = [w for w in waits if 19.0e6 <= int(w[0] or 0) <= 20.0e6 or w[1] == "20"]
+    assert len(look) <= 2, ("waits of a look 20 ms after an exec", len(look), len(waits))
 
 
 def test_idle_processes_read_nothing(start_target, tmp_path, agents):

@@ -361,7 +361,14 @@ void run_on_proc_event(void *ctx, uint32_t kind, pid_t pid, pid_t parent)
 			run_drop_target(r, t);
 		unskip(r, pid, 0);      /* nor was the program skipped before it (or a reused pid's) */
 		if (r->o.all) {
-			run_queue_pending(r, pid, 0);
+			/*
+			 * The filters asked now, not at the look 20 ms later: the
+			 * name and cgroup are the new program's already, and a
+			 * node's execs that no filter lets through then queue no
+			 * look, nor wake the loop for one.
+			 */
+			if (worth_a_look(r, pid))
+				run_queue_pending(r, pid, 0);
 		} else if (t || fn) {
 			if (t && exec_noted(r, pid))
 				note_exec(r, pid);
