@@ -9,6 +9,7 @@ Run alone: PBP_INTERPS=3.13,3.11-debian-static pytest-3 -q tests/integration/tes
 
 import base64
 import collections
+import glob
 import json
 import os
 import re
@@ -649,7 +650,7 @@ with open(ready + ".tmp", "w") as f:
 os.replace(ready + ".tmp", ready)
 time.sleep(3600)
 """
-IDLE_WATCH = 35     # past the periodic thread-list read (30 s), some 35 windows
+IDLE_WATCH = 64     # s from the agent's start: past its look at /proc and the targets' lives (60 s)
 
 
 @pytest.mark.skipif(SANITIZED, reason="LeakSanitizer does not run under ptrace (strace)")
@@ -657,13 +658,17 @@ def test_execs_cost_no_comm_read(tmp_path):
     """Every exec on a node comes to the agent; without --comm its filter
     needs no command name, so /proc/PID/task/PID/comm of the exec'd
     processes is never opened (it was, once each). --container with a
-    prefix nothing has keeps it off the machine's other Python processes.
-    Under strace: the opens are what is counted, not CPU."""
+    prefix nothing has keeps it off the machine's other Python processes,
+    and is asked at the exec: no look is queued for 20 ms later, so the
+    loop never waits 20 ms for one (it did, once per exec that woke it).
+    Under strace: the opens and the waits are what is counted, not CPU."""
     strace = shutil.which("strace")
     if not strace:
         pytest.skip("strace not installed (Debian: strace)")
     port, log = free_port(), str(tmp_path / "strace.log")
-    tracer = subprocess.Popen([strace, "-f", "-qq", "-e", "trace=openat", "-o", log, PYBPFPROF, "agent",
+    # -ff: a file per thread, so the loop's waits are never split by the HTTP thread's calls
+    tracer = subprocess.Popen([strace, "-ff", "-qq", "-e", "trace=openat,epoll_pwait2,epoll_wait", "-o", log,
+                               PYBPFPROF, "agent",
                                "--listen", "127.0.0.1:%d" % port, "--container", "pbp-no-such-id",
                                "--log-level", "warn"], stdin=subprocess.DEVNULL,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -675,7 +680,10 @@ def test_execs_cost_no_comm_read(tmp_path):
                     break
             except OSError:
                 time.sleep(0.2)
-        sleepers = [subprocess.Popen(["sleep", "0.5"]) for _ in range(10)]
+        sleepers = []
+        for _ in range(10):     # apart: past the kernel's 100 ms between wakeups for execs
+            sleepers.append(subprocess.Popen(["sleep", "0.5"]))
+            time.sleep(0.15)
         for q in sleepers:
             q.wait()
         time.sleep(1)       # their checks are due 20 ms after each exec
@@ -687,19 +695,33 @@ def test_execs_cost_no_comm_read(tmp_path):
         if tracer.poll() is None:
             tracer.kill()
             tracer.wait()
-    with open(log) as f:
-        text = f.read()
+    text, loop = "", ""
+    for name in glob.glob(log + ".*"):
+        with open(name) as f:
+            t = f.read()
+        text += t
+        if name == "%s.%d" % (log, agent_pid):
+            loop = t
     comm = [q.pid for q in sleepers if "/proc/%d/task/%d/comm" % (q.pid, q.pid) in text]
     assert comm == [], ("command names read for", comm)
     maps = [q.pid for q in sleepers if "/proc/%d/" % q.pid in text]
     assert maps, "the exec'd processes were not looked at: the test proves nothing"
+    waits = re.findall(r"^epoll_p?wait2?\(.*?(?:\{tv_sec=0, tv_nsec=(\d+)\}|, (\d+)\) )", loop, re.M)
+    assert len(waits) >= 5, "the loop's waits were not traced: the test proves nothing"
+    # a look's 20 ms, less the few µs to compute it; a periodic timer lands there by chance, rarely
+    look = [w for w in waits if 19.0e6 <= int(w[0] or 0) <= 20.0e6 or w[1] == "20"]
+    assert len(look) <= 2, ("waits of a look 20 ms after an exec", len(look), len(waits))
 
 
 def test_idle_processes_read_nothing(start_target, tmp_path, agents):
     """Idle processes (3 sleeping threads each) are read when found and
     then never again: over IDLE_WATCH seconds of windows, periodic list
-    reads and label refreshes, pybpfprof_process_reads_total stays put.
+    reads, label refreshes, the minute's look at all of /proc and at every
+    target's life, pybpfprof_process_reads_total stays put, and (under
+    strace, attached once they are found) none of their /proc files is
+    opened. The minute's look read each one's maps and stat.
     One interpreter: the rule is the agent's, not a layout's."""
+    strace = shutil.which("strace")
     script = tmp_path / "idle.py"
     script.write_text(IDLE)
     pids = [start_target(interps(1)[0], str(script))[1] for _ in range(3)]
@@ -715,9 +737,24 @@ def test_idle_processes_read_nothing(start_target, tmp_path, agents):
     assert m["pybpfprof_processes"] == 3, (m, agent.describe())
     found = m["pybpfprof_process_reads_total"]
     assert found > 0, m     # discovery read them: the counter counts
-    time.sleep(IDLE_WATCH)
-    m = metrics(port)
+    log = str(tmp_path / "strace.log")
+    tracer = subprocess.Popen([strace, "-f", "-qq", "-e", "trace=openat", "-o", log, "-p", str(agent.proc.pid)],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL) if strace else None
+    try:
+        time.sleep(max(IDLE_WATCH - (time.time() - agent.started), 1))
+        m = metrics(port)       # an open seen: the trace is on, whatever else it saw
+    finally:
+        if tracer:
+            tracer.send_signal(2)   # detached: the agent's exit is its own
+            tracer.wait(20)
     assert m["pybpfprof_processes"] == 3, m
     assert m["pybpfprof_process_reads_total"] == found, (found, m)
+    if tracer:
+        with open(log) as f:
+            text = f.read()
+        assert "openat(" in text, "strace saw nothing: the check proves nothing"
+        opened = [line for line in text.splitlines() if any("/proc/%d/" % q in line for q in pids)]
+        assert opened == [], opened[:5]
     rc, _ = agent.stop()
     assert rc == 0, agent.describe()

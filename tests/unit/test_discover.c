@@ -5,6 +5,7 @@
  */
 #include <regex.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "core/errors.h"
 #include "proc/cgroup.h"
 #include "proc/discover.h"
+#include "proc/procfs.h"
 #include "unit.h"
 
 #define PYTHON "/usr/bin/python3.11"
@@ -66,6 +68,15 @@ static bool listed(const pid_t *pids, size_t n, pid_t pid)
 	return false;
 }
 
+static int asked;
+
+/* Every pid but *ctx is looked at. */
+static bool look_not(void *ctx, pid_t pid)
+{
+	asked++;
+	return pid != *(pid_t *)ctx;
+}
+
 static void test_discover(void)
 {
 	char *py_argv[] = { PYTHON, "-c", "import time; time.sleep(5)", NULL };
@@ -86,15 +97,21 @@ static void test_discover(void)
 	CHECK(wait_cmdline(py, PYTHON " -c import time; time.sleep(5)"));
 	CHECK(wait_cmdline(sl, "/bin/sleep 5"));
 
-	CHECK_EQ_INT(discover_pythons(pids, MAXP, &n), 0);
+	CHECK_EQ_INT(discover_pythons(pids, MAXP, &n, NULL, NULL), 0);
 	CHECK(listed(pids, n, py));
 	CHECK(!listed(pids, n, sl));
 	CHECK(!listed(pids, n, getpid()));
 	CHECK(!listed(pids, n, 2));     /* kthreadd, when we see the host's */
 
+	/* a pid the caller does not look at is not listed: its maps are never read */
+	asked = 0;
+	CHECK_EQ_INT(discover_pythons(pids, MAXP, &n, look_not, &py), 0);
+	CHECK(!listed(pids, n, py));
+	CHECK(asked > 0);
+
 	/* too small a buffer: says so, fills it */
 	if (n >= 1) {
-		CHECK_EQ_INT(discover_pythons(&one, 0, &n), 1);
+		CHECK_EQ_INT(discover_pythons(&one, 0, &n, NULL, NULL), 1);
 		CHECK_EQ_INT(n, 0);
 	}
 
@@ -111,7 +128,7 @@ static void test_discover(void)
 	reap(py);
 	reap(sl);
 	CHECK_EQ_INT(proc_cmdline(py, cmd, sizeof(cmd)), -PBP_E_NOENT);
-	CHECK_EQ_INT(discover_pythons(pids, MAXP, &n), 0);
+	CHECK_EQ_INT(discover_pythons(pids, MAXP, &n, NULL, NULL), 0);
 	CHECK(!listed(pids, n, py));
 	free(pids);
 }
@@ -209,8 +226,27 @@ static void test_filter(void)
 	regfree(&re);
 }
 
+/* A thread's command name, the filter --comm matches: whole, cut to the buffer, or "" when gone. */
+static void test_comm(void)
+{
+	char comm[32] = "x", small[5];
+	pid_t gone = spawn((char *[]){ "/bin/true", NULL });
+
+	CHECK_EQ_INT(prctl(PR_SET_NAME, "pbp comm test", 0, 0, 0), 0);
+	proc_thread_comm(getpid(), getpid(), comm, sizeof(comm));
+	CHECK_EQ_STR(comm, "pbp comm test");
+	proc_thread_comm(getpid(), getpid(), small, sizeof(small));
+	CHECK_EQ_STR(small, "pbp ");
+	proc_thread_comm(getpid(), getpid(), comm, 0);     /* nothing written */
+	CHECK_EQ_STR(comm, "pbp comm test");
+	reap(gone);
+	proc_thread_comm(gone, gone, comm, sizeof(comm));
+	CHECK_EQ_STR(comm, "");
+}
+
 int main(void)
 {
+	test_comm();
 	test_filter();
 	test_cmdline_self();
 	test_discover();

@@ -78,7 +78,7 @@ static bool proc_entry_pid(const char *name, pid_t *pid)
 	return true;
 }
 
-int discover_pythons(pid_t *out, size_t max, size_t *n)
+int discover_pythons(pid_t *out, size_t max, size_t *n, discover_look_fn look, void *ctx)
 {
 	pid_t self = getpid(), pid;
 	struct dirent *de;
@@ -91,7 +91,9 @@ int discover_pythons(pid_t *out, size_t max, size_t *n)
 		return pbp_err_from_errno(errno, -PBP_E_NOENT);
 	/* kernel threads and zombies have an empty maps: they drop out by themselves */
 	while ((de = readdir(d))) {
-		if (!proc_entry_pid(de->d_name, &pid) || pid == self || !pid_maps_python(pid))
+		/* asked first: a maps file is the largest read here, and a known pid's is read for nothing */
+		if (!proc_entry_pid(de->d_name, &pid) || pid == self || (look && !look(ctx, pid)) ||
+		    !pid_maps_python(pid))
 			continue;
 		if (*n == max) {
 			ret = 1;        /* more than fit: the caller may grow and retry */

@@ -10,12 +10,16 @@
 
 struct cgroup_info;
 
+/* Whether pid is worth a look (not known already, let through by the filters). */
+typedef bool (*discover_look_fn)(void *ctx, pid_t pid);
+
 /*
  * Candidate CPython processes: pids (other than ours) mapping an executable
- * file whose name contains "python". Attaching tells which really are.
- * 0, 1 when more than max were found (*n == max), or -PBP_E_PERM / _NOENT.
+ * file whose name contains "python", of those look (NULL: all) lets
+ * through, asked before their maps are read. Attaching tells which really
+ * are. 0, 1 when more than max were found (*n == max), or -PBP_E_PERM / _NOENT.
  */
-int discover_pythons(pid_t *out, size_t max, size_t *n);
+int discover_pythons(pid_t *out, size_t max, size_t *n, discover_look_fn look, void *ctx);
 
 /* What -a profiles; NULL / 0 members do not filter. */
 struct proc_filter {

@@ -76,17 +76,21 @@ char proc_state(pid_t pid)
 	return proc_thread_state(pid, pid);
 }
 
+/* open and read, not stdio (no buffer to allocate, no fstat): --comm reads it for every exec on a node. */
 void proc_thread_comm(pid_t pid, pid_t tid, char *out, size_t len)
 {
 	char path[64];
-	FILE *f;
+	ssize_t n = 0;
+	int fd;
 
-	out[0] = '\0';
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
-	f = fopen(path, "re");
-	if (!f)
+	if (!len)
 		return;
-	if (fgets(out, (int)len, f))
-		out[strcspn(out, "\n")] = '\0';
-	fclose(f);
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, out, len - 1);
+		close(fd);
+	}
+	out[n > 0 ? n : 0] = '\0';
+	out[strcspn(out, "\n")] = '\0';
 }

@@ -181,19 +181,21 @@ static bool reattach(struct session *r, pid_t pid)
 	return true;
 }
 
-/*
- * -a: profile pid if it is a Python process the filters let through.
- * Returns false when it is not Python (yet): just exec'd, or an embedding
- * program that loads libpython later.
- */
-static bool consider(struct session *r, pid_t pid)
+/* -a: a pid not known yet (a target, or skipped) that the filters let through. */
+static bool worth_a_look(void *ctx, pid_t pid)
+{
+	struct session *r = ctx;
+
+	return !run_target_of(r, pid) && !was_skipped(r, pid) && wanted(r, pid);
+}
+
+/* consider(), once worth_a_look said yes. */
+static bool take_candidate(struct session *r, pid_t pid)
 {
 	struct pyproc *p = NULL;
 	struct target *t = NULL;
 	int err;
 
-	if (run_target_of(r, pid) || was_skipped(r, pid) || !wanted(r, pid))
-		return true;
 	err = run_open(r, pid, &run_host_limits, &p);
 	if (err == -PBP_E_NOTPY || err == -PBP_E_FAULT) {
 		pyproc_close(p);
@@ -214,15 +216,30 @@ static bool consider(struct session *r, pid_t pid)
 	return true;
 }
 
+/*
+ * -a: profile pid if it is a Python process the filters let through.
+ * Returns false when it is not Python (yet): just exec'd, or an embedding
+ * program that loads libpython later.
+ */
+static bool consider(struct session *r, pid_t pid)
+{
+	return !worth_a_look(r, pid) || take_candidate(r, pid);
+}
+
+/*
+ * A look at all of /proc (at the start, and the agent's each minute): the
+ * targets and skipped pids are passed over before their maps are read, so
+ * a node's idle processes cost it nothing once found.
+ */
 void run_discover(struct session *r)
 {
 	pid_t *pids = malloc(sizeof(*pids) * MAX_DISCOVER);
 	size_t n = 0;
 
 	stagecpu_enter(STAGE_DISCOVERY);
-	if (pids && discover_pythons(pids, MAX_DISCOVER, &n) >= 0)   /* 1: more than fit */
+	if (pids && discover_pythons(pids, MAX_DISCOVER, &n, worth_a_look, r) >= 0)   /* 1: more than fit */
 		for (size_t i = 0; i < n; i++)
-			consider(r, pids[i]);
+			take_candidate(r, pids[i]);
 	free(pids);
 	stagecpu_leave();
 	r->trim_due = true;     /* what opening them took (ELF reads, scratch) is given back */
@@ -344,7 +361,14 @@ void run_on_proc_event(void *ctx, uint32_t kind, pid_t pid, pid_t parent)
 			run_drop_target(r, t);
 		unskip(r, pid, 0);      /* nor was the program skipped before it (or a reused pid's) */
 		if (r->o.all) {
-			run_queue_pending(r, pid, 0);
+			/*
+			 * The filters asked now, not at the look 20 ms later: the
+			 * name and cgroup are the new program's already, and a
+			 * node's execs that no filter lets through then queue no
+			 * look, nor wake the loop for one.
+			 */
+			if (worth_a_look(r, pid))
+				run_queue_pending(r, pid, 0);
 		} else if (t || fn) {
 			if (t && exec_noted(r, pid))
 				note_exec(r, pid);

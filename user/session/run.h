@@ -183,6 +183,7 @@ bool run_all_free_threaded(const struct session *r);
 uint64_t run_process_reads(const struct session *r);
 /* A zombie has exited: its parent just has not reaped it yet. */
 bool pid_alive(pid_t pid);
+bool pid_exists(pid_t pid);      /* pid_alive without /proc: a zombie counts */
 void run_label_target(struct session *r, struct target *t);
 int run_start_target(struct session *r, struct target *t);
 void run_drop_target(struct session *r, struct target *t);

@@ -5,6 +5,8 @@
  * opened, placed and labelled, and the processes to look at again later
  * (just exec'd, or not Python yet).
  */
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,6 +147,16 @@ bool pid_alive(pid_t pid)
 	char st = proc_state(pid);
 
 	return st != '?' && st != 'Z' && st != 'X';
+}
+
+/*
+ * A signal 0, no /proc read: -a's look each minute at every target, idle
+ * ones included, in case an exit event was lost. A zombie counts until it
+ * is reaped; its exit event, when it came, had dropped it already.
+ */
+bool pid_exists(pid_t pid)
+{
+	return kill(pid, 0) == 0 || errno == EPERM;
 }
 
 /*

@@ -31,7 +31,8 @@ static int any_alive(struct session *r, bool look)
 	launch_reap(r, WNOHANG);
 	for (int i = 0; i < r->ntargets; i++) {
 		struct target *t = &r->targets[i];
-		bool up = t->pid == r->child ? r->child != 0 : !look || pid_alive(t->pid);
+		bool up = t->pid == r->child ? r->child != 0 :
+			  !look || (r->o.all ? pid_exists(t->pid) : pid_alive(t->pid));
 
 		if (t->p && (!t->alive || !up)) {
 			if (r->o.follow) {
