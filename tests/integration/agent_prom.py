@@ -12,6 +12,7 @@ import urllib.parse
 import urllib.request
 
 from agent_receiver import free_port
+from nulldev import null
 
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 
@@ -40,7 +41,7 @@ class Prometheus(object):
              "--storage.tsdb.path=" + os.path.join(self.dir, "data"),
              "--web.listen-address=127.0.0.1:%d" % self.port,
              "--log.level=warn"],
-            stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            stdout=self.log, stderr=subprocess.STDOUT, stdin=null(),
             start_new_session=True)
 
     def get(self, path, **params):

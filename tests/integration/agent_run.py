@@ -13,6 +13,7 @@ import urllib.request
 import pytest
 
 from conftest import PYBPFPROF, _discover
+from nulldev import null
 
 # A service: a script of its own name spinning in a function of its own,
 # half the time (the machine's two cores are shared).
@@ -71,7 +72,7 @@ class Agent(object):
         full_env.update(env or {})
         with open(self.err_path, "w") as err, open(self.out_path, "w") as out:
             self.proc = subprocess.Popen([PYBPFPROF, "agent"] + self.args, stdout=out,
-                                         stderr=err, stdin=subprocess.DEVNULL, env=full_env,
+                                         stderr=err, stdin=null(), env=full_env,
                                          start_new_session=True)
         self.started = time.time()
 

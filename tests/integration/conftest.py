@@ -67,6 +67,7 @@ import pytest
 # How the tests run the binary under test (re-exported: tests import these
 # from conftest), and the sanitizer check that is an autouse fixture here.
 from binary import PYBPFPROF, SANITIZED, SANITIZER_LOGS, _no_sanitizer_report, pybpfprof, pybpfprof_fixture  # noqa: F401
+from nulldev import null
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -729,7 +730,7 @@ class TargetStarter(object):
         err = open(os.path.join(host_dir, "stderr"), "w")
         try:
             proc = subprocess.Popen(pidns_argv(interp, pidns) + interp.cmd(inside, *args), env=env, stdout=out,
-                                    stderr=err, stdin=subprocess.DEVNULL,
+                                    stderr=err, stdin=null(),
                                     start_new_session=True, preexec_fn=_pdeathsig)
         finally:
             out.close()

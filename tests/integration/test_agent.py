@@ -29,6 +29,7 @@ from agent_run import (Agent, by_pid, go_raw, http_get, interps, metrics, raw_st
                        start_service)
 from pprof_wire import Profile
 from test_host import cgroup_roots
+from nulldev import null
 
 # Most agents here discover the host's processes (they would find the other
 # test worker's targets), push on timers or measure their own CPU: serial.
@@ -447,7 +448,7 @@ def test_service_names_from_command_lines(tmp_path, agents, receivers):
     try:
         for args in ([str(odd)], ["-m", "pkgdemo.mod"], ["-c", spin]):
             procs.append(subprocess.Popen(interp.argv + args, cwd=str(tmp_path),
-                                          stdin=subprocess.DEVNULL, start_new_session=True))
+                                          stdin=null(), start_new_session=True))
         deadline = time.monotonic() + 10
         while b"-c" not in open("/proc/%d/cmdline" % procs[2].pid, "rb").read().split(b"\0"):
             assert time.monotonic() < deadline, "python -c never exec'd"
@@ -670,8 +671,8 @@ def test_execs_cost_no_comm_read(tmp_path):
     tracer = subprocess.Popen([strace, "-ff", "-qq", "-e", "trace=openat,epoll_pwait2,epoll_wait", "-o", log,
                                PYBPFPROF, "agent",
                                "--listen", "127.0.0.1:%d" % port, "--container", "pbp-no-such-id",
-                               "--log-level", "warn"], stdin=subprocess.DEVNULL,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                               "--log-level", "warn"], stdin=null(),
+                              stdout=null(), stderr=null())
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -739,8 +740,8 @@ def test_idle_processes_read_nothing(start_target, tmp_path, agents):
     assert found > 0, m     # discovery read them: the counter counts
     log = str(tmp_path / "strace.log")
     tracer = subprocess.Popen([strace, "-f", "-qq", "-e", "trace=openat", "-o", log, "-p", str(agent.proc.pid)],
-                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL) if strace else None
+                              stdin=null(), stdout=null(),
+                              stderr=null()) if strace else None
     try:
         time.sleep(max(IDLE_WATCH - (time.time() - agent.started), 1))
         m = metrics(port)       # an open seen: the trace is on, whatever else it saw

@@ -16,6 +16,7 @@ from conftest import TARGET_LIB
 from profile import WORKERS, func_of, total
 from test_hostile import (CAP_SYS_PTRACE, EXIT_PERM, NOBODY, THREE_CAPS, check_collapsed,
                           check_rss, finish, first_interp, no_leftovers, run, start)
+from nulldev import null
 
 
 # --- privileges ---------------------------------------------------------------------------------
@@ -93,8 +94,8 @@ def nobody_target(d):
     ready = os.path.join(d, "ready.json")
     proc = subprocess.Popen(["setpriv", "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY,
                              "--clear-groups", exe, script, "spinner", "sleeper"],
-                            env=dict(os.environ, PBP_READY=ready), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+                            env=dict(os.environ, PBP_READY=ready), stdout=null(),
+                            stderr=null(), start_new_session=True)
     deadline = time.monotonic() + 30
     while not os.path.exists(ready):
         assert proc.poll() is None and time.monotonic() < deadline, "nobody's target did not start"
