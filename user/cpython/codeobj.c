@@ -188,13 +188,42 @@ static char *read_name(struct pyproc *p, uint64_t addr, int *err)
 	return *err ? NULL : strdup(buf);
 }
 
+/*
+ * The object still at addr holds what was read from it: read again past
+ * the page cache, its name, file, line table and first line unchanged. A
+ * code object freed while it was being read (its strings with it, their
+ * memory then another object's) named a frame with a name or file that was
+ * not its own: a loop making and dropping code objects (CodeType.replace)
+ * had 1-2 such frames in 4,800 on 3.11-3.14.
+ */
+static int still_same(struct pyproc *p, uint64_t addr, const uint8_t *hdr)
+{
+	const struct pyver *v = &p->v;
+	const uint32_t words[] = { v->code_name, v->code_qualname, v->code_filename, v->code_linetable };
+	uint8_t now[CODE_HDR_MAX];
+	int err = remote_read(p->r, addr, now, v->code_size);
+
+	if (err)
+		return err;
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (words[i] != PYVER_NOOFF && load_u64(now, words[i]) != load_u64(hdr, words[i]))
+			return -PBP_E_CORRUPT;
+	return load_u32(now, v->k.code_firstlineno) == load_u32(hdr, v->k.code_firstlineno) ? 0 : -PBP_E_CORRUPT;
+}
+
 static int load(struct pyproc *p, uint64_t addr, struct codeinfo *ci)
 {
 	const struct pyver *v = &p->v;
 	uint8_t hdr[CODE_HDR_MAX];
 	uint32_t name_off = v->code_qualname != PYVER_NOOFF ? v->code_qualname : v->code_name;
-	int err = read_header(p, addr, hdr);
+	int err;
 
+	/*
+	 * Pages cached earlier may hold what a freed object's strings said:
+	 * the next object's are most often made at the same addresses.
+	 */
+	remote_invalidate_all(p->r);
+	err = read_header(p, addr, hdr);
 	if (err)
 		return err;
 	ci->addr = addr;
@@ -206,6 +235,8 @@ static int load(struct pyproc *p, uint64_t addr, struct codeinfo *ci)
 	if (!err)
 		err = pybytes_read(p->r, v, load_u64(hdr, v->code_linetable), LINETABLE_MAX,
 				   &ci->linetable, &ci->lt_len);
+	if (!err)
+		err = still_same(p, addr, hdr);
 	if (err)
 		slot_clear(ci);
 	return err;
