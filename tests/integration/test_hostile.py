@@ -364,17 +364,22 @@ def test_code_freed_and_remade_at_one_address(interp, start_target, tmp_path):
     interpreter's count of code objects freed, or made)."""
     proc, pid, ready = start_target(interp, "codeswap.py")
     m = marks(os.path.join(TARGETS, "codeswap.py"))
-    out = tmp_path / "out.txt"
-    r = run(["-p", pid, "-F", 999, "-d", 2, "--stats=json", "-o", out])
-    assert r.returncode == 0, r
-    st = json.loads([l for l in r.stderr.splitlines() if l.startswith("{")][0])
     want = {"swap_a": m["call-a"], "swap_b": m["call-b"]}
     seen = {"swap_a": 0, "swap_b": 0}
-    for frames, count in parse_collapsed(out.read_text()):
-        for i, f in enumerate(frames):
-            if func_of(f) in want:
-                assert frames[i - 1].endswith(":%d)" % want[func_of(f)]), frames
-                seen[func_of(f)] += count
+    # Recorded again (4 times at most) until 100 samples of each: a loaded
+    # machine leaves the target little CPU.
+    for attempt in range(4):
+        out = tmp_path / ("out%d.txt" % attempt)
+        r = run(["-p", pid, "-F", 999, "-d", 2, "--stats=json", "-o", out])
+        assert r.returncode == 0, r
+        st = json.loads([l for l in r.stderr.splitlines() if l.startswith("{")][0])
+        for frames, count in parse_collapsed(out.read_text()):
+            for i, f in enumerate(frames):
+                if func_of(f) in want:
+                    assert frames[i - 1].endswith(":%d)" % want[func_of(f)]), frames
+                    seen[func_of(f)] += count
+        if min(seen.values()) >= 100:
+            break
     assert min(seen.values()) >= 100, (seen, st)
     walk = st["kernel_walk"]
     if kernel_code_cache(interp):

@@ -64,19 +64,25 @@ def wall_blocked_threads(pybpfprof, pid, out):
 
 
 def cpu_system_calls(pybpfprof, pid):
-    """cpu mode: the system calls' frames under the line that made them."""
-    r = pybpfprof("-p", pid, "-d", "1.2", "-F", "199", "--kernel")
-    assert r.returncode == 0, r.stderr
-    stacks = parse_collapsed(r.stdout)
-    reads, total = kernel_share(under(stacks, "read"), {K + "vfs_read", K + "ksys_read"})
-    rnd, rtotal = kernel_share(under(stacks, "urandom"),
-                               {K + "get_random_bytes_user", K + "__x64_sys_getrandom"})
-    assert reads + rnd >= 40, (reads, total, rnd, rtotal, r.stdout[-3000:])
+    """cpu mode: the system calls' frames under the line that made them.
+    Recorded again (4 times at most) until 40 such samples: the CPU the
+    threads get, and so the samples, is what a loaded machine leaves."""
+    reads = rnd = 0
+    for _ in range(4):
+        r = pybpfprof("-p", pid, "-d", "1.2", "-F", "199", "--kernel")
+        assert r.returncode == 0, r.stderr
+        stacks = parse_collapsed(r.stdout)
+        reads += kernel_share(under(stacks, "read"), {K + "vfs_read", K + "ksys_read"})[0]
+        rnd += kernel_share(under(stacks, "urandom"),
+                            {K + "get_random_bytes_user", K + "__x64_sys_getrandom"})[0]
+        # Every kernel frame is after the Python ones, never between them.
+        for frames, _ in stacks:
+            ks = [i for i, f in enumerate(frames) if f.startswith(K)]
+            assert not ks or ks == list(range(ks[0], len(frames))), frames
+        if reads + rnd >= 40 and reads > 0 and rnd > 0:
+            break
+    assert reads + rnd >= 40, (reads, rnd, r.stdout[-3000:])
     assert reads > 0 and rnd > 0, (reads, rnd, r.stdout[-3000:])
-    # Every kernel frame is after the Python ones, never between them.
-    for frames, _ in stacks:
-        ks = [i for i, f in enumerate(frames) if f.startswith(K)]
-        assert not ks or ks == list(range(ks[0], len(frames))), frames
 
 
 def no_kernel_frames_without_the_option(pybpfprof, pid):

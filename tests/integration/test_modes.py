@@ -151,7 +151,9 @@ def test_gil_mode(interp, recorded, tmp_path):
     threads, t = rec.threads, rec.tids
     assert_stats_match(rec, "gil")
     assert share(threads, t["spinner"]) >= 0.85, rec.stats
-    assert share(threads, t["sleeper"]) <= 0.01, rec.stats
+    # The sleeper takes the GIL for a moment every 20 ms; preempted while it
+    # holds it (a loaded machine: 3 % of the ticks, 3.8), it still holds it.
+    assert share(threads, t["sleeper"]) <= 0.05, rec.stats
     assert share(threads, t["waiter"]) <= 0.01, rec.stats
 
 
