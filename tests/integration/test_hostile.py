@@ -383,8 +383,11 @@ def test_code_freed_and_remade_at_one_address(interp, start_target, tmp_path):
     assert min(seen.values()) >= 100, (seen, st)
     walk = st["kernel_walk"]
     if kernel_code_cache(interp):
-        # Only main() and the function stay put: the rest is missed, and must be.
-        assert walk["code_hits"] > 0 and walk["code_misses"] > 0, walk
+        # Every code object made or freed turns the cache's count, so the
+        # swapped functions are missed, and must be. Hits come only when two
+        # samples fall between two turns (none in 1 run of 5 on 3.12): the
+        # deep-stack test in test_record checks them on a steady stack.
+        assert walk["code_misses"] > 0, walk
     else:
         assert walk["code_hits"] == walk["code_misses"] == 0, walk
 
