@@ -209,8 +209,14 @@ static void walk(struct pyproc *p, struct dump_thread *d, struct pbp_frame *scra
 	memcpy(d->frames, scratch, d->nframes * sizeof(*d->frames));
 }
 
-static void collect(struct pyproc *p, struct dump_thread *d, const char *pyname,
-		    struct pbp_frame *scratch, struct pbp_frame *prev)
+/*
+ * The thread's state, name and GIL, read for every thread before any stack
+ * is walked: the states then belong to one instant as nearly as reads in
+ * turn can (with a GIL, the holder changes every few milliseconds, and a
+ * walk between two threads' states could see it pass from one not yet
+ * read to one read already, and no thread running).
+ */
+static void collect(struct pyproc *p, struct dump_thread *d, const char *pyname)
 {
 	struct gilstate g;
 
@@ -227,8 +233,6 @@ static void collect(struct pyproc *p, struct dump_thread *d, const char *pyname,
 	utf8_scrub(d->name);    /* comm is cut at 15 bytes, maybe inside a character */
 	if (pygil_read(p, d->t.interp, &g) == 0 && g.known)
 		d->holds_gil = pygil_holds(&g, d->t.tstate, d->state == 'R');
-	if (d->t.frame)
-		walk(p, d, scratch, prev);
 }
 
 int dump_process(struct pyproc *p, FILE *o, bool json)
@@ -258,8 +262,11 @@ int dump_process(struct pyproc *p, FILE *o, bool json)
 		pythreads_name_all(p, ts, n, names);
 	for (size_t i = 0; !err && i < n; i++) {
 		d[i].t = ts[i];
-		collect(p, &d[i], names && names[i][0] ? names[i] : NULL, scratch, prev);
+		collect(p, &d[i], names && names[i][0] ? names[i] : NULL);
 	}
+	for (size_t i = 0; !err && i < n; i++)
+		if (d[i].t.frame)
+			walk(p, &d[i], scratch, prev);
 	if (!err && json) {
 		fprintf(o, "{\"pid\": %d, ", (int)p->pid);
 		if (p->tids)
