@@ -19,7 +19,7 @@ from conftest import PYBPFPROF, SANITIZED, _discover
 from profile import WORKERS, parse_collapsed, total
 from nulldev import null
 
-EXIT_OK, EXIT_USAGE, EXIT_NO_PROCESS, EXIT_NOT_PYTHON, EXIT_RESOURCES = 0, 2, 3, 4, 12
+EXIT_OK, EXIT_USAGE, EXIT_NO_PROCESS, EXIT_NOT_PYTHON, EXIT_CORRUPT, EXIT_RESOURCES = 0, 2, 3, 4, 9, 12
 NO_PID = "4194301"      # above any pid_max in use here: parses, then "no such process"
 
 
@@ -238,6 +238,37 @@ def test_launch_not_python_gives_up_within_10s(tmp_path):
         except OSError:
             pass
     assert left == [], "the command was left running"
+
+
+FAKE_313 = r"""
+#include <unistd.h>
+/* What a 3.13 exports, but its runtime begins with other bytes than _Py_DebugOffsets. */
+char _PyRuntime[4096] = "not a debug table";
+const unsigned int Py_Version = 0x030d00f0;
+char PyCode_Type[512];
+int main(void) { _PyRuntime[100]++; PyCode_Type[0]++; pause(); return 0; }
+"""
+
+
+def test_313_without_debug_offsets_is_inconsistent_not_unsupported(tmp_path):
+    """3.13 is supported: one that says 3.13 and lacks the table every 3.13
+    begins _PyRuntime with is damaged memory (exit 9), never "unsupported
+    Python version 3.13.0" (exit 5), by -p and by a launch alike."""
+    src, exe = tmp_path / "fake.c", tmp_path / "fake313"
+    src.write_text(FAKE_313)
+    subprocess.run(["cc", "-O1", "-rdynamic", str(src), "-o", str(exe)], check=True)
+    want = "Python 3.13.0 without the _Py_DebugOffsets that begins every 3.13+ runtime: " \
+           "target memory is inconsistent"
+    p = subprocess.Popen([str(exe)])
+    try:
+        for args in (["dump", "-p", p.pid], ["-p", p.pid, "-d", "1", "-o", tmp_path / "p.txt"]):
+            r = run(*args)
+            assert (r.returncode, r.stderr) == (EXIT_CORRUPT, "pybpfprof: pid %d: %s\n" % (p.pid, want))
+    finally:
+        p.kill()
+        p.wait()
+    r = run("-o", tmp_path / "l.txt", "--", exe)
+    assert (r.returncode, r.stderr) == (EXIT_CORRUPT, "pybpfprof: '%s': %s; stopping it\n" % (exe, want))
 
 
 @pytest.mark.skipif(SANITIZED, reason="ASan's start-up and checks take CPU of their own")

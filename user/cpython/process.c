@@ -328,6 +328,16 @@ static int find_version(struct pyproc *p, const struct elf_info *ei, uint64_t bi
 		return err;
 	}
 	snprintf(p->version, sizeof(p->version), "%u.%u.%u", maj, min, mic);
+	/*
+	 * Every 3.13 and later begins _PyRuntime with its _Py_DebugOffsets
+	 * (static data, there once the writable segment is mapped): one whose
+	 * Py_Version says so but whose runtime holds other bytes is no version
+	 * problem, its memory is not what its file says.
+	 */
+	if (maj == 3 && min >= 13 && min <= pyver_newest_minor()) {
+		p->no_debug_table = true;
+		return -PBP_E_CORRUPT;
+	}
 	/* 3.6 is known by its interp_head: a _PyRuntime that says 3.6 is not one. */
 	err = min == 6 ? -PBP_E_VERSION : pyver_from_table(maj, min, mic, &p->v);
 	if (err == 0)

@@ -106,6 +106,11 @@ int report_attach_error(pid_t pid, int err, const struct pyproc *p)
 			"runs without a GIL (use cpu or wall mode)\n", (int)pid, p->version);
 		return exit_code_for(err);
 	}
+	if (-err == PBP_E_CORRUPT && p && p->no_debug_table) {
+		fprintf(stderr, "pybpfprof: pid %d: Python %s without the _Py_DebugOffsets that begins every "
+			"3.13+ runtime: target memory is inconsistent\n", (int)pid, p->version);
+		return exit_code_for(err);
+	}
 	if (-err == PBP_E_PERM && privs_can_ptrace()) {
 		fprintf(stderr, "pybpfprof: pid %d: permission denied even with CAP_SYS_PTRACE (a process "
 			"of a parent user namespace, or refused by a security module)\n", (int)pid);
