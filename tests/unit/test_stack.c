@@ -3,7 +3,7 @@
  * stack_walk over a frame chain in this very process (process_vm_readv on
  * itself): a chain that fits is kept whole, a deeper one keeps its innermost
  * and outermost frames in order and says how many it left out; a cycle is
- * corrupt, with what was walked kept.
+ * corrupt, with what was walked kept: with room, each frame of it once.
  */
 #include <stdlib.h>
 #include <unistd.h>
@@ -72,7 +72,7 @@ static void check_walk(struct pyproc *p, size_t max, bool shims)
 	for (int i = 0; i < CHAIN; i++)
 		if (!(shims && i % 3 == 1))
 			want[nwant++] = (uint64_t)i + 1;
-	CHECK_EQ_INT(stack_walk(p, (uint64_t)(uintptr_t)&chain[0], out, max, &n, &elided), 0);
+	CHECK_EQ_INT(stack_walk(p, (uint64_t)(uintptr_t)&chain[0], out, max, &n, &elided, NULL), 0);
 	if (nwant <= max) {
 		CHECK_EQ_INT(n, nwant);
 		CHECK_EQ_INT(elided, 0);
@@ -103,10 +103,27 @@ int main(void)
 			check_walk(p, maxes[i], shims);
 	}
 	rebuild(p, false, true);
-	CHECK_EQ_INT(stack_walk(p, (uint64_t)(uintptr_t)&chain[0], out, 10, &n, &elided), -PBP_E_CORRUPT);
+	CHECK_EQ_INT(stack_walk(p, (uint64_t)(uintptr_t)&chain[0], out, 10, &n, &elided, NULL), -PBP_E_CORRUPT);
 	CHECK_EQ_INT(n, 10);
 	CHECK(elided > 0);
 	CHECK_EQ_INT(out[0].code, 1);
+	/* Room for the frames into the loop and a lap of it: each once, none elided. */
+	for (int shims = 0; shims <= 1; shims++) {
+		struct pbp_frame all[2 * CHAIN];
+		size_t want = 0;
+		bool looped = false;
+
+		rebuild(p, shims, true);
+		CHECK_EQ_INT(stack_walk(p, (uint64_t)(uintptr_t)&chain[0], all, 2 * CHAIN, &n, &elided, &looped),
+			     -PBP_E_CORRUPT);
+		CHECK(looped);
+		CHECK_EQ_INT(elided, 0);
+		for (int i = 0; i < CHAIN; i++)
+			if (!(shims && i % 3 == 1) && want < n)
+				CHECK_EQ_INT(all[want++].code, (uint64_t)i + 1);
+		CHECK_EQ_INT(n, want);
+		CHECK_EQ_INT(n, shims ? CHAIN - CHAIN / 3 : CHAIN);
+	}
 	remote_close(p->r);
 	free(p);
 	return unit_done("stack");

@@ -172,7 +172,7 @@ static int read_once(struct pyproc *p, const struct dump_thread *d, struct pbp_f
 	if (d->t.tstate)
 		err = pythread_frame(p, d->t.tstate, &frame);
 	if (!err && frame)
-		err = stack_walk(p, frame, out, PBP_MAX_DEPTH, n, elided);
+		err = stack_walk(p, frame, out, PBP_MAX_DEPTH, n, elided, NULL);
 	return err;
 }
 

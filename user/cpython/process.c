@@ -376,7 +376,7 @@ static int decode_stack(struct pyproc *p, uint64_t frame, size_t *decoded)
 {
 	struct pbp_frame f[PBP_MAX_FRAMES];
 	size_t n = 0, elided = 0;
-	int err = stack_walk(p, frame, f, PBP_MAX_FRAMES, &n, &elided);
+	int err = stack_walk(p, frame, f, PBP_MAX_FRAMES, &n, &elided, NULL);
 
 	for (size_t i = 0; !err && i < n; i++) {
 		const struct codeinfo *ci = codecache_get(p->codes, p, f[i].code, NULL, &err);

@@ -114,20 +114,51 @@ static bool freed_frame(const struct pyproc *p, const uint8_t *fr)
 	return p->v.major == 3 && p->v.minor <= 10 && (int64_t)load_u64(fr, 0) <= 0;
 }
 
+/*
+ * Where a walk that found a cycle of lam links ends once each frame is
+ * walked once: the first depth d whose frame is the one lam links before
+ * it (the frames before d are the chain into the loop and one lap of it).
+ * seen[] and kept[] hold the first nseen depths' frames and how many frames
+ * were kept before each; SIZE_MAX when the loop began past them.
+ */
+static size_t cycle_cut(const uint64_t *seen, const uint32_t *kept, size_t nseen, size_t lam)
+{
+	for (size_t d = lam; d < nseen; d++)
+		if (seen[d] == seen[d - lam])
+			return kept[d];
+	return SIZE_MAX;
+}
+
+/* Depths remembered to cut a cycle at its start (deeper loops keep what was walked). */
+#define CYCLE_SEEN 512
+
 int stack_walk(struct pyproc *p, uint64_t frame, struct pbp_frame *out, size_t max, size_t *n,
-	       size_t *elided)
+	       size_t *elided, bool *looped)
 {
 	const struct pbp_offsets *k = &p->v.k;
 	uint8_t fr[FRAME_READ_MAX];
-	size_t span = frame_span(k), leaf = max - max / 2, ring = max / 2, total = 0;
+	uint64_t seen[CYCLE_SEEN];
+	uint32_t kept[CYCLE_SEEN];
+	size_t span = frame_span(k), leaf = max - max / 2, ring = max / 2, total = 0, cut = SIZE_MAX;
 	struct cycle cyc = { 0, 1, 1 };
 	int err = 0;
 
+	if (looped)
+		*looped = false;
 	if (span > sizeof(fr))
 		return *n = 0, *elided = 0, -PBP_E_CORRUPT;
 	for (size_t depth = 0; frame && !err; depth++) {
-		if (depth >= PBP_MAX_WALK || cycle_step(&cyc, frame)) {
+		if (depth < CYCLE_SEEN) {
+			seen[depth] = frame;
+			kept[depth] = (uint32_t)total;
+		}
+		if (depth >= PBP_MAX_WALK) {
 			err = -PBP_E_CORRUPT;
+		} else if (cycle_step(&cyc, frame)) {
+			err = -PBP_E_CORRUPT;
+			if (looped)
+				*looped = true;
+			cut = cycle_cut(seen, kept, depth < CYCLE_SEEN ? depth + 1 : CYCLE_SEEN, cyc.lam);
 		} else if (!(err = remote_read_cached(p->r, frame, fr, span))) {
 			if (freed_frame(p, fr)) {
 				err = -PBP_E_CORRUPT;
@@ -143,6 +174,8 @@ int stack_walk(struct pyproc *p, uint64_t frame, struct pbp_frame *out, size_t m
 			frame = load_u64(fr, k->fr_previous);
 		}
 	}
+	if (cut <= leaf && cut < total)
+		total = cut;    /* a loop: each of its frames once, not laps of it up to the bound */
 	*n = total < max ? total : max;
 	*elided = total - *n;
 	if (*elided && ring)    /* the ring's oldest entry, the outermost frame kept, goes first */

@@ -119,20 +119,54 @@ static int64_t frame_loc(struct pyproc *p, struct agg *a, const struct pbp_frame
 	return id;
 }
 
-/* Frames the kernel did not copy, read now from where it stopped. */
+/*
+ * The kernel's frames to keep when the walk resumed after them found a
+ * loop: the kernel copied laps of it up to its bound (it does not look for
+ * loops). When its last frames are the lap the resumed walk kept (more[0..
+ * nmore): it began inside the loop), the kernel's run of laps is cut after
+ * its first, and the resumed walk adds nothing. Else all of the kernel's.
+ */
+static bool same_frame(const struct pbp_frame *a, const struct pbp_frame *b)
+{
+	return a->code == b->code && a->instr == b->instr;  /* the rest only the kernel may fill in */
+}
+
+static size_t loop_cut(const struct pbp_frame *k, size_t nk, size_t *nmore, const struct pbp_frame *more)
+{
+	size_t lap = *nmore, m;
+
+	if (!lap || nk < lap)
+		return nk;
+	for (size_t i = 0; i < lap; i++)
+		if (!same_frame(&k[nk - lap + i], &more[i]))
+			return nk;
+	for (m = nk - lap; m > 0 && same_frame(&k[m - 1], &k[m - 1 + lap]); m--)
+		;
+	*nmore = 0;
+	return m + lap;
+}
+
+/*
+ * Frames the kernel did not copy, read now from where it stopped; *nk, the
+ * kernel's frames to keep (fewer when the two walks went round a loop).
+ */
 static int complete(struct pyproc *p, const struct pbp_sample *s, struct pbp_frame *more,
-		    size_t max, size_t *n, size_t *elided)
+		    size_t max, size_t *n, size_t *elided, size_t *nk)
 {
 	uint64_t frame = s->resume;
+	bool looped = false;
 	int err = 0;
 
 	*n = *elided = 0;
 	if (!frame && s->nframes == 0 && s->tstate)
 		err = pythread_frame(p, s->tstate, &frame);
 	if (!err && frame)
-		err = stack_walk(p, frame, more, max, n, elided);
+		err = stack_walk(p, frame, more, max, n, elided, &looped);
+	if (looped)
+		*nk = loop_cut(s->frames, *nk, n, more);
 	return err;
 }
+
 
 /*
  * Locations of frames a walk kept (innermost first, max of them at most),
@@ -182,7 +216,7 @@ int symbolize(struct pyproc *p, const struct pbp_sample *s, struct agg *a, uint3
 {
 	const struct codeinfo *prev = NULL;
 	struct pbp_frame *more = NULL;
-	size_t nmore = 0, elided = 0, room = walk_room(max, s->nframes);
+	size_t nmore = 0, elided = 0, room = walk_room(max, s->nframes), nk = s->nframes;
 	uint32_t k = 0;
 	int err = 0, nerr = 0;
 
@@ -192,7 +226,7 @@ int symbolize(struct pyproc *p, const struct pbp_sample *s, struct agg *a, uint3
 		more = malloc(sizeof(*more) * (room ? room : 1));
 		if (!more)
 			return -PBP_E_NOMEM;
-		err = complete(p, s, more, room, &nmore, &elided);
+		err = complete(p, s, more, room, &nmore, &elided, &nk);
 		if (err)
 			st->failed++;
 		else
@@ -200,7 +234,7 @@ int symbolize(struct pyproc *p, const struct pbp_sample *s, struct agg *a, uint3
 	}
 	/* Innermost first in the sample; the profile wants the root first. */
 	nerr = name_walked(p, a, more, nmore, room, elided, locs, &k, st, &prev);
-	for (int i = (int)s->nframes - 1; !nerr && i >= 0 && k < max; i--) {
+	for (int i = (int)nk - 1; !nerr && i >= 0 && k < max; i--) {
 		int64_t id = frame_loc(p, a, &s->frames[i], &s->frames[i], st, &prev);
 
 		if (id < 0)
@@ -223,17 +257,17 @@ int symbolize_thread(struct pyproc *p, uint64_t tstate, struct agg *a, uint32_t 
 	const struct codeinfo *prev = NULL;
 	uint64_t frame = 0;
 	uint32_t k = 0;
-	int err;
+	int err, nerr;
 
 	*n = 0;
 	if (!frames)
 		return -PBP_E_NOMEM;
 	err = pythread_frame(p, tstate, &frame);
 	if (!err && frame)
-		err = stack_walk(p, frame, frames, room, &nf, &elided);
-	if (!err)
-		err = name_walked(p, a, frames, nf, room, elided, locs, &k, st, &prev);
+		err = stack_walk(p, frame, frames, room, &nf, &elided, NULL);
+	/* A walk that failed part way (a cycle, a frame unmapped) keeps what it read, as a sample's does. */
+	nerr = name_walked(p, a, frames, nf, room, elided, locs, &k, st, &prev);
 	free(frames);
 	*n = k;
-	return err;
+	return k ? 0 : nerr ? nerr : err;
 }
