@@ -20,8 +20,8 @@ import pytest
 
 from codecache import kernel_code_cache
 from conftest import PYBPFPROF, REPO, SANITIZED, TARGETS, _discover
-from profile import (WORKERS, by_thread, func_of, marks, parse_collapsed, ready_side_path, total,
-                     wait_no_bpf_objects)
+from profile import (WORKERS, by_thread, func_of, marks, parse_collapsed, perf_events_open,
+                     ready_side_path, total, wait_no_bpf_objects)
 from nulldev import null
 
 RSS_LIMIT_KB = 200 * 1024
@@ -445,6 +445,13 @@ def test_fork_and_exec(interp, start_target, tmp_path):
     proc, pid, ready = start_target(interp, "forker.py", "1.5")
     runs = [(mode, start(["-p", pid, "-d", 3, "-m", mode, "-t",
                           "-o", tmp_path / ("%s.txt" % mode)])) for mode in ("cpu", "wall")]
+    # The exec comes 1.5 s after both sample (under load, starting took
+    # longer than 1.5 s, and a wall profile once ended with no sample).
+    deadline = time.monotonic() + 60
+    while not all(perf_events_open(p.pid) for mode, p in runs):
+        assert all(p.poll() is None for mode, p in runs) and time.monotonic() < deadline, runs
+        time.sleep(0.05)
+    open(ready_side_path(interp, ready, ".go"), "w").close()
     # Dumps before, across and after the exec: before and after it they see
     # Python; across it, whatever the half-replaced process shows, in time.
     codes = []

@@ -7,8 +7,9 @@ Runs on CPython 3.6 to 3.14 (keep the syntax at 3.6's level).
 A spinner thread runs work() all along. A forker thread forks over and over:
 each child (a copy of this process, Python frames and all) runs a little
 Python, then either exits or execs /bin/true (or a new interpreter, every
-tenth time); the parent reaps it. EXEC_AFTER seconds after it is ready (0:
-never) the process execs itself, in place, the same pid, into a new
+tenth time); the parent reaps it. EXEC_AFTER seconds after the test's word
+(the file $PBP_READY.go: a loaded machine may take long to start profiling
+it; 0: never) the process execs itself, in place, the same pid, into a new
 interpreter running this script with "--again": a new address space whose
 _PyRuntime, threads and code objects are all elsewhere. The new image runs
 the spinner and forker again and never execs.
@@ -78,6 +79,8 @@ def main():
     if exec_after <= 0:
         while True:
             time.sleep(3600)
+    while not os.path.exists(ready_path(".go")):
+        time.sleep(0.05)
     time.sleep(exec_after)
     os.execv(sys.executable, [sys.executable, os.path.abspath(__file__), "--again"])
 
