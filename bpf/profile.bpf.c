@@ -95,6 +95,8 @@ const volatile __u64 wake_bytes = 4 << 20;
 
 /* Whole-host mode: every exec may start a Python process; user space checks it. */
 const volatile bool all_execs = false;
+/* Whole-host mode with --comm: a process renamed (prctl, setproctitle) may match it now. */
+const volatile bool renames = false;
 /* wall and gil modes: a target's new threads are reported (PBP_EV_THREAD). */
 const volatile bool thread_events = false;
 
@@ -285,6 +287,23 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	} else if (thread_events && bpf_map_lookup_elem(&procs, &tgid)) {
 		proc_event(PBP_EV_THREAD, tgid, 0);
 	}
+	return 0;
+}
+
+/*
+ * -a --comm judges a process by its name: one that names itself later
+ * (prctl(PR_SET_NAME), setproctitle) is looked at again. Only a main
+ * thread's name is the process's (/proc/PID/comm), and a target is
+ * profiled already. Loaded only for -a --comm.
+ */
+SEC("tp_btf/task_rename")
+int BPF_PROG(on_rename, struct task_struct *task, const char *comm)
+{
+	__u32 tgid, tid;
+
+	if (!renames || !task_ids(task, &tgid, &tid) || tid != tgid || bpf_map_lookup_elem(&procs, &tgid))
+		return 0;
+	proc_event_flags(PBP_EV_RENAME, tgid, 0, exec_wake_flags());
 	return 0;
 }
 

@@ -15,7 +15,7 @@ import uuid
 import pytest
 
 from conftest import PYBPFPROF, _discover
-from profile import func_of, no_bpf_leftovers, parse_collapsed
+from profile import func_of, no_bpf_leftovers, parse_collapsed, perf_events_open, ready_side_path
 from nulldev import null
 
 # -a sees every process of the host, the other test worker's targets too,
@@ -135,6 +135,44 @@ def test_filters(start_target, tmp_path):
     r = subprocess.run([PYBPFPROF, "-a", "-F", "49", "-d", "2", "--comm", "^no-such-comm$",
                         "-o", str(out)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and out.read_text() == "", r.stderr
+
+
+RENAMER = '''
+import ctypes, json, os, sys, time
+{ready}while not os.path.exists(os.environ["PBP_READY"] + ".go"):
+    time.sleep(0.05)
+ctypes.CDLL(None).prctl(15, b"pbprenamed", 0, 0, 0)   # PR_SET_NAME, as setproctitle does
+def spin_renamed():
+    while True:
+        sum(range(1000))
+spin_renamed()
+'''
+
+
+def test_comm_set_later_counts(start_target, tmp_path):
+    """-a --comm judges a process by its name at its exec or when found;
+    one that names itself later (setproctitle, prctl) was never profiled
+    by a record (only the agent's minute look saw it): now at the rename."""
+    interp = next(i for i in _discover() if not i.skip_reason and not i.chrooted)
+    script = tmp_path / "renamer.py"
+    script.write_text(RENAMER.format(ready=READY))
+    proc, pid, ready = start_target(interp, str(script))
+    out = tmp_path / "r.txt"
+    prof = subprocess.Popen([PYBPFPROF, "-a", "-F", "99", "-d", "5", "--comm", "^pbprenamed$",
+                             "-o", str(out)], stdout=null(), stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not perf_events_open(prof.pid):
+        assert prof.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    time.sleep(1)       # its look at /proc done: the name it found there did not match
+    open(ready_side_path(interp, ready, ".go"), "w").close()
+    _, err = prof.communicate(timeout=60)
+    assert prof.returncode == 0, err
+    with open("/proc/%d/comm" % pid) as f:
+        assert f.read().strip() == "pbprenamed"
+    stacks = parse_collapsed(out.read_text())
+    mine = [(f, c) for f, c in stacks if f[0].split()[1] == str(pid)]
+    assert mine and any("spin_renamed" in map(func_of, f) for f, c in mine), (out.read_text(), err)
 
 
 def test_filters_need_all():

@@ -45,7 +45,7 @@ struct sampler {
 	 */
 	bool events_first;
 	int efd;                        /* epoll, edge-triggered, on both rings (sampler_wait) */
-	struct bpf_link *switch_link, *wakeup_link, *fork_link, *exec_link, *exit_link;
+	struct bpf_link *switch_link, *wakeup_link, *fork_link, *exec_link, *exit_link, *rename_link;
 	proc_event_fn pcb;
 	struct pbp_tstate *tstates;     /* the kernel's array, mapped */
 	uint32_t *free_slots;
@@ -280,17 +280,15 @@ static int track_threads(struct sampler *s)
 /*
  * Exits and execs of targets always (a target that execs is a new program);
  * every exec for -a; forks for new threads (wall, gil) and new processes
- * (--subprocesses, and -a's targets forking without exec).
+ * (--subprocesses, and -a's targets forking without exec); renames for -a
+ * --comm.
  */
-static int track_processes(struct sampler *s, bool forks)
+static int track_processes(struct sampler *s, bool forks, bool renames)
 {
-	if (forks && !(s->fork_link = bpf_program__attach(s->skel->progs.on_fork)))
-		return pbp_err_from_errno(errno, -PBP_E_BPF);
-	s->exit_link = bpf_program__attach(s->skel->progs.on_exit);
-	if (!s->exit_link)
-		return pbp_err_from_errno(errno, -PBP_E_BPF);
-	s->exec_link = bpf_program__attach(s->skel->progs.on_exec);
-	if (!s->exec_link)
+	if ((forks && !(s->fork_link = bpf_program__attach(s->skel->progs.on_fork))) ||
+	    (renames && !(s->rename_link = bpf_program__attach(s->skel->progs.on_rename))) ||
+	    !(s->exit_link = bpf_program__attach(s->skel->progs.on_exit)) ||
+	    !(s->exec_link = bpf_program__attach(s->skel->progs.on_exec)))
 		return pbp_err_from_errno(errno, -PBP_E_BPF);
 	s->prb = ring_buffer__new(bpf_map__fd(s->skel->maps.procevents), on_proc_event, s, NULL);
 	if (!s->prb)
@@ -515,6 +513,8 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o)
 	bpf_program__set_autoload(s->skel->progs.on_switch, o->sched);
 	bpf_program__set_autoload(s->skel->progs.on_wakeup, o->sched);
 	bpf_program__set_autoload(s->skel->progs.on_fork, o->sched || o->follow || o->execs);
+	bpf_program__set_autoload(s->skel->progs.on_rename, o->renames);
+	s->skel->rodata->renames = o->renames;
 	s->skel->rodata->thread_events = o->sched;
 	s->skel->rodata->follow = o->follow;
 	s->skel->rodata->all_execs = o->execs;
@@ -547,7 +547,7 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o)
 	if (!err && o->sched)
 		err = track_threads(s);
 	if (!err)
-		err = track_processes(s, o->sched || o->follow || o->execs);
+		err = track_processes(s, o->sched || o->follow || o->execs, o->renames);
 	if (err)
 		goto fail;
 	*out = s;
@@ -581,6 +581,7 @@ void sampler_close(struct sampler *s)
 	bpf_link__destroy(s->switch_link);
 	bpf_link__destroy(s->wakeup_link);
 	bpf_link__destroy(s->fork_link);
+	bpf_link__destroy(s->rename_link);
 	bpf_link__destroy(s->exec_link);
 	bpf_link__destroy(s->exit_link);
 	if (s->tstates)

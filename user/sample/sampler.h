@@ -18,6 +18,7 @@ struct sampler_opts {
 	unsigned hz;            /* asked; sampler_open lowers it to what the host sustains */
 	bool sched;             /* track off-CPU state (wall and gil modes) */
 	bool execs;             /* report every exec (whole-host mode) */
+	bool renames;           /* report renames of processes not targets (whole-host mode, --comm) */
 	bool late_threads;      /* a new thread's first sample need not wake the loop (names_late) */
 	bool follow;            /* follow the process trees under sampler_follow()'s roots */
 	uint32_t ustack_bytes;  /* --native: user stack copied per sample (0: none) */

@@ -219,6 +219,7 @@ int session_start(struct session *r)
 		return code;
 	r->c.o.names_late = r->o.all && !r->c.o.per_thread && r->c.o.mode == MODE_CPU;
 	so = (struct sampler_opts){ .hz = r->c.o.hz, .sched = r->c.o.mode != MODE_CPU, .execs = r->o.all,
+				    .renames = r->o.all && r->o.comm_re,
 				    .late_threads = r->c.o.names_late, .follow = r->o.follow,
 				    .ustack_bytes = r->c.o.native && !r->c.o.native_fp ? NATIVE_STACK_BYTES : 0,
 				    .ustack_fp = r->c.o.native && r->c.o.native_fp,
