@@ -118,6 +118,21 @@ def profile(pid, tmp_path, mode, seconds=2, extra=(), timeout=None, codes=(EXIT_
     return r, check_collapsed(out)
 
 
+def profile_until(pid, tmp_path, mode, tids, need):
+    """profile() again until each role in need has its samples (a loaded
+    machine gives a spinner little CPU): (the last Run and by_thread, the
+    samples each role got in all)."""
+    got = dict.fromkeys(need, 0)
+    for _ in range(8):
+        r, stacks = profile(pid, tmp_path, mode)
+        threads = by_thread(stacks)
+        for role in got:
+            got[role] += total(threads.get(tids[role], []))
+        if all(got[role] >= n for role, n in need.items()):
+            break
+    return r, threads, got
+
+
 def dump(pid, json_out=True, timeout=30, codes=(EXIT_OK,)):
     """pybpfprof dump: (Run, parsed JSON or text), checked to be UTF-8 (and JSON)."""
     r = run(["dump", "-p", pid] + (["--json"] if json_out else []), timeout=timeout)
@@ -163,16 +178,8 @@ def test_frame_cycle(interp, start_target, tmp_path):
     assert healthy["error"] is None, healthy
     assert "healthy_spin" in [f["function"] for f in healthy["frames"]]
     for mode in ("cpu", "wall"):
-        # cpu: on a loaded machine the spinners get little CPU; record until they have some.
-        got = {"healthy": 0, "loop-spinning": 0}
-        for _ in range(8):
-            r, stacks = profile(pid, tmp_path, mode)
-            threads = by_thread(stacks)
-            assert any("healthy_spin" in map(func_of, fr) for fr, c in threads.get(tids["healthy"], []))
-            for role in got:
-                got[role] += total(threads.get(tids[role], []))
-            if got["healthy"] > 20 and got["loop-spinning"] > 5:
-                break
+        r, threads, got = profile_until(pid, tmp_path, mode, tids, {"healthy": 21, "loop-spinning": 6})
+        assert any("healthy_spin" in map(func_of, fr) for fr, c in threads.get(tids["healthy"], []))
         # The spinning thread with the cycle is sampled, its stack cut where the loop is found.
         assert got["healthy"] > 20 and got["loop-spinning"] > 5, (mode, got, r)
     # wall: every thread every tick, the looped ones too (their ticks were
@@ -224,10 +231,9 @@ def test_absurd_code_objects(interp, start_target, tmp_path):
     r, text = dump(pid, json_out=False)
     assert "    semi;colon\\nnew line (a;b\\nc (1):2?.py" in text
     for mode in ("cpu", "wall"):
-        r, stacks = profile(pid, tmp_path, mode)
-        threads = by_thread(stacks)
-        for role in ("long-body", "long-names", "odd-chars", "firstline-max"):
-            assert total(threads.get(tids[role], [])) > 0, (mode, role, r)
+        r, threads, got = profile_until(pid, tmp_path, mode, tids,
+                                        dict.fromkeys(("long-body", "long-names", "odd-chars", "firstline-max"), 1))
+        assert all(got.values()), (mode, got, r)
     # Every writer takes what was read: the names, the lines, the 20,000 frames.
     src = tmp_path / "wall.txt"
     r = run(["-p", pid, "-d", 1, "-m", "wall", "-o", src], timeout=40)
