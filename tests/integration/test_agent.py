@@ -31,9 +31,10 @@ from pprof_wire import Profile
 from test_host import cgroup_roots
 from nulldev import null
 
-# Most agents here discover the host's processes (they would find the other
-# test worker's targets), push on timers or measure their own CPU: serial.
-pytestmark = pytest.mark.serial
+# The agents here watch their own targets (-p) and are judged by what those
+# did, by HTTP and by pushes: the parallel pass takes them. Serial: an agent
+# without -p (it sees the other worker's processes and execs), and the
+# timing of pushes and of the exit against the clock.
 
 SPIN = """
 import time
@@ -154,6 +155,7 @@ def test_pull_profile_per_service(start_target, tmp_path, agents):
     assert rc == 0 and took < 5, (rc, took, agent.describe())
 
 
+@pytest.mark.serial
 def test_whole_host_and_exclude_pid(start_target, tmp_path, agents):
     """No -p: every Python process on the host (others' too), but not the
     --exclude-pid one."""
@@ -411,6 +413,7 @@ def test_push_outage(start_target, tmp_path, agents, receivers):
           % (len(queued), arrived))
 
 
+@pytest.mark.serial
 def test_sigterm_pushes_last_window(start_target, tmp_path, agents, receivers):
     pid, _ = start_service(start_target, tmp_path, interps(1)[0], "omega_svc")
     rec = receivers()
@@ -480,6 +483,7 @@ def test_service_names_from_command_lines(tmp_path, agents, receivers):
 
 # --- 4: the environment --------------------------------------------------------------------
 
+@pytest.mark.serial
 def test_options_from_environment(start_target, tmp_path, agents, receivers):
     pid, _ = start_service(start_target, tmp_path, interps(1)[0], "env_svc")
     rec = receivers()
@@ -654,6 +658,7 @@ time.sleep(3600)
 IDLE_WATCH = 64     # s from the agent's start: past its look at /proc and the targets' lives (60 s)
 
 
+@pytest.mark.serial
 @pytest.mark.skipif(SANITIZED, reason="LeakSanitizer does not run under ptrace (strace)")
 def test_execs_cost_no_comm_read(tmp_path):
     """Every exec on a node comes to the agent; without --comm its filter
