@@ -33,8 +33,9 @@ from nulldev import null
 
 # The agents here watch their own targets (-p) and are judged by what those
 # did, by HTTP and by pushes: the parallel pass takes them. Serial: an agent
-# without -p (it sees the other worker's processes and execs), and the
-# timing of pushes and of the exit against the clock.
+# without -p (it sees the other worker's processes and execs), the timing of
+# pushes, windows and the exit against the clock, and a 3 s pull that needs
+# samples of two half-busy targets (both failed beside the bench at load 20).
 
 SPIN = """
 import time
@@ -367,6 +368,7 @@ def test_push_series_retries_and_refusals(start_target, tmp_path, agents, receiv
         assert e0 <= s1, ("windows overlap", spans)
 
 
+@pytest.mark.serial
 def test_push_outage(start_target, tmp_path, agents, receivers):
     """The receiver's port closed for OUTAGE seconds: the newest windows wait
     in the queue and arrive once it is back, once each; the oldest are
@@ -581,6 +583,7 @@ def make_pod(root, host_root, runtime, names):
     return list(reversed(made)), cid, pod
 
 
+@pytest.mark.serial
 def test_kubernetes_labels(start_target, tmp_path, agents):
     roots = cgroup_roots()
     if not roots:
