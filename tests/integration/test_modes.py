@@ -1,6 +1,7 @@
 """cpu, wall and gil modes and per-sample status, on every interpreter, with
 targets whose truth is known (tests/integration/targets/workers.py)."""
 
+import concurrent.futures
 import json
 import math
 import os
@@ -192,6 +193,20 @@ def record_timed(tmp_path, pid, tids, mode, hz, *extra):
     return threads, err, {t: (task_cpu_ns(pid, t) - before[t]) / 1e9 for t in tids}, wall
 
 
+def record_modes_timed(tmp_path, pid, tids, modes, hz):
+    """record_timed() of several modes at once, over the same seconds: {mode:
+    (threads, stderr)}, each thread's CPU seconds and the wall seconds from
+    before the first start to after the last end. The shares judged are
+    ratios of a steady target's times, the same over the runs' seconds as
+    over that span; one run after the other took twice the time."""
+    before, t0 = {t: task_cpu_ns(pid, t) for t in tids}, time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(len(modes)) as pool:
+        runs = {mode: pool.submit(record, tmp_path, pid, mode, hz=hz) for mode in modes}
+        out = {mode: run.result() for mode, run in runs.items()}
+    wall = time.monotonic() - t0
+    return out, {t: (task_cpu_ns(pid, t) - before[t]) / 1e9 for t in tids}, wall
+
+
 @pytest.mark.every_version
 @pytest.mark.serial
 def test_gil_contention(interp, start_target, tmp_path):
@@ -199,22 +214,25 @@ def test_gil_contention(interp, start_target, tmp_path):
     while the other runs, and not while it runs itself: its [gil wait] share
     lies between the other's CPU share of the run and 1 less its own (on an
     idle machine both near one half; under load, less of the run is CPU).
-    In gil mode, the holders' split is the split of their CPU times."""
+    In gil mode, the holders' split is the split of their CPU times. Both
+    recorded at once (every interpreter: 3 s each saved)."""
     proc, pid, ready = start_target(interp, WORKERS, "spinner", "spinner")
     a, b = [t["native_id"] for t in ready["threads"]]
-    threads, err, cpu, wall = record_timed(tmp_path, pid, (a, b), "wall", 199)
     if interp.free_threaded:
+        threads, err, cpu, wall = record_timed(tmp_path, pid, (a, b), "wall", 199)
         # No GIL between them: each runs or waits for a CPU, never for a GIL.
         for tid in (a, b):
             busy = status_share(threads[tid], "[running]") + status_share(threads[tid], "[runnable]")
             assert busy >= 0.95, (tid, busy, err)
             assert status_share(threads[tid], "[gil wait]") == 0, (tid, err)
         return assert_gil_mode_refused(tmp_path, pid)
+    runs, cpu, wall = record_modes_timed(tmp_path, pid, (a, b), ("wall", "gil"), 199)
+    threads, err = runs["wall"]
     for me, other in ((a, b), (b, a)):
         waiting = status_share(threads[me], "[gil wait]")
         low, high = cpu[other] / wall - 0.1, 1 - cpu[me] / wall + 0.1
         assert low <= waiting <= high, (me, waiting, low, high, cpu, wall, err)
-    threads, err, cpu, wall = record_timed(tmp_path, pid, (a, b), "gil", 199)
+    threads, err = runs["gil"]
     want = cpu[a] / (cpu[a] + cpu[b])
     assert abs(share(threads, a) - want) <= 0.1, (share(threads, a), want, cpu, err)
 
