@@ -28,6 +28,7 @@
 
 #include "pybpfprof.h"
 #include "sample/sampler.h"
+#include "sample/counters.h"
 #include "core/clock.h"
 #include "core/errors.h"
 #include "proc/pidns.h"
@@ -72,6 +73,7 @@ struct sampler {
 	 */
 	struct pbp_ustack *ustk[USTACK_SLOTS];
 	uint32_t ustk_next;
+	struct counters stats;  /* the kernel's, as last read */
 };
 
 static bool verbose_bpf;
@@ -597,6 +599,7 @@ void sampler_close(struct sampler *s)
 	profile_bpf__destroy(s->skel);
 	for (int i = 0; i < USTACK_SLOTS; i++)
 		free(s->ustk[i]);
+	counters_free(&s->stats);
 	free(s);
 }
 
@@ -756,17 +759,7 @@ int sampler_wake_on(struct sampler *s, int fd)
 
 void sampler_stats(struct sampler *s, uint64_t out[PBP_STAT__COUNT])
 {
-	int ncpu = libbpf_num_possible_cpus();
-	uint64_t *vals = calloc((size_t)(ncpu > 0 ? ncpu : 1), sizeof(*vals));
-
-	memset(out, 0, sizeof(uint64_t) * PBP_STAT__COUNT);
-	for (__u32 i = 0; vals && i < PBP_STAT__COUNT; i++) {
-		if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.stats), &i, vals))
-			continue;
-		for (int c = 0; c < ncpu; c++)
-			out[i] += vals[c];
-	}
-	free(vals);
+	counters_read(&s->stats, bpf_map__fd(s->skel->maps.stats), out);
 }
 
 /*
