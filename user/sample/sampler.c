@@ -117,9 +117,13 @@ static int on_proc_event(void *ctx, void *data, size_t size)
 {
 	struct sampler *s = ctx;
 	const struct pbp_proc_event *ev = data;
+	char comm[PBP_COMM_LEN + 1];
 
-	if (size >= sizeof(*ev) && s->pcb)
-		s->pcb(s->ctx, ev->kind, (pid_t)ev->pid, (pid_t)ev->parent);
+	if (size < sizeof(*ev) || !s->pcb)
+		return 0;
+	memcpy(comm, ev->comm, PBP_COMM_LEN);
+	comm[PBP_COMM_LEN] = '\0';
+	s->pcb(s->ctx, ev->kind, (pid_t)ev->pid, (pid_t)ev->parent, comm);
 	return 0;
 }
 
