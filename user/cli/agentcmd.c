@@ -618,6 +618,7 @@ static int agent_start(struct agent *g)
 		return listen_error(g, err, what);
 	g->pushed_until = st.start_unix_ns;
 	session_add_sink(g->s, &(struct window_sink){ keep_slice, g });
+	session_keep_locations(g->s);   /* keep_slice merges: a second's slice names the same frames */
 	session_add_timer(g->s, &(struct timer){ .period = SLICE_NS, .next = st.start_ns + SLICE_NS,
 						 .fn = close_slice, .ctx = g });
 	session_add_timer(g->s, &(struct timer){ .period = REDISCOVER_NS, .next = st.start_ns + REDISCOVER_NS,

@@ -317,6 +317,11 @@ int session_add_sink(struct session *s, const struct window_sink *k)
 	return loop_add_sink(&s->loop, k);
 }
 
+void session_keep_locations(struct session *s)
+{
+	s->loop.keep_locs = true;
+}
+
 struct timer *session_add_timer(struct session *s, const struct timer *t)
 {
 	return loop_add(&s->loop, t);

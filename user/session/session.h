@@ -94,6 +94,11 @@ int session_new(struct session_opts *o, struct session **s);
 int session_start(struct session *s);
 /* A sink for every window closed (sample/loop.h): -PBP_E_LIMIT when there are too many. */
 int session_add_sink(struct session *s, const struct window_sink *k);
+/*
+ * Windows closed during the run keep the aggregate's locations for the
+ * next one (agg_reset_stacks): for sinks that only merge the window.
+ */
+void session_keep_locations(struct session *s);
 /* A timer of the loop (sample/loop.h), its ctx the caller's: the table's copy, NULL when full. */
 struct timer *session_add_timer(struct session *s, const struct timer *t);
 /* A descriptor whose input wakes the loop at once: 0 or -PBP_E_*. */
