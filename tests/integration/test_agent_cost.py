@@ -25,8 +25,8 @@ def test_comm_filter_reads_no_name_at_exec(tmp_path):
     carries it from the kernel, so an exec the filter leaves out costs no
     /proc read at all (each was an open of /proc/PID/task/PID/comm), while
     one it lets through is still looked at. And the slice that closes each
-    second reads the kernel's counters in one batch call, not one lookup
-    per counter (21 each second). Under strace: calls are counted, not CPU."""
+    second reads the one kernel counter it publishes (samples lost), not
+    all 21 one lookup each. Under strace: calls are counted, not CPU."""
     strace = shutil.which("strace")
     if not strace:
         pytest.skip("strace not installed (Debian: strace)")
@@ -71,7 +71,6 @@ def test_comm_filter_reads_no_name_at_exec(tmp_path):
     read = [pid for pid in left_out if "/proc/%d/" % pid in text]
     assert read == [], ("/proc read for execs --comm leaves out", read)
     assert "/proc/%d/" % execs[5].pid in text, "the matching exec was not looked at: the test proves nothing"
-    batches = loop.count("BPF_MAP_LOOKUP_BATCH")
-    lookups = loop.count("BPF_MAP_LOOKUP_ELEM")
-    assert batches >= 3, ("the slices' counter reads were not seen", batches, lookups)
-    assert lookups < 21, ("the kernel's counters read one by one", batches, lookups)
+    # the loop's reads of the kernel's counters over some 4 s: a slice's 21 were one second's
+    reads = loop.count("BPF_MAP_LOOKUP_ELEM") + loop.count("BPF_MAP_LOOKUP_BATCH")
+    assert 3 <= reads < 21, ("the slices' reads of the kernel's counters", reads)

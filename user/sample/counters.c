@@ -42,21 +42,37 @@ static void fill(struct counters *c, int fd)
 	by_key(c, fd);
 }
 
+static bool counters_alloc(struct counters *c)
+{
+	c->ncpu = libbpf_num_possible_cpus();
+	if (c->ncpu > 0)
+		c->vals = calloc((size_t)c->ncpu * PBP_STAT__COUNT, sizeof(*c->vals));
+	return c->vals != NULL;
+}
+
 void counters_read(struct counters *c, int fd, uint64_t out[PBP_STAT__COUNT])
 {
 	memset(out, 0, sizeof(uint64_t) * PBP_STAT__COUNT);
-	if (!c->vals) {
-		c->ncpu = libbpf_num_possible_cpus();
-		if (c->ncpu <= 0)
-			return;
-		c->vals = calloc((size_t)c->ncpu * PBP_STAT__COUNT, sizeof(*c->vals));
-		if (!c->vals)
-			return;
-	}
+	if (!c->vals && !counters_alloc(c))
+		return;
 	fill(c, fd);
 	for (size_t i = 0; i < PBP_STAT__COUNT; i++)
 		for (size_t k = 0; k < (size_t)c->ncpu; k++)
 			out[i] += c->vals[i * (size_t)c->ncpu + k];
+}
+
+uint64_t counters_one(struct counters *c, int fd, enum pbp_stat which)
+{
+	__u32 key = (__u32)which;
+	uint64_t sum = 0;
+
+	if (!c->vals && !counters_alloc(c))
+		return 0;
+	if (bpf_map_lookup_elem(fd, &key, c->vals))
+		return 0;
+	for (int k = 0; k < c->ncpu; k++)
+		sum += c->vals[k];
+	return sum;
 }
 
 void counters_free(struct counters *c)

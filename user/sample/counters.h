@@ -20,6 +20,8 @@ struct counters {
 
 /* fd: the array's; out all zero when nothing could be read. */
 void counters_read(struct counters *c, int fd, uint64_t out[PBP_STAT__COUNT]);
+/* One counter: a lookup of its row alone (0 when it cannot be read). */
+uint64_t counters_one(struct counters *c, int fd, enum pbp_stat which);
 void counters_free(struct counters *c);
 
 #endif /* PBP_SAMPLE_COUNTERS_H */

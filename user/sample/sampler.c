@@ -766,6 +766,11 @@ void sampler_stats(struct sampler *s, uint64_t out[PBP_STAT__COUNT])
 	counters_read(&s->stats, bpf_map__fd(s->skel->maps.stats), out);
 }
 
+uint64_t sampler_stat(struct sampler *s, enum pbp_stat which)
+{
+	return counters_one(&s->stats, bpf_map__fd(s->skel->maps.stats), which);
+}
+
 /*
  * Ids are never deleted: a slot keeps the stack it got first (the kernel
  * does not take it over), so an id read once means that stack for the run.

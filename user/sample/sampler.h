@@ -80,6 +80,8 @@ int sampler_wait(struct sampler *s, uint64_t ns);
 /* New input on fd (a terminal's keys) ends a wait early too: 0 or -PBP_E_*. */
 int sampler_wake_on(struct sampler *s, int fd);
 void sampler_stats(struct sampler *s, uint64_t out[PBP_STAT__COUNT]);
+/* One counter, summed over the CPUs: what a caller asking each second needs. */
+uint64_t sampler_stat(struct sampler *s, enum pbp_stat which);
 /* Re-draw each CPU's sampling period around the mean (breaks aliasing). */
 void sampler_jitter(struct sampler *s);
 

@@ -82,6 +82,13 @@ struct session_stats {
 	uint64_t kernel[PBP_STAT__COUNT];       /* the sampler's counters (PBP_STAT_*) */
 };
 
+/* What the agent publishes each second: a few figures, one kernel counter read. */
+struct session_counts {
+	int processes;                  /* live targets */
+	uint64_t reads;                 /* as session_stats */
+	uint64_t lost;                  /* kernel[PBP_STAT_LOST] */
+};
+
 struct session;
 
 /*
@@ -130,6 +137,7 @@ void session_summary(struct session *s, const struct agg *a);
 /* -a: processes skipped for --max-processes may fit now, and those missed are found. */
 void session_rediscover(struct session *s);
 void session_stats(const struct session *s, struct session_stats *st);
+void session_counts(const struct session *s, struct session_counts *c);
 /*
  * The run is over: a launched command still at work stopped, the targets
  * and the sampler closed. Returns code, or when it is 0 and a launched
