@@ -13,6 +13,9 @@ static __always_inline void proc_event_flags(__u32 kind, __u32 pid, __u32 parent
 {
 	struct pbp_proc_event ev = { .kind = kind, .pid = pid, .parent = parent };
 
+	/* In the exec tracepoint the name is the new program's already. */
+	if (kind == PBP_EV_EXEC)
+		bpf_get_current_comm(ev.comm, sizeof(ev.comm));
 	bpf_ringbuf_output(&procevents, &ev, sizeof(ev), flags);
 }
 

@@ -290,6 +290,7 @@ struct pbp_ustack {
 };
 
 /* Process and thread lifecycle, on the "procevents" ring buffer. */
+#define PBP_COMM_LEN 16        /* the kernel's TASK_COMM_LEN */
 enum pbp_proc_event_kind {
 	PBP_EV_EXEC = 1,       /* a process called execve: maybe a new Python */
 	PBP_EV_EXIT = 2,       /* a target process exited */
@@ -303,6 +304,12 @@ struct pbp_proc_event {
 	__u32 pid;
 	__u32 parent;          /* PBP_EV_FORK: the forking process, else 0 */
 	__u32 pad;
+	/*
+	 * PBP_EV_EXEC: the new program's name, as the exec set it (NUL-ended),
+	 * else empty. -a's --comm filter asks it of every exec on the node,
+	 * which would otherwise be an open and a read of /proc each.
+	 */
+	char comm[PBP_COMM_LEN];
 };
 
 /*

@@ -9,7 +9,6 @@ Run alone: PBP_INTERPS=3.13,3.11-debian-static pytest-3 -q tests/integration/tes
 
 import base64
 import collections
-import glob
 import json
 import os
 import re
@@ -24,7 +23,7 @@ import pytest
 
 from agent_prom import PROMETHEUS, Prometheus
 from agent_receiver import Receiver, free_port
-from conftest import PYBPFPROF, SANITIZED
+from conftest import PYBPFPROF
 from agent_run import (Agent, by_pid, go_raw, http_get, interps, metrics, raw_stacks,
                        start_service)
 from pprof_wire import Profile
@@ -659,67 +658,6 @@ os.replace(ready + ".tmp", ready)
 time.sleep(3600)
 """
 IDLE_WATCH = 64     # s from the agent's start: past its look at /proc and the targets' lives (60 s)
-
-
-@pytest.mark.serial
-@pytest.mark.skipif(SANITIZED, reason="LeakSanitizer does not run under ptrace (strace)")
-def test_execs_cost_no_comm_read(tmp_path):
-    """Every exec on a node comes to the agent; without --comm its filter
-    needs no command name, so /proc/PID/task/PID/comm of the exec'd
-    processes is never opened (it was, once each). --container with a
-    prefix nothing has keeps it off the machine's other Python processes,
-    and is asked at the exec: no look is queued for 20 ms later, so the
-    loop never waits 20 ms for one (it did, once per exec that woke it).
-    Under strace: the opens and the waits are what is counted, not CPU."""
-    strace = shutil.which("strace")
-    if not strace:
-        pytest.skip("strace not installed (Debian: strace)")
-    port, log = free_port(), str(tmp_path / "strace.log")
-    # -ff: a file per thread, so the loop's waits are never split by the HTTP thread's calls
-    tracer = subprocess.Popen([strace, "-ff", "-qq", "-e", "trace=openat,epoll_pwait2,epoll_wait", "-o", log,
-                               PYBPFPROF, "agent",
-                               "--listen", "127.0.0.1:%d" % port, "--container", "pbp-no-such-id",
-                               "--log-level", "warn"], stdin=null(),
-                              stdout=null(), stderr=null())
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                if http_get(port, "/healthz", timeout=2)[0] == 200:
-                    break
-            except OSError:
-                time.sleep(0.2)
-        sleepers = []
-        for _ in range(10):     # apart: past the kernel's 100 ms between wakeups for execs
-            sleepers.append(subprocess.Popen(["sleep", "0.5"]))
-            time.sleep(0.15)
-        for q in sleepers:
-            q.wait()
-        time.sleep(1)       # their checks are due 20 ms after each exec
-        with open("/proc/%d/task/%d/children" % (tracer.pid, tracer.pid)) as f:
-            agent_pid = int(f.read().split()[0])
-        os.kill(agent_pid, 15)
-        assert tracer.wait(20) == 0
-    finally:
-        if tracer.poll() is None:
-            tracer.kill()
-            tracer.wait()
-    text, loop = "", ""
-    for name in glob.glob(log + ".*"):
-        with open(name) as f:
-            t = f.read()
-        text += t
-        if name == "%s.%d" % (log, agent_pid):
-            loop = t
-    comm = [q.pid for q in sleepers if "/proc/%d/task/%d/comm" % (q.pid, q.pid) in text]
-    assert comm == [], ("command names read for", comm)
-    maps = [q.pid for q in sleepers if "/proc/%d/" % q.pid in text]
-    assert maps, "the exec'd processes were not looked at: the test proves nothing"
-    waits = re.findall(r"^epoll_p?wait2?\(.*?(?:\{tv_sec=0, tv_nsec=(\d+)\}|, (\d+)\) )", loop, re.M)
-    assert len(waits) >= 5, "the loop's waits were not traced: the test proves nothing"
-    # a look's 20 ms, less the few µs to compute it; a periodic timer lands there by chance, rarely
-    look = [w for w in waits if 19.0e6 <= int(w[0] or 0) <= 20.0e6 or w[1] == "20"]
-    assert len(look) <= 2, ("waits of a look 20 ms after an exec", len(look), len(waits))
 
 
 def test_idle_processes_read_nothing(start_target, tmp_path, agents):

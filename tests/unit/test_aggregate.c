@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "aggregate/aggregate.h"
+#include "aggregate/merge.h"
 #include "read/collapsedread.h"
 #include "aggregate/status.h"
 #include "output/writers.h"
@@ -335,8 +336,55 @@ static void test_drop_single_root(void)
 	agg_free(a);
 }
 
+/*
+ * A window of the agent closed: its counts, threads and processes go, its
+ * locations stay with their ids, so the next window's frames are named
+ * with no new location; a merge still copies only the locations used.
+ */
+static void test_reset_stacks_keeps_locations(void)
+{
+	struct agg *a = agg_new(), *dst = agg_new();
+	struct proc_meta m = { .pid = 7 };
+	uint32_t f, g, nlocs;
+
+	sample(a, 7, 70, 2);
+	f = (uint32_t)agg_loc(a, "short", "churn.py", 30, LOC_PY);
+	g = (uint32_t)agg_loc(a, "unused", "churn.py", 40, LOC_PY);
+	CHECK_EQ_INT(agg_set_process(a, &m), 0);
+	CHECK_EQ_INT(agg_set_thread_name(a, 7, 71, "named"), 0);
+	nlocs = agg_nlocs(a);
+	agg_reset_stacks(a);
+	CHECK_EQ_INT(agg_total(a), 0);
+	CHECK_EQ_INT(agg_nstacks(a), 0);
+	CHECK_EQ_INT(agg_last(a), -1);
+	CHECK(agg_process(a, 7) == NULL);
+	CHECK(agg_thread_name(a, 7, 71) == NULL);
+	CHECK_EQ_INT(agg_nlocs(a), nlocs);
+	CHECK_EQ_INT(agg_loc(a, "short", "churn.py", 30, LOC_PY), f);
+	CHECK_EQ_INT(agg_loc(a, "unused", "churn.py", 40, LOC_PY), g);
+	sample(a, 7, 70, 5);
+	CHECK_EQ_INT(agg_nlocs(a), nlocs);      /* the same frames: no location added */
+	CHECK_EQ_INT(agg_total(a), 5);
+	CHECK_EQ_INT(agg_nstacks(a), 1);
+	CHECK_EQ_INT(agg_merge(dst, a, NULL, NULL), 0);
+	CHECK_EQ_INT(agg_nlocs(dst), 2);        /* the stack's two, not the one no stack has */
+	CHECK_EQ_INT(agg_total(dst), 5);
+	/* Past AGG_KEEP_LOCS (and with native mappings) it is agg_reset. */
+	for (uint32_t i = 0; agg_nlocs(a) <= AGG_KEEP_LOCS; i++)
+		agg_loc(a, "many", "many.py", (int)i, LOC_PY);
+	agg_reset_stacks(a);
+	CHECK_EQ_INT(agg_nlocs(a), 0);
+	agg_loc(a, "short", "churn.py", 30, LOC_PY);
+	CHECK(agg_nat(a) != NULL);
+	agg_reset_stacks(a);
+	CHECK_EQ_INT(agg_nlocs(a), 0);
+	agg_free(dst);
+	agg_free(a);
+}
+
 int main(void)
 {
+	test_reset_stacks_keeps_locations();
 	test_drop_single_root();
 	test_threads_past_the_cap_fold();
 	test_cap_is_per_process();

@@ -285,6 +285,29 @@ static void test_windows(void)
 	agg_free(w.l.agg);
 }
 
+/* keep_locs (the agent's): a window closed mid-run keeps its locations, the last one not. */
+static void test_windows_keep_locations(void)
+{
+	struct world w;
+
+	setup(&w);
+	memset(&got, 0, sizeof(got));
+	w.l.agg = agg_new();
+	w.l.keep_locs = true;
+	CHECK_EQ_INT(loop_add_sink(&w.l, &(struct window_sink){ sink1, NULL }), 0);
+	count_one(w.l.agg);
+	CHECK_EQ_INT(loop_close_window(&w.l, 3000, false), 0);
+	CHECK_EQ_INT(got.total, 3);
+	CHECK_EQ_INT(agg_total(w.l.agg), 0);
+	CHECK_EQ_INT(agg_nlocs(w.l.agg), 1);
+	count_one(w.l.agg);
+	CHECK_EQ_INT(agg_nlocs(w.l.agg), 1);    /* named again with no new location */
+	CHECK_EQ_INT(loop_close_window(&w.l, 4000, true), 0);
+	CHECK_EQ_INT(got.total, 3);
+	CHECK_EQ_INT(agg_nlocs(w.l.agg), 0);
+	agg_free(w.l.agg);
+}
+
 static void test_own_ctx(void)
 {
 	static struct world w, other;
@@ -304,6 +327,7 @@ int main(void)
 	test_longest_and_stop();
 	test_phase_and_elsewhere();
 	test_windows();
+	test_windows_keep_locations();
 	test_own_ctx();
 	return unit_done("loop");
 }

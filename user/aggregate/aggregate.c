@@ -182,14 +182,9 @@ struct agg *agg_new(void)
 	return a;
 }
 
-static void agg_clear(struct agg *a)
+/* What was counted: stacks, threads and processes; the strings and locations stay. */
+static void clear_counts(struct agg *a)
 {
-	for (uint32_t i = 0; i < a->nstrs; i++)
-		free(a->strs[i]);
-	free(a->strs);
-	free(a->strtab);
-	free(a->locs);
-	free(a->loctab);
 	free(a->stacks);
 	free(a->stacktab);
 	free(a->pool);
@@ -201,6 +196,26 @@ static void agg_clear(struct agg *a)
 	free(a->tprocs);
 	free(a->scratch);
 	free(a->procs);
+	a->stacks = NULL, a->nstacks = a->capstacks = 0;
+	a->stacktab = NULL, a->stacktab_cap = 0;
+	a->pool = NULL, a->npool = a->cappool = 0;
+	a->total = 0;
+	a->last = -1;
+	a->threads = NULL, a->nthreads = a->capthreads = 0;
+	a->tprocs = NULL, a->ntprocs = a->captprocs = a->last_tproc = 0;
+	a->scratch = NULL, a->capscratch = 0;
+	a->procs = NULL, a->nprocs = a->capprocs = 0;
+}
+
+static void agg_clear(struct agg *a)
+{
+	clear_counts(a);
+	for (uint32_t i = 0; i < a->nstrs; i++)
+		free(a->strs[i]);
+	free(a->strs);
+	free(a->strtab);
+	free(a->locs);
+	free(a->loctab);
 	aggnat_free(a->nat);
 	memset(a, 0, sizeof(*a));
 }
@@ -217,6 +232,21 @@ void agg_reset(struct agg *a)
 {
 	agg_clear(a);
 	a->last = -1;
+}
+
+/*
+ * The agent's window aggregate lives a second: interning the same frames'
+ * names and files again each second was a tenth of its CPU. What a window
+ * counted goes; the strings and locations stay, ids and all, until there
+ * are AGG_KEEP_LOCS of them (a process whose code keeps changing) or a
+ * native location's mapping is held (those go with the locations).
+ */
+void agg_reset_stacks(struct agg *a)
+{
+	if (a->nat || a->nlocs > AGG_KEEP_LOCS)
+		agg_reset(a);
+	else
+		clear_counts(a);
 }
 
 static const char *intern(struct agg *a, const char *s)

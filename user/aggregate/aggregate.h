@@ -27,6 +27,14 @@ struct agg;
 struct agg *agg_new(void);
 void agg_free(struct agg *a);
 void agg_reset(struct agg *a);
+/*
+ * Empty of stacks, threads and processes, as agg_reset, but the strings and
+ * locations are kept with their ids, up to AGG_KEEP_LOCS (past it, or with
+ * native locations, it is agg_reset). A location no stack uses is never
+ * written out by a merge; a writer of a's own locations must agg_reset.
+ */
+#define AGG_KEEP_LOCS 4096         /* a merge maps each of them: keep that small */
+void agg_reset_stacks(struct agg *a);
 /* Location id (>= 0) for a frame or label; -PBP_E_NOMEM on failure. */
 int64_t agg_loc(struct agg *a, const char *name, const char *file, int line, uint32_t kind);
 /*

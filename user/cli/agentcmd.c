@@ -330,15 +330,15 @@ static void script_name(void *ctx, pid_t pid, char *out, size_t len)
 static int keep_slice(void *ctx, const struct agg *a, const struct window *w)
 {
 	struct agent *g = ctx;
-	struct session_stats st;
+	struct session_counts st;
 	int err = history_add(g->hist, a, w->start_unix_ns, w->start_unix_ns + (w->end_ns - w->start_ns));
 
 	if (err)
 		alog(LOG_ERROR, "slice lost", "error=\"%s\"", pbp_strerror(err));
-	session_stats(g->s, &st);
+	session_counts(g->s, &st);
 	pthread_mutex_lock(&g->lock);
 	g->samples += agg_total(a);
-	g->lost = st.kernel[PBP_STAT_LOST];
+	g->lost = st.lost;
 	g->slices++;
 	g->processes = (uint32_t)st.processes;
 	g->reads = st.reads;
@@ -406,12 +406,12 @@ static void push_window(struct agent *g)
 	struct push_round pr = { g, g->pushed_until, wall_ns(), 0 };
 	int err = history_services(g->hist, pr.since, pr.until, push_service, &pr);
 	struct push_stats ps;
-	struct session_stats st;
+	struct session_counts st;
 
 	if (err)
 		alog(LOG_ERROR, "window not queued", "error=\"%s\"", pbp_strerror(err));
 	push_stats(g->pusher, &ps);
-	session_stats(g->s, &st);
+	session_counts(g->s, &st);
 	alog(LOG_INFO, "window queued", "services=%u processes=%d queued=%u pushed_total=%llu dropped_total=%llu",
 	     pr.services, st.processes, ps.queued, (unsigned long long)ps.pushes,
 	     (unsigned long long)ps.dropped);
@@ -618,6 +618,7 @@ static int agent_start(struct agent *g)
 		return listen_error(g, err, what);
 	g->pushed_until = st.start_unix_ns;
 	session_add_sink(g->s, &(struct window_sink){ keep_slice, g });
+	session_keep_locations(g->s);   /* keep_slice merges: a second's slice names the same frames */
 	session_add_timer(g->s, &(struct timer){ .period = SLICE_NS, .next = st.start_ns + SLICE_NS,
 						 .fn = close_slice, .ctx = g });
 	session_add_timer(g->s, &(struct timer){ .period = REDISCOVER_NS, .next = st.start_ns + REDISCOVER_NS,

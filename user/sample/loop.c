@@ -107,7 +107,10 @@ int loop_close_window(struct loop *l, uint64_t end_ns, bool last)
 		if (e && !err)
 			err = e;        /* the first failure is the one reported; the others still get it */
 	}
-	agg_reset(l->agg);
+	if (l->keep_locs && !last)
+		agg_reset_stacks(l->agg);
+	else
+		agg_reset(l->agg);
 	l->win.start_unix_ns += end_ns - l->win.start_ns;
 	l->win.start_ns = end_ns;
 	if (!last && l->reset)

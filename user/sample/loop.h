@@ -50,6 +50,8 @@ struct loop {
 	void (*wait)(void *ctx, uint64_t ns);
 	/* After a window closed, agg_reset: forget what pointed into the old aggregate. */
 	void (*reset)(void *ctx);
+	/* Between windows the locations stay (agg_reset_stacks): each is named once, not each window. */
+	bool keep_locs;
 	void *ctx;
 	struct agg *agg;
 	struct window win;      /* the open one (end_ns unused) */

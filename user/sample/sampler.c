@@ -28,6 +28,7 @@
 
 #include "pybpfprof.h"
 #include "sample/sampler.h"
+#include "sample/counters.h"
 #include "core/clock.h"
 #include "core/errors.h"
 #include "proc/pidns.h"
@@ -72,6 +73,7 @@ struct sampler {
 	 */
 	struct pbp_ustack *ustk[USTACK_SLOTS];
 	uint32_t ustk_next;
+	struct counters stats;  /* the kernel's, as last read */
 };
 
 static bool verbose_bpf;
@@ -115,9 +117,13 @@ static int on_proc_event(void *ctx, void *data, size_t size)
 {
 	struct sampler *s = ctx;
 	const struct pbp_proc_event *ev = data;
+	char comm[PBP_COMM_LEN + 1];
 
-	if (size >= sizeof(*ev) && s->pcb)
-		s->pcb(s->ctx, ev->kind, (pid_t)ev->pid, (pid_t)ev->parent);
+	if (size < sizeof(*ev) || !s->pcb)
+		return 0;
+	memcpy(comm, ev->comm, PBP_COMM_LEN);
+	comm[PBP_COMM_LEN] = '\0';
+	s->pcb(s->ctx, ev->kind, (pid_t)ev->pid, (pid_t)ev->parent, comm);
 	return 0;
 }
 
@@ -598,6 +604,7 @@ void sampler_close(struct sampler *s)
 	profile_bpf__destroy(s->skel);
 	for (int i = 0; i < USTACK_SLOTS; i++)
 		free(s->ustk[i]);
+	counters_free(&s->stats);
 	free(s);
 }
 
@@ -757,17 +764,12 @@ int sampler_wake_on(struct sampler *s, int fd)
 
 void sampler_stats(struct sampler *s, uint64_t out[PBP_STAT__COUNT])
 {
-	int ncpu = libbpf_num_possible_cpus();
-	uint64_t *vals = calloc((size_t)(ncpu > 0 ? ncpu : 1), sizeof(*vals));
+	counters_read(&s->stats, bpf_map__fd(s->skel->maps.stats), out);
+}
 
-	memset(out, 0, sizeof(uint64_t) * PBP_STAT__COUNT);
-	for (__u32 i = 0; vals && i < PBP_STAT__COUNT; i++) {
-		if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.stats), &i, vals))
-			continue;
-		for (int c = 0; c < ncpu; c++)
-			out[i] += vals[c];
-	}
-	free(vals);
+uint64_t sampler_stat(struct sampler *s, enum pbp_stat which)
+{
+	return counters_one(&s->stats, bpf_map__fd(s->skel->maps.stats), which);
 }
 
 /*

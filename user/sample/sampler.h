@@ -12,7 +12,8 @@
 struct sampler;
 typedef void (*sample_fn)(void *ctx, const struct pbp_sample *s);
 /* parent: the forking process of a PBP_EV_FORK, else 0. */
-typedef void (*proc_event_fn)(void *ctx, uint32_t kind, pid_t pid, pid_t parent);
+/* comm: an exec's new program name, from the kernel ("" for other events). */
+typedef void (*proc_event_fn)(void *ctx, uint32_t kind, pid_t pid, pid_t parent, const char *comm);
 
 struct sampler_opts {
 	unsigned hz;            /* asked; sampler_open lowers it to what the host sustains */
@@ -80,6 +81,8 @@ int sampler_wait(struct sampler *s, uint64_t ns);
 /* New input on fd (a terminal's keys) ends a wait early too: 0 or -PBP_E_*. */
 int sampler_wake_on(struct sampler *s, int fd);
 void sampler_stats(struct sampler *s, uint64_t out[PBP_STAT__COUNT]);
+/* One counter, summed over the CPUs: what a caller asking each second needs. */
+uint64_t sampler_stat(struct sampler *s, enum pbp_stat which);
 /* Re-draw each CPU's sampling period around the mean (breaks aliasing). */
 void sampler_jitter(struct sampler *s);
 

@@ -78,7 +78,8 @@ static void skip(struct session *r, pid_t pid, int err, const struct pyproc *p)
 		snprintf(k->what, sizeof(k->what), "%s", comm);
 }
 
-static bool wanted(struct session *r, pid_t pid)
+/* comm: the process's name as the kernel gave it at its exec; NULL: read from /proc. */
+static bool wanted(struct session *r, pid_t pid, const char *comm)
 {
 	struct proc_filter f = {
 		.comm_re = r->o.comm_re ? &r->o.comm_regex : NULL,
@@ -90,17 +91,20 @@ static bool wanted(struct session *r, pid_t pid)
 		.nonly = (size_t)r->o.npids,
 	};
 	struct cgroup_info cg;
-	char comm[32] = "";
+	char name[32] = "";
 
 	if (pid == getpid())
 		return false;
 	memset(&cg, 0, sizeof(cg));
 	if ((r->o.cgroup || r->o.container) && cgroup_read(pid, &cg) != 0)
 		return false;
-	/* only for --comm: every exec and fork on a node comes here, and /proc is an open, a read, a close */
-	if (r->o.comm_re)
-		proc_thread_comm(pid, pid, comm, sizeof(comm));
-	return proc_filter_match(&f, pid, comm, &cg);
+	/*
+	 * only for --comm: every exec and fork on a node comes here, and /proc
+	 * is an open, a read, a close; an exec's event carries the name.
+	 */
+	if (r->o.comm_re && !comm)
+		proc_thread_comm(pid, pid, name, sizeof(name));
+	return proc_filter_match(&f, pid, comm ? comm : name, &cg);
 }
 
 static struct exec_note *exec_note_of(struct session *r, pid_t pid)
@@ -182,11 +186,14 @@ static bool reattach(struct session *r, pid_t pid)
 }
 
 /* -a: a pid not known yet (a target, or skipped) that the filters let through. */
+static bool new_and_wanted(struct session *r, pid_t pid, const char *comm)
+{
+	return !run_target_of(r, pid) && !was_skipped(r, pid) && wanted(r, pid, comm);
+}
+
 static bool worth_a_look(void *ctx, pid_t pid)
 {
-	struct session *r = ctx;
-
-	return !run_target_of(r, pid) && !was_skipped(r, pid) && wanted(r, pid);
+	return new_and_wanted(ctx, pid, NULL);
 }
 
 /* consider(), once worth_a_look said yes. */
@@ -324,7 +331,7 @@ static bool adopt_fork(struct session *r, pid_t pid, pid_t parent)
 	struct target *pt = run_target_of(r, parent);
 	struct pyproc *p = NULL;
 
-	if (!pt || !pt->alive || run_target_of(r, pid) || was_skipped(r, pid) || !wanted(r, pid))
+	if (!pt || !pt->alive || run_target_of(r, pid) || was_skipped(r, pid) || !wanted(r, pid, NULL))
 		return false;
 	if (pyproc_fork(pt->p, pid, &run_host_limits, &p) != 0) {
 		pyproc_close(p);
@@ -333,7 +340,7 @@ static bool adopt_fork(struct session *r, pid_t pid, pid_t parent)
 	return run_add_target(r, pid, p) != NULL;
 }
 
-void run_on_proc_event(void *ctx, uint32_t kind, pid_t pid, pid_t parent)
+void run_on_proc_event(void *ctx, uint32_t kind, pid_t pid, pid_t parent, const char *comm)
 {
 	struct session *r = ctx;
 	struct target *t;
@@ -365,9 +372,11 @@ void run_on_proc_event(void *ctx, uint32_t kind, pid_t pid, pid_t parent)
 			 * The filters asked now, not at the look 20 ms later: the
 			 * name and cgroup are the new program's already, and a
 			 * node's execs that no filter lets through then queue no
-			 * look, nor wake the loop for one.
+			 * look, nor wake the loop for one. The name is the
+			 * event's: a look at /proc for each would be most of
+			 * what a node's churn costs.
 			 */
-			if (worth_a_look(r, pid))
+			if (new_and_wanted(r, pid, comm && comm[0] ? comm : NULL))
 				run_queue_pending(r, pid, 0);
 		} else if (t || fn) {
 			if (t && exec_noted(r, pid))

@@ -318,6 +318,11 @@ int session_add_sink(struct session *s, const struct window_sink *k)
 	return loop_add_sink(&s->loop, k);
 }
 
+void session_keep_locations(struct session *s)
+{
+	s->loop.keep_locs = true;
+}
+
 struct timer *session_add_timer(struct session *s, const struct timer *t)
 {
 	return loop_add(&s->loop, t);
@@ -378,6 +383,13 @@ void session_stats(const struct session *s, struct session_stats *st)
 				      .reads = run_process_reads(s) };
 	if (s->c.smp)
 		sampler_stats(s->c.smp, st->kernel);
+}
+
+/* The slice's: the kernel's lost count alone, one lookup where all its counters were 21. */
+void session_counts(const struct session *s, struct session_counts *c)
+{
+	*c = (struct session_counts){ .processes = run_live_targets(s), .reads = run_process_reads(s),
+				      .lost = s->c.smp ? sampler_stat(s->c.smp, PBP_STAT_LOST) : 0 };
 }
 
 int session_stop(struct session *s, int code)

@@ -82,6 +82,13 @@ struct session_stats {
 	uint64_t kernel[PBP_STAT__COUNT];       /* the sampler's counters (PBP_STAT_*) */
 };
 
+/* What the agent publishes each second: a few figures, one kernel counter read. */
+struct session_counts {
+	int processes;                  /* live targets */
+	uint64_t reads;                 /* as session_stats */
+	uint64_t lost;                  /* kernel[PBP_STAT_LOST] */
+};
+
 struct session;
 
 /*
@@ -94,6 +101,11 @@ int session_new(struct session_opts *o, struct session **s);
 int session_start(struct session *s);
 /* A sink for every window closed (sample/loop.h): -PBP_E_LIMIT when there are too many. */
 int session_add_sink(struct session *s, const struct window_sink *k);
+/*
+ * Windows closed during the run keep the aggregate's locations for the
+ * next one (agg_reset_stacks): for sinks that only merge the window.
+ */
+void session_keep_locations(struct session *s);
 /* A timer of the loop (sample/loop.h), its ctx the caller's: the table's copy, NULL when full. */
 struct timer *session_add_timer(struct session *s, const struct timer *t);
 /* A descriptor whose input wakes the loop at once: 0 or -PBP_E_*. */
@@ -125,6 +137,7 @@ void session_summary(struct session *s, const struct agg *a);
 /* -a: processes skipped for --max-processes may fit now, and those missed are found. */
 void session_rediscover(struct session *s);
 void session_stats(const struct session *s, struct session_stats *st);
+void session_counts(const struct session *s, struct session_counts *c);
 /*
  * The run is over: a launched command still at work stopped, the targets
  * and the sampler closed. Returns code, or when it is 0 and a launched
