@@ -292,18 +292,22 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 
 /*
  * -a --comm judges a process by its name: one that names itself later
- * (prctl(PR_SET_NAME), setproctitle) is looked at again. Only a main
- * thread's name is the process's (/proc/PID/comm), and a target is
+ * (prctl(PR_SET_NAME), setproctitle) is looked at again, with the new
+ * name (the tracepoint comes before the task's comm is written). Only a
+ * main thread's name is the process's (/proc/PID/comm), and a target is
  * profiled already. Loaded only for -a --comm.
  */
 SEC("tp_btf/task_rename")
 int BPF_PROG(on_rename, struct task_struct *task, const char *comm)
 {
+	struct pbp_proc_event ev = { .kind = PBP_EV_RENAME };
 	__u32 tgid, tid;
 
 	if (!renames || !task_ids(task, &tgid, &tid) || tid != tgid || bpf_map_lookup_elem(&procs, &tgid))
 		return 0;
-	proc_event_flags(PBP_EV_RENAME, tgid, 0, exec_wake_flags());
+	ev.pid = tgid;
+	bpf_probe_read_kernel_str(ev.comm, sizeof(ev.comm), comm);
+	bpf_ringbuf_output(&procevents, &ev, sizeof(ev), exec_wake_flags());
 	return 0;
 }
 

@@ -305,8 +305,8 @@ struct pbp_proc_event {
 	__u32 parent;          /* PBP_EV_FORK: the forking process, else 0 */
 	__u32 pad;
 	/*
-	 * PBP_EV_EXEC: the new program's name, as the exec set it (NUL-ended),
-	 * else empty. -a's --comm filter asks it of every exec on the node,
+	 * PBP_EV_EXEC: the new program's name, as the exec set it (NUL-ended);
+	 * PBP_EV_RENAME: the name it gave itself; else empty. -a's --comm filter asks it of every exec on the node,
 	 * which would otherwise be an open and a read of /proc each.
 	 */
 	char comm[PBP_COMM_LEN];

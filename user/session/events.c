@@ -390,7 +390,7 @@ void run_on_proc_event(void *ctx, uint32_t kind, pid_t pid, pid_t parent, const 
 			r->alive_timer->next = TIMER_NOW;
 	} else if (kind == PBP_EV_RENAME && r->o.all) {
 		/* A name judged once at exec may match now: asked again, looked at as an exec is. */
-		if (worth_a_look(r, pid))
+		if (new_and_wanted(r, pid, comm && comm[0] ? comm : NULL))
 			run_queue_pending(r, pid, 0);
 	} else if (kind == PBP_EV_THREAD && (t = run_target_of(r, pid)) != NULL) {
 		uint64_t now = mono_ns();
