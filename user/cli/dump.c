@@ -217,7 +217,7 @@ static void walk(struct pyproc *p, struct dump_thread *d, struct pbp_frame *scra
  * read to one read already, and no thread running). The states come first,
  * one /proc read each; then each interpreter's GIL is read once, for all its
  * threads (read per thread, it passed between reads and two threads held
- * it); the names last.
+ * it), and its holder's state again beside it; the names last.
  */
 static void collect_states(struct pyproc *p, struct dump_thread *d, size_t n)
 {
@@ -238,8 +238,10 @@ static void collect_gil(struct pyproc *p, struct dump_thread *d, size_t n)
 		if (pygil_read(p, d[i].t.interp, &g) != 0 || !g.known)
 			continue;
 		for (size_t j = i; j < n; j++)
-			if (d[j].t.interp == d[i].t.interp)
-				d[j].holds_gil = pygil_holds(&g, d[j].t.tstate, d[j].state == 'R');
+			if (d[j].t.interp == d[i].t.interp &&
+			    (d[j].holds_gil = pygil_holds(&g, d[j].t.tstate, d[j].state == 'R')) && d[j].t.tid)
+				/* read again beside the GIL: it may have taken it since its state was read */
+				d[j].state = proc_thread_state(p->pid, d[j].t.tid);
 	}
 }
 
