@@ -174,7 +174,11 @@ def test_dump_exact_while_all_run(fourspin, pybpfprof):
     for _ in range(10):
         r = pybpfprof("dump", "-p", pid, "--json")
         assert r.returncode == 0, r.stderr
-        by_tid = {t["tid"]: t for t in json.loads(r.stdout)["threads"]}
+        threads = json.loads(r.stdout)["threads"]
+        # One GIL, one holder: read once per dump, never per thread (it
+        # passed between those reads, and two threads held it).
+        assert sum(t["holds_gil"] is True for t in threads) <= 1, threads
+        by_tid = {t["tid"]: t for t in threads}
         for t in ready["threads"]:
             d = by_tid[t["native_id"]]
             assert d["error"] is None, (t["name"], d["error"])
@@ -194,6 +198,7 @@ def test_dump_exact_while_all_run(fourspin, pybpfprof):
         assert r.returncode == 0, r.stderr
         lines = [ln for ln in r.stdout.splitlines() if ln.startswith("Thread ")]
         assert not any("on CPU" in ln for ln in lines), r.stdout
+        assert sum("holds the GIL" in ln for ln in lines) <= 1, r.stdout
         seen.append(r.stdout)
         if any("running or runnable" in ln for ln in lines):
             break

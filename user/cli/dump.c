@@ -214,25 +214,46 @@ static void walk(struct pyproc *p, struct dump_thread *d, struct pbp_frame *scra
  * is walked: the states then belong to one instant as nearly as reads in
  * turn can (with a GIL, the holder changes every few milliseconds, and a
  * walk between two threads' states could see it pass from one not yet
- * read to one read already, and no thread running).
+ * read to one read already, and no thread running). The states come first,
+ * one /proc read each; then each interpreter's GIL is read once, for all its
+ * threads (read per thread, it passed between reads and two threads held
+ * it), and its holder's state again beside it; the names last.
  */
-static void collect(struct pyproc *p, struct dump_thread *d, const char *pyname)
+static void collect_states(struct pyproc *p, struct dump_thread *d, size_t n)
 {
-	struct gilstate g;
+	for (size_t i = 0; i < n; i++)
+		d[i].state = d[i].t.tid ? proc_thread_state(p->pid, d[i].t.tid) : '?';
+}
 
-	if (d->t.tid) {
-		d->state = proc_thread_state(p->pid, d->t.tid);
-		proc_thread_comm(p->pid, d->t.tid, d->name, sizeof(d->name));
-	} else {
-		d->state = '?';
+static void collect_gil(struct pyproc *p, struct dump_thread *d, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct gilstate g;
+		size_t k;
+
+		for (k = 0; k < i && d[k].t.interp != d[i].t.interp; k++)
+			;
+		if (k < i)
+			continue;       /* its interpreter's GIL was read for thread k */
+		if (pygil_read(p, d[i].t.interp, &g) != 0 || !g.known)
+			continue;
+		for (size_t j = i; j < n; j++)
+			if (d[j].t.interp == d[i].t.interp &&
+			    (d[j].holds_gil = pygil_holds(&g, d[j].t.tstate, d[j].state == 'R')) && d[j].t.tid)
+				/* read again beside the GIL: it may have taken it since its state was read */
+				d[j].state = proc_thread_state(p->pid, d[j].t.tid);
 	}
+}
+
+static void collect_name(struct pyproc *p, struct dump_thread *d, const char *pyname)
+{
+	if (d->t.tid)
+		proc_thread_comm(p->pid, d->t.tid, d->name, sizeof(d->name));
 	if (pyname)     /* threading's name when known, else the kernel's comm */
 		snprintf(d->name, sizeof(d->name), "%s", pyname);
 	else if (d->t.tid && d->t.tid == p->pid)
 		snprintf(d->name, sizeof(d->name), "MainThread");   /* as a recording names it */
 	utf8_scrub(d->name);    /* comm is cut at 15 bytes, maybe inside a character */
-	if (pygil_read(p, d->t.interp, &g) == 0 && g.known)
-		d->holds_gil = pygil_holds(&g, d->t.tstate, d->state == 'R');
 }
 
 int dump_process(struct pyproc *p, FILE *o, bool json)
@@ -260,10 +281,14 @@ int dump_process(struct pyproc *p, FILE *o, bool json)
 		names = calloc(n ? n : 1, sizeof(*names));
 	if (names)
 		pythreads_name_all(p, ts, n, names);
-	for (size_t i = 0; !err && i < n; i++) {
+	for (size_t i = 0; !err && i < n; i++)
 		d[i].t = ts[i];
-		collect(p, &d[i], names && names[i][0] ? names[i] : NULL);
+	if (!err) {
+		collect_states(p, d, n);
+		collect_gil(p, d, n);
 	}
+	for (size_t i = 0; !err && i < n; i++)
+		collect_name(p, &d[i], names && names[i][0] ? names[i] : NULL);
 	for (size_t i = 0; !err && i < n; i++)
 		if (d[i].t.frame)
 			walk(p, &d[i], scratch, prev);
