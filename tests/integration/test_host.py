@@ -17,6 +17,7 @@ import pytest
 from conftest import PYBPFPROF, _discover
 from profile import func_of, no_bpf_leftovers, parse_collapsed, perf_events_open, ready_side_path
 from nulldev import null
+from test_cli import FAKE_313
 
 # -a sees every process of the host, the other test worker's targets too,
 # and the leftover check reads the host's BPF objects: the serial pass.
@@ -173,6 +174,69 @@ def test_comm_set_later_counts(start_target, tmp_path):
     stacks = parse_collapsed(out.read_text())
     mine = [(f, c) for f, c in stacks if f[0].split()[1] == str(pid)]
     assert mine and any("spin_renamed" in map(func_of, f) for f, c in mine), (out.read_text(), err)
+
+
+REUSER = '''
+import ctypes, os, sys, time
+want = int(sys.argv[1])
+for _ in range(200):
+    with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+        f.write(str(want - 1))
+    pid = os.fork()
+    if pid == 0:
+        if os.getpid() != want:
+            os._exit(0)
+        ctypes.CDLL(None).prctl(15, b"pbpreuse", 0, 0, 0)
+        def spin_reused():
+            t = time.monotonic()
+            while time.monotonic() - t < 4:
+                sum(range(1000))
+        spin_reused()
+        os._exit(0)
+    os.waitpid(pid, 0)
+    if pid == want:
+        sys.exit(0)
+sys.exit(3)
+'''
+
+
+def test_skip_not_kept_for_a_reused_pid(start_target, tmp_path):
+    """A process -a skipped (here a fake 3.13, exit 9's case) is skipped by
+    its pid and start: a new process that gets its pid again and names
+    itself into --comm is profiled (it was not: the skip was by pid alone)."""
+    src, fake = tmp_path / "fake.c", tmp_path / "pbpfake313"
+    src.write_text(FAKE_313)
+    subprocess.run(["cc", "-O1", "-rdynamic", str(src), "-o", str(fake)], check=True)
+    (tmp_path / "reuser.py").write_text(REUSER)
+    interp = next(i for i in _discover() if not i.skip_reason and not i.chrooted)
+    out = tmp_path / "r.txt"
+    prof = subprocess.Popen([PYBPFPROF, "-a", "-m", "wall", "-F", "49", "-d", "20", "--comm",
+                             "^(pbpfake313|pbpreuse)$", "-o", str(out)],
+                            stdout=null(), stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not perf_events_open(prof.pid):
+        assert prof.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    time.sleep(1)
+    f = subprocess.Popen([str(fake)])
+    time.sleep(1.5)     # looked at 20 ms after its exec: skipped
+    f.kill()
+    f.wait()
+    r = subprocess.run(interp.argv + [str(tmp_path / "reuser.py"), str(f.pid)], timeout=60)
+    if r.returncode == 3:
+        prof.kill()
+        prof.wait()
+        pytest.skip("pid %d not had again in 200 forks (the machine forks too much)" % f.pid)
+    assert r.returncode == 0
+    prof.terminate()
+    _, err = prof.communicate(timeout=60)
+    assert prof.returncode == 0, err
+    # the fake was looked at and skipped, and why said: the test proves something
+    assert ("pid %d (pbpfake313, Python 3.13.0 without its _Py_DebugOffsets) not profiled: "
+            "target memory is inconsistent" % f.pid) in err, err
+    mine = [(fr, c) for fr, c in parse_collapsed(out.read_text()) if fr[0].split()[1] == str(f.pid)
+            and any("spin_reused" in func_of(x) for x in fr)]
+    assert mine, (out.read_text(), err)
 
 
 def test_filters_need_all():

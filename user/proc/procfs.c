@@ -71,6 +71,17 @@ pid_t proc_ppid(pid_t pid)
 	return st && sscanf(st, "%*c %d", &ppid) == 1 ? (pid_t)ppid : 0;
 }
 
+uint64_t proc_start_time(pid_t pid)
+{
+	char buf[512];
+	const char *st = thread_stat(pid, pid, buf, sizeof(buf));
+	unsigned long long start;
+
+	/* After the name: state, then 18 fields, then starttime (proc(5) field 22). */
+	return st && sscanf(st, "%*c" "%*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d"
+			    " %llu", &start) == 1 ? start : 0;
+}
+
 char proc_state(pid_t pid)
 {
 	return proc_thread_state(pid, pid);

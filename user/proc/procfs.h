@@ -12,6 +12,8 @@ char proc_thread_state(pid_t pid, pid_t tid);
 char proc_state(pid_t pid);
 /* Its parent's id, 0 if it is gone (or its parent is not in our PID namespace). */
 pid_t proc_ppid(pid_t pid);
+/* When it started (clock ticks after boot): tells a reused pid apart; 0 if it is gone. */
+uint64_t proc_start_time(pid_t pid);
 /* Gone, a zombie, or exiting (its memory may already be unmapped). */
 bool proc_exited(pid_t pid);
 void proc_thread_comm(pid_t pid, pid_t tid, char *out, size_t len);

@@ -30,11 +30,24 @@
 #include "sample/sampler.h"
 #include "sample/target.h"
 
+/*
+ * A skip holds for the process it was made for: a pid reused by another
+ * (a process forked with it, seen at its rename or at the agent's look) is
+ * new to us. The old skip stays in the summary: it was true of its process.
+ */
 static bool was_skipped(const struct session *r, pid_t pid)
 {
-	for (int i = 0; i < r->nskipped; i++)
-		if (r->skipped[i].pid == pid)
+	uint64_t start = 0;
+	bool read = false;
+
+	for (int i = 0; i < r->nskipped; i++) {
+		if (r->skipped[i].pid != pid)
+			continue;
+		if (!read)
+			start = proc_start_time(pid), read = true;
+		if (r->skipped[i].start == start)
 			return true;
+	}
 	return false;
 }
 
@@ -71,9 +84,12 @@ static void skip(struct session *r, pid_t pid, int err, const struct pyproc *p)
 	k = &r->skipped[r->nskipped++];
 	k->pid = pid;
 	k->err = err;
+	k->start = proc_start_time(pid);
 	proc_thread_comm(pid, pid, comm, sizeof(comm));
 	if ((-err == PBP_E_VERSION || -err == PBP_E_FREETHREADED || -err == PBP_E_NOGIL) && p && p->version[0])
 		snprintf(k->what, sizeof(k->what), "%s, Python %s", comm, p->version);
+	else if (-err == PBP_E_CORRUPT && p && p->no_debug_table)     /* as -p says it (report.c) */
+		snprintf(k->what, sizeof(k->what), "%s, Python %s without its _Py_DebugOffsets", comm, p->version);
 	else
 		snprintf(k->what, sizeof(k->what), "%s", comm);
 }
