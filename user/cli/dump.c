@@ -132,8 +132,10 @@ static void print_thread(FILE *o, struct pyproc *p, const struct dump_thread *d,
 		fprintf(o, "(%d in its namespace) ", (int)d->t.ns_tid);
 	fputc('"', o);
 	text_put(o, d->name, TEXT_PLAIN);
+	/* '?': its /proc entry went while it was read (it ended), or no thread id was known. */
 	fprintf(o, "\" (interpreter %lld, %s, %s)%s%s\n", (long long)d->t.interp_id,
-		oncpu ? "running or runnable" : "off CPU",
+		oncpu ? "running or runnable" : d->state != '?' ? "off CPU" : d->t.tid ? "ended while read" :
+		"state unknown",
 		p->v.free_threaded ? "free-threaded" : d->holds_gil ? "holds the GIL" : "no GIL",
 		d->err ? ": stack incomplete: " : d->torn ? ": stack not consistent: " : "",
 		d->err ? pbp_strerror(d->err) : d->torn ? TORN_TEXT : "");
