@@ -122,6 +122,27 @@ def test_forking_server_handlers_each_their_own_root(interp, tmp_path):
     assert all(samples_in(ss, "handle_spin") == 0 for pid, ss in procs.items() if pid not in handlers)
 
 
+STARTS_SLEEP = """
+import subprocess, time
+t = time.process_time()
+while time.process_time() - t < 0.5:
+    sum(range(1000))
+subprocess.run(["sleep", "0.3"])
+"""
+
+
+def test_child_that_execs_not_python_not_counted(interp, tmp_path):
+    """subprocess.run(["sleep", ...]) forks a copy of Python that execs
+    sleep at once: it was counted 'profiled as Python', listed with 0
+    samples under sleep's name. A fork that execs a program not Python
+    before it is sampled is not."""
+    script = tmp_path / "starts_sleep.py"
+    script.write_text(STARTS_SLEEP)
+    stacks, err = launch(interp, tmp_path, interp.cmd(interp.place(str(script))), "-F", 199)
+    assert "1 profiled as Python" in err, err
+    assert "(sleep, child of" not in err, err
+
+
 def test_one_process_profiled_has_no_process_root(interp, tmp_path):
     """Following is on, but only the command is Python: stacks as without it."""
     stacks, err = launch(interp, tmp_path, interp.cmd(interp.place(TREE), "chain", 0), "-F", 199)

@@ -367,8 +367,11 @@ void run_on_proc_event(void *ctx, uint32_t kind, pid_t pid, pid_t parent, const 
 	 * only queue a pid, and a node's churn sends many; what they lead to
 	 * (run_pending) is discovery.
 	 */
-	if (fn && kind == PBP_EV_EXEC)
+	if (fn && kind == PBP_EV_EXEC) {
 		proc_thread_comm(pid, pid, fn->comm, sizeof(fn->comm));
+		/* Python before it only if it was sampled so (a fork about to exec was not): looked at again. */
+		fn->python = fn->samples > 0;
+	}
 	if (kind == PBP_EV_FORK && r->o.follow) {
 		follow_fork(r, pid, parent);
 	} else if (kind == PBP_EV_FORK) {
