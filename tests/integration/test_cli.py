@@ -244,21 +244,33 @@ FAKE_313 = r"""
 #include <unistd.h>
 /* What a 3.13 exports, but its runtime begins with other bytes than _Py_DebugOffsets. */
 char _PyRuntime[4096] = "not a debug table";
-const unsigned int Py_Version = 0x030d00f0;
+const unsigned int Py_Version = PY_VERSION_HEX;
 char PyCode_Type[512];
 int main(void) { _PyRuntime[100]++; PyCode_Type[0]++; pause(); return 0; }
 """
 
 
-def test_313_without_debug_offsets_is_inconsistent_not_unsupported(tmp_path):
+def compile_fake(tmp_path, hexversion, name="fake"):
+    """FAKE_313 built to say hexversion in its Py_Version."""
+    src, exe = tmp_path / (name + ".c"), tmp_path / name
+    src.write_text(FAKE_313)
+    subprocess.run(["cc", "-O1", "-rdynamic", "-DPY_VERSION_HEX=%#x" % hexversion, str(src), "-o", str(exe)],
+                   check=True)
+    return exe
+
+
+@pytest.mark.parametrize("hexversion,says", [
+    (0x030d00f0, "Python 3.13.0 without the _Py_DebugOffsets that begins every 3.13+ runtime"),
+    (0x030e00f0, "Python 3.14.0 without the _Py_DebugOffsets that begins every 3.13+ runtime"),
+    (0x030600f0, "Python 3.6.0 with a _PyRuntime, which 3.6 does not have"),
+], ids=["3.13", "3.14", "3.6"])
+def test_version_its_memory_denies_is_inconsistent_not_unsupported(tmp_path, hexversion, says):
     """3.13 is supported: one that says 3.13 and lacks the table every 3.13
     begins _PyRuntime with is damaged memory (exit 9), never "unsupported
-    Python version 3.13.0" (exit 5), by -p and by a launch alike."""
-    src, exe = tmp_path / "fake.c", tmp_path / "fake313"
-    src.write_text(FAKE_313)
-    subprocess.run(["cc", "-O1", "-rdynamic", str(src), "-o", str(exe)], check=True)
-    want = "Python 3.13.0 without the _Py_DebugOffsets that begins every 3.13+ runtime: " \
-           "target memory is inconsistent"
+    Python version 3.13.0" (exit 5), by -p and by a launch alike; so is a
+    3.6 with a _PyRuntime (3.6 has none)."""
+    exe = compile_fake(tmp_path, hexversion)
+    want = says + ": target memory is inconsistent"
     p = subprocess.Popen([str(exe)])
     try:
         for args in (["dump", "-p", p.pid], ["-p", p.pid, "-d", "1", "-o", tmp_path / "p.txt"]):

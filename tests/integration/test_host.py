@@ -17,7 +17,7 @@ import pytest
 from conftest import PYBPFPROF, _discover
 from profile import func_of, no_bpf_leftovers, parse_collapsed, perf_events_open, ready_side_path
 from nulldev import null
-from test_cli import FAKE_313
+from test_cli import compile_fake
 
 # -a sees every process of the host, the other test worker's targets too,
 # and the leftover check reads the host's BPF objects: the serial pass.
@@ -204,9 +204,7 @@ def test_skip_not_kept_for_a_reused_pid(start_target, tmp_path):
     """A process -a skipped (here a fake 3.13, exit 9's case) is skipped by
     its pid and start: a new process that gets its pid again and names
     itself into --comm is profiled (it was not: the skip was by pid alone)."""
-    src, fake = tmp_path / "fake.c", tmp_path / "pbpfake313"
-    src.write_text(FAKE_313)
-    subprocess.run(["cc", "-O1", "-rdynamic", str(src), "-o", str(fake)], check=True)
+    fake = compile_fake(tmp_path, 0x030d00f0, "pbpfake313")
     (tmp_path / "reuser.py").write_text(REUSER)
     interp = next(i for i in _discover() if not i.skip_reason and not i.chrooted)
     out = tmp_path / "r.txt"
@@ -232,7 +230,8 @@ def test_skip_not_kept_for_a_reused_pid(start_target, tmp_path):
     _, err = prof.communicate(timeout=60)
     assert prof.returncode == 0, err
     # the fake was looked at and skipped, and why said: the test proves something
-    assert ("pid %d (pbpfake313, Python 3.13.0 without its _Py_DebugOffsets) not profiled: "
+    assert ("pid %d (pbpfake313, Python 3.13.0 without the _Py_DebugOffsets that begins every 3.13+ "
+            "runtime) not profiled: "
             "target memory is inconsistent" % f.pid) in err, err
     mine = [(fr, c) for fr, c in parse_collapsed(out.read_text()) if fr[0].split()[1] == str(f.pid)
             and any("spin_reused" in func_of(x) for x in fr)]

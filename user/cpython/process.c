@@ -335,11 +335,15 @@ static int find_version(struct pyproc *p, const struct elf_info *ei, uint64_t bi
 	 * problem, its memory is not what its file says.
 	 */
 	if (maj == 3 && min >= 13 && min <= pyver_newest_minor()) {
-		p->no_debug_table = true;
+		p->mismatch = "without the _Py_DebugOffsets that begins every 3.13+ runtime";
 		return -PBP_E_CORRUPT;
 	}
 	/* 3.6 is known by its interp_head: a _PyRuntime that says 3.6 is not one. */
-	err = min == 6 ? -PBP_E_VERSION : pyver_from_table(maj, min, mic, &p->v);
+	if (maj == 3 && min == 6) {
+		p->mismatch = "with a _PyRuntime, which 3.6 does not have";
+		return -PBP_E_CORRUPT;
+	}
+	err = pyver_from_table(maj, min, mic, &p->v);
 	if (err == 0)
 		set_version_string(p);
 	return err;

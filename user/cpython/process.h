@@ -59,7 +59,7 @@ struct pyproc {
 	char binary[512];       /* file holding _PyRuntime, as named in maps */
 	char binary_open[700];  /* the path it was opened by */
 	char version[24];       /* "3.11.7" */
-	bool no_debug_table;    /* its Py_Version says 3.13+, yet _PyRuntime does not begin with _Py_DebugOffsets */
+	const char *mismatch;   /* how its version and its memory disagree (-PBP_E_CORRUPT), NULL: they do not */
 	struct pyname_cache names[PBP_NAME_CACHE];  /* zeroed at open */
 	unsigned names_next;    /* slot to reuse next */
 };

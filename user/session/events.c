@@ -88,8 +88,8 @@ static void skip(struct session *r, pid_t pid, int err, const struct pyproc *p)
 	proc_thread_comm(pid, pid, comm, sizeof(comm));
 	if ((-err == PBP_E_VERSION || -err == PBP_E_FREETHREADED || -err == PBP_E_NOGIL) && p && p->version[0])
 		snprintf(k->what, sizeof(k->what), "%s, Python %s", comm, p->version);
-	else if (-err == PBP_E_CORRUPT && p && p->no_debug_table)     /* as -p says it (report.c) */
-		snprintf(k->what, sizeof(k->what), "%s, Python %s without its _Py_DebugOffsets", comm, p->version);
+	else if (-err == PBP_E_CORRUPT && p && p->mismatch)   /* as -p says it (report.c) */
+		snprintf(k->what, sizeof(k->what), "%s, Python %s %s", comm, p->version, p->mismatch);
 	else
 		snprintf(k->what, sizeof(k->what), "%s", comm);
 }

@@ -98,8 +98,10 @@ static int fork_command(struct session *r, int *go_fd)
 void run_keep_launch_version(struct session *r, const struct pyproc *p, int err)
 {
 	if ((err == -PBP_E_VERSION || err == -PBP_E_FREETHREADED || err == -PBP_E_NOGIL ||
-	     (err == -PBP_E_CORRUPT && p && p->no_debug_table)) && p && p->version[0])
+	     (err == -PBP_E_CORRUPT && p && p->mismatch)) && p && p->version[0]) {
 		snprintf(r->launch_version, sizeof(r->launch_version), "%s", p->version);
+		r->launch_mismatch = err == -PBP_E_CORRUPT ? p->mismatch : NULL;
+	}
 }
 
 /* Why the launched command cannot be profiled, in one line naming its version as -p does. */
@@ -116,9 +118,9 @@ static void say_refused(const struct session *r, int err)
 	else if (err == -PBP_E_NOGIL && r->launch_version[0])
 		fprintf(stderr, "pybpfprof: '%s': gil mode does not apply to free-threaded build %st: it "
 			"runs without a GIL (use cpu or wall mode)%s\n", r->o.cmd[0], r->launch_version, stop);
-	else if (err == -PBP_E_CORRUPT && r->launch_version[0])
-		fprintf(stderr, "pybpfprof: '%s': Python %s without the _Py_DebugOffsets that begins every "
-			"3.13+ runtime: target memory is inconsistent%s\n", r->o.cmd[0], r->launch_version, stop);
+	else if (err == -PBP_E_CORRUPT && r->launch_mismatch)
+		fprintf(stderr, "pybpfprof: '%s': Python %s %s: target memory is inconsistent%s\n", r->o.cmd[0],
+			r->launch_version, r->launch_mismatch, stop);
 	else
 		fprintf(stderr, "pybpfprof: '%s': %s%s\n", r->o.cmd[0], pbp_strerror(err), stop);
 }

@@ -106,9 +106,9 @@ int report_attach_error(pid_t pid, int err, const struct pyproc *p)
 			"runs without a GIL (use cpu or wall mode)\n", (int)pid, p->version);
 		return exit_code_for(err);
 	}
-	if (-err == PBP_E_CORRUPT && p && p->no_debug_table) {
-		fprintf(stderr, "pybpfprof: pid %d: Python %s without the _Py_DebugOffsets that begins every "
-			"3.13+ runtime: target memory is inconsistent\n", (int)pid, p->version);
+	if (-err == PBP_E_CORRUPT && p && p->mismatch) {
+		fprintf(stderr, "pybpfprof: pid %d: Python %s %s: target memory is inconsistent\n", (int)pid,
+			p->version, p->mismatch);
 		return exit_code_for(err);
 	}
 	if (-err == PBP_E_PERM && privs_can_ptrace()) {

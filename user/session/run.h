@@ -157,6 +157,7 @@ struct session {
 	uint64_t unowned;       /* samples delivered for no target: gone, or not known yet */
 	int launch_err;                 /* the launched command given up on: why (-PBP_E_*) */
 	char launch_version[24];        /* its Python version when that is why ("2.7"), else "" */
+	const char *launch_mismatch;    /* how its version and memory disagree when that is why, else NULL */
 	struct timer *alive_timer;      /* due at once after a target's exit */
 	uint64_t next_alive_look;       /* -a: when /proc is next read for every target */
 	bool trim_due;                  /* -a: targets found or freed since the heap was last trimmed */
