@@ -97,6 +97,8 @@ const volatile __u64 wake_bytes = 4 << 20;
 const volatile bool all_execs = false;
 /* Whole-host mode with --comm: a process renamed (prctl, setproctitle) may match it now. */
 const volatile bool renames = false;
+/* ns in a clock tick of /proc/PID/stat's starttime (1e9 / sysconf(_SC_CLK_TCK)) */
+const volatile __u64 ns_per_tick = 10000000;
 /* wall and gil modes: a target's new threads are reported (PBP_EV_THREAD). */
 const volatile bool thread_events = false;
 
@@ -306,6 +308,8 @@ int BPF_PROG(on_rename, struct task_struct *task, const char *comm)
 	if (!renames || !task_ids(task, &tgid, &tid) || tid != tgid || bpf_map_lookup_elem(&procs, &tgid))
 		return 0;
 	ev.pid = tgid;
+	/* which process renamed: -a's skip of a pid holds for its process only, told without /proc */
+	ev.start = (__u32)(BPF_CORE_READ(task, start_boottime) / (ns_per_tick ? ns_per_tick : 1));
 	bpf_probe_read_kernel_str(ev.comm, sizeof(ev.comm), comm);
 	bpf_ringbuf_output(&procevents, &ev, sizeof(ev), exec_wake_flags());
 	return 0;

@@ -303,7 +303,7 @@ struct pbp_proc_event {
 	__u32 kind;
 	__u32 pid;
 	__u32 parent;          /* PBP_EV_FORK: the forking process, else 0 */
-	__u32 pad;
+	__u32 start;           /* PBP_EV_RENAME: its start time in /proc's clock ticks, low 32 bits */
 	/*
 	 * PBP_EV_EXEC: the new program's name, as the exec set it (NUL-ended);
 	 * PBP_EV_RENAME: the name it gave itself; else empty. -a's --comm filter asks it of every exec on the node,

@@ -242,6 +242,52 @@ def test_skip_not_kept_for_a_reused_pid(start_target, tmp_path):
     assert mine, (out.read_text(), err)
 
 
+STORM = r"""
+#include <sys/prctl.h>
+#include <unistd.h>
+/* A fake 3.13 (-a skips it, exit 9's case) that renames itself as fast as it can. */
+char _PyRuntime[4096] = "not a debug table";
+const unsigned int Py_Version = 0x030d00f0;
+char PyCode_Type[512];
+int main(void)
+{
+	_PyRuntime[100]++;
+	PyCode_Type[0]++;
+	for (unsigned long i = 0;; i++)
+		prctl(PR_SET_NAME, i & 1 ? "pbpstormA" : "pbpstormB");
+}
+"""
+
+
+def test_rename_storm_of_a_skipped_process_keeps_the_loop(tmp_path):
+    """A skipped process renaming itself in a loop sends an event per
+    rename; each asked /proc whether its pid was still the skipped process,
+    more than the loop could take in: Ctrl-C (and -d) waited for the storm
+    to end. The event says whose it is; Ctrl-C is answered at once."""
+    (tmp_path / "storm.c").write_text(STORM)
+    exe = tmp_path / "pbpstorm"
+    subprocess.run(["cc", "-O1", "-rdynamic", str(tmp_path / "storm.c"), "-o", str(exe)], check=True)
+    f = subprocess.Popen([str(exe)])
+    try:
+        prof = subprocess.Popen([PYBPFPROF, "-a", "-d", "60", "--comm", "^pbpstorm", "-o",
+                                 str(tmp_path / "s.txt")], stdout=null(), stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while not perf_events_open(prof.pid):
+            assert prof.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        time.sleep(2)       # skipped, and storming since
+        t = time.monotonic()
+        prof.send_signal(2)
+        _, err = prof.communicate(timeout=60)
+        took = time.monotonic() - t
+    finally:
+        f.kill()
+        f.wait()
+    assert prof.returncode == 0, err
+    assert "pid %d (pbpstorm" % f.pid in err and "not profiled: target memory is inconsistent" in err, err
+    assert took < 3, (took, err)
+
+
 def test_filters_need_all():
     r = subprocess.run([PYBPFPROF, "--comm", "x", "-p", "1"], capture_output=True, text=True)
     assert r.returncode == 2 and "go with -a" in r.stderr

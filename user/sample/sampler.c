@@ -123,7 +123,7 @@ static int on_proc_event(void *ctx, void *data, size_t size)
 		return 0;
 	memcpy(comm, ev->comm, PBP_COMM_LEN);
 	comm[PBP_COMM_LEN] = '\0';
-	s->pcb(s->ctx, ev->kind, (pid_t)ev->pid, (pid_t)ev->parent, comm);
+	s->pcb(s->ctx, ev->kind, (pid_t)ev->pid, (pid_t)ev->parent, comm, ev->start);
 	return 0;
 }
 
@@ -521,6 +521,8 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o)
 	bpf_program__set_autoload(s->skel->progs.on_fork, o->sched || o->follow || o->execs);
 	bpf_program__set_autoload(s->skel->progs.on_rename, o->renames);
 	s->skel->rodata->renames = o->renames;
+	if (sysconf(_SC_CLK_TCK) > 0)
+		s->skel->rodata->ns_per_tick = 1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK);
 	s->skel->rodata->thread_events = o->sched;
 	s->skel->rodata->follow = o->follow;
 	s->skel->rodata->all_execs = o->execs;

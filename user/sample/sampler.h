@@ -13,7 +13,8 @@ struct sampler;
 typedef void (*sample_fn)(void *ctx, const struct pbp_sample *s);
 /* parent: the forking process of a PBP_EV_FORK, else 0. */
 /* comm: an exec's new program name, from the kernel ("" for other events). */
-typedef void (*proc_event_fn)(void *ctx, uint32_t kind, pid_t pid, pid_t parent, const char *comm);
+typedef void (*proc_event_fn)(void *ctx, uint32_t kind, pid_t pid, pid_t parent, const char *comm,
+			      uint32_t start);
 
 struct sampler_opts {
 	unsigned hz;            /* asked; sampler_open lowers it to what the host sustains */

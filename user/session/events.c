@@ -34,21 +34,30 @@
  * A skip holds for the process it was made for: a pid reused by another
  * (a process forked with it, seen at its rename or at the agent's look) is
  * new to us. The old skip stays in the summary: it was true of its process.
+ * A rename's event says whose it is (start: the low 32 bits of its start
+ * time, 0 when not told): a skipped process renaming itself in a loop would
+ * otherwise cost a read of /proc per rename, more than the loop can take in,
+ * and -d and Ctrl-C wait for its storm to end.
  */
-static bool was_skipped(const struct session *r, pid_t pid)
+static bool skipped_as(const struct session *r, pid_t pid, uint32_t told)
 {
-	uint64_t start = 0;
-	bool read = false;
+	uint64_t start = told;
+	bool read = told != 0;
 
 	for (int i = 0; i < r->nskipped; i++) {
 		if (r->skipped[i].pid != pid)
 			continue;
 		if (!read)
 			start = proc_start_time(pid), read = true;
-		if (r->skipped[i].start == start)
+		if (told ? (uint32_t)r->skipped[i].start == told : r->skipped[i].start == start)
 			return true;
 	}
 	return false;
+}
+
+static bool was_skipped(const struct session *r, pid_t pid)
+{
+	return skipped_as(r, pid, 0);
 }
 
 /* Forget the skips that keep: err (0: every one), or pid's alone (pid > 0). */
@@ -202,14 +211,14 @@ static bool reattach(struct session *r, pid_t pid)
 }
 
 /* -a: a pid not known yet (a target, or skipped) that the filters let through. */
-static bool new_and_wanted(struct session *r, pid_t pid, const char *comm)
+static bool new_and_wanted(struct session *r, pid_t pid, const char *comm, uint32_t start)
 {
-	return !run_target_of(r, pid) && !was_skipped(r, pid) && wanted(r, pid, comm);
+	return !run_target_of(r, pid) && !skipped_as(r, pid, start) && wanted(r, pid, comm);
 }
 
 static bool worth_a_look(void *ctx, pid_t pid)
 {
-	return new_and_wanted(ctx, pid, NULL);
+	return new_and_wanted(ctx, pid, NULL, 0);
 }
 
 /* consider(), once worth_a_look said yes. */
@@ -356,7 +365,7 @@ static bool adopt_fork(struct session *r, pid_t pid, pid_t parent)
 	return run_add_target(r, pid, p) != NULL;
 }
 
-void run_on_proc_event(void *ctx, uint32_t kind, pid_t pid, pid_t parent, const char *comm)
+void run_on_proc_event(void *ctx, uint32_t kind, pid_t pid, pid_t parent, const char *comm, uint32_t start)
 {
 	struct session *r = ctx;
 	struct target *t;
@@ -395,7 +404,7 @@ void run_on_proc_event(void *ctx, uint32_t kind, pid_t pid, pid_t parent, const 
 			 * event's: a look at /proc for each would be most of
 			 * what a node's churn costs.
 			 */
-			if (new_and_wanted(r, pid, comm && comm[0] ? comm : NULL))
+			if (new_and_wanted(r, pid, comm && comm[0] ? comm : NULL, 0))
 				run_queue_pending(r, pid, 0);
 		} else if (t || fn) {
 			if (t && exec_noted(r, pid))
@@ -409,7 +418,7 @@ void run_on_proc_event(void *ctx, uint32_t kind, pid_t pid, pid_t parent, const 
 			r->alive_timer->next = TIMER_NOW;
 	} else if (kind == PBP_EV_RENAME && r->o.all) {
 		/* A name judged once at exec may match now: asked again, looked at as an exec is. */
-		if (new_and_wanted(r, pid, comm && comm[0] ? comm : NULL))
+		if (new_and_wanted(r, pid, comm && comm[0] ? comm : NULL, start))
 			run_queue_pending(r, pid, 0);
 	} else if (kind == PBP_EV_THREAD && (t = run_target_of(r, pid)) != NULL) {
 		uint64_t now = mono_ns();

@@ -200,7 +200,7 @@ struct target *run_add_target(struct session *r, pid_t pid, struct pyproc *p);
 void run_discover(struct session *r);
 bool run_pending(void *ctx, struct timer *t, uint64_t now);
 void run_on_sample(void *ctx, const struct pbp_sample *ks);
-void run_on_proc_event(void *ctx, uint32_t kind, pid_t pid, pid_t parent, const char *comm);
+void run_on_proc_event(void *ctx, uint32_t kind, pid_t pid, pid_t parent, const char *comm, uint32_t start);
 
 /* follow.c: --subprocesses, the process tree under the launched command or the -p processes */
 struct proc_note *follow_note_of(struct session *r, pid_t pid);
