@@ -29,6 +29,7 @@
 #include "pybpfprof.h"
 #include "sample/sampler.h"
 #include "sample/counters.h"
+#include "sample/knobs.h"
 #include "core/clock.h"
 #include "core/errors.h"
 #include "proc/pidns.h"
@@ -509,32 +510,7 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o)
 		err = pbp_err_from_errno(errno, -PBP_E_BPF);
 		goto fail;
 	}
-	s->skel->rodata->wake_bytes = bpf_map__max_entries(s->skel->maps.events) / 4;
-	s->skel->rodata->ns_inum = pidns_self_inum();
-	s->skel->rodata->walk_budget_ns = PBP_BUDGET_WINDOW_NS * s->lim.budget_pct / 200;
-	/* Switch-out copies of stacks: on average no more than one per thread per tick. */
-	if (o->sched)
-		s->skel->rodata->snap_gap_ns = s->period;
-	/* Only the modes that look at off-CPU threads pay for the scheduler hook. */
-	bpf_program__set_autoload(s->skel->progs.on_switch, o->sched);
-	bpf_program__set_autoload(s->skel->progs.on_wakeup, o->sched);
-	bpf_program__set_autoload(s->skel->progs.on_fork, o->sched || o->follow || o->execs);
-	bpf_program__set_autoload(s->skel->progs.on_rename, o->renames);
-	s->skel->rodata->renames = o->renames;
-	if (sysconf(_SC_CLK_TCK) > 0)
-		s->skel->rodata->ns_per_tick = 1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK);
-	s->skel->rodata->thread_events = o->sched;
-	s->skel->rodata->follow = o->follow;
-	s->skel->rodata->all_execs = o->execs;
-	s->skel->rodata->wake_new_threads = !o->late_threads;
-	s->skel->rodata->ustack_bytes = o->ustack_bytes;
-	s->skel->rodata->ustack_fp = o->ustack_fp;
-	s->skel->rodata->want_regs = o->regs || o->ustack_bytes > 0 || o->ustack_fp;
-	s->skel->rodata->entry_marks = o->ustack_bytes > 0 || o->ustack_fp;
-	s->skel->rodata->kernel_stacks = o->kernel;
-	/* Without --kernel the stack map is never written: no memory for it (64 frames a slot). */
-	if (!o->kernel)
-		bpf_map__set_max_entries(s->skel->maps.kstacks, 1);
+	knobs_set(s->skel, o, s->period, s->lim.budget_pct);
 	err = profile_bpf__load(s->skel);
 	if (err) {
 		err = pbp_err_from_errno(-err, -PBP_E_BPF);
