@@ -288,6 +288,60 @@ def test_rename_storm_of_a_skipped_process_keeps_the_loop(tmp_path):
     assert took < 3, (took, err)
 
 
+PLACE = '''
+import os, sys, time
+go = sys.argv[1]
+def spin_{tag}():
+    while not os.path.exists(go):
+        sum(range(1000))
+    t = time.monotonic()
+    while time.monotonic() - t < {after}:
+        sum(range(1000))
+spin_{tag}()
+'''
+
+
+def test_max_processes_place_given_again(tmp_path):
+    """-a --max-processes 1: the place of a target that exits goes to a
+    process left out for the limit (it was never given: the limit held for
+    the run, though documented as processes at once)."""
+    interp = next(i for i in _discover() if not i.skip_reason and not i.chrooted)
+    go = tmp_path / "go"
+    procs = {}
+    for tag, after in (("A", 1), ("B", 30)):
+        exe = tmp_path / ("pbpmax" + tag)
+        exe.symlink_to(interp.argv[0])
+        script = tmp_path / ("place%s.py" % tag)
+        script.write_text(PLACE.format(tag=tag, after=after))
+        procs[tag] = subprocess.Popen([str(exe)] + interp.argv[1:] + [str(script), str(go)])
+    try:
+        out = tmp_path / "m.txt"
+        prof = subprocess.Popen([PYBPFPROF, "-a", "--max-processes", "1", "-F", "49", "-d", "30",
+                                 "--comm", "^pbpmax[AB]$", "-o", str(out)],
+                                stdout=null(), stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while not perf_events_open(prof.pid):
+            assert prof.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        time.sleep(1)       # its look at /proc: A (the lower pid) in, B left out
+        go.touch()
+        assert procs["A"].wait(timeout=60) == 0
+        time.sleep(3)       # A's place given to B
+        prof.terminate()
+        _, err = prof.communicate(timeout=60)
+        assert prof.returncode == 0, err
+    finally:
+        for p in procs.values():
+            p.kill()
+            p.wait()
+    got = collections.Counter()
+    for fr, c in parse_collapsed(out.read_text()):
+        for tag in "AB":
+            if any("spin_" + tag in func_of(x) for x in fr):
+                got[tag] += c
+    assert got["A"] > 0 and got["B"] > 0, (got, err)
+
+
 def test_filters_need_all():
     r = subprocess.run([PYBPFPROF, "--comm", "x", "-p", "1"], capture_output=True, text=True)
     assert r.returncode == 2 and "go with -a" in r.stderr

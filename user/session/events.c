@@ -60,6 +60,26 @@ static bool was_skipped(const struct session *r, pid_t pid)
 	return skipped_as(r, pid, 0);
 }
 
+/*
+ * -a: a target gone frees its place; the first process --max-processes
+ * left out that is still there is looked at again (the limit is on
+ * processes at once, not on the run's).
+ */
+void run_give_place(struct session *r)
+{
+	for (int i = 0; i < r->nskipped; i++) {
+		pid_t pid = r->skipped[i].pid;
+
+		if (r->skipped[i].err != -PBP_E_LIMIT)
+			continue;
+		memmove(&r->skipped[i], &r->skipped[i + 1], sizeof(*r->skipped) * (size_t)(r->nskipped - i - 1));
+		r->nskipped--;
+		if (pid_alive(pid) && run_queue_pending(r, pid, 0))
+			return;
+		i--;
+	}
+}
+
 /* Forget the skips that keep: err (0: every one), or pid's alone (pid > 0). */
 static void unskip(struct session *r, pid_t pid, int err)
 {

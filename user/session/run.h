@@ -191,6 +191,8 @@ int run_start_target(struct session *r, struct target *t);
 void run_drop_target(struct session *r, struct target *t);
 /* Look at pid again shortly (just exec'd, or not Python yet); false when it is given up on. */
 bool run_queue_pending(struct session *r, pid_t pid, int tries);
+/* -a: a target gone; the first process left out by --max-processes is looked at again. */
+void run_give_place(struct session *r);
 /* A free slot for p as pid, not started yet; NULL when --max-processes live ones are taken. */
 struct target *run_place_target(struct session *r, pid_t pid, struct pyproc *p);
 /* A slot of the target table for p as pid, registered with the sampler; NULL (p closed) if none or failed. */

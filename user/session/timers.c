@@ -42,6 +42,7 @@ static int any_alive(struct session *r, bool look)
 			} else if (r->o.all) {
 				run_drop_target(r, t);   /* a host has many: free them as they go */
 				r->trim_due = true;
+				run_give_place(r);
 			}
 			else if (t->alive)
 				sampler_del_proc(r->c.smp, t->pid), t->alive = false;
