@@ -64,7 +64,12 @@ def check_hot(page):
     assert sum(ln["total"] for ln in hot["lines"]) == total
     assert sum(ln["self"] for ln in hot["lines"]) == row["self"]
     # 3 ms asleep on HOT LINE, 1 ms in helper() from CALL LINE (wide bounds: a loaded machine)
-    assert lines[HOT_LINE]["self"] == lines[HOT_LINE]["total"] > 0.5 * total, hot["lines"]
+    # its own time (time.sleep is C), but for a stack read while hot() called
+    # helper(): the caller's line is saved at the call, a read just then may
+    # see helper's frame under the line before (2 of 219 once, loaded)
+    hot_line = lines[HOT_LINE]
+    assert hot_line["total"] - max(2, 0.02 * hot_line["total"]) <= hot_line["self"] <= hot_line["total"], hot["lines"]
+    assert hot_line["total"] > 0.5 * total, hot["lines"]
     assert lines[CALL_LINE]["total"] > 0.08 * total, hot["lines"]
     assert lines[CALL_LINE]["self"] <= 0.05 * total, hot["lines"]
     _, helper = source_of(page, "helper (")
