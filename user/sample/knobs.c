@@ -17,6 +17,8 @@
 void knobs_set(struct profile_bpf *skel, const struct sampler_opts *o, uint64_t period_ns,
 	       unsigned budget_pct)
 {
+	long tick = sysconf(_SC_CLK_TCK);
+
 	skel->rodata->wake_bytes = bpf_map__max_entries(skel->maps.events) / 4;
 	skel->rodata->ns_inum = pidns_self_inum();
 	skel->rodata->walk_budget_ns = PBP_BUDGET_WINDOW_NS * budget_pct / 200;
@@ -29,8 +31,8 @@ void knobs_set(struct profile_bpf *skel, const struct sampler_opts *o, uint64_t 
 	bpf_program__set_autoload(skel->progs.on_fork, o->sched || o->follow || o->execs);
 	bpf_program__set_autoload(skel->progs.on_rename, o->renames);
 	skel->rodata->renames = o->renames;
-	if (sysconf(_SC_CLK_TCK) > 0)
-		skel->rodata->ns_per_tick = 1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK);
+	if (tick > 0)
+		skel->rodata->ns_per_tick = 1000000000ull / (uint64_t)tick;
 	skel->rodata->thread_events = o->sched;
 	skel->rodata->follow = o->follow;
 	skel->rodata->all_execs = o->execs;

@@ -39,17 +39,14 @@
  * otherwise cost a read of /proc per rename, more than the loop can take in,
  * and -d and Ctrl-C wait for its storm to end.
  */
-static bool skipped_as(const struct session *r, pid_t pid, uint32_t told)
+static bool skipped_as(const struct session *r, pid_t pid, uint32_t start)
 {
-	uint64_t start = told;
-	bool read = told != 0;
-
 	for (int i = 0; i < r->nskipped; i++) {
 		if (r->skipped[i].pid != pid)
 			continue;
-		if (!read)
-			start = proc_start_time(pid), read = true;
-		if (told ? (uint32_t)r->skipped[i].start == told : r->skipped[i].start == start)
+		if (!start)
+			start = (uint32_t)proc_start_time(pid);
+		if (r->skipped[i].start == start)
 			return true;
 	}
 	return false;
@@ -67,16 +64,17 @@ static bool was_skipped(const struct session *r, pid_t pid)
  */
 void run_give_place(struct session *r)
 {
-	for (int i = 0; i < r->nskipped; i++) {
+	for (int i = 0; i < r->nskipped;) {
 		pid_t pid = r->skipped[i].pid;
 
-		if (r->skipped[i].err != -PBP_E_LIMIT)
+		if (r->skipped[i].err != -PBP_E_LIMIT) {
+			i++;
 			continue;
+		}
 		memmove(&r->skipped[i], &r->skipped[i + 1], sizeof(*r->skipped) * (size_t)(r->nskipped - i - 1));
 		r->nskipped--;
 		if (pid_alive(pid) && run_queue_pending(r, pid, 0))
 			return;
-		i--;
 	}
 }
 
@@ -113,7 +111,7 @@ static void skip(struct session *r, pid_t pid, int err, const struct pyproc *p)
 	k = &r->skipped[r->nskipped++];
 	k->pid = pid;
 	k->err = err;
-	k->start = proc_start_time(pid);
+	k->start = (uint32_t)proc_start_time(pid);
 	proc_thread_comm(pid, pid, comm, sizeof(comm));
 	if ((-err == PBP_E_VERSION || -err == PBP_E_FREETHREADED || -err == PBP_E_NOGIL) && p && p->version[0])
 		snprintf(k->what, sizeof(k->what), "%s, Python %s", comm, p->version);
@@ -397,7 +395,10 @@ void run_on_proc_event(void *ctx, uint32_t kind, pid_t pid, pid_t parent, const 
 	 * (run_pending) is discovery.
 	 */
 	if (fn && kind == PBP_EV_EXEC) {
-		proc_thread_comm(pid, pid, fn->comm, sizeof(fn->comm));
+		if (comm && comm[0])    /* the event's: the new program's name, no /proc read */
+			snprintf(fn->comm, sizeof(fn->comm), "%s", comm);
+		else
+			proc_thread_comm(pid, pid, fn->comm, sizeof(fn->comm));
 		/* Python before it only if it was sampled so (a fork about to exec was not): looked at again. */
 		fn->python = fn->samples > 0;
 	}

@@ -85,7 +85,7 @@ struct sources;
 struct skipped {
 	pid_t pid;
 	int err;
-	uint64_t start;         /* its start time (proc_start_time): a reused pid is not it */
+	uint32_t start;         /* its start time's low 32 bits (proc_start_time, as a rename event says it) */
 	char what[96];          /* comm, and the version when that was the reason */
 };
 
