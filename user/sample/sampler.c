@@ -29,6 +29,7 @@
 #include "pybpfprof.h"
 #include "sample/sampler.h"
 #include "sample/counters.h"
+#include "sample/heldevents.h"
 #include "sample/knobs.h"
 #include "core/clock.h"
 #include "core/errors.h"
@@ -46,6 +47,7 @@ struct sampler {
 	 * target's last samples come before its exit or exec.
 	 */
 	bool events_first;
+	struct held_events held;        /* events_first: exits and execs after the samples before them */
 	int efd;                        /* epoll, edge-triggered, on both rings (sampler_wait) */
 	struct bpf_link *switch_link, *wakeup_link, *fork_link, *exec_link, *exit_link, *rename_link;
 	proc_event_fn pcb;
@@ -114,17 +116,28 @@ void sampler_verbose(bool on)
 	verbose_bpf = on;
 }
 
+static void give_proc_event(void *ctx, const struct pbp_proc_event *ev)
+{
+	struct sampler *s = ctx;
+	char comm[PBP_COMM_LEN + 1];
+
+	memcpy(comm, ev->comm, PBP_COMM_LEN);
+	comm[PBP_COMM_LEN] = '\0';
+	s->pcb(s->ctx, ev->kind, (pid_t)ev->pid, (pid_t)ev->parent, comm, ev->start);
+}
+
 static int on_proc_event(void *ctx, void *data, size_t size)
 {
 	struct sampler *s = ctx;
 	const struct pbp_proc_event *ev = data;
-	char comm[PBP_COMM_LEN + 1];
 
 	if (size < sizeof(*ev) || !s->pcb)
 		return 0;
-	memcpy(comm, ev->comm, PBP_COMM_LEN);
-	comm[PBP_COMM_LEN] = '\0';
-	s->pcb(s->ctx, ev->kind, (pid_t)ev->pid, (pid_t)ev->parent, comm, ev->start);
+	if (s->events_first && held_events_hold(&s->held, ev))
+		return 0;
+	if (held_events_block(&s->held, ev))
+		held_events_release(&s->held, give_proc_event, s);
+	give_proc_event(s, ev);
 	return 0;
 }
 
@@ -707,6 +720,8 @@ int sampler_drain(struct sampler *s)
 	n = ring_buffer__consume(s->rb);
 	if (n >= 0 && start > s->read_upto)
 		s->read_upto = start;   /* the ring emptied: nothing older waits in it */
+	if (n >= 0 && s->held.n)
+		held_events_release(&s->held, give_proc_event, s);
 	/* A target's samples before its exit or exec: not while some wait still (the drain was cut). */
 	if (!s->events_first && n >= 0)
 		sampler_drain_events(s);
