@@ -556,6 +556,9 @@ def test_gil_mode_leaves_free_threaded_out(start_target, tmp_path):
     left = {p["pid"]: p for p in stats["not_profiled"]}
     assert ft_pid in left, stats["not_profiled"]
     assert "gil mode does not apply to a free-threaded build" in left[ft_pid]["error"], left
+    # Its name, version and reason each a field of their own (the name held all three).
+    assert left[ft_pid]["python"].startswith("3.14") and "Python" not in left[ft_pid]["what"], left
+    assert left[ft_pid]["detail"] is None, left
     assert gil_pid not in left
     roots = {int(f[0].split()[1]) for f, _ in parse_collapsed(out.read_text())}
     assert gil_pid in roots and ft_pid not in roots, roots

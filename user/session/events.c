@@ -104,7 +104,6 @@ void session_rediscover(struct session *r)
 static void skip(struct session *r, pid_t pid, int err, const struct pyproc *p)
 {
 	struct skipped *k;
-	char comm[32];
 
 	if (r->nskipped >= MAX_SKIPPED || was_skipped(r, pid))
 		return;
@@ -112,13 +111,14 @@ static void skip(struct session *r, pid_t pid, int err, const struct pyproc *p)
 	k->pid = pid;
 	k->err = err;
 	k->start = (uint32_t)proc_start_time(pid);
-	proc_thread_comm(pid, pid, comm, sizeof(comm));
-	if ((-err == PBP_E_VERSION || -err == PBP_E_FREETHREADED || -err == PBP_E_NOGIL) && p && p->version[0])
-		snprintf(k->what, sizeof(k->what), "%s, Python %s", comm, p->version);
-	else if (-err == PBP_E_CORRUPT && p && p->mismatch)   /* as -p says it (report.c) */
-		snprintf(k->what, sizeof(k->what), "%s, Python %s %s", comm, p->version, p->mismatch);
-	else
-		snprintf(k->what, sizeof(k->what), "%s", comm);
+	proc_thread_comm(pid, pid, k->comm, sizeof(k->comm));
+	k->version[0] = '\0';
+	k->mismatch = NULL;
+	if ((-err == PBP_E_VERSION || -err == PBP_E_FREETHREADED || -err == PBP_E_NOGIL ||
+	     (-err == PBP_E_CORRUPT && p && p->mismatch)) && p && p->version[0])
+		snprintf(k->version, sizeof(k->version), "%s", p->version);
+	if (-err == PBP_E_CORRUPT && p && p->mismatch)     /* as -p says it (report.c) */
+		k->mismatch = p->mismatch;
 }
 
 /* comm: the process's name as the kernel gave it at its exec; NULL: read from /proc. */

@@ -86,7 +86,9 @@ struct skipped {
 	pid_t pid;
 	int err;
 	uint32_t start;         /* its start time's low 32 bits (proc_start_time, as a rename event says it) */
-	char what[96];          /* comm, and the version when that was the reason */
+	char comm[32];
+	char version[24];       /* when it was the reason (or part of it): "3.15.0", else empty */
+	const char *mismatch;   /* -PBP_E_CORRUPT: how its version and memory disagree (static), or NULL */
 };
 
 /* A -p or launched target that exec'd: when, and whether it was profiled again. */

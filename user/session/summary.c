@@ -221,9 +221,13 @@ static void print_summary(struct session *r)
 		fprintf(stderr, "pybpfprof: %d Python processes profiled at the end, %d not profiled\n",
 			run_live_targets(r), r->nskipped);
 	for (int i = 0; i < r->nskipped; i++) {
-		fprintf(stderr, "pybpfprof:   pid %d (", (int)r->skipped[i].pid);
-		text_put(stderr, r->skipped[i].what, TEXT_PLAIN);     /* comm: the process chose it */
-		fprintf(stderr, ") not profiled: %s\n", pbp_strerror(r->skipped[i].err));
+		const struct skipped *k = &r->skipped[i];
+
+		fprintf(stderr, "pybpfprof:   pid %d (", (int)k->pid);
+		text_put(stderr, k->comm, TEXT_PLAIN);     /* the process chose it */
+		if (k->version[0])
+			fprintf(stderr, ", Python %s%s%s", k->version, k->mismatch ? " " : "", k->mismatch ? k->mismatch : "");
+		fprintf(stderr, ") not profiled: %s\n", pbp_strerror(k->err));
 	}
 }
 
@@ -316,9 +320,13 @@ static void json_events(struct jsonw *w, const struct session *r)
 	jw_arr(w, "not_profiled");
 	for (int i = 0; i < r->nskipped; i++) {
 		jw_obj(w, NULL);
-		jw_int(w, "pid", r->skipped[i].pid);
-		jw_str(w, "what", r->skipped[i].what);
-		jw_str(w, "error", pbp_strerror(r->skipped[i].err));
+		const struct skipped *k = &r->skipped[i];
+
+		jw_int(w, "pid", k->pid);
+		jw_str(w, "what", k->comm);
+		jw_str(w, "python", k->version[0] ? k->version : NULL);
+		jw_str(w, "error", pbp_strerror(k->err));
+		jw_str(w, "detail", k->mismatch);
 		jw_end_obj(w);
 	}
 	jw_end_arr(w);
