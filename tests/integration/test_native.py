@@ -9,6 +9,7 @@ with frame pointers (natfp.py, pbpfp.c).
 Debian's /usr/bin/python3.11 (its libz and libpython stripped to .dynsym)
 and a pyenv build; one target per test and interpreter, short recordings."""
 
+import json
 import os
 import re
 import subprocess
@@ -179,8 +180,11 @@ def test_libraries_under_their_python_lines(interp, start_target, pybpfprof, tmp
     assert crypto >= total // 2, (crypto, total, r.stdout[-3000:])
 
     out = tmp_path / "natlibs.pb.gz"
-    r = pybpfprof("-p", pid, "-d", "3", "-F", "199", "--native", "-o", out)
+    r = pybpfprof("-p", pid, "-d", "3", "-F", "199", "--native", "--stats=json", "-o", out)
     assert r.returncode == 0, r.stderr
+    # A return address seen again is named from its last naming, not searched again.
+    nat = json.loads(next(ln for ln in r.stderr.splitlines() if ln.startswith("{")))["native_stacks"]
+    assert nat["frames"] >= 100 and nat["named_again"] >= nat["frames"] // 2, nat
     back = pybpfprof("convert", "-i", out)
     assert back.returncode == 0, back.stderr
     again = tmp_path / "again.pb.gz"

@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdbool.h>
@@ -79,6 +80,7 @@ struct agg {
 	size_t npool, cappool;
 	uint64_t total;
 	int64_t last;                /* stack the last agg_add counted into, -1 if none or folded */
+	uint64_t epoch;              /* agg_loc_epoch */
 	/* threads, open addressing (linear probing: deletion shifts back) */
 	struct athread *threads;
 	uint32_t nthreads, capthreads;
@@ -178,8 +180,15 @@ struct agg *agg_new(void)
 	struct agg *a = calloc(1, sizeof(struct agg));
 
 	if (a)
-		a->last = -1;
+		agg_reset(a);
 	return a;
+}
+
+static _Atomic uint64_t epochs;     /* the agent's HTTP thread makes aggs of its own */
+
+uint64_t agg_loc_epoch(const struct agg *a)
+{
+	return a->epoch;
 }
 
 /* What was counted: stacks, threads and processes; the strings and locations stay. */
@@ -232,6 +241,7 @@ void agg_reset(struct agg *a)
 {
 	agg_clear(a);
 	a->last = -1;
+	a->epoch = atomic_fetch_add(&epochs, 1) + 1;
 }
 
 /*

@@ -35,6 +35,12 @@ void agg_reset(struct agg *a);
  */
 #define AGG_KEEP_LOCS 4096         /* a merge maps each of them: keep that small */
 void agg_reset_stacks(struct agg *a);
+/*
+ * Which set of location ids a holds: another value after agg_reset (or
+ * for another agg), never the same twice in a run, so that an id kept
+ * elsewhere is known to be stale.
+ */
+uint64_t agg_loc_epoch(const struct agg *a);
 /* Location id (>= 0) for a frame or label; -PBP_E_NOMEM on failure. */
 int64_t agg_loc(struct agg *a, const char *name, const char *file, int line, uint32_t kind);
 /*

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The innermost native frame of a sample as a location (native.h). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "symbol/native.h"
@@ -107,4 +108,6 @@ void natproc_free(struct natproc *np)
 	natmaps_free(&np->maps);
 	unwinder_free(np->unw);
 	np->unw = NULL;
+	free(np->cache);
+	np->cache = NULL;
 }

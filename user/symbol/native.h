@@ -16,6 +16,7 @@
 #include "symbol/natsym.h"
 
 struct agg;
+struct natcache;
 struct unwinder;
 
 #define NATIVE_PREFIX "[native] "
@@ -27,6 +28,7 @@ struct natproc {
 	struct natmaps maps;
 	uint64_t misses;        /* addresses in no mapping, after reading them again */
 	struct unwinder *unw;   /* --native: made at its first stack */
+	struct natcache *cache; /* --native: its frames' naming by address (natcache.h), made then too */
 };
 
 /*

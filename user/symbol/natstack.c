@@ -8,6 +8,7 @@
 #include "core/clock.h"
 #include "core/errors.h"
 #include "core/limits.h"
+#include "symbol/natcache.h"
 #include "symbol/natfp.h"
 #include "symbol/natfold.h"
 #include "symbol/unwind.h"
@@ -60,22 +61,55 @@ static void put_group(struct merge *m, uint32_t g)
  * call machinery (fold), and whether it has no function's name (named by
  * its library, or [unknown]).
  */
-static int64_t frame_loc(struct natsym *ns, struct natproc *np, uint64_t pc, struct agg *a,
-			 struct natfold_frame *fold, bool *nameless)
+static int64_t name_frame(struct natsym *ns, struct natproc *np, uint64_t pc, struct agg *a,
+			  struct natfold_frame *fold, bool *nameless, bool *unmapped)
 {
 	struct natframe f;
 	bool eval;
 
 	*nameless = true;
 	*fold = (struct natfold_frame){ 0 };
-	if (!native_frame(ns, np, pc, &f))
+	if (!native_frame(ns, np, pc, &f)) {
+		*unmapped = true;
 		return agg_loc(a, NATIVE_UNKNOWN, NULL, -1, LOC_PY);
+	}
 	/* The function, or a part the compiler split off it ("_PyEval_EvalFrameDefault.cold"). */
 	*nameless = !f.func[0];
 	eval = strncmp(f.func, EVAL_FUNC, strlen(EVAL_FUNC)) == 0 &&
 	       (f.func[strlen(EVAL_FUNC)] == '\0' || f.func[strlen(EVAL_FUNC)] == '.');
 	natfold_classify(f.func, f.lib, eval, fold);
 	return native_frame_loc(&f, pc, a);
+}
+
+/* name_frame's answer, from np's cache when pc was named under the same mappings and ids. */
+static int64_t frame_loc(struct natsym *ns, struct natproc *np, uint64_t pc, struct agg *a,
+			 struct natfold_frame *fold, bool *nameless, struct natstack_stats *st)
+{
+	const struct natcache_entry *hit = NULL;
+	struct natcache_entry e = { .pc = pc };
+	bool unmapped = false;
+	int64_t loc;
+
+	if (np->cache || (np->cache = calloc(1, sizeof(*np->cache))) != NULL) {
+		natcache_check(np->cache, np->maps.read_ns, agg_loc_epoch(a));
+		hit = natcache_get(np->cache, pc);
+	}
+	if (hit) {
+		st->cached++;
+		*fold = hit->fold;
+		*nameless = hit->nameless;
+		return hit->loc;
+	}
+	/* An address in no mapping is not kept: its next sample may find a library loaded since. */
+	if ((loc = name_frame(ns, np, pc, a, fold, nameless, &unmapped)) < 0 || !np->cache || unmapped)
+		return loc;
+	/* Naming may have read the mappings again: what was kept before is forgotten then. */
+	natcache_check(np->cache, np->maps.read_ns, agg_loc_epoch(a));
+	e.loc = (uint32_t)loc;
+	e.nameless = *nameless;
+	e.fold = *fold;
+	natcache_put(np->cache, &e);
+	return loc;
 }
 
 /*
@@ -135,7 +169,7 @@ static int weave(struct merge *m, struct natsym *ns, struct natproc *np, const u
 	uint32_t acts = 0, paired, g;
 
 	for (size_t i = 0; i < npc; i++) {
-		if ((locs[i] = frame_loc(ns, np, pcs[i], a, &fold[i], &nameless[i])) < 0)
+		if ((locs[i] = frame_loc(ns, np, pcs[i], a, &fold[i], &nameless[i], st)) < 0)
 			return (int)locs[i];
 		acts += fold[i].eval;
 	}

@@ -28,6 +28,7 @@ struct natstack_stats {
 	uint64_t cut;           /* deeper than NATIVE_MAX_FRAMES: the outer ones left out */
 	uint64_t unpaired;      /* activations and Python frame groups did not match one to one */
 	uint64_t folded;        /* call machinery frames dropped (natfold.h) */
+	uint64_t cached;        /* frames named from their address's last naming (natcache.h) */
 	uint64_t ns;            /* time spent unwinding and merging */
 };
 
