@@ -397,6 +397,12 @@ found:
 		f = &s->frames[c->n & (PBP_MAX_FRAMES - 1)];
 		f->code = ff.code;
 		f->instr = ff.instr;
+		/*
+		 * A hit needs no first sight: the miss that filled the slot
+		 * looked at this very key (the same address, first line and
+		 * name) and set its bit, which nothing clears. That spares a
+		 * random line of "seen" per frame.
+		 */
 		if (c->cache && code_cached(c, ff.code, &id) == 0) {
 			f->firstlineno = id.firstlineno;
 			f->name_lo = id.name_lo;
@@ -410,8 +416,8 @@ found:
 				c->nmiss++;
 				code_keep(c, ff.code, f->firstlineno, f->name_lo);
 			}
+			c->fresh |= first_sight(code_key(c->tgid, f));
 		}
-		c->fresh |= first_sight(code_key(c->tgid, f));
 		c->n++;
 		note_coro(c);
 	}
