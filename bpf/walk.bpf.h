@@ -545,6 +545,24 @@ static __always_inline bool walk(struct pbp_sample *s, const struct pbp_proc *p,
 	return c.fresh;
 }
 
+/*
+ * The GIL's last_holder and locked are neighbours in every version's GIL
+ * struct (3.6's statics may lie apart): one copy of both, not a read each.
+ */
+static __always_inline int gil_state(const struct pbp_proc *p, __s32 *locked, __u64 *holder)
+{
+	struct { __u64 holder; __s32 locked; } pair;
+
+	if (p->gil_locked != p->gil_holder + 8)
+		return bpf_probe_read_user(locked, sizeof(*locked), (const void *)p->gil_locked) ||
+		       read_ptr(holder, p->gil_holder);
+	if (bpf_probe_read_user(&pair, 12, (const void *)p->gil_holder))
+		return -1;
+	*holder = pair.holder;
+	*locked = pair.locked;
+	return 0;
+}
+
 static __always_inline void read_gil(struct pbp_sample *s, const struct pbp_proc *p)
 {
 	__s32 locked = 0;
@@ -557,10 +575,7 @@ static __always_inline void read_gil(struct pbp_sample *s, const struct pbp_proc
 			s->flags |= PBP_F_DETACHED;
 		return;
 	}
-	if (!p->gil_locked)
-		return;
-	if (bpf_probe_read_user(&locked, sizeof(locked), (const void *)p->gil_locked) ||
-	    read_ptr(&holder, p->gil_holder))
+	if (!p->gil_locked || gil_state(p, &locked, &holder))
 		return;
 	s->flags |= PBP_F_GIL_KNOWN;
 	/* locked -1: not created yet (3.6 until a second thread), its one Python thread runs freely. */
