@@ -15,16 +15,6 @@ static __always_inline int read_ptr(__u64 *out, __u64 addr)
 	return bpf_probe_read_user(out, sizeof(*out), (const void *)addr);
 }
 
-static __always_inline __u64 first_frame(const struct pbp_offsets *o, __u64 tstate, int *err)
-{
-	__u64 frame = 0;
-
-	*err = read_ptr(&frame, tstate + o->ts_frame);
-	if (!*err && frame && o->cframe_current != PBP_NOOFF)
-		*err = read_ptr(&frame, frame + o->cframe_current);
-	return frame;
-}
-
 static __always_inline bool is_shim(const struct pbp_offsets *o, __u64 frame, int *err)
 {
 	__u8 owner = 0;
@@ -70,6 +60,8 @@ struct walk_ctx {
 	__u32 tgid;
 	__u64 coro;            /* coro_owner set: the outermost coroutine frame yet */
 	bool fresh;            /* a code object never seen before: wake user space */
+	/* The thread state's bytes [ts_lo, ts_hi) copied into the span buffer's co (ts_span). */
+	__u32 ts_lo, ts_hi;
 };
 
 /* Masked offsets stay below PBP_SPAN_MAX whatever user space sent. */
@@ -397,6 +389,12 @@ found:
 		f = &s->frames[c->n & (PBP_MAX_FRAMES - 1)];
 		f->code = ff.code;
 		f->instr = ff.instr;
+		/*
+		 * A hit needs no first sight: the miss that filled the slot
+		 * looked at this very key (the same address, first line and
+		 * name) and set its bit, which nothing clears. That spares a
+		 * random line of "seen" per frame.
+		 */
 		if (c->cache && code_cached(c, ff.code, &id) == 0) {
 			f->firstlineno = id.firstlineno;
 			f->name_lo = id.name_lo;
@@ -410,8 +408,8 @@ found:
 				c->nmiss++;
 				code_keep(c, ff.code, f->firstlineno, f->name_lo);
 			}
+			c->fresh |= first_sight(code_key(c->tgid, f));
 		}
-		c->fresh |= first_sight(code_key(c->tgid, f));
 		c->n++;
 		note_coro(c);
 	}
@@ -450,15 +448,72 @@ static __always_inline void span_check(struct walk_ctx *c)
 }
 
 /*
- * The thread's data-stack chunk and its top, in one read (the two fields
- * are neighbours in every version that has them). A chunk larger than
- * any CPython makes is not believed.
+ * The thread state's fields a walk reads (its frame, data stack,
+ * interpreter, running task) lie within a few hundred bytes of each other:
+ * one copy of the span they cover, into the span buffer's co (free until
+ * the walk's first code object), not a read each. A field that would make
+ * the span longer than PBP_SPAN_MAX stays out of it, and is read alone, as
+ * is every field when the copy faults (ts_hi stays 0).
  */
-static __always_inline void data_stack(struct walk_ctx *c, __u64 tstate)
+static __always_inline void widen(__u32 *lo, __u32 *hi, __u16 off, __u32 width)
+{
+	__u32 l = off < *lo ? off : *lo, h = off + width > *hi ? off + width : *hi;
+
+	if (off == PBP_NOOFF || h - l > PBP_SPAN_MAX)
+		return;
+	*lo = l;
+	*hi = h;
+}
+
+static __always_inline void ts_span(struct walk_ctx *c, struct spanbuf *b, __u64 tstate, bool ds,
+				    bool interp)
+{
+	const struct pbp_offsets *o = &c->o;
+	__u32 lo = o->ts_frame, hi = o->ts_frame + 8;
+
+	if (ds)
+		widen(&lo, &hi, o->ts_datastack, 16);
+	if (interp)
+		widen(&lo, &hi, o->ts_interp, 8);
+	if (o->ts_running_task)
+		widen(&lo, &hi, o->ts_running_task, 8);
+	/* 8 <= hi - lo <= PBP_SPAN_MAX: the mask changes nothing, and bounds it for the verifier. */
+	if (bpf_probe_read_user(b->co, ((hi - lo - 1) & (PBP_SPAN_MAX - 1)) + 1, (const void *)(tstate + lo)))
+		return;
+	c->ts_lo = lo;
+	c->ts_hi = hi;
+}
+
+static __always_inline int ts_ptr(struct walk_ctx *c, struct spanbuf *b, __u64 tstate, __u32 off,
+				  __u64 *out)
+{
+	if (off >= c->ts_lo && off + 8 <= c->ts_hi) {
+		*out = span_u64(b->co, off - c->ts_lo);
+		return 0;
+	}
+	return read_ptr(out, tstate + off);
+}
+
+static __always_inline __u64 first_frame(struct walk_ctx *c, struct spanbuf *b, __u64 tstate)
+{
+	__u64 frame = 0;
+
+	c->err = ts_ptr(c, b, tstate, c->o.ts_frame, &frame);
+	if (!c->err && frame && c->o.cframe_current != PBP_NOOFF)
+		c->err = read_ptr(&frame, frame + c->o.cframe_current);
+	return frame;
+}
+
+/*
+ * The thread's data-stack chunk and its top (neighbours in every version
+ * that has them). A chunk larger than any CPython makes is not believed.
+ */
+static __always_inline void data_stack(struct walk_ctx *c, struct spanbuf *b, __u64 tstate)
 {
 	__u64 ds[2] = {};
 
-	if (bpf_probe_read_user(ds, sizeof(ds), (const void *)(tstate + c->o.ts_datastack)) ||
+	if (ts_ptr(c, b, tstate, c->o.ts_datastack, &ds[0]) ||
+	    ts_ptr(c, b, tstate, c->o.ts_datastack + 8, &ds[1]) ||
 	    !ds[0] || ds[1] <= ds[0] || ds[1] - ds[0] > (1ull << 30))
 		return;
 	c->chunk = ds[0];
@@ -472,12 +527,13 @@ static __always_inline void data_stack(struct walk_ctx *c, __u64 tstate)
  * code_count) count those made, a __u32 that stays 0 once it wrapped: then
  * it no longer moves, and there is no cache. Not read, no cache.
  */
-static __always_inline void code_gen(struct walk_ctx *c, __u64 tstate, __u64 code_count)
+static __always_inline void code_gen(struct walk_ctx *c, struct spanbuf *b, __u64 tstate,
+				     __u64 code_count)
 {
 	__u64 interp = 0, gen = 0;
 	__u32 made = 0;
 
-	if (read_ptr(&interp, tstate + c->o.ts_interp) || !interp)
+	if (ts_ptr(c, b, tstate, c->o.ts_interp, &interp) || !interp)
 		return;
 	if (c->o.is_code_gen != PBP_NOOFF) {
 		if (read_ptr(&gen, interp + c->o.is_code_gen))
@@ -501,24 +557,31 @@ static __always_inline bool walk(struct pbp_sample *s, const struct pbp_proc *p,
 	const struct pbp_offsets *o = &p->off;
 	__u32 epoch = p->epoch;
 	struct walk_ctx c = { .o = *o, .buf = buf, .tgid = s->tgid, .epoch = epoch };
+	struct spanbuf *b = bpf_map_lookup_elem(&spanbufs, &buf);
+	bool ds, interp;
 
+	if (!b)
+		return false;
 	span_check(&c);
+	ds = c.fr_span && !o->instr_is_int && o->ts_datastack != PBP_NOOFF;
+	interp = epoch && o->ts_interp != PBP_NOOFF &&
+		 (o->is_code_gen != PBP_NOOFF || p->code_count ||
+		  (o->is_code_new != PBP_NOOFF && o->is_code_new));
+	ts_span(&c, b, tstate, ds, interp);
 	if (o->ts_running_task) {
 		__u64 task = 0;
 
 		/* With the stack, the task it belongs to: user space names it later. */
-		if (read_ptr(&task, tstate + o->ts_running_task) == 0) {
+		if (ts_ptr(&c, b, tstate, o->ts_running_task, &task) == 0) {
 			s->task = task;
 			s->flags |= PBP_F_TASK;
 		}
 	}
-	c.frame = first_frame(o, tstate, &c.err);
-	if (!c.err && c.fr_span && !o->instr_is_int && o->ts_datastack != PBP_NOOFF)
-		data_stack(&c, tstate);
-	if (!c.err && epoch && o->ts_interp != PBP_NOOFF &&
-	    (o->is_code_gen != PBP_NOOFF || p->code_count ||
-	     (o->is_code_new != PBP_NOOFF && o->is_code_new)))
-		code_gen(&c, tstate, p->code_count);
+	c.frame = first_frame(&c, b, tstate);
+	if (!c.err && ds)
+		data_stack(&c, b, tstate);
+	if (!c.err && interp)
+		code_gen(&c, b, tstate, p->code_count);
 	if (!c.err)
 		bpf_loop(MAX_WALK, walk_step, &c, 0);
 	stat_add(PBP_STAT_CODE_HITS, c.nhit);
@@ -539,6 +602,24 @@ static __always_inline bool walk(struct pbp_sample *s, const struct pbp_proc *p,
 	return c.fresh;
 }
 
+/*
+ * The GIL's last_holder and locked are neighbours in every version's GIL
+ * struct (3.6's statics may lie apart): one copy of both, not a read each.
+ */
+static __always_inline int gil_state(const struct pbp_proc *p, __s32 *locked, __u64 *holder)
+{
+	struct { __u64 holder; __s32 locked; } pair;
+
+	if (p->gil_locked != p->gil_holder + 8)
+		return bpf_probe_read_user(locked, sizeof(*locked), (const void *)p->gil_locked) ||
+		       read_ptr(holder, p->gil_holder);
+	if (bpf_probe_read_user(&pair, 12, (const void *)p->gil_holder))
+		return -1;
+	*holder = pair.holder;
+	*locked = pair.locked;
+	return 0;
+}
+
 static __always_inline void read_gil(struct pbp_sample *s, const struct pbp_proc *p)
 {
 	__s32 locked = 0;
@@ -551,10 +632,7 @@ static __always_inline void read_gil(struct pbp_sample *s, const struct pbp_proc
 			s->flags |= PBP_F_DETACHED;
 		return;
 	}
-	if (!p->gil_locked)
-		return;
-	if (bpf_probe_read_user(&locked, sizeof(locked), (const void *)p->gil_locked) ||
-	    read_ptr(&holder, p->gil_holder))
+	if (!p->gil_locked || gil_state(p, &locked, &holder))
 		return;
 	s->flags |= PBP_F_GIL_KNOWN;
 	/* locked -1: not created yet (3.6 until a second thread), its one Python thread runs freely. */
