@@ -215,7 +215,8 @@ ASAN_INTERPS ?= 3.11-debian-static,3.13
 #  test_valgrind            valgrind cannot run an ASan binary (skips itself)
 #  test_achieved_rate, test_cpu_split_matches_target, test_gil_contention:
 #                           measure timing and rates, which ASan's overhead shifts
-#  test_push_outage         75 s of a receiver away: the queue's code runs in the other push tests
+#  test_push_outage         15-30 s of a receiver away, timed to the agent's retries: the
+#                           queue's code runs in the other push tests
 #  test_cpu_mode_once       top's shares in cpu mode follow the CPU the target gets, which ASan shifts
 #  test_wall_takes_stacks_as_threads_leave_the_cpu: shares of ticks and naps against the clock;
 #                           stacks taken as threads leave the CPU come in the other wall tests too

@@ -9,6 +9,7 @@ Run alone: PBP_INTERPS=3.13,3.11-debian-static pytest-3 -q tests/integration/tes
 
 import base64
 import collections
+import datetime
 import json
 import os
 import re
@@ -46,7 +47,6 @@ def {func}():
         time.sleep(0.02)
 {func}()
 """
-OUTAGE = 60          # seconds the receiver is down in test_push_outage
 METRICS = ["pybpfprof_samples_total", "pybpfprof_lost_samples_total", "pybpfprof_processes",
            "pybpfprof_pushes_total", "pybpfprof_push_errors_total",
            "pybpfprof_push_bytes_total", "pybpfprof_push_dropped_windows_total",
@@ -367,15 +367,30 @@ def test_push_series_retries_and_refusals(start_target, tmp_path, agents, receiv
         assert e0 <= s1, ("windows overlap", spans)
 
 
+RETRY = re.compile(r'^ts=(\S+)Z level=\w+ msg="?push failed, will retry.* retry_in_ms=(\d+)', re.M)
+
+
+def retries(log):
+    """The agent's announced retries: [(wall time it failed, wall time it tries again)]."""
+    out = []
+    for ts, ms in RETRY.findall(log):
+        failed = datetime.datetime.strptime(ts, "%Y-%m-%dT%H:%M:%S.%f").replace(
+            tzinfo=datetime.timezone.utc).timestamp()
+        out.append((failed, failed + int(ms) / 1e3))
+    return out
+
+
 @pytest.mark.serial
 def test_push_outage(start_target, tmp_path, agents, receivers):
-    """The receiver's port closed for OUTAGE seconds: the newest windows wait
-    in the queue and arrive once it is back, once each; the oldest are
-    dropped and counted. The queue (QUEUE windows of INTERVAL s) is shorter
-    than the outage, so some must be dropped, and longer than the longest
-    backoff (30 s and its jitter), so some outage windows are still queued
-    when the agent tries again."""
-    interval, queue = 2, 24
+    """The receiver's port closed: the newest windows wait in the queue and
+    arrive once it is back, once each; the oldest are dropped and counted.
+    The receiver comes back a little before a retry the agent's log
+    announces (retry_in_ms), one due when more windows than the queue holds
+    have been cut since the outage began: some must have been dropped, and
+    windows of the outage are still queued when the agent tries again.
+    Waiting for the retry instead of a fixed outage longer than the queue
+    and the longest backoff (60 s, one after the other) took 50 s more."""
+    interval, queue = 1, 6
     pid, _ = start_service(start_target, tmp_path, interps(1)[0], "delta_svc")
     rec = receivers()
     port = free_port()
@@ -384,13 +399,25 @@ def test_push_outage(start_target, tmp_path, agents, receivers):
     assert rec.wait(lambda r: r.ok(), 15), agent.describe()
     rec.stop()
     down = time.time()
-    time.sleep(OUTAGE - 2)
-    m = metrics(port)
-    assert m["pybpfprof_queue_windows"] >= queue - 1 and m["pybpfprof_queue_bytes"] > 0, m
-    assert m["pybpfprof_push_dropped_windows_total"] > 0, m
-    time.sleep(max(0, down + OUTAGE - time.time()))
+    retry = None
+    while retry is None and time.time() < down + 90:
+        time.sleep(0.2)
+        now = time.time()
+        due = [at for failed, at in retries(agent.log())
+               if failed >= down - 0.5 and at >= down + (queue + 8) * interval and at >= now + 1]
+        retry = due[0] if due else None
+    assert retry, ("no retry announced past the queue's length", agent.describe())
+    # up with (queue - 2) windows cut before the retry: the oldest of the
+    # queue then are the outage's
+    time.sleep(max(0, retry - (queue - 2) * interval - time.time()))
     rec.start()
     up = time.time()
+    assert up < retry, ("back %.1f s after the retry: the test woke late" % (up - retry))
+    # nothing is pushed before the retry: the queue is still the outage's
+    m = metrics(port)
+    if time.time() < retry - 0.1:
+        assert m["pybpfprof_queue_windows"] >= queue - 1 and m["pybpfprof_queue_bytes"] > 0, m
+    assert m["pybpfprof_push_dropped_windows_total"] > 0, m
 
     def drained(r):
         # the queue is first in, first out: a window cut after `up` means it is empty
@@ -410,8 +437,8 @@ def test_push_outage(start_target, tmp_path, agents, receivers):
     assert m["pybpfprof_queue_windows"] <= 1, m
     rc, _ = agent.stop()
     assert rc == 0, agent.describe()
-    print("outage: %d windows queued and pushed %.1f s after the receiver returned"
-          % (len(queued), arrived))
+    print("outage: %.1f s, %d windows queued and pushed %.1f s after the receiver returned"
+          % (up - down, len(queued), arrived))
 
 
 @pytest.mark.serial

@@ -193,16 +193,22 @@ def record_timed(tmp_path, pid, tids, mode, hz, *extra):
     return threads, err, {t: (task_cpu_ns(pid, t) - before[t]) / 1e9 for t in tids}, wall
 
 
+def record_modes(tmp_path, pid, rates):
+    """record() of each mode of {mode: hz} at once, over the same seconds:
+    {mode: (threads, stderr)}. One run after the other takes a run's
+    seconds per mode; the profiles of a steady target are the same."""
+    with concurrent.futures.ThreadPoolExecutor(len(rates)) as pool:
+        runs = {mode: pool.submit(record, tmp_path, pid, mode, hz=hz) for mode, hz in rates.items()}
+        return {mode: run.result() for mode, run in runs.items()}
+
+
 def record_modes_timed(tmp_path, pid, tids, modes, hz):
-    """record_timed() of several modes at once, over the same seconds: {mode:
-    (threads, stderr)}, each thread's CPU seconds and the wall seconds from
-    before the first start to after the last end. The shares judged are
-    ratios of a steady target's times, the same over the runs' seconds as
-    over that span; one run after the other took twice the time."""
+    """record_modes() of modes at hz, with each thread's CPU seconds and the
+    wall seconds from before the first start to after the last end. The
+    shares judged are ratios of a steady target's times, the same over the
+    runs' seconds as over that span."""
     before, t0 = {t: task_cpu_ns(pid, t) for t in tids}, time.monotonic()
-    with concurrent.futures.ThreadPoolExecutor(len(modes)) as pool:
-        runs = {mode: pool.submit(record, tmp_path, pid, mode, hz=hz) for mode in modes}
-        out = {mode: run.result() for mode, run in runs.items()}
+    out = record_modes(tmp_path, pid, {mode: hz for mode in modes})
     wall = time.monotonic() - t0
     return out, {t: (task_cpu_ns(pid, t) - before[t]) / 1e9 for t in tids}, wall
 
