@@ -338,7 +338,7 @@ def test_resource_limit_named_by_dump(start_target):
 STATS_KEYS = {
     "mode", "hz", "hz_asked", "rate_capped", "seconds", "samples", "interrupts_per_cpu_s",
     "program_cpu_share", "program_ns", "interrupt_us", "fired", "taken", "delivered", "lost",
-    "budget_skipped", "truncated", "faulted", "snapped", "snap_lost", "completed", "failed",
+    "budget_skipped", "truncated", "faulted", "snapped", "snap_lost", "completed", "failed", "short_of_root",
     "elided", "unknown_frames", "no_python", "unattributed", "unowned", "ticks", "late_ticks",
     "tick_stacks", "thread_lists", "thread_list_seconds", "stacks", "locations", "processes",
     "execs", "not_profiled", "followed", "not_followed", "kernel_walk",

@@ -19,7 +19,7 @@ import time
 import pytest
 
 from codecache import kernel_code_cache
-from conftest import PYBPFPROF, REPO, SANITIZED, TARGETS, _discover
+from conftest import PYBPFPROF, REPO, SANITIZED, TARGETS, _discover, pybpfprof as pybpfprof_run
 from profile import (WORKERS, by_thread, func_of, marks, parse_collapsed, perf_events_open,
                      ready_side_path, total, wait_no_bpf_objects)
 from nulldev import null
@@ -196,6 +196,48 @@ def test_frame_cycle(interp, start_target, tmp_path):
             looped = funcs[:funcs.index(inner)]
             assert sorted(set(looped)) == sorted(looped), (role, funcs)
     assert proc.poll() is None
+
+
+DEEP_THREADS_END = """
+import sys, threading, time
+sys.setrecursionlimit(5000)
+def rec(n):
+    if n == 0:
+        t = time.process_time()
+        while time.process_time() - t < 0.002:
+            pass
+        return
+    return rec(n - 1)
+def worker():
+    rec(350)
+end = time.time() + float(sys.argv[1])
+while time.time() < end:
+    ts = [threading.Thread(target=worker) for _ in range(3)]
+    [t.start() for t in ts]
+    [t.join() for t in ts]
+"""
+
+
+def test_outer_frames_unreadable_marked(interp, tmp_path):
+    """Threads 350 frames deep that end within milliseconds: the kernel
+    copies the inner frames, and by the time user space reads the rest the
+    thread has ended and its frames are freed. Such a stack was kept as if
+    its outermost frame read were the thread's first (a tenth of the samples,
+    rootless, counted only in --stats=json's failed); it goes under a root
+    frame of its own, as many as short_of_root says."""
+    script = tmp_path / "deep_threads_end.py"
+    script.write_text(DEEP_THREADS_END)
+    out = tmp_path / "out.txt"
+    r = pybpfprof_run("-F", 999, "--stats=json", "-o", out, "--",
+                      *interp.cmd(interp.place(str(script)), 2))
+    assert r.returncode == 0, r.stderr
+    stats = json.loads(next(ln for ln in r.stderr.splitlines() if ln.startswith("{")))
+    if not stats["failed"]:
+        pytest.skip("no stack's walk met a freed frame in this run")
+    marked = [(fr, c) for fr, c in parse_collapsed(out.read_text()) if "[outer frames unreadable]" in fr]
+    assert sum(c for _, c in marked) == stats["short_of_root"] > 0, (stats, r.stderr[-2000:])
+    # the marker is the root, the frames read under it
+    assert all(fr.index("[outer frames unreadable]") == 0 and len(fr) > 1 for fr, _ in marked), marked[:3]
 
 
 # --- (b) absurd code objects ----------------------------------------------------------

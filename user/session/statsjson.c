@@ -82,6 +82,7 @@ void stats_json_collector(struct jsonw *w, const struct collector *c)
 {
 	jw_u64(w, "completed", c->sym.completed);
 	jw_u64(w, "failed", c->sym.failed);
+	jw_u64(w, "short_of_root", c->sym.short_of_root);
 	jw_u64(w, "elided", c->sym.elided);
 	jw_u64(w, "unknown_frames", c->sym.unknown_frames);
 	jw_u64(w, "no_python", c->sym.no_python);

@@ -149,9 +149,11 @@ static size_t loop_cut(const struct pbp_frame *k, size_t nk, size_t *nmore, cons
 /*
  * Frames the kernel did not copy, read now from where it stopped; *nk, the
  * kernel's frames to keep (fewer when the two walks went round a loop).
+ * *short_of_root: the walk stopped at a frame it could not read (not a
+ * loop, cut whole): the stack's outer frames are missing.
  */
 static int complete(struct pyproc *p, const struct pbp_sample *s, struct pbp_frame *more,
-		    size_t max, size_t *n, size_t *elided, size_t *nk)
+		    size_t max, size_t *n, size_t *elided, size_t *nk, bool *short_of_root)
 {
 	uint64_t frame = s->resume;
 	bool looped = false;
@@ -164,7 +166,24 @@ static int complete(struct pyproc *p, const struct pbp_sample *s, struct pbp_fra
 		err = stack_walk(p, frame, more, max, n, elided, &looped);
 	if (looped)
 		*nk = loop_cut(s->frames, *nk, n, more);
+	*short_of_root = err && !looped && (*n || *nk);
 	return err;
+}
+
+/*
+ * A stack whose outer frames could not be read (its thread ended and they
+ * were freed, a page unmapped) keeps its inner ones under this root, never
+ * as if its outermost frame read were its thread's first.
+ */
+static int mark_short(struct agg *a, uint32_t *locs, uint32_t *k, struct symstats *st)
+{
+	int64_t id = agg_loc(a, SHORT_OF_ROOT, NULL, -1, LOC_PY);
+
+	if (id < 0)
+		return (int)id;
+	locs[(*k)++] = (uint32_t)id;
+	st->short_of_root++;
+	return 0;
 }
 
 
@@ -201,11 +220,12 @@ static int name_walked(struct pyproc *p, struct agg *a, const struct pbp_frame *
 
 /*
  * Frames a walk may keep in a stack of max locations that has `used` Python
- * frames already: PBP_MAX_DEPTH in all at most, and a location is the marker's.
+ * frames already: PBP_MAX_DEPTH in all at most, and two locations are the
+ * markers' (frames elided, the root not reached).
  */
 static size_t walk_room(uint32_t max, size_t used)
 {
-	size_t room = max > used + 1 ? max - used - 1 : 0;
+	size_t room = max > used + 2 ? max - used - 2 : 0;
 	size_t depth = PBP_MAX_DEPTH > used ? PBP_MAX_DEPTH - used : 0;
 
 	return room < depth ? room : depth;
@@ -218,6 +238,7 @@ int symbolize(struct pyproc *p, const struct pbp_sample *s, struct agg *a, uint3
 	struct pbp_frame *more = NULL;
 	size_t nmore = 0, elided = 0, room = walk_room(max, s->nframes), nk = s->nframes;
 	uint32_t k = 0;
+	bool short_of_root = false;
 	int err = 0, nerr = 0;
 
 	*n = 0;
@@ -226,14 +247,17 @@ int symbolize(struct pyproc *p, const struct pbp_sample *s, struct agg *a, uint3
 		more = malloc(sizeof(*more) * (room ? room : 1));
 		if (!more)
 			return -PBP_E_NOMEM;
-		err = complete(p, s, more, room, &nmore, &elided, &nk);
+		err = complete(p, s, more, room, &nmore, &elided, &nk, &short_of_root);
 		if (err)
 			st->failed++;
 		else
 			st->completed++;
 	}
+	if (short_of_root)
+		nerr = mark_short(a, locs, &k, st);
 	/* Innermost first in the sample; the profile wants the root first. */
-	nerr = name_walked(p, a, more, nmore, room, elided, locs, &k, st, &prev);
+	if (!nerr)
+		nerr = name_walked(p, a, more, nmore, room, elided, locs, &k, st, &prev);
 	for (int i = (int)nk - 1; !nerr && i >= 0 && k < max; i--) {
 		int64_t id = frame_loc(p, a, &s->frames[i], &s->frames[i], st, &prev);
 
@@ -257,16 +281,20 @@ int symbolize_thread(struct pyproc *p, uint64_t tstate, struct agg *a, uint32_t 
 	const struct codeinfo *prev = NULL;
 	uint64_t frame = 0;
 	uint32_t k = 0;
-	int err, nerr;
+	bool looped = false;
+	int err, nerr = 0;
 
 	*n = 0;
 	if (!frames)
 		return -PBP_E_NOMEM;
 	err = pythread_frame(p, tstate, &frame);
 	if (!err && frame)
-		err = stack_walk(p, frame, frames, room, &nf, &elided, NULL);
-	/* A walk that failed part way (a cycle, a frame unmapped) keeps what it read, as a sample's does. */
-	nerr = name_walked(p, a, frames, nf, room, elided, locs, &k, st, &prev);
+		err = stack_walk(p, frame, frames, room, &nf, &elided, &looped);
+	/* A walk that failed part way keeps what it read, as a sample's does: under a mark, but for a loop. */
+	if (err && !looped && nf)
+		nerr = mark_short(a, locs, &k, st);
+	if (!nerr)
+		nerr = name_walked(p, a, frames, nf, room, elided, locs, &k, st, &prev);
 	free(frames);
 	*n = k;
 	return k ? 0 : nerr ? nerr : err;

@@ -19,7 +19,11 @@ struct symstats {
 	uint64_t unknown_frames;/* code object freed or unreadable by the time it was named */
 	uint64_t no_python;     /* the thread was in no Python frame */
 	uint64_t elided;        /* deeper than PBP_MAX_DEPTH: frames left out in the middle */
+	uint64_t short_of_root; /* a walk stopped at a frame it could not read: under SHORT_OF_ROOT */
 };
+
+/* The root of a stack whose outer frames could not be read (freed, unmapped). */
+#define SHORT_OF_ROOT "[outer frames unreadable]"
 
 /* Locations of one sample, root first, into locs (at most max). */
 int symbolize(struct pyproc *p, const struct pbp_sample *s, struct agg *a, uint32_t *locs,
