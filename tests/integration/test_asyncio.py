@@ -384,6 +384,43 @@ def test_wall_launched_tasks_all_parked(interp, tmp_path):
     assert waiting == st["async"]["waiting_task_samples"] and waiting >= 50, (waiting, st["async"])
 
 
+TWO_TASKS = """
+import asyncio, sys, time
+async def work(name):
+    while True:
+        t = time.process_time()
+        while time.process_time() - t < 0.003:
+            pass
+        await asyncio.sleep(0)
+async def main():
+    for name in ("alpha", "bravo"):
+        asyncio.create_task(work(name), name=name)
+    await asyncio.sleep(float(sys.argv[1]))
+asyncio.run(main())
+"""
+
+
+@pytest.mark.families
+def test_launched_tasks_named_from_their_start(interp, tmp_path):
+    """A launched command imports asyncio after the run started: its layout
+    was looked for again only a second later, and a 2 s run had a third to
+    half of its two tasks' samples with no task frame (3.12-3.14). It is
+    looked for every 25 ms in the first second: nearly every sample of
+    work() is under its task."""
+    recent_interp(interp)
+    script = tmp_path / "two_tasks.py"
+    script.write_text(TWO_TASKS)
+    out = tmp_path / "tasks.txt"
+    r = pybpfprof("-F", 499, "--async", "-o", out, "--", *interp.cmd(interp.place(str(script)), 2),
+                  timeout=60)
+    assert r.returncode == 0, r.stderr
+    work = [(f, c) for f, c in parse_collapsed(out.read_text()) if "work" in map(func_of, f)]
+    named = sum(c for f, c in work if "task alpha" in f or "task bravo" in f)
+    n = sum(c for _, c in work)
+    print("%s: %d of %d samples of work() under their task" % (interp.name, named, n))
+    assert n >= 100 and named >= 0.85 * n, (named, n, r.stderr[-2000:])
+
+
 @pytest.mark.families
 def test_cpu_awaited_task_every_sample(interp, start_target, tmp_path):
     """cpu mode: task db-query, awaited by task fetch-users, burns 2 ms between

@@ -37,7 +37,15 @@
 #include "proc/remote.h"
 #include "sample/asyncidle.h"
 
-#define RETRY_NS 1000000000ull  /* asyncio not loaded yet: look again a second later */
+/*
+ * asyncio not loaded yet: looked for again every 25 ms for the first 40
+ * looks (a launched program imports it within its first second, and each
+ * second waited was samples with no task frame: a 2 s run lost up to half
+ * of its tasks' samples), then every second.
+ */
+#define RETRY_SOON_NS 25000000ull
+#define RETRY_SOON_LOOKS 40
+#define RETRY_NS 1000000000ull
 #define FRAME_OWNED_BY_GENERATOR 1      /* 3.11 to 3.13's frame owner of a coroutine's frame */
 
 
@@ -99,7 +107,7 @@ static bool layout(struct async_state *s, struct pyproc *p, uint64_t tstate, boo
 		err = legacy_layout(s, p, tstate);
 	s->ok = err == 0;
 	s->never = err == -PBP_E_VERSION || err == -PBP_E_CORRUPT;
-	s->retry_ns = now + RETRY_NS;
+	s->retry_ns = now + (s->looks++ < RETRY_SOON_LOOKS ? RETRY_SOON_NS : RETRY_NS);
 	if (s->ok && !s->l.legacy && s->l.ts_running_task < 0xffff) {
 		p->v.k.ts_running_task = (__u16)s->l.ts_running_task;
 		*tell = true;

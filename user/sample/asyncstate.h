@@ -29,6 +29,7 @@ struct idle_pace {
 struct async_state {
 	bool ok, never;         /* layout found; never to be (before 3.14, or corrupt) */
 	uint64_t retry_ns;
+	uint32_t looks;         /* at the layout so far: the next one sooner while few */
 	struct aio_layout l;
 	uint64_t md;            /* l.legacy: asyncio.tasks' module dict */
 	struct aio_graph g;     /* wall mode's waiting tasks; tasks NULL until first needed */
