@@ -340,7 +340,7 @@ STATS_KEYS = {
     "mode", "hz", "hz_asked", "rate_capped", "seconds", "samples", "interrupts_per_cpu_s",
     "program_cpu_share", "program_ns", "interrupt_us", "fired", "taken", "delivered", "lost",
     "budget_skipped", "truncated", "faulted", "snapped", "snap_lost", "completed", "failed",
-    "elided", "unknown_frames", "no_python", "unattributed", "unowned", "ticks", "late_ticks",
+    "elided", "unknown_frames", "no_python", "stacks_reused", "unattributed", "unowned", "ticks", "late_ticks",
     "tick_stacks", "thread_lists", "thread_list_seconds", "stacks", "locations", "processes",
     "execs", "not_profiled", "followed", "not_followed", "kernel_walk",
 }

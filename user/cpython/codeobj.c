@@ -34,7 +34,11 @@ struct codestore {
 	size_t bytes, budget;       /* names and line tables held, and the most allowed */
 	unsigned hand;              /* clock sweep over slots, for the byte budget */
 	unsigned refs;              /* the caches reading it */
+	uint64_t version;           /* changed whenever a slot is: see codecache_version() */
 };
+
+/* Versions are drawn from one counter, so that no two stores ever share one. */
+static uint64_t versions;
 
 /* One process's view of a store: its own statistics. */
 struct codecache {
@@ -58,6 +62,7 @@ struct codecache *codecache_new(unsigned capacity, size_t budget)
 	st->budget = budget;
 	st->nsets = sets;       /* the slots are made at the first code object: an idle process names none */
 	st->refs = 1;
+	st->version = ++versions;
 	c->s = st;
 	return c;
 }
@@ -110,6 +115,16 @@ struct codecache *codecache_share(struct codecache *src)
 const struct codecache_stats *codecache_stats(const struct codecache *c)
 {
 	return &c->st;
+}
+
+uint64_t codecache_version(const struct codecache *c)
+{
+	return c->s->version;
+}
+
+void codecache_count_hits(struct codecache *c, uint64_t n)
+{
+	c->st.hits += n;
 }
 
 static void drop(struct codecache *c, struct codeinfo *ci)
@@ -314,6 +329,7 @@ const struct codeinfo *codecache_get(struct codecache *c, struct pyproc *p, uint
 	 * address, and one that has exited can no longer read its own again.
 	 */
 	c->st.stale += stale;
+	c->s->version = ++versions;     /* whatever follows may drop, fill or clear slots */
 	ci = victim_in(set);
 	if (ci->addr)
 		c->st.evictions++;

@@ -411,6 +411,7 @@ void target_fini(struct collector *c, struct target *t)
 		free(t->tc[i].locs);
 	}
 	free(t->tc);
+	stackmemo_free(t->memo);
 	natproc_free(&t->nat);
 	free(t->meta);
 	free(t->root);
@@ -544,7 +545,7 @@ void target_on_sample(struct collector *c, struct target *t, const struct pbp_sa
 	}
 	remote_invalidate_all(t->p->r);
 	/* Python frames go after room for the root labels, which count() puts before them. */
-	symbolize(t->p, ks, c->agg, c->locs + off, MAX_LOCS - off - 1, &n, &c->sym);
+	symbolize_memo(&t->memo, t->p, ks, c->agg, c->locs + off, MAX_LOCS - off - 1, &n, &c->sym);
 	if (c->o.async && n)
 		join_tasks(c, t, &(struct async_src){ e->tstate, ks->flags & PBP_F_TASK, ks->task,
 							ks->flags & PBP_F_CORO ? ks->task : 0 },

@@ -124,6 +124,7 @@ struct target {
 	uint64_t gil_ticks, gil_held, gil_contended;
 	struct async_state *aio;        /* --async: the asyncio layout, NULL until looked for */
 	struct natproc nat;     /* its executable mappings, for native leaves */
+	struct stackmemo *memo; /* its stacks named lately (symbolize_memo), NULL until sampled */
 };
 
 /* Register a freshly opened process with the sampler and read its threads. */
