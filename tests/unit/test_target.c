@@ -30,6 +30,7 @@
 #include "proc/remote.h"
 #include "sample/sampler.h"
 #include "sample/target.h"
+#include "sample/threadtable.h"
 #include "unit.h"
 
 #define KERNEL_DEPTH 2          /* a kernel sample taken on CPU */
@@ -605,6 +606,36 @@ static void test_new_window(void)
 }
 
 /*
+ * A new window's aggregate is given the names of the threads it counts,
+ * at their first count, not every thread's: a process starting threads all
+ * the time had every name copied each second.
+ */
+static void test_window_names(void)
+{
+	struct world w;
+	char want[64];
+
+	setup(&w, MODE_CPU);
+	for (int i = 0; i < NTHREADS; i++) {
+		adopt(&w, i);
+		snprintf(tc_find(&w.t, TID(i))->name, sizeof(want), "worker-%d", i);   /* as a names read found */
+	}
+	agg_reset(w.c.agg);
+	target_new_window(&w.c, &w.t);
+	sample(&w, 2, PBP_F_TSTATE_FOUND, 1, KERNEL_DEPTH, 0);
+	CHECK_EQ_STR(agg_thread_name(w.c.agg, (uint32_t)w.t.pid, TID(2)), "worker-2");
+	for (int i = 0; i < NTHREADS; i++)
+		if (i != 2)
+			CHECK(agg_thread_name(w.c.agg, (uint32_t)w.t.pid, TID(i)) == NULL);
+	/* A thread counted later in the window is named then, as it was. */
+	sample(&w, 3, PBP_F_TSTATE_FOUND, 2, KERNEL_DEPTH, 0);
+	snprintf(want, sizeof(want), "worker-%d", 3);
+	CHECK_EQ_STR(agg_thread_name(w.c.agg, (uint32_t)w.t.pid, TID(3)), want);
+	CHECK_EQ_INT(counted(&w, 3, ST_RUNNING, KERNEL_DEPTH), 1);
+	teardown(&w);
+}
+
+/*
  * Whole-host cpu mode: a thread the kernel found is counted without a list
  * read, and one is asked for a little later (its name); otherwise at once.
  */
@@ -735,6 +766,7 @@ int main(void)
 	test_gil_unknown();
 	test_unreadable();
 	test_new_window();
+	test_window_names();
 	test_names_late();
 	test_labels();
 	test_idle_windows();

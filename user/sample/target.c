@@ -137,6 +137,7 @@ static void set_name(struct collector *c, struct target *t, struct tcache *e, co
 	memcpy(e->name, name, sizeof(name));
 	tc_forget_counted(e);
 	agg_set_thread_name(c->agg, (uint32_t)t->pid, (uint32_t)e->tid, e->name);
+	e->name_due = false;
 }
 
 /* names_read: pyname is what the names read found; else a known thread keeps its name. */
@@ -433,6 +434,11 @@ static void count(struct collector *c, struct target *t, struct tcache *e, const
 
 	e->status[status < ST__COUNT ? status : ST_UNKNOWN]++;
 	t->counted++;
+	if (e->name_due) {
+		/* Before anything of the thread's is added: its samples, its waiting tasks' (tick_tasks). */
+		e->name_due = false;
+		agg_set_thread_name(c->agg, (uint32_t)t->pid, (uint32_t)e->tid, e->name);
+	}
 	if (n == 0)
 		return;     /* no Python frame: nothing to attribute */
 	if (kept && e->agg_id[status] >= 0) {
@@ -752,10 +758,12 @@ int target_set_labels(struct collector *c, struct target *t, const struct proc_m
 /*
  * The aggregate was reset (a window closed): its ids mean nothing now, kept
  * stacks included. Each thread's stack is read again at its next tick or
- * sample, and its name given to the new aggregate. That is done at the
- * target's next use (window_catch_up), not here: an agent closes a window a
- * second, and a node's idle processes would each cost a pass over their
- * threads every second for nothing.
+ * sample, and its name given to the new aggregate when it is first counted
+ * there: a profile names only threads it has samples of, and a process
+ * starting threads all the time had every name copied each second. That
+ * is done at the target's next use (window_catch_up), not here: an agent
+ * closes a window a second, and a node's idle processes would each cost a
+ * pass over their threads every second for nothing.
  */
 void target_new_window(struct collector *c, struct target *t)
 {
@@ -778,8 +786,7 @@ static void window_catch_up(struct collector *c, struct target *t)
 		e->have = false;
 		e->kernel_ns = 0;
 		e->read_off_cpu = e->switch_snap = false;
-		if (e->name[0])
-			agg_set_thread_name(c->agg, (uint32_t)t->pid, (uint32_t)e->tid, e->name);
+		e->name_due = e->name[0] != '\0';
 	}
 	t->proc_loc = -1;
 	async_idle_new_window(t->aio);
