@@ -44,6 +44,11 @@ struct frame_memo {
 	int line;
 	const struct agg *agg;      /* loc is an id in this aggregate; NULL: none yet */
 	int64_t loc;
+	/*
+	 * The code cache's and the aggregate's versions when loc was last found
+	 * to hold: while both stay, nothing it was checked against has changed.
+	 */
+	uint64_t codes, locs;
 };
 
 static struct frame_memo frame_memo[FRAME_MEMO];
@@ -95,6 +100,7 @@ static int64_t frame_loc(struct pyproc *p, struct agg *a, const struct pbp_frame
 	int err;
 	const struct codeinfo *ci;
 	struct frame_memo *m;
+	uint64_t codes, locs;
 	int64_t id;
 
 	if (!key && *prev && (*prev)->addr == f->code)
@@ -109,12 +115,19 @@ static int64_t frame_loc(struct pyproc *p, struct agg *a, const struct pbp_frame
 		return agg_loc(a, UNKNOWN_FRAME, NULL, -1, LOC_PY);
 	}
 	m = memo_of(p, ci, f->instr);
-	if (loc_still(a, m, ci))
+	codes = codecache_version(p->codes);
+	locs = agg_loc_epoch(a);
+	if (m->agg == a && m->loc >= 0 && m->codes == codes && m->locs == locs)
 		return m->loc;
+	if (loc_still(a, m, ci)) {
+		m->codes = codes, m->locs = locs;
+		return m->loc;
+	}
 	id = agg_loc(a, ci->name, ci->file, m->line, LOC_PY);
 	if (id >= 0) {
 		m->agg = a;
 		m->loc = id;
+		m->codes = codes, m->locs = locs;
 	}
 	return id;
 }
