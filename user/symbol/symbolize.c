@@ -300,6 +300,7 @@ int symbolize_thread(struct pyproc *p, uint64_t tstate, struct agg *a, uint32_t 
  * stack is named anew.
  */
 #define STACK_MEMO 32           /* per process; power of two */
+#define MEMO_FRAMES 64          /* deeper stacks are named as they come: an entry holds ~1.8 KB at most */
 
 struct memo_stack {
 	uint64_t hash, codes, locs;     /* codes, locs: the two versions it was named under */
@@ -355,7 +356,7 @@ int symbolize_memo(struct stackmemo **m, struct pyproc *p, const struct pbp_samp
 
 	/* A stack finished from the target's memory, or with no frame, is named as it comes. */
 	if ((s->flags & (PBP_F_TRUNCATED | PBP_F_FAULT | PBP_F_NO_TSTATE)) || s->nframes == 0 ||
-	    s->nframes > PBP_MAX_FRAMES || (!*m && !(*m = calloc(1, sizeof(**m)))))
+	    s->nframes > MEMO_FRAMES || (!*m && !(*m = calloc(1, sizeof(**m)))))
 		return symbolize(p, s, a, locs, max, n, st);
 	h = frames_hash(s->frames, s->nframes);
 	e = &(*m)->e[(h >> 32) & (STACK_MEMO - 1)];
