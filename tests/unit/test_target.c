@@ -683,7 +683,7 @@ static void test_labels(void)
 	setup(&w, MODE_CPU);
 	CHECK_EQ_INT(target_set_labels(&w.c, &w.t, &m, "process 1 app.py"), 0);
 	m.label[PL_SERVICE] = "changed";        /* the target keeps its own copy */
-	for (int window = 0; window < 2; window++) {
+	for (int window = 0; window < 4; window++) {
 		if (window)
 			adopt(&w, 0);   /* its first sample in the window gives the labels to it */
 		got = agg_process(w.c.agg, (uint32_t)getpid());
@@ -692,9 +692,20 @@ static void test_labels(void)
 		CHECK(w.t.proc_loc >= 0);
 		if (w.t.proc_loc >= 0) {
 			agg_loc_info(w.c.agg, (uint32_t)w.t.proc_loc, &name, &file, &line, &kind);
-			CHECK_EQ_STR(name, "process 1 app.py");
+			CHECK_EQ_STR(name, window < 3 ? "process 1 app.py" : "process 1 renamed.py");
+			CHECK_EQ_INT(kind, LOC_PROCESS);
 		}
-		agg_reset(w.c.agg);
+		/* Windows that keep the locations (the agent's) and windows that do not. */
+		if (window == 2) {
+			m.label[PL_SERVICE] = "shop/web";
+			CHECK_EQ_INT(target_set_labels(&w.c, &w.t, &m, "process 1 renamed.py"), 0);
+		}
+		if (window % 2)
+			agg_reset_stacks(w.c.agg);
+		else
+			agg_reset(w.c.agg);
+		if (window == 2)
+			agg_loc(w.c.agg, "taken", "by another", 1, LOC_PY);    /* the root's old id is this now */
 		target_new_window(&w.c, &w.t);
 	}
 	teardown(&w);

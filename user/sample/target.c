@@ -381,7 +381,7 @@ int target_init(struct collector *c, struct target *t)
 	 */
 	bool later = c->o.names_late && t->p->origin;
 
-	t->proc_loc = -1;
+	t->proc_loc = t->root_loc = -1;
 	t->init_ns = mono_ns();
 	if (c->o.async)
 		async_early(c, t, 0);
@@ -727,12 +727,20 @@ void target_tick(struct collector *c, struct target *t, uint64_t instant)
 	t->gil_contended += contended;
 }
 
-/* The kept labels into the aggregate in use; the root frame is made again in it. */
+/*
+ * The kept labels into the aggregate in use; the root frame is made again
+ * in it, unless it kept its locations (an agent's window does, each second).
+ */
 static int apply_labels(struct collector *c, struct target *t)
 {
 	int err = t->meta ? agg_set_process(c->agg, t->meta) : 0;
+	uint64_t v = agg_loc_epoch(c->agg);
 
-	t->proc_loc = t->root ? agg_loc(c->agg, t->root, NULL, -1, LOC_PROCESS) : -1;
+	if (t->root && (t->root_loc < 0 || t->root_locs != v)) {
+		t->root_loc = agg_loc(c->agg, t->root, NULL, -1, LOC_PROCESS);
+		t->root_locs = v;
+	}
+	t->proc_loc = t->root ? t->root_loc : -1;
 	return err;
 }
 
@@ -752,6 +760,7 @@ int target_set_labels(struct collector *c, struct target *t, const struct proc_m
 	t->root = name;
 	t->labels_ns = mono_ns();
 	t->counted_labels = t->counted;
+	t->root_loc = -1;       /* another name, maybe */
 	return apply_labels(c, t);
 }
 
