@@ -162,6 +162,16 @@ static int name(struct world *w, char *out, size_t len)
 	return err;
 }
 
+/* Named as want, with reused stacks counted so far. */
+static void expect(struct world *w, const char *want, uint64_t reused)
+{
+	char got[256];
+
+	CHECK_EQ_INT(name(w, got, sizeof(got)), 0);
+	CHECK_EQ_STR(got, want);
+	CHECK_EQ_INT(w->st.reused, reused);
+}
+
 /* Named once (codes loaded), named again (all hits: kept), then given as kept. */
 static void test_repeat(void)
 {
@@ -197,9 +207,7 @@ static void test_address_reused(void)
 	name(&w, got, sizeof(got));
 	code_at(&w.p.v, w.code[0], "newleaf", 10, w.file, w.lt);
 	frame_of(&w, 0, w.code[0]);
-	CHECK_EQ_INT(name(&w, got, sizeof(got)), 0);
-	CHECK_EQ_STR(got, "root/middle/newleaf");
-	CHECK_EQ_INT(w.st.reused, 0);
+	expect(&w, "root/middle/newleaf", 0);
 	teardown(&w);
 }
 
@@ -218,20 +226,14 @@ static void test_versions(void)
 	frame_of(&w, 0, w.code[DEPTH]);
 	name(&w, got, sizeof(got));
 	w.s = kept;
-	CHECK_EQ_INT(name(&w, got, sizeof(got)), 0);
-	CHECK_EQ_STR(got, "root/middle/leaf");
-	CHECK_EQ_INT(w.st.reused, 0);
-	CHECK_EQ_INT(name(&w, got, sizeof(got)), 0);
-	CHECK_EQ_INT(w.st.reused, 1);
+	expect(&w, "root/middle/leaf", 0);
+	expect(&w, "root/middle/leaf", 1);
 	/* A location added since changes nothing; a reset does. */
 	agg_loc(w.a, "x", "y", 1, LOC_PY);
-	name(&w, got, sizeof(got));
-	CHECK_EQ_INT(w.st.reused, 2);
+	expect(&w, "root/middle/leaf", 2);
 	agg_reset(w.a);
 	agg_loc(w.a, "first", "in the new window", 1, LOC_PY);
-	CHECK_EQ_INT(name(&w, got, sizeof(got)), 0);
-	CHECK_EQ_STR(got, "root/middle/leaf");
-	CHECK_EQ_INT(w.st.reused, 2);
+	expect(&w, "root/middle/leaf", 2);
 	teardown(&w);
 }
 

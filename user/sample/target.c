@@ -434,8 +434,7 @@ static void count(struct collector *c, struct target *t, struct tcache *e, const
 
 	e->status[status < ST__COUNT ? status : ST_UNKNOWN]++;
 	t->counted++;
-	if (e->name_due) {
-		/* Before anything of the thread's is added: its samples, its waiting tasks' (tick_tasks). */
+	if (e->name_due) {      /* before its stack or its waiting tasks' (tick_tasks) */
 		e->name_due = false;
 		agg_set_thread_name(c->agg, (uint32_t)t->pid, (uint32_t)e->tid, e->name);
 	}
@@ -727,10 +726,7 @@ void target_tick(struct collector *c, struct target *t, uint64_t instant)
 	t->gil_contended += contended;
 }
 
-/*
- * The kept labels into the aggregate in use; the root frame is made again
- * in it, unless it kept its locations (an agent's window does, each second).
- */
+/* The kept labels into the aggregate in use, and the root frame unless it kept its locations. */
 static int apply_labels(struct collector *c, struct target *t)
 {
 	int err = t->meta ? agg_set_process(c->agg, t->meta) : 0;
