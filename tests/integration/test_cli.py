@@ -338,8 +338,9 @@ def test_resource_limit_named_by_dump(start_target):
 STATS_KEYS = {
     "mode", "hz", "hz_asked", "rate_capped", "seconds", "samples", "interrupts_per_cpu_s",
     "program_cpu_share", "program_ns", "interrupt_us", "fired", "taken", "delivered", "lost",
-    "budget_skipped", "truncated", "faulted", "snapped", "snap_lost", "completed", "failed", "short_of_root",
-    "elided", "unknown_frames", "no_python", "unattributed", "unowned", "ticks", "late_ticks",
+    "budget_skipped", "truncated", "faulted", "snapped", "snap_lost", "completed", "failed",
+    "short_of_root", "elided", "unknown_frames", "no_python", "stacks_reused", "unattributed",
+    "unowned", "ticks", "late_ticks",
     "tick_stacks", "thread_lists", "thread_list_seconds", "stacks", "locations", "processes",
     "execs", "not_profiled", "followed", "not_followed", "kernel_walk",
 }
@@ -370,6 +371,8 @@ def test_stats_json(start_target, tmp_path):
     assert all(type(st[k]) is int and st[k] >= 0 for k in counts), st
     assert st["delivered"] <= st["taken"] <= st["fired"], st
     assert st["samples"] <= st["delivered"] and st["program_ns"] > 0, st
+    # A spinning thread gives the same stacks again: those are not named again, and still counted.
+    assert st["stacks_reused"] <= st["samples"] and (st["stacks_reused"] > 0 or st["samples"] < 50), st
     assert 1.0 <= st["seconds"] <= 3.0 and 0 < st["program_cpu_share"] < 1, st
     assert st["ticks"] == 0 and st["execs"] == [] and st["not_profiled"] == []
     assert set(st["tick_stacks"]) == {"reused", "from_kernel", "from_switch", "read_now",

@@ -30,6 +30,7 @@
 #include "proc/remote.h"
 #include "sample/sampler.h"
 #include "sample/target.h"
+#include "sample/threadtable.h"
 #include "unit.h"
 
 #define KERNEL_DEPTH 2          /* a kernel sample taken on CPU */
@@ -605,6 +606,36 @@ static void test_new_window(void)
 }
 
 /*
+ * A new window's aggregate is given the names of the threads it counts,
+ * at their first count, not every thread's: a process starting threads all
+ * the time had every name copied each second.
+ */
+static void test_window_names(void)
+{
+	struct world w;
+	char want[64];
+
+	setup(&w, MODE_CPU);
+	for (int i = 0; i < NTHREADS; i++) {
+		adopt(&w, i);
+		snprintf(tc_find(&w.t, TID(i))->name, sizeof(want), "worker-%d", i);   /* as a names read found */
+	}
+	agg_reset(w.c.agg);
+	target_new_window(&w.c, &w.t);
+	sample(&w, 2, PBP_F_TSTATE_FOUND, 1, KERNEL_DEPTH, 0);
+	CHECK_EQ_STR(agg_thread_name(w.c.agg, (uint32_t)w.t.pid, TID(2)), "worker-2");
+	for (int i = 0; i < NTHREADS; i++)
+		if (i != 2)
+			CHECK(agg_thread_name(w.c.agg, (uint32_t)w.t.pid, TID(i)) == NULL);
+	/* A thread counted later in the window is named then, as it was. */
+	sample(&w, 3, PBP_F_TSTATE_FOUND, 2, KERNEL_DEPTH, 0);
+	snprintf(want, sizeof(want), "worker-%d", 3);
+	CHECK_EQ_STR(agg_thread_name(w.c.agg, (uint32_t)w.t.pid, TID(3)), want);
+	CHECK_EQ_INT(counted(&w, 3, ST_RUNNING, KERNEL_DEPTH), 1);
+	teardown(&w);
+}
+
+/*
  * Whole-host cpu mode: a thread the kernel found is counted without a list
  * read, and one is asked for a little later (its name); otherwise at once.
  */
@@ -652,7 +683,7 @@ static void test_labels(void)
 	setup(&w, MODE_CPU);
 	CHECK_EQ_INT(target_set_labels(&w.c, &w.t, &m, "process 1 app.py"), 0);
 	m.label[PL_SERVICE] = "changed";        /* the target keeps its own copy */
-	for (int window = 0; window < 2; window++) {
+	for (int window = 0; window < 4; window++) {
 		if (window)
 			adopt(&w, 0);   /* its first sample in the window gives the labels to it */
 		got = agg_process(w.c.agg, (uint32_t)getpid());
@@ -661,9 +692,20 @@ static void test_labels(void)
 		CHECK(w.t.proc_loc >= 0);
 		if (w.t.proc_loc >= 0) {
 			agg_loc_info(w.c.agg, (uint32_t)w.t.proc_loc, &name, &file, &line, &kind);
-			CHECK_EQ_STR(name, "process 1 app.py");
+			CHECK_EQ_STR(name, window < 3 ? "process 1 app.py" : "process 1 renamed.py");
+			CHECK_EQ_INT(kind, LOC_PROCESS);
 		}
-		agg_reset(w.c.agg);
+		/* Windows that keep the locations (the agent's) and windows that do not. */
+		if (window == 2) {
+			m.label[PL_SERVICE] = "shop/web";
+			CHECK_EQ_INT(target_set_labels(&w.c, &w.t, &m, "process 1 renamed.py"), 0);
+		}
+		if (window % 2)
+			agg_reset_stacks(w.c.agg);
+		else
+			agg_reset(w.c.agg);
+		if (window == 2)
+			agg_loc(w.c.agg, "taken", "by another", 1, LOC_PY);    /* the root's old id is this now */
 		target_new_window(&w.c, &w.t);
 	}
 	teardown(&w);
@@ -735,6 +777,7 @@ int main(void)
 	test_gil_unknown();
 	test_unreadable();
 	test_new_window();
+	test_window_names();
 	test_names_late();
 	test_labels();
 	test_idle_windows();

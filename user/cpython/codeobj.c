@@ -6,6 +6,7 @@
  * that the kernel copied at the sample instant, or that is re-read here
  * when there is no kernel snapshot.
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdbool.h>
@@ -34,7 +35,19 @@ struct codestore {
 	size_t bytes, budget;       /* names and line tables held, and the most allowed */
 	unsigned hand;              /* clock sweep over slots, for the byte budget */
 	unsigned refs;              /* the caches reading it */
+	uint64_t version;           /* changed whenever a slot is: see codecache_version() */
 };
+
+/*
+ * Versions are drawn from one counter, so that no two stores ever share one:
+ * atomic, as agg_loc_epoch's, for a lost update would hand one out twice.
+ */
+static _Atomic uint64_t versions;
+
+static uint64_t next_version(void)
+{
+	return atomic_fetch_add(&versions, 1) + 1;
+}
 
 /* One process's view of a store: its own statistics. */
 struct codecache {
@@ -58,6 +71,7 @@ struct codecache *codecache_new(unsigned capacity, size_t budget)
 	st->budget = budget;
 	st->nsets = sets;       /* the slots are made at the first code object: an idle process names none */
 	st->refs = 1;
+	st->version = next_version();
 	c->s = st;
 	return c;
 }
@@ -110,6 +124,16 @@ struct codecache *codecache_share(struct codecache *src)
 const struct codecache_stats *codecache_stats(const struct codecache *c)
 {
 	return &c->st;
+}
+
+uint64_t codecache_version(const struct codecache *c)
+{
+	return c->s->version;
+}
+
+void codecache_count_hits(struct codecache *c, uint64_t n)
+{
+	c->st.hits += n;
 }
 
 static void drop(struct codecache *c, struct codeinfo *ci)
@@ -314,6 +338,7 @@ const struct codeinfo *codecache_get(struct codecache *c, struct pyproc *p, uint
 	 * address, and one that has exited can no longer read its own again.
 	 */
 	c->st.stale += stale;
+	c->s->version = next_version();     /* whatever follows may drop, fill or clear slots */
 	ci = victim_in(set);
 	if (ci->addr)
 		c->st.evictions++;

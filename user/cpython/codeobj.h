@@ -45,5 +45,13 @@ struct codecache *codecache_share(struct codecache *src);
 const struct codeinfo *codecache_get(struct codecache *c, struct pyproc *p, uint64_t addr,
 				     const struct pbp_frame *key, int *err);
 const struct codecache_stats *codecache_stats(const struct codecache *c);
+/*
+ * Changes whenever an entry is made, dropped or replaced (never on a hit),
+ * and no two caches' versions are ever equal: while it stays, every lookup
+ * answered before is answered again by the same entry, as it was.
+ */
+uint64_t codecache_version(const struct codecache *c);
+/* Lookups answered without asking (symbolize's stack memo): counted as the hits they stand for. */
+void codecache_count_hits(struct codecache *c, uint64_t n);
 
 #endif /* PBP_CPYTHON_CODEOBJ_H */

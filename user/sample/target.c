@@ -137,6 +137,7 @@ static void set_name(struct collector *c, struct target *t, struct tcache *e, co
 	memcpy(e->name, name, sizeof(name));
 	tc_forget_counted(e);
 	agg_set_thread_name(c->agg, (uint32_t)t->pid, (uint32_t)e->tid, e->name);
+	e->name_due = false;
 }
 
 /* names_read: pyname is what the names read found; else a known thread keeps its name. */
@@ -380,7 +381,7 @@ int target_init(struct collector *c, struct target *t)
 	 */
 	bool later = c->o.names_late && t->p->origin;
 
-	t->proc_loc = -1;
+	t->proc_loc = t->root_loc = -1;
 	t->init_ns = mono_ns();
 	if (c->o.async)
 		async_early(c, t, 0);
@@ -411,6 +412,7 @@ void target_fini(struct collector *c, struct target *t)
 		free(t->tc[i].locs);
 	}
 	free(t->tc);
+	stackmemo_free(t->memo);
 	natproc_free(&t->nat);
 	free(t->meta);
 	free(t->root);
@@ -432,6 +434,10 @@ static void count(struct collector *c, struct target *t, struct tcache *e, const
 
 	e->status[status < ST__COUNT ? status : ST_UNKNOWN]++;
 	t->counted++;
+	if (e->name_due) {      /* before its stack or its waiting tasks' (tick_tasks) */
+		e->name_due = false;
+		agg_set_thread_name(c->agg, (uint32_t)t->pid, (uint32_t)e->tid, e->name);
+	}
 	if (n == 0)
 		return;     /* no Python frame: nothing to attribute */
 	if (kept && e->agg_id[status] >= 0) {
@@ -544,7 +550,7 @@ void target_on_sample(struct collector *c, struct target *t, const struct pbp_sa
 	}
 	remote_invalidate_all(t->p->r);
 	/* Python frames go after room for the root labels, which count() puts before them. */
-	symbolize(t->p, ks, c->agg, c->locs + off, MAX_LOCS - off - 1, &n, &c->sym);
+	symbolize_memo(&t->memo, t->p, ks, c->agg, c->locs + off, MAX_LOCS - off - 1, &n, &c->sym);
 	if (c->o.async && n)
 		join_tasks(c, t, &(struct async_src){ e->tstate, ks->flags & PBP_F_TASK, ks->task,
 							ks->flags & PBP_F_CORO ? ks->task : 0 },
@@ -720,12 +726,17 @@ void target_tick(struct collector *c, struct target *t, uint64_t instant)
 	t->gil_contended += contended;
 }
 
-/* The kept labels into the aggregate in use; the root frame is made again in it. */
+/* The kept labels into the aggregate in use, and the root frame unless it kept its locations. */
 static int apply_labels(struct collector *c, struct target *t)
 {
 	int err = t->meta ? agg_set_process(c->agg, t->meta) : 0;
+	uint64_t v = agg_loc_epoch(c->agg);
 
-	t->proc_loc = t->root ? agg_loc(c->agg, t->root, NULL, -1, LOC_PROCESS) : -1;
+	if (t->root && (t->root_loc < 0 || t->root_locs != v)) {
+		t->root_loc = agg_loc(c->agg, t->root, NULL, -1, LOC_PROCESS);
+		t->root_locs = v;
+	}
+	t->proc_loc = t->root ? t->root_loc : -1;
 	return err;
 }
 
@@ -745,16 +756,19 @@ int target_set_labels(struct collector *c, struct target *t, const struct proc_m
 	t->root = name;
 	t->labels_ns = mono_ns();
 	t->counted_labels = t->counted;
+	t->root_loc = -1;       /* another name, maybe */
 	return apply_labels(c, t);
 }
 
 /*
  * The aggregate was reset (a window closed): its ids mean nothing now, kept
  * stacks included. Each thread's stack is read again at its next tick or
- * sample, and its name given to the new aggregate. That is done at the
- * target's next use (window_catch_up), not here: an agent closes a window a
- * second, and a node's idle processes would each cost a pass over their
- * threads every second for nothing.
+ * sample, and its name given to the new aggregate when it is first counted
+ * there: a profile names only threads it has samples of, and a process
+ * starting threads all the time had every name copied each second. That
+ * is done at the target's next use (window_catch_up), not here: an agent
+ * closes a window a second, and a node's idle processes would each cost a
+ * pass over their threads every second for nothing.
  */
 void target_new_window(struct collector *c, struct target *t)
 {
@@ -777,8 +791,7 @@ static void window_catch_up(struct collector *c, struct target *t)
 		e->have = false;
 		e->kernel_ns = 0;
 		e->read_off_cpu = e->switch_snap = false;
-		if (e->name[0])
-			agg_set_thread_name(c->agg, (uint32_t)t->pid, (uint32_t)e->tid, e->name);
+		e->name_due = e->name[0] != '\0';
 	}
 	t->proc_loc = -1;
 	async_idle_new_window(t->aio);

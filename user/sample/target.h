@@ -108,6 +108,12 @@ struct target {
 	uint32_t tc_cap, tc_n;
 	int64_t proc_loc;       /* root frame "process PID cmdline", -1 for none */
 	/*
+	 * The root frame's location as last made, and the aggregate's
+	 * agg_loc_epoch() then: a window that kept the locations keeps it.
+	 */
+	int64_t root_loc;
+	uint64_t root_locs;
+	/*
 	 * Its labels and root frame's name, kept: every window's aggregate
 	 * needs them again, and making them reads /proc (target_set_labels).
 	 */
@@ -124,6 +130,7 @@ struct target {
 	uint64_t gil_ticks, gil_held, gil_contended;
 	struct async_state *aio;        /* --async: the asyncio layout, NULL until looked for */
 	struct natproc nat;     /* its executable mappings, for native leaves */
+	struct stackmemo *memo; /* its stacks named lately (symbolize_memo), NULL until sampled */
 };
 
 /* Register a freshly opened process with the sampler and read its threads. */

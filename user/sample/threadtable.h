@@ -36,6 +36,7 @@ struct tcache {
 	int64_t agg_id[ST__COUNT];
 	int64_t label;          /* the thread's root label location, -1: not made yet */
 	char name[64];
+	bool name_due;          /* name not given to this window's aggregate yet: at its first count */
 };
 
 /* The thread tid, or NULL. */

@@ -86,6 +86,7 @@ void stats_json_collector(struct jsonw *w, const struct collector *c)
 	jw_u64(w, "elided", c->sym.elided);
 	jw_u64(w, "unknown_frames", c->sym.unknown_frames);
 	jw_u64(w, "no_python", c->sym.no_python);
+	jw_u64(w, "stacks_reused", c->sym.reused);
 	jw_u64(w, "unattributed", c->dropped);
 	jw_u64(w, "ticks", c->ticks);
 	jw_u64(w, "late_ticks", c->late_ticks);

@@ -44,6 +44,11 @@ struct frame_memo {
 	int line;
 	const struct agg *agg;      /* loc is an id in this aggregate; NULL: none yet */
 	int64_t loc;
+	/*
+	 * The code cache's and the aggregate's versions when loc was last found
+	 * to hold: while both stay, nothing it was checked against has changed.
+	 */
+	uint64_t codes, locs;
 };
 
 static struct frame_memo frame_memo[FRAME_MEMO];
@@ -95,6 +100,7 @@ static int64_t frame_loc(struct pyproc *p, struct agg *a, const struct pbp_frame
 	int err;
 	const struct codeinfo *ci;
 	struct frame_memo *m;
+	uint64_t codes, locs;
 	int64_t id;
 
 	if (!key && *prev && (*prev)->addr == f->code)
@@ -109,12 +115,19 @@ static int64_t frame_loc(struct pyproc *p, struct agg *a, const struct pbp_frame
 		return agg_loc(a, UNKNOWN_FRAME, NULL, -1, LOC_PY);
 	}
 	m = memo_of(p, ci, f->instr);
-	if (loc_still(a, m, ci))
+	codes = codecache_version(p->codes);
+	locs = agg_loc_epoch(a);
+	if (m->agg == a && m->loc >= 0 && m->codes == codes && m->locs == locs)
 		return m->loc;
+	if (loc_still(a, m, ci)) {
+		m->codes = codes, m->locs = locs;
+		return m->loc;
+	}
 	id = agg_loc(a, ci->name, ci->file, m->line, LOC_PY);
 	if (id >= 0) {
 		m->agg = a;
 		m->loc = id;
+		m->codes = codes, m->locs = locs;
 	}
 	return id;
 }
@@ -298,4 +311,105 @@ int symbolize_thread(struct pyproc *p, uint64_t tstate, struct agg *a, uint32_t 
 	free(frames);
 	*n = k;
 	return k ? 0 : nerr ? nerr : err;
+}
+
+/*
+ * A process's recent stacks, direct-mapped by the kernel's frames. Naming a
+ * stack of 30 frames again was most of what a sample cost the agent, and a
+ * busy process keeps giving the same few. An entry is kept only for a stack
+ * whose naming loaded nothing (each frame's code object answered by the
+ * code cache as it was) and named no frame [unknown] (a code object that
+ * could not be read is tried again at the next sample); it answers only
+ * while the code cache has changed no entry (codecache_version) and the
+ * aggregate has kept its locations (agg_loc_epoch). Then naming again
+ * would look up the same entries, decode the same lines and find the same
+ * locations: a code object freed since and another made at its address
+ * differs in the kernel's key, or its load changes the cache, and the
+ * stack is named anew.
+ */
+#define STACK_MEMO 32           /* per process; power of two */
+#define MEMO_FRAMES 64          /* deeper stacks are named as they come: an entry holds ~1.8 KB at most */
+
+struct memo_stack {
+	uint64_t hash, codes, locs;     /* codes, locs: the two versions it was named under */
+	uint32_t nframes, nlocs;
+	struct pbp_frame *frames;       /* nframes, then nlocs location ids; NULL: empty */
+};
+
+struct stackmemo {
+	struct memo_stack e[STACK_MEMO];
+};
+
+static uint64_t frames_hash(const struct pbp_frame *f, uint32_t n)
+{
+	uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
+
+	for (uint32_t i = 0; i < n; i++)
+		h = (h ^ f[i].code ^ f[i].instr * 0xBF58476D1CE4E5B9ull ^
+		     ((uint64_t)f[i].firstlineno << 32 | f[i].name_lo)) * 0x94D049BB133111EBull;
+	return h;
+}
+
+static bool memo_holds(const struct memo_stack *e, const struct pbp_sample *s, uint64_t h,
+		       uint64_t codes, uint64_t locs, uint32_t max)
+{
+	return e->frames && e->hash == h && e->nframes == s->nframes && e->codes == codes &&
+	       e->locs == locs && e->nlocs <= max &&
+	       memcmp(e->frames, s->frames, s->nframes * sizeof(*s->frames)) == 0;
+}
+
+/* Keep what was named; a failed allocation only leaves the entry empty. */
+static void memo_keep(struct memo_stack *e, const struct pbp_sample *s, uint64_t h, uint64_t codes,
+		      uint64_t locs, const uint32_t *ids, uint32_t n)
+{
+	size_t fbytes = s->nframes * sizeof(*s->frames);
+	struct pbp_frame *mem = realloc(e->frames, fbytes + n * sizeof(*ids));
+
+	if (!mem) {
+		free(e->frames);
+		*e = (struct memo_stack){ 0 };
+		return;
+	}
+	memcpy(mem, s->frames, fbytes);
+	memcpy(mem + s->nframes, ids, n * sizeof(*ids));
+	*e = (struct memo_stack){ h, codes, locs, s->nframes, n, mem };
+}
+
+int symbolize_memo(struct stackmemo **m, struct pyproc *p, const struct pbp_sample *s, struct agg *a,
+		   uint32_t *locs, uint32_t max, uint32_t *n, struct symstats *st)
+{
+	uint64_t h, codes = codecache_version(p->codes), lv = agg_loc_epoch(a), unknown = st->unknown_frames;
+	struct memo_stack *e;
+	int err;
+
+	/* A stack finished from the target's memory, or with no frame, is named as it comes. */
+	if ((s->flags & (PBP_F_TRUNCATED | PBP_F_FAULT | PBP_F_NO_TSTATE)) || s->nframes == 0 ||
+	    s->nframes > MEMO_FRAMES || (!*m && !(*m = calloc(1, sizeof(**m)))))
+		return symbolize(p, s, a, locs, max, n, st);
+	h = frames_hash(s->frames, s->nframes);
+	e = &(*m)->e[(h >> 32) & (STACK_MEMO - 1)];
+	if (memo_holds(e, s, h, codes, lv, max)) {
+		memcpy(locs, e->frames + e->nframes, e->nlocs * sizeof(*locs));
+		*n = e->nlocs;
+		/* As naming it again would have counted: a sample, its frames, each a code-cache hit. */
+		st->samples++;
+		st->frames += e->nlocs;
+		st->reused++;
+		codecache_count_hits(p->codes, e->nlocs);
+		return 0;
+	}
+	err = symbolize(p, s, a, locs, max, n, st);
+	if (!err && *n && st->unknown_frames == unknown && codecache_version(p->codes) == codes &&
+	    agg_loc_epoch(a) == lv)
+		memo_keep(e, s, h, codes, lv, locs, *n);
+	return err;
+}
+
+void stackmemo_free(struct stackmemo *m)
+{
+	if (!m)
+		return;
+	for (int i = 0; i < STACK_MEMO; i++)
+		free(m->e[i].frames);
+	free(m);
 }
