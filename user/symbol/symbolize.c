@@ -233,12 +233,11 @@ static int name_walked(struct pyproc *p, struct agg *a, const struct pbp_frame *
 
 /*
  * Frames a walk may keep in a stack of max locations that has `used` Python
- * frames already: PBP_MAX_DEPTH in all at most, and two locations are the
- * markers' (frames elided, the root not reached).
+ * frames already: PBP_MAX_DEPTH in all at most, and a location is the marker's.
  */
 static size_t walk_room(uint32_t max, size_t used)
 {
-	size_t room = max > used + 2 ? max - used - 2 : 0;
+	size_t room = max > used + 1 ? max - used - 1 : 0;
 	size_t depth = PBP_MAX_DEPTH > used ? PBP_MAX_DEPTH - used : 0;
 
 	return room < depth ? room : depth;
@@ -266,8 +265,11 @@ int symbolize(struct pyproc *p, const struct pbp_sample *s, struct agg *a, uint3
 		else
 			st->completed++;
 	}
-	if (short_of_root)
+	if (short_of_root) {
+		/* Its outermost frame read makes way for the mark when the walk filled its room. */
+		nmore = nmore && nmore >= room ? room - 1 : nmore;
 		nerr = mark_short(a, locs, &k, st);
+	}
 	/* Innermost first in the sample; the profile wants the root first. */
 	if (!nerr)
 		nerr = name_walked(p, a, more, nmore, room, elided, locs, &k, st, &prev);
@@ -304,8 +306,10 @@ int symbolize_thread(struct pyproc *p, uint64_t tstate, struct agg *a, uint32_t 
 	if (!err && frame)
 		err = stack_walk(p, frame, frames, room, &nf, &elided, &looped);
 	/* A walk that failed part way keeps what it read, as a sample's does: under a mark, but for a loop. */
-	if (err && !looped && nf)
+	if (err && !looped && nf) {
+		nf = nf >= room ? room - 1 : nf;
 		nerr = mark_short(a, locs, &k, st);
+	}
 	if (!nerr)
 		nerr = name_walked(p, a, frames, nf, room, elided, locs, &k, st, &prev);
 	free(frames);
