@@ -12,6 +12,7 @@ import pytest
 
 from conftest import PYBPFPROF, SANITIZED
 from nulldev import null
+from profile import perf_events_open
 
 EXIT_RESOURCES = 12
 # What runs out of memory is the profiler, whatever it profiles: one interpreter.
@@ -27,17 +28,21 @@ def vm_size_kib(pid):
 
 
 def out_of_memory(argv, tmp_path):
-    """Run pybpfprof ARGV; once it samples (2.5 s), lower its address-space
-    limit to just above what it has: the aggregate of new stacks soon needs
-    more. Its exit code and stderr."""
+    """Run pybpfprof ARGV; once it samples (its perf events open), lower its
+    address-space limit to what it has: the aggregate of new stacks
+    (manycodes.py makes a new function for each call) soon needs more.
+    Its exit code and stderr."""
     err = tmp_path / "pybpfprof.err"
     with open(str(err), "w") as e:
         run = subprocess.Popen([PYBPFPROF] + [str(a) for a in argv], stdout=null(), stderr=e,
                                stdin=null())
     try:
-        time.sleep(2.5)
-        assert run.poll() is None, err.read_text()
-        limit = (vm_size_kib(run.pid) + 256) * 1024
+        deadline = time.monotonic() + 60
+        while not perf_events_open(run.pid):
+            assert run.poll() is None, err.read_text()
+            assert time.monotonic() < deadline, "not sampling after 60 s"
+            time.sleep(0.02)
+        limit = vm_size_kib(run.pid) * 1024
         subprocess.run(["prlimit", "--pid", str(run.pid), "--as=%d" % limit], check=True)
         code = run.wait(timeout=60)
     finally:
