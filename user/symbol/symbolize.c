@@ -186,14 +186,18 @@ static int complete(struct pyproc *p, const struct pbp_sample *s, struct pbp_fra
 /*
  * A stack whose outer frames could not be read (its thread ended and they
  * were freed, a page unmapped) keeps its inner ones under this root, never
- * as if its outermost frame read were its thread's first.
+ * as if its outermost frame read were its thread's first. *walked: the
+ * frames the walk kept, its room full: the outermost makes way for the mark.
  */
-static int mark_short(struct agg *a, uint32_t *locs, uint32_t *k, struct symstats *st)
+static int mark_short(struct agg *a, uint32_t *locs, uint32_t *k, struct symstats *st,
+		      size_t *walked, size_t room)
 {
 	int64_t id = agg_loc(a, SHORT_OF_ROOT, NULL, -1, LOC_PY);
 
 	if (id < 0)
 		return (int)id;
+	if (*walked && *walked >= room)
+		*walked = room - 1;
 	locs[(*k)++] = (uint32_t)id;
 	st->short_of_root++;
 	return 0;
@@ -265,11 +269,8 @@ int symbolize(struct pyproc *p, const struct pbp_sample *s, struct agg *a, uint3
 		else
 			st->completed++;
 	}
-	if (short_of_root) {
-		/* Its outermost frame read makes way for the mark when the walk filled its room. */
-		nmore = nmore && nmore >= room ? room - 1 : nmore;
-		nerr = mark_short(a, locs, &k, st);
-	}
+	if (short_of_root)
+		nerr = mark_short(a, locs, &k, st, &nmore, room);
 	/* Innermost first in the sample; the profile wants the root first. */
 	if (!nerr)
 		nerr = name_walked(p, a, more, nmore, room, elided, locs, &k, st, &prev);
@@ -306,10 +307,8 @@ int symbolize_thread(struct pyproc *p, uint64_t tstate, struct agg *a, uint32_t 
 	if (!err && frame)
 		err = stack_walk(p, frame, frames, room, &nf, &elided, &looped);
 	/* A walk that failed part way keeps what it read, as a sample's does: under a mark, but for a loop. */
-	if (err && !looped && nf) {
-		nf = nf >= room ? room - 1 : nf;
-		nerr = mark_short(a, locs, &k, st);
-	}
+	if (err && !looped && nf)
+		nerr = mark_short(a, locs, &k, st, &nf, room);
 	if (!nerr)
 		nerr = name_walked(p, a, frames, nf, room, elided, locs, &k, st, &prev);
 	free(frames);
