@@ -14,7 +14,6 @@
  */
 #include <errno.h>
 #include <stdio.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdbool.h>
@@ -23,6 +22,7 @@
 
 #include "aggregate/aggregate.h"
 #include "aggregate/aggnat.h"
+#include "core/unique.h"
 #include "core/errors.h"
 
 struct loc {
@@ -184,8 +184,6 @@ struct agg *agg_new(void)
 	return a;
 }
 
-static _Atomic uint64_t epochs;     /* the agent's HTTP thread makes aggs of its own */
-
 uint64_t agg_loc_epoch(const struct agg *a)
 {
 	return a->epoch;
@@ -241,7 +239,7 @@ void agg_reset(struct agg *a)
 {
 	agg_clear(a);
 	a->last = -1;
-	a->epoch = atomic_fetch_add(&epochs, 1) + 1;
+	a->epoch = unique_next();
 }
 
 /*

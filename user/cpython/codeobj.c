@@ -6,7 +6,6 @@
  * that the kernel copied at the sample instant, or that is re-read here
  * when there is no kernel snapshot.
  */
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdbool.h>
@@ -16,6 +15,7 @@
 #include "pybpfprof.h"
 #include "cpython/codeobj.h"
 #include "core/bytes.h"
+#include "core/unique.h"
 #include "core/errors.h"
 #include "cpython/process.h"
 #include "cpython/pystr.h"
@@ -38,16 +38,6 @@ struct codestore {
 	uint64_t version;           /* changed whenever a slot is: see codecache_version() */
 };
 
-/*
- * Versions are drawn from one counter, so that no two stores ever share one:
- * atomic, as agg_loc_epoch's, for a lost update would hand one out twice.
- */
-static _Atomic uint64_t versions;
-
-static uint64_t next_version(void)
-{
-	return atomic_fetch_add(&versions, 1) + 1;
-}
 
 /* One process's view of a store: its own statistics. */
 struct codecache {
@@ -71,7 +61,7 @@ struct codecache *codecache_new(unsigned capacity, size_t budget)
 	st->budget = budget;
 	st->nsets = sets;       /* the slots are made at the first code object: an idle process names none */
 	st->refs = 1;
-	st->version = next_version();
+	st->version = unique_next();
 	c->s = st;
 	return c;
 }
@@ -338,7 +328,7 @@ const struct codeinfo *codecache_get(struct codecache *c, struct pyproc *p, uint
 	 * address, and one that has exited can no longer read its own again.
 	 */
 	c->st.stale += stale;
-	c->s->version = next_version();     /* whatever follows may drop, fill or clear slots */
+	c->s->version = unique_next();     /* whatever follows may drop, fill or clear slots */
 	ci = victim_in(set);
 	if (ci->addr)
 		c->st.evictions++;
