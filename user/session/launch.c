@@ -54,21 +54,31 @@ static void drop_to_invoking_user(void)
 	}
 }
 
-/* Fork the command stopped before exec; it runs once the sampler is ready. */
-static int fork_command(struct session *r, int *go_fd)
+/*
+ * Fork the command stopped before exec; it runs once the sampler is ready.
+ * *exec_fd reads EOF once the child has exec'd (or exited): its write end
+ * is close-on-exec.
+ */
+static int fork_command(struct session *r, int *go_fd, int *exec_fd)
 {
 	pid_t parent = getpid();
-	int pipefd[2];
+	int pipefd[2], execfd[2];
 	char c;
 
 	/* -PBP_E_IO: errno, untouched since, says why (the caller says it). */
 	if (pipe2(pipefd, O_CLOEXEC) != 0)
 		return -PBP_E_IO;
+	if (pipe2(execfd, O_CLOEXEC) != 0) {
+		close(pipefd[0]);
+		close(pipefd[1]);
+		return -PBP_E_IO;
+	}
 	r->child = fork();
 	if (r->child < 0)
 		return -PBP_E_IO;
 	if (r->child == 0) {
 		close(pipefd[1]);
+		close(execfd[0]);
 		signal(SIGPIPE, SIG_DFL);       /* ignored here (install_signals), not for the command */
 		if (read(pipefd[0], &c, 1) != 1)
 			_exit(125);     /* the profiler died before it was ready */
@@ -89,8 +99,24 @@ static int fork_command(struct session *r, int *go_fd)
 		_exit(127);
 	}
 	close(pipefd[0]);
+	close(execfd[1]);
 	*go_fd = pipefd[1];
+	*exec_fd = execfd[0];
 	return 0;
+}
+
+/*
+ * Until its exec the child is a copy of pybpfprof: looking in it for an
+ * interpreter only costs time (a whole symbol table read) in which a short
+ * command can run to its end unseen. EOF: exec'd, or exited.
+ */
+static void wait_exec(int exec_fd)
+{
+	char c;
+
+	while (read(exec_fd, &c, 1) < 0 && errno == EINTR)
+		;
+	close(exec_fd);
 }
 
 /* The launched command becomes a target once its interpreter is mapped. */
@@ -121,6 +147,12 @@ static void say_refused(const struct session *r, int err)
 	else if (err == -PBP_E_CORRUPT && r->launch_mismatch)
 		fprintf(stderr, "pybpfprof: '%s': Python %s %s: target memory is inconsistent%s\n", r->o.cmd[0],
 			r->launch_version, r->launch_mismatch, stop);
+	else if (err == -PBP_E_NOTPY && r->child_reaped && WIFSIGNALED(r->child_status))
+		fprintf(stderr, "pybpfprof: '%s' was killed by signal %d before an interpreter was "
+			"found in it: nothing profiled\n", r->o.cmd[0], WTERMSIG(r->child_status));
+	else if (err == -PBP_E_NOTPY && r->child_reaped)
+		fprintf(stderr, "pybpfprof: '%s' exited with status %d before an interpreter was "
+			"found in it: nothing profiled\n", r->o.cmd[0], WEXITSTATUS(r->child_status));
 	else
 		fprintf(stderr, "pybpfprof: '%s': %s%s\n", r->o.cmd[0], pbp_strerror(err), stop);
 }
@@ -256,7 +288,8 @@ static void stop_command(struct session *r)
 
 int launch_start(struct session *r, int *go_fd)
 {
-	int err = fork_command(r, go_fd);
+	int exec_fd = -1;
+	int err = fork_command(r, go_fd, &exec_fd);
 
 	if (err) {
 		fprintf(stderr, "pybpfprof: cannot start '%s': %s\n", r->o.cmd[0], strerror(errno));
@@ -264,10 +297,13 @@ int launch_start(struct session *r, int *go_fd)
 	}
 	if (r->o.follow)
 		follow_add(r, r->child, 0, true);       /* before it runs: no child of it is missed */
-	if (write(*go_fd, "g", 1) != 1)
+	if (write(*go_fd, "g", 1) != 1) {
+		close(exec_fd);
 		return EXIT_INTERNAL;
+	}
 	close(*go_fd);
 	*go_fd = -1;
+	wait_exec(exec_fd);
 	err = r->o.follow ? attach_child_follow(r) : attach_child(r);
 	if (err == -PBP_E_CHILD)
 		return EXIT_NOT_PYTHON;
