@@ -100,7 +100,7 @@ struct {
 struct code_slot {
 	__u64 code, interp, gen;
 	__u32 tgid, epoch;
-	__u32 firstlineno, name_lo;
+	__u32 firstlineno, code_key;
 };
 
 struct {
@@ -163,9 +163,9 @@ static __always_inline bool first_sight(__u64 key)
 }
 
 /* A code object by its address and the key against address reuse (struct pbp_frame). */
-static __always_inline __u64 code_key(__u32 tgid, const struct pbp_frame *f)
+static __always_inline __u64 seen_key(__u32 tgid, const struct pbp_frame *f)
 {
-	return (f->code ^ (__u64)f->name_lo << 16 ^ f->firstlineno) * 0x9E3779B97F4A7C15ull ^ tgid;
+	return (f->code ^ (__u64)f->code_key << 16 ^ f->firstlineno) * 0x9E3779B97F4A7C15ull ^ tgid;
 }
 
 /* Code addresses are below 2^48: thread keys cannot meet them before hashing. */

@@ -41,7 +41,7 @@ struct walk_ctx {
 	int err;
 	/* Offsets of the fields inside the span buffers, when fr_span / co_span. */
 	__u32 r_prev, r_code, r_instr, r_owner;
-	__u32 r_line, r_name;
+	__u32 r_line, r_key;
 	bool fr_span, co_span;
 	__u32 buf;             /* BUF_SAMPLE or BUF_SWITCH */
 	/*
@@ -235,27 +235,27 @@ static __always_inline int code_by_span(struct walk_ctx *c, struct spanbuf *b, _
 				(const void *)(code + c->o.code_span_lo)))
 		return -1;
 	f->firstlineno = span_u32(b->co, c->r_line);
-	f->name_lo = (__u32)span_u64(b->co, c->r_name);
+	f->code_key = (__u32)span_u64(b->co, c->r_key);
 	return 0;
 }
 
 static __always_inline int code_by_field(const struct pbp_offsets *o, __u64 code,
 					 struct pbp_frame *f)
 {
-	__u64 name = 0;
+	__u64 key = 0;
 	__u32 line = 0;
 	int err;
 
 	err = bpf_probe_read_user(&line, sizeof(line), (const void *)(code + o->code_firstlineno));
-	err |= read_ptr(&name, code + o->code_name);
+	err |= read_ptr(&key, code + o->code_key);
 	f->firstlineno = line;
-	f->name_lo = (__u32)name;
+	f->code_key = (__u32)key;
 	return err;
 }
 
 /* The fields a code object gives each frame (struct pbp_frame's). */
 struct code_id {
-	__u32 firstlineno, name_lo;
+	__u32 firstlineno, code_key;
 };
 
 static __always_inline __u32 code_slot_of(__u64 code)
@@ -281,11 +281,11 @@ __noinline int code_cached(struct walk_ctx *c, __u64 code, struct code_id *out)
 	    e->tgid != c->tgid || e->epoch != c->epoch)
 		return -1;
 	out->firstlineno = e->firstlineno;
-	out->name_lo = e->name_lo;
+	out->code_key = e->code_key;
 	return 0;
 }
 
-__noinline int code_keep(struct walk_ctx *c, __u64 code, __u32 firstlineno, __u32 name_lo)
+__noinline int code_keep(struct walk_ctx *c, __u64 code, __u32 firstlineno, __u32 code_key)
 {
 	__u32 i = code_slot_of(code);
 	struct code_slot *e = bpf_map_lookup_elem(&codecache, &i);
@@ -298,7 +298,7 @@ __noinline int code_keep(struct walk_ctx *c, __u64 code, __u32 firstlineno, __u3
 	e->tgid = c->tgid;
 	e->epoch = c->epoch;
 	e->firstlineno = firstlineno;
-	e->name_lo = name_lo;
+	e->code_key = code_key;
 	return 0;
 }
 
@@ -397,7 +397,7 @@ found:
 		 */
 		if (c->cache && code_cached(c, ff.code, &id) == 0) {
 			f->firstlineno = id.firstlineno;
-			f->name_lo = id.name_lo;
+			f->code_key = id.code_key;
 			c->nhit++;
 		} else {
 			if (!c->co_span || code_by_span(c, b, ff.code, f))
@@ -406,9 +406,9 @@ found:
 				return 1;
 			if (c->cache) {
 				c->nmiss++;
-				code_keep(c, ff.code, f->firstlineno, f->name_lo);
+				code_keep(c, ff.code, f->firstlineno, f->code_key);
 			}
-			c->fresh |= first_sight(code_key(c->tgid, f));
+			c->fresh |= first_sight(seen_key(c->tgid, f));
 		}
 		c->n++;
 		note_coro(c);
@@ -444,7 +444,7 @@ static __always_inline void span_check(struct walk_ctx *c)
 	len = o->code_span_len;
 	c->co_span = len > 0 && len <= PBP_SPAN_MAX &&
 		in_span(o->code_firstlineno, 4, lo, len, &c->r_line) &&
-		in_span(o->code_name, 8, lo, len, &c->r_name);
+		in_span(o->code_key, 8, lo, len, &c->r_key);
 }
 
 /*

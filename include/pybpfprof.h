@@ -43,7 +43,13 @@ struct pbp_offsets {
 	__u16 fr_owner;        /* owner byte (3.12+) or PBP_NOOFF */
 	__u16 fr_is_entry;     /* 3.11 only: is_entry byte, else PBP_NOOFF */
 	__u16 code_firstlineno;
-	__u16 code_name;
+	/*
+	 * The word that tells a code object from one made later at its
+	 * address: co_version on 3.12-3.14 (a count each interpreter gives
+	 * every code object it makes, so never the same twice), co_name's
+	 * address before (a new object's name may be at the old one's).
+	 */
+	__u16 code_key;
 	/*
 	 * Spans: the kernel reads the frame's fields from fr_span_lo for
 	 * fr_span_len bytes in one copy, and the code object's the same way,
@@ -204,7 +210,7 @@ struct pbp_frame {
 	__u64 code;            /* code object address (tag bits cleared) */
 	__u64 instr;           /* instruction pointer, or f_lasti on <= 3.10 */
 	__u32 firstlineno;     /* code->co_firstlineno: tells a reused address apart */
-	__u32 name_lo;         /* low 32 bits of code->co_name: same purpose */
+	__u32 code_key;        /* the low 32 bits of the word at code_key: same purpose */
 };
 
 enum pbp_sample_flags {

@@ -71,7 +71,7 @@ static void check_spans(const struct pyver *v)
 	const struct pbp_offsets *k = &v->k;
 	const uint16_t fr[] = { k->fr_previous, k->fr_code, k->fr_instr, k->fr_owner };
 	const unsigned frw[] = { 8, 8, 8, 1 };
-	const uint16_t co[] = { k->code_firstlineno, k->code_name };
+	const uint16_t co[] = { k->code_firstlineno, k->code_key };
 	const unsigned cow[] = { 4, 8 };
 
 	span_holds(k->fr_span_lo, k->fr_span_len, v->fr_size, fr, frw, 4);
@@ -123,7 +123,7 @@ static void check_pyver(const struct pyver *v, size_t len)
 	fits16(v->k.fr_owner, 1, v->fr_size);
 	MUST(v->k.fr_is_entry == PBP_NOOFF);
 	fits16(v->k.code_firstlineno, 4, v->code_size);
-	fits16(v->k.code_name, 8, v->code_size);
+	fits16(v->k.code_key, 8, v->code_size);
 	MUST(v->k.instr_is_int == 0);
 	MUST(v->k.exec_tag_bits == (layout_minor(v) == 14 ? 3 : 0));
 	check_spans(v);

@@ -158,7 +158,8 @@ static void check_against_gen(const struct pyver_gen *g, const struct pyver *v)
 	CHECK_EQ_INT(v->k.fr_owner, k_of(g->fr_owner));
 	CHECK_EQ_INT(v->k.fr_is_entry, k_of(g->fr_is_entry));
 	CHECK_EQ_INT(v->k.code_firstlineno, k_of(g->code_firstlineno));
-	CHECK_EQ_INT(v->k.code_name, k_of(g->code_name));
+	/* co_version, five ints past co_firstlineno, from 3.12 on (cpython/code.h) */
+	CHECK_EQ_INT(v->k.code_key, g->minor >= 12 ? k_of(g->code_firstlineno) + 24 : k_of(g->code_name));
 	CHECK_EQ_INT(v->k.owner_cstack, u8_of(g->owner_cstack));
 	CHECK_EQ_INT(v->k.owner_interp, u8_of(g->owner_interp));
 	CHECK_EQ_INT(v->k.exec_tag_bits, g->exec_tag_bits == PYGEN_NONE ? 0 : g->exec_tag_bits);
@@ -207,7 +208,7 @@ static bool spans_ok(const struct pyver *v)
 		(k->code_span_lo % 8 == 0 && k->code_span_len <= PBP_SPAN_MAX &&
 		 (uint32_t)k->code_span_lo + k->code_span_len <= v->code_size &&
 		 in_span(k->code_firstlineno, 4, k->code_span_lo, k->code_span_len) &&
-		 in_span(k->code_name, 8, k->code_span_lo, k->code_span_len));
+		 in_span(k->code_key, 8, k->code_span_lo, k->code_span_len));
 
 	return fr && co;
 }
@@ -219,7 +220,7 @@ static void check_version_facts(const struct pyver *v)
 
 	CHECK(v->k.ts_frame != PBP_NOOFF && v->k.fr_previous != PBP_NOOFF);
 	CHECK(v->k.fr_code != PBP_NOOFF && v->k.fr_instr != PBP_NOOFF);
-	CHECK(v->k.code_name != PBP_NOOFF && v->k.code_firstlineno != PBP_NOOFF);
+	CHECK(v->k.code_key != PBP_NOOFF && v->k.code_firstlineno != PBP_NOOFF);
 	CHECK_EQ_INT(v->k.cframe_current != PBP_NOOFF, v->minor == 11 || v->minor == 12);
 	CHECK_EQ_INT(v->k.fr_is_entry != PBP_NOOFF, v->minor == 11);
 	CHECK_EQ_INT(v->k.fr_owner != PBP_NOOFF, has_iframe);
@@ -247,7 +248,7 @@ static void check_version_facts(const struct pyver *v)
 	CHECK(v->k.ts_datastack == PBP_NOOFF || v->k.ts_datastack + 16u <= v->ts_size);
 	CHECK(v->k.fr_previous + 8u <= v->fr_size && v->k.fr_code + 8u <= v->fr_size);
 	CHECK(v->k.fr_instr + 4u <= v->fr_size);
-	CHECK(v->k.code_name + 8u <= v->code_size && v->k.code_firstlineno + 4u <= v->code_size);
+	CHECK(v->k.code_key + 8u <= v->code_size && v->k.code_firstlineno + 4u <= v->code_size);
 	CHECK(v->minor == 6 ||
 	      (v->gil_locked + 4 <= v->gil_size && v->gil_last_holder + 8 <= v->gil_size));
 	/* Every supported version gets both spans: the kernel's one-copy frame reads. */
@@ -323,7 +324,7 @@ static void test_span_values(void)
 	CHECK_EQ_INT(v.k.fr_span_lo, 0);
 	CHECK_EQ_INT(v.k.fr_span_len, 71);
 	CHECK_EQ_INT(v.k.code_span_lo, 64);     /* co_firstlineno at 68, aligned down */
-	CHECK_EQ_INT(v.k.code_span_len, 64);
+	CHECK_EQ_INT(v.k.code_span_len, 36);    /* to the end of the 8 bytes read at co_version, 92 */
 }
 
 /* The real table of the interpreter each crosscheck entry was probed from. */
@@ -469,9 +470,10 @@ static void test_bad_spans(const uint8_t *b, size_t len)
 	CHECK(spans_ok(&v));
 	memcpy(copy, b, len);
 	put64(copy, D13_CODE, 4096);
-	put64(copy, D13_CODE + 2 * 8, 1000);            /* co_name */
+	put64(copy, D13_CODE + 2 * 8, 1000);            /* co_name: not the key from 3.12 on */
 	CHECK_EQ_INT(pyver_from_debug_offsets(copy, len, &v), 0);
-	CHECK_EQ_INT(v.k.code_span_len, 0);
+	CHECK_EQ_INT(v.k.code_key, v.k.code_firstlineno + 24);   /* co_version */
+	CHECK(v.k.code_span_len >= 32 && v.k.code_span_len <= 40);
 	CHECK(v.k.fr_span_len > 0);
 	CHECK(spans_ok(&v));
 	free(copy);
@@ -582,7 +584,7 @@ static int sane(const struct pyver *v)
 
 	return k->ts_frame < v->ts_size && k->fr_previous < v->fr_size &&
 	       k->fr_code < v->fr_size && k->fr_instr < v->fr_size &&
-	       k->fr_owner < v->fr_size && k->code_name < v->code_size &&
+	       k->fr_owner < v->fr_size && k->code_key < v->code_size &&
 	       k->code_firstlineno < v->code_size && v->ts_thread_id < v->ts_size &&
 	       v->is_threads_head < v->is_size && v->rt_interpreters_head < v->rt_size &&
 	       v->code_code_adaptive < v->code_size && v->ascii_size < v->compact_size &&
@@ -666,7 +668,7 @@ static void test_free_threaded(const uint8_t *b14, const uint8_t *bt, size_t len
 	CHECK_EQ_INT(v.code_tlbc, 224);
 	CHECK_EQ_INT(v.code_code_adaptive, 232);
 	CHECK_EQ_INT(v.k.code_firstlineno, 84);
-	CHECK_EQ_INT(v.k.code_name, 136);
+	CHECK_EQ_INT(v.k.code_key, 108);        /* co_version, 24 past co_firstlineno */
 	CHECK_EQ_INT(v.ascii_size, 56);
 	CHECK_EQ_INT(v.bytes_sval, 48);
 	/* The GIL struct starts with enabled; last_holder and locked move by 8. */

@@ -79,19 +79,26 @@ static uint64_t empty_bytes(const struct pyver *v)
 	return b;
 }
 
-/* A code object's header at c (made or made again): named name, first line line. */
+/*
+ * A code object's header at c (made or made again): named name, first line
+ * line, and from 3.12 on the next co_version, as the interpreter gives it.
+ */
 static void code_at(const struct pyver *v, uint64_t c, const char *name, uint32_t line, uint64_t file,
 		    uint64_t lt)
 {
+	static uint32_t made;
 	uint64_t s = str(v, name);
 
 	memset(at(c), 0, v->code_size);
+	put64(c, v->ob_type - 8, 1);    /* ob_refcnt: alive */
 	put64(c, v->code_name, s);
 	if (v->code_qualname != PYVER_NOOFF)
 		put64(c, v->code_qualname, s);
 	put64(c, v->code_filename, file);
 	put64(c, v->code_linetable, lt);
 	put32(c, v->k.code_firstlineno, line);
+	if (v->minor >= 12)
+		put32(c, v->k.code_firstlineno + 24, ++made);     /* co_version */
 }
 
 struct world {
@@ -106,10 +113,10 @@ struct world {
 static void frame_of(struct world *w, int i, uint64_t code)
 {
 	uint8_t *h = at(code);
-	uint64_t name;
+	uint64_t key;
 
-	memcpy(&name, h + w->p.v.k.code_name, 8);
-	w->s.frames[i] = (struct pbp_frame){ .code = code, .instr = 0, .name_lo = (uint32_t)name };
+	memcpy(&key, h + w->p.v.k.code_key, 8);
+	w->s.frames[i] = (struct pbp_frame){ .code = code, .instr = 0, .code_key = (uint32_t)key };
 	memcpy(&w->s.frames[i].firstlineno, h + w->p.v.k.code_firstlineno, 4);
 }
 
@@ -211,6 +218,50 @@ static void test_address_reused(void)
 	teardown(&w);
 }
 
+/*
+ * Made again at the same address, with the same first line and its name
+ * at the old name's address, as CodeType.replace in a loop gives: only
+ * co_version (3.12+) tells them apart, and it is never the same twice.
+ */
+static void test_name_at_same_address(void)
+{
+	struct world w;
+	uint64_t name_str;
+
+	setup(&w);
+	expect(&w, "root/middle/leaf", 0);
+	memcpy(&name_str, at(w.code[0]) + w.p.v.code_name, 8);
+	memcpy(at(name_str) + w.p.v.ascii_size, "lea2", 4);
+	put32(w.code[0], w.p.v.k.code_firstlineno + 24, 1u << 20);   /* co_version: the next */
+	frame_of(&w, 0, w.code[0]);
+	expect(&w, "root/middle/lea2", 0);
+	teardown(&w);
+}
+
+/*
+ * Freed and not yet reused: its words are all there but the first, which
+ * the allocator made a free-list link (an address, or NULL for the last
+ * block). Its name's memory may be the next object's name already: never
+ * named by it. Alive again (another object there): named.
+ */
+static void test_freed_code_unknown(void)
+{
+	struct world w;
+	char got[256];
+
+	setup(&w);
+	put64(w.code[0], w.p.v.ob_type - 8, 0x7f1189062330ull);
+	CHECK_EQ_INT(name(&w, got, sizeof(got)), 0);
+	CHECK_EQ_STR(got, "root/middle/[unknown]");
+	put64(w.code[0], w.p.v.ob_type - 8, 0);
+	CHECK_EQ_INT(name(&w, got, sizeof(got)), 0);
+	CHECK_EQ_STR(got, "root/middle/[unknown]");
+	put64(w.code[0], w.p.v.ob_type - 8, 3);
+	CHECK_EQ_INT(name(&w, got, sizeof(got)), 0);
+	CHECK_EQ_STR(got, "root/middle/leaf");
+	teardown(&w);
+}
+
 /* Any entry of the code cache made since, or the locations reset: named again, into the new ids. */
 static void test_versions(void)
 {
@@ -263,6 +314,8 @@ int main(void)
 {
 	test_repeat();
 	test_address_reused();
+	test_name_at_same_address();
+	test_freed_code_unknown();
 	test_versions();
 	test_not_kept();
 	return unit_done("symbolize");

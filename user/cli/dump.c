@@ -158,7 +158,7 @@ static bool same_read(const struct pbp_frame *a, size_t na, size_t ea, int erra,
 		return false;
 	if (na == 0)
 		return true;
-	return a[0].code == b[0].code && a[0].firstlineno == b[0].firstlineno && a[0].name_lo == b[0].name_lo &&
+	return a[0].code == b[0].code && a[0].firstlineno == b[0].firstlineno && a[0].code_key == b[0].code_key &&
 	       memcmp(a + 1, b + 1, (na - 1) * sizeof(*a)) == 0;
 }
 

@@ -165,7 +165,26 @@ static struct codeinfo *set_of(struct codecache *c, uint64_t addr)
 	return &c->s->slots[(h >> 32 & (c->s->nsets - 1)) * WAYS];
 }
 
-/* The code object's header, read and checked to be a code object. */
+/*
+ * A freed object keeps its words but its first, the reference count, which
+ * the allocator overwrites with a free-list address (pymalloc, glibc's
+ * tcache) or NULL: a live one's is a count, 1 or more, under 2^32 (3.14
+ * keeps flags in the top 16 bits). Read while freed and not yet reused, a
+ * code object still shows its key and its name's address, the name's
+ * memory perhaps already the next object's name. Free-threaded builds
+ * begin with the owner thread's id: not told.
+ */
+static bool looks_freed(const struct pyver *v, const uint8_t *hdr)
+{
+	uint64_t w;
+
+	if (v->free_threaded || v->ob_type < 8)
+		return false;
+	w = load_u64(hdr, v->ob_type - 8);
+	return (uint32_t)w == 0 || (w >> 32 & 0xffff) != 0;
+}
+
+/* The code object's header, read and checked to be a live code object. */
 static int read_header(struct pyproc *p, uint64_t addr, uint8_t hdr[CODE_HDR_MAX])
 {
 	const struct pyver *v = &p->v;
@@ -176,13 +195,13 @@ static int read_header(struct pyproc *p, uint64_t addr, uint8_t hdr[CODE_HDR_MAX
 	err = remote_read_cached(p->r, addr, hdr, v->code_size);
 	if (err)
 		return err;
-	if (p->pycode_type && load_u64(hdr, v->ob_type) != p->pycode_type)
+	if ((p->pycode_type && load_u64(hdr, v->ob_type) != p->pycode_type) || looks_freed(v, hdr))
 		return -PBP_E_CORRUPT;
 	return 0;
 }
 
 /* The key as the kernel would have copied it, read from the target now. */
-static int read_key(struct pyproc *p, uint64_t addr, uint32_t *firstlineno, uint32_t *name_lo)
+static int read_key(struct pyproc *p, uint64_t addr, uint32_t *firstlineno, uint32_t *code_key)
 {
 	uint8_t hdr[CODE_HDR_MAX];
 	int err = read_header(p, addr, hdr);
@@ -190,7 +209,7 @@ static int read_key(struct pyproc *p, uint64_t addr, uint32_t *firstlineno, uint
 	if (err)
 		return err;
 	*firstlineno = load_u32(hdr, p->v.k.code_firstlineno);
-	*name_lo = (uint32_t)load_u64(hdr, p->v.k.code_name);
+	*code_key = (uint32_t)load_u64(hdr, p->v.k.code_key);
 	return 0;
 }
 
@@ -204,11 +223,13 @@ static char *read_name(struct pyproc *p, uint64_t addr, int *err)
 
 /*
  * The object still at addr holds what was read from it: read again past
- * the page cache, its name, file, line table and first line unchanged. A
- * code object freed while it was being read (its strings with it, their
- * memory then another object's) named a frame with a name or file that was
- * not its own: a loop making and dropping code objects (CodeType.replace)
- * had 1-2 such frames in 4,800 on 3.11-3.14.
+ * the page cache, its name, file, line table, first line and key
+ * unchanged. A code object freed while it was being read (its strings with
+ * it, their memory then another object's) named a frame with a name or file
+ * that was not its own: a loop making and dropping code objects
+ * (CodeType.replace) had 1-2 such frames in 4,800 on 3.11-3.14. The key
+ * (co_version on 3.12+) tells apart a new object whose name is at the old
+ * name's address, its other words the same.
  */
 static int still_same(struct pyproc *p, uint64_t addr, const uint8_t *hdr)
 {
@@ -219,10 +240,13 @@ static int still_same(struct pyproc *p, uint64_t addr, const uint8_t *hdr)
 
 	if (err)
 		return err;
+	if (looks_freed(v, now))
+		return -PBP_E_CORRUPT;
 	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
 		if (words[i] != PYVER_NOOFF && load_u64(now, words[i]) != load_u64(hdr, words[i]))
 			return -PBP_E_CORRUPT;
-	return load_u32(now, v->k.code_firstlineno) == load_u32(hdr, v->k.code_firstlineno) ? 0 : -PBP_E_CORRUPT;
+	return load_u32(now, v->k.code_firstlineno) == load_u32(hdr, v->k.code_firstlineno) &&
+	       load_u32(now, v->k.code_key) == load_u32(hdr, v->k.code_key) ? 0 : -PBP_E_CORRUPT;
 }
 
 static int load(struct pyproc *p, uint64_t addr, struct codeinfo *ci)
@@ -242,7 +266,7 @@ static int load(struct pyproc *p, uint64_t addr, struct codeinfo *ci)
 		return err;
 	ci->addr = addr;
 	ci->firstlineno = load_u32(hdr, v->k.code_firstlineno);
-	ci->name_lo = (uint32_t)load_u64(hdr, v->k.code_name);
+	ci->code_key = (uint32_t)load_u64(hdr, v->k.code_key);
 	ci->name = read_name(p, load_u64(hdr, name_off), &err);
 	if (!err)
 		ci->file = read_name(p, load_u64(hdr, v->code_filename), &err);
@@ -272,9 +296,9 @@ static int load_from_origin(struct pyproc *p, uint64_t addr, struct codeinfo *ci
 	return err;
 }
 
-static bool key_matches(const struct codeinfo *ci, uint32_t firstlineno, uint32_t name_lo)
+static bool key_matches(const struct codeinfo *ci, uint32_t firstlineno, uint32_t code_key)
 {
-	return ci->firstlineno == firstlineno && ci->name_lo == name_lo;
+	return ci->firstlineno == firstlineno && ci->code_key == code_key;
 }
 
 static struct codeinfo *victim_in(struct codeinfo *set)
@@ -304,7 +328,7 @@ const struct codeinfo *codecache_get(struct codecache *c, struct pyproc *p, uint
 	}
 	set = set_of(c, addr);
 	if (key) {
-		fl = key->firstlineno, nl = key->name_lo;
+		fl = key->firstlineno, nl = key->code_key;
 	} else {
 		*err = read_key(p, addr, &fl, &nl);
 		if (*err) {

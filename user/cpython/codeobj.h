@@ -12,7 +12,7 @@ struct pyproc;
 
 struct codeinfo {
 	uint64_t addr;
-	uint32_t firstlineno, name_lo;  /* the key that tells a reused address apart */
+	uint32_t firstlineno, code_key; /* the key that tells a reused address apart */
 	char *name;                     /* co_qualname on 3.11+, co_name before */
 	char *file;
 	uint8_t *linetable;
@@ -38,7 +38,7 @@ void codecache_free(struct codecache *c);
  */
 struct codecache *codecache_share(struct codecache *src);
 /*
- * The code object at addr. key (firstlineno, name_lo) comes from the kernel's
+ * The code object at addr. key (firstlineno, code_key) comes from the kernel's
  * snapshot; with key == NULL the header is re-read to validate the entry.
  * Returns NULL with *err set when addr is not a readable code object.
  */

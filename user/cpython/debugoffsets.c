@@ -503,7 +503,7 @@ static void debug_kernel(const uint8_t *blob, const struct dlayout *l, struct pb
 	k->fr_owner = (__u16)dfield(blob, l, F_FR_OWNER);
 	k->fr_is_entry = PBP_NOOFF;
 	k->code_firstlineno = (__u16)dfield(blob, l, F_CO_FIRSTLINENO);
-	k->code_name = (__u16)dfield(blob, l, F_CO_NAME);
+	k->code_key = pyver_code_key(l->minor, k->code_firstlineno, (__u16)dfield(blob, l, F_CO_NAME));
 	k->instr_is_int = 0;
 	k->owner_cstack = l->owner_cstack;
 	k->owner_interp = l->owner_interp;

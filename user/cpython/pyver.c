@@ -62,6 +62,22 @@ static void span_of(const struct span_field *f, size_t n, uint32_t objsize,
 	*len = (__u16)(end - start);
 }
 
+/*
+ * co_version, 24 bytes past co_firstlineno in 3.12's, 3.13's and 3.14's
+ * PyCodeObject (five ints between them); _Py_DebugOffsets does not give
+ * it. Each code object made takes the next value of its interpreter's
+ * count (3.12: the runtime's), which stops at 0 once it wraps: those and
+ * other versions fall back on co_name's address.
+ */
+#define CO_VERSION_PAST_FIRSTLINENO 24
+
+__u16 pyver_code_key(unsigned minor, __u16 firstlineno, __u16 name)
+{
+	if (minor >= 12 && minor <= 14 && firstlineno < PBP_NOOFF - CO_VERSION_PAST_FIRSTLINENO)
+		return (__u16)(firstlineno + CO_VERSION_PAST_FIRSTLINENO);
+	return name;
+}
+
 /* Called once the field offsets in k are final, for every version. */
 void pyver_kernel_spans(struct pbp_offsets *k, uint32_t fr_size, uint32_t code_size)
 {
@@ -73,7 +89,7 @@ void pyver_kernel_spans(struct pbp_offsets *k, uint32_t fr_size, uint32_t code_s
 	};
 	const struct span_field co[] = {
 		{ k->code_firstlineno, 4, false },
-		{ k->code_name, 8, false },
+		{ k->code_key, 8, false },
 	};
 
 	span_of(fr, sizeof(fr) / sizeof(fr[0]), fr_size, &k->fr_span_lo, &k->fr_span_len);
@@ -108,7 +124,7 @@ static void table_kernel(const struct pyver_gen *g, struct pbp_offsets *k)
 	k->fr_owner = k16(g->fr_owner);
 	k->fr_is_entry = k16(g->fr_is_entry);
 	k->code_firstlineno = k16(g->code_firstlineno);
-	k->code_name = k16(g->code_name);
+	k->code_key = pyver_code_key(g->minor, k->code_firstlineno, k16(g->code_name));
 	/* Up to 3.10 frames are PyFrameObjects whose f_lasti is an int. */
 	k->instr_is_int = g->minor <= 10;
 	k->owner_cstack = g->owner_cstack == PYGEN_NONE ? 0xff : (__u8)g->owner_cstack;

@@ -40,7 +40,7 @@ struct frame_memo {
 	const uint8_t *linetable;
 	size_t lt_len;
 	uint64_t addr, instr;
-	uint32_t firstlineno, name_lo;
+	uint32_t firstlineno, code_key;
 	int line;
 	const struct agg *agg;      /* loc is an id in this aggregate; NULL: none yet */
 	int64_t loc;
@@ -57,7 +57,7 @@ static bool memo_is(const struct frame_memo *m, const struct codeinfo *ci, uint6
 {
 	return m->ci == ci && m->addr == ci->addr && m->instr == instr &&
 	       m->linetable == ci->linetable && m->lt_len == ci->lt_len &&
-	       m->firstlineno == ci->firstlineno && m->name_lo == ci->name_lo;
+	       m->firstlineno == ci->firstlineno && m->code_key == ci->code_key;
 }
 
 static struct frame_memo *memo_of(const struct pyproc *p, const struct codeinfo *ci, uint64_t instr)
@@ -68,7 +68,7 @@ static struct frame_memo *memo_of(const struct pyproc *p, const struct codeinfo 
 	if (!memo_is(m, ci, instr)) {
 		*m = (struct frame_memo){ .ci = ci, .linetable = ci->linetable, .lt_len = ci->lt_len,
 					  .addr = ci->addr, .instr = instr,
-					  .firstlineno = ci->firstlineno, .name_lo = ci->name_lo,
+					  .firstlineno = ci->firstlineno, .code_key = ci->code_key,
 					  .line = frame_line(p, ci, instr), .loc = -1 };
 	}
 	return m;
@@ -349,7 +349,7 @@ static uint64_t frames_hash(const struct pbp_frame *f, uint32_t n)
 
 	for (uint32_t i = 0; i < n; i++)
 		h = (h ^ f[i].code ^ f[i].instr * 0xBF58476D1CE4E5B9ull ^
-		     ((uint64_t)f[i].firstlineno << 32 | f[i].name_lo)) * 0x94D049BB133111EBull;
+		     ((uint64_t)f[i].firstlineno << 32 | f[i].code_key)) * 0x94D049BB133111EBull;
 	return h;
 }
 
