@@ -93,6 +93,11 @@ static bool task_exists(pid_t pid, pid_t tid)
 	return stat(path, &st) == 0;
 }
 
+bool pythread_alive(const struct pyproc *p, pid_t tid)
+{
+	return tid > 0 && task_exists(p->pid, tid);
+}
+
 /* Our id of the thread the target calls tid in its own PID namespace; 0 if none. */
 static pid_t our_tid(struct pyproc *p, pid_t tid)
 {

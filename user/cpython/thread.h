@@ -40,6 +40,8 @@ struct pythread_name {
 int pythreads_read(struct pyproc *p, struct pythread *out, size_t max, size_t *n);
 /* Innermost frame of one thread state, read now. */
 int pythread_frame(struct pyproc *p, uint64_t tstate, uint64_t *frame);
+/* The thread tid (our PID namespace's id) has not ended. */
+bool pythread_alive(const struct pyproc *p, pid_t tid);
 
 struct gilstate {
 	bool known, locked;

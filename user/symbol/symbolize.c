@@ -163,7 +163,12 @@ static size_t loop_cut(const struct pbp_frame *k, size_t nk, size_t *nmore, cons
  * Frames the kernel did not copy, read now from where it stopped; *nk, the
  * kernel's frames to keep (fewer when the two walks went round a loop).
  * *short_of_root: the walk stopped at a frame it could not read (not a
- * loop, cut whole): the stack's outer frames are missing.
+ * loop, cut whole), or, resumed where the kernel stopped, its thread had
+ * ended by the walk's end: the stack's outer frames are missing. An ended thread's frames are freed, and
+ * another thread's may be made where they were (3.6-3.10's frame free
+ * list, a data-stack chunk reused): read on, they spliced that thread's
+ * callers under this one's (1.8 % of 3.6's and 2.8 % of 3.10's samples of
+ * threads ending every few ms with 350 frames; 0.3 % on 3.12).
  */
 static int complete(struct pyproc *p, const struct pbp_sample *s, struct pbp_frame *more,
 		    size_t max, size_t *n, size_t *elided, size_t *nk, bool *short_of_root)
@@ -177,6 +182,10 @@ static int complete(struct pyproc *p, const struct pbp_sample *s, struct pbp_fra
 		err = pythread_frame(p, s->tstate, &frame);
 	if (!err && frame)
 		err = stack_walk(p, frame, more, max, n, elided, &looped);
+	if (!err && *n && s->resume && !pythread_alive(p, (pid_t)s->tid)) {
+		*n = *elided = 0;
+		err = -PBP_E_GONE;
+	}
 	if (looped)
 		*nk = loop_cut(s->frames, *nk, n, more);
 	*short_of_root = err && !looped && (*n || *nk);
