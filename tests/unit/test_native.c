@@ -36,7 +36,10 @@ static const char MAPS[] =
 	"7f1000000000-7f1000002000 r-xp 00002000 fd:01 7 /tmp/lib a.so (deleted)\n"
 	"this line is not a mapping\n"
 	"7ffc00000000-7ffc00001000 r-xp 00000000 00:00 0 [vdso]\n"
-	"7f2000000000-7f2000001000 r-xp 00000000 fd:01 8 /lib/libz.so.1\n";
+	"7f2000000000-7f2000001000 r-xp 00000000 fd:01 8 /lib/libz.so.1\n"
+	"7f3000000000-7f3000001000 rwxs 00000000 00:01 9 /dev/zero (deleted)\n"
+	"7f3000001000-7f3000002000 r-xs 00000000 00:01 10 /memfd:jit (deleted)\n"
+	"7f3000002000-7f3000003000 r-xs 00000000 00:01 11 /SYSV00000000 (deleted)\n";
 
 static void test_maps(void)
 {
@@ -46,7 +49,7 @@ static void test_maps(void)
 
 	CHECK_EQ_INT(natmaps_parse(&nm, f), 0);
 	fclose(f);
-	CHECK_EQ_INT(nm.n, 5);          /* executable ones only; the bad line skipped */
+	CHECK_EQ_INT(nm.n, 8);          /* executable ones only; the bad line skipped */
 	m = natmaps_find(&nm, 0x55d0c0a01000);
 	CHECK(m && strcmp(m->path, "/usr/bin/prog") == 0 && m->offset == 0x1000);
 	CHECK(natmaps_find(&nm, 0x55d0c0a04fff) == m);
@@ -62,6 +65,11 @@ static void test_maps(void)
 	CHECK(m && m->path[0] == '\0');                       /* [vdso]: no file to read */
 	m = natmaps_find(&nm, 0x7f2000000010);
 	CHECK(m && strcmp(m->path, "/lib/libz.so.1") == 0);
+	/* Shared anonymous memory (mmap of -1, memfd, SysV): JIT code, not a library named "zero". */
+	for (uint64_t a = 0x7f3000000000; a < 0x7f3000003000; a += 0x1000) {
+		m = natmaps_find(&nm, a + 8);
+		CHECK(m && m->path[0] == '\0');
+	}
 	natmaps_free(&nm);
 	f = fmemopen((void *)"", 1, "r");
 	CHECK_EQ_INT(natmaps_parse(&nm, f), 0);

@@ -36,6 +36,17 @@ static int add_path(struct natmaps *nm, const char *path, size_t *at)
 	return 0;
 }
 
+/*
+ * Shared anonymous memory: an mmap of no file with MAP_SHARED (shown as
+ * /dev/zero), memfd_create's and SysV shm's. Code there is a JIT's, as in
+ * a private anonymous mapping, not a library called "zero".
+ */
+static bool anonymous_memory(const char *path)
+{
+	return strcmp(path, "/dev/zero") == 0 || strncmp(path, "/memfd:", 7) == 0 ||
+	       strncmp(path, "/SYSV", 5) == 0;
+}
+
 static int add_map(struct natmaps *nm, const struct map_entry *e)
 {
 	size_t at = 0;
@@ -46,7 +57,7 @@ static int add_map(struct natmaps *nm, const struct map_entry *e)
 	snprintf(path, sizeof(path), "%s", e->path);
 	if (deleted && strlen(path) > 10)
 		path[strlen(path) - 10] = '\0';
-	if (path[0] == '[')         /* [vdso], [vsyscall]: no file to read */
+	if (path[0] == '[' || anonymous_memory(path))     /* [vdso], [vsyscall]: no file to read */
 		path[0] = '\0';
 	if (nm->n == nm->cap) {
 		size_t cap = nm->cap ? nm->cap * 2 : 64;
