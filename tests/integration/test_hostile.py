@@ -494,6 +494,32 @@ def test_code_copies_named_at_one_address(interp, start_target, tmp_path):
     assert min(seen.values()) >= 20, (seen, st)
 
 
+@pytest.mark.families
+def test_dump_names_code_copies_at_one_address(interp, start_target):
+    """dump reads stacks in user space: its walk kept each frame's code
+    address only, and the object named later, after two walks agreed, was
+    often another copy made at the freed one's address since (2 leaves in 75
+    named after the other copy on 3.13, 11 with co_name's address as the
+    key). The walk keeps each frame's key now: its own name, or none."""
+    if interp.version < (3, 12):
+        pytest.skip("no co_version before 3.12 (docs/internals.md)")
+    proc, pid, ready = start_target(interp, "codeswap.py", "replace")
+    m = marks(os.path.join(TARGETS, "codeswap.py"))
+    want = {"swap_c": m["call-c"], "swap_d": m["call-d"]}
+    named, wrong = 0, []
+    for _ in range(150):
+        r, d = dump(pid)
+        for t in d["threads"]:
+            fr = t["frames"]
+            for i, f in enumerate(fr[:-1]):
+                if f["function"] in want:
+                    named += 1
+                    if fr[i + 1]["line"] != want[f["function"]]:
+                        wrong.append((f, fr[i + 1]))
+    assert wrong == [], (len(wrong), named, wrong[:3])
+    assert named >= 20, named
+
+
 # --- a thread list that changes (or breaks) under the walk ----------------------------
 
 def test_thread_list_ends_in_unmapped_memory(interp, start_target, tmp_path):

@@ -78,7 +78,7 @@ static void print_frames(FILE *o, struct pyproc *p, const struct dump_thread *d,
 {
 	for (size_t i = 0; i < d->nframes; i++) {
 		int err;
-		const struct codeinfo *ci = codecache_get(p->codes, p, d->frames[i].code, NULL, &err);
+		const struct codeinfo *ci = codecache_get(p->codes, p, d->frames[i].code, &d->frames[i], &err);
 		const char *name = ci ? ci->name : "<unreadable>";
 		const char *file = ci ? ci->file : "<unreadable>";
 		int line = ci ? frame_line(p, ci, d->frames[i].instr) : -1;

@@ -213,6 +213,11 @@ static int read_key(struct pyproc *p, uint64_t addr, uint32_t *firstlineno, uint
 	return 0;
 }
 
+int codecache_read_key(struct pyproc *p, uint64_t addr, uint32_t *firstlineno, uint32_t *code_key)
+{
+	return read_key(p, addr, firstlineno, code_key);
+}
+
 static char *read_name(struct pyproc *p, uint64_t addr, int *err)
 {
 	char buf[NAME_MAX_UTF8];

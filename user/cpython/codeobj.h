@@ -44,6 +44,13 @@ struct codecache *codecache_share(struct codecache *src);
  */
 const struct codeinfo *codecache_get(struct codecache *c, struct pyproc *p, uint64_t addr,
 				     const struct pbp_frame *key, int *err);
+/*
+ * The key of the code object at addr as the kernel would copy it, read now:
+ * a walk in user space keeps it with each frame, so that the object named
+ * later is the one the walk met, not another made at its address since.
+ * Neither a freed object nor anything but a code object has one.
+ */
+int codecache_read_key(struct pyproc *p, uint64_t addr, uint32_t *firstlineno, uint32_t *code_key);
 const struct codecache_stats *codecache_stats(const struct codecache *c);
 /*
  * Changes whenever an entry is made, dropped or replaced (never on a hit),

@@ -383,7 +383,7 @@ static int decode_stack(struct pyproc *p, uint64_t frame, size_t *decoded)
 	int err = stack_walk(p, frame, f, PBP_MAX_FRAMES, &n, &elided, NULL);
 
 	for (size_t i = 0; !err && i < n; i++) {
-		const struct codeinfo *ci = codecache_get(p->codes, p, f[i].code, NULL, &err);
+		const struct codeinfo *ci = codecache_get(p->codes, p, f[i].code, &f[i], &err);
 
 		if (!ci || !ci->name || !ci->file || frame_line(p, ci, f[i].instr) < 0)
 			err = err ? err : -PBP_E_CORRUPT;

@@ -66,8 +66,9 @@ static void span_of(const struct span_field *f, size_t n, uint32_t objsize,
  * co_version, 24 bytes past co_firstlineno in 3.12's, 3.13's and 3.14's
  * PyCodeObject (five ints between them); _Py_DebugOffsets does not give
  * it. Each code object made takes the next value of its interpreter's
- * count (3.12: the runtime's), which stops at 0 once it wraps: those and
- * other versions fall back on co_name's address.
+ * count (3.12: the runtime's), which stops at 0 once it wraps: from then
+ * on every new object's key is 0 and tells none apart (the kernel reads no
+ * other word). Other versions key on co_name's address.
  */
 #define CO_VERSION_PAST_FIRSTLINENO 24
 

@@ -82,8 +82,17 @@ static void rotate(struct pbp_frame *f, size_t n, size_t k)
 	reverse(f, n);
 }
 
-static void frame_of(const struct pbp_offsets *k, const uint8_t *fr, struct pbp_frame *f)
+/*
+ * A frame as the kernel gives it, its code object's key included: read as
+ * the walk meets the frame, it names the object the frame ran, or none
+ * (read later, a copy made at the freed one's address took its name: dump
+ * of a loop of CodeType.replace copies named 2 leaves in 75 after another
+ * copy). A code object that cannot be read now gets a key none has
+ * (firstlineno UINT32_MAX): the frame is unnamed, not named after another.
+ */
+static void frame_of(struct pyproc *p, const uint8_t *fr, struct pbp_frame *f)
 {
+	const struct pbp_offsets *k = &p->v.k;
 	uint64_t tag = k->exec_tag_bits;
 
 	memset(f, 0, sizeof(*f));
@@ -96,6 +105,8 @@ static void frame_of(const struct pbp_offsets *k, const uint8_t *fr, struct pbp_
 	} else {
 		f->instr = load_u64(fr, k->fr_instr);
 	}
+	if (codecache_read_key(p, f->code, &f->firstlineno, &f->code_key) != 0)
+		f->firstlineno = UINT32_MAX, f->code_key = 0;
 }
 
 /*
@@ -166,9 +177,9 @@ int stack_walk(struct pyproc *p, uint64_t frame, struct pbp_frame *out, size_t m
 			}
 			if (!is_shim(k, fr)) {
 				if (total < leaf)
-					frame_of(k, fr, &out[total]);
+					frame_of(p, fr, &out[total]);
 				else if (ring)
-					frame_of(k, fr, &out[leaf + (total - leaf) % ring]);
+					frame_of(p, fr, &out[leaf + (total - leaf) % ring]);
 				total++;
 			}
 			frame = load_u64(fr, k->fr_previous);

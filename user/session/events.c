@@ -399,6 +399,17 @@ void run_on_proc_event(void *ctx, uint32_t kind, pid_t pid, pid_t parent, const 
 			snprintf(fn->comm, sizeof(fn->comm), "%s", comm);
 		else
 			proc_thread_comm(pid, pid, fn->comm, sizeof(fn->comm));
+		/*
+		 * The launched command's exec, which launch_start waited for
+		 * before it looked: a target found then is the new program
+		 * already, not one to drop and find again (nor an exec to
+		 * report in the summary).
+		 */
+		if (pid == r->child && r->launch_exec_due) {
+			r->launch_exec_due = false;
+			if (run_target_of(r, pid))
+				return;
+		}
 		/* Python before it only if it was sampled so (a fork about to exec was not): looked at again. */
 		fn->python = fn->samples > 0;
 	}

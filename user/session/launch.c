@@ -304,6 +304,7 @@ int launch_start(struct session *r, int *go_fd)
 	close(*go_fd);
 	*go_fd = -1;
 	wait_exec(exec_fd);
+	r->launch_exec_due = r->o.follow;   /* followed: its exec event is still to come */
 	err = r->o.follow ? attach_child_follow(r) : attach_child(r);
 	if (err == -PBP_E_CHILD)
 		return EXIT_NOT_PYTHON;

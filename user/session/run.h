@@ -135,6 +135,11 @@ struct session {
 	bool child_reaped;
 	bool cmd_stopped;       /* the run ended first (-d, --once, q) and stopped the command */
 	/*
+	 * The command's own exec, waited for before its first look: its event,
+	 * read later, is no news about a target found after it (launch.c).
+	 */
+	bool launch_exec_due;
+	/*
 	 * target_slots: max_processes live targets, and as many exited ones
 	 * whose last samples wait in the ring still (follow_drop_gone);
 	 * t->p == NULL is free.

@@ -236,7 +236,7 @@ static int name_walked(struct pyproc *p, struct agg *a, const struct pbp_frame *
 			locs[(*k)++] = (uint32_t)id;
 			st->elided++;
 		}
-		id = frame_loc(p, a, &f[i], NULL, st, prev);
+		id = frame_loc(p, a, &f[i], &f[i], st, prev);     /* the key its walk read */
 		if (id < 0)
 			return (int)id;
 		locs[(*k)++] = (uint32_t)id;
