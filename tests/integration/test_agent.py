@@ -559,6 +559,8 @@ def test_options_from_environment(start_target, tmp_path, agents, receivers):
     (["--interval", "2x"], {}, "interval"),
     (["--listen", "127.0.0.1:70000"], {}, "listen"),
     (["--queue-size", "0"], {}, "queue-size"),
+    (["--rescan", "0.5"], {}, "rescan"),
+    ([], {"PYBPFPROF_RESCAN": "3601"}, "PYBPFPROF_RESCAN"),
     (["--max-memory", "-5"], {}, "max-memory"),
     (["--log-level", "loud"], {}, "log-level"),
     (["--push", "not a url"], {}, "push"),
