@@ -258,8 +258,10 @@ def test_metrics_scraped_by_prometheus(start_target, tmp_path, agents):
             time.sleep(0.5)
         assert first, "Prometheus never got pybpfprof_samples_total: %s\n%s" % (
             prom.targets(), prom.log_text())
-        time.sleep(3)
-        second = [v for _, v in prom.query("pybpfprof_samples_total")]
+        second = first      # a later scrape (one a second) counts more samples
+        while sum(second) <= sum(first) and time.monotonic() < deadline + 10:
+            time.sleep(0.5)
+            second = [v for _, v in prom.query("pybpfprof_samples_total")]
         assert sum(second) > sum(first), (first, second)
         procs = prom.query("pybpfprof_processes")
         assert sum(v for _, v in procs) == 1, procs
@@ -559,6 +561,8 @@ def test_options_from_environment(start_target, tmp_path, agents, receivers):
     (["--interval", "2x"], {}, "interval"),
     (["--listen", "127.0.0.1:70000"], {}, "listen"),
     (["--queue-size", "0"], {}, "queue-size"),
+    (["--rescan", "0.5"], {}, "rescan"),
+    ([], {"PYBPFPROF_RESCAN": "3601"}, "PYBPFPROF_RESCAN"),
     (["--max-memory", "-5"], {}, "max-memory"),
     (["--log-level", "loud"], {}, "log-level"),
     (["--push", "not a url"], {}, "push"),
@@ -684,23 +688,33 @@ with open(ready + ".tmp", "w") as f:
 os.replace(ready + ".tmp", ready)
 time.sleep(3600)
 """
-IDLE_WATCH = 64     # s from the agent's start: past its look at /proc and the targets' lives (60 s)
+RESCAN = 4          # s: the agent's --rescan, for what it does once a minute by default
+LOOKS = 3           # of them watched, each seen under strace
+
+
+def looks_seen(text, pids):
+    """How many looks strace saw: the fewest of /proc's listings and of each pid's signal 0."""
+    return min([text.count('"/proc", O_')] + [text.count("kill(%d, 0)" % q) for q in pids])
 
 
 def test_idle_processes_read_nothing(start_target, tmp_path, agents):
     """Idle processes (3 sleeping threads each) are read when found and
-    then never again: over IDLE_WATCH seconds of windows, periodic list
-    reads, label refreshes, the minute's look at all of /proc and at every
-    target's life, pybpfprof_process_reads_total stays put, and (under
-    strace, attached once they are found) none of their /proc files is
-    opened. The minute's look read each one's maps and stat.
-    One interpreter: the rule is the agent's, not a layout's."""
+    then never again: over LOOKS of the agent's looks (--rescan RESCAN: at
+    all of /proc, at every target's life, the labels' refresh, thread
+    lists twice as often), pybpfprof_process_reads_total stays put and,
+    under strace attached once they are found, none of their /proc files
+    is opened while /proc is listed and each is sent its signal 0 LOOKS
+    times (the looks happened). One interpreter: the rule is the agent's,
+    not a layout's."""
     strace = shutil.which("strace")
+    if not strace:
+        pytest.skip("strace not installed (Debian: strace)")
     script = tmp_path / "idle.py"
     script.write_text(IDLE)
     pids = [start_target(interps(1)[0], str(script))[1] for _ in range(3)]
     port = free_port()
-    agent = agents(tmp_path, "--listen", "127.0.0.1:%d" % port, "-p", ",".join(map(str, pids)))
+    agent = agents(tmp_path, "--listen", "127.0.0.1:%d" % port, "--rescan", str(RESCAN),
+                   "-p", ",".join(map(str, pids)))
     agent.wait_http(port)
     deadline = time.monotonic() + 20
     m = metrics(port)
@@ -711,24 +725,25 @@ def test_idle_processes_read_nothing(start_target, tmp_path, agents):
     assert m["pybpfprof_processes"] == 3, (m, agent.describe())
     found = m["pybpfprof_process_reads_total"]
     assert found > 0, m     # discovery read them: the counter counts
-    log = str(tmp_path / "strace.log")
-    tracer = subprocess.Popen([strace, "-f", "-qq", "-e", "trace=openat", "-o", log, "-p", str(agent.proc.pid)],
-                              stdin=null(), stdout=null(),
-                              stderr=null()) if strace else None
+    log = tmp_path / "strace.log"
+    tracer = subprocess.Popen([strace, "-f", "-qq", "-e", "trace=openat,kill", "-o", str(log),
+                               "-p", str(agent.proc.pid)], stdin=null(), stdout=null(), stderr=null())
     try:
-        time.sleep(max(IDLE_WATCH - (time.time() - agent.started), 1))
-        m = metrics(port)       # an open seen: the trace is on, whatever else it saw
+        deadline = time.monotonic() + RESCAN * (LOOKS + 1) + 20
+        while looks_seen(log.read_text() if log.exists() else "", pids) < LOOKS \
+                and time.monotonic() < deadline:
+            time.sleep(0.5)
+        time.sleep(1.5)         # a label refresh or list read due at the last look: done
+        m = metrics(port)
     finally:
-        if tracer:
-            tracer.send_signal(2)   # detached: the agent's exit is its own
-            tracer.wait(20)
+        tracer.send_signal(2)   # detached: the agent's exit is its own
+        tracer.wait(20)
+    text = log.read_text()
     assert m["pybpfprof_processes"] == 3, m
     assert m["pybpfprof_process_reads_total"] == found, (found, m)
-    if tracer:
-        with open(log) as f:
-            text = f.read()
-        assert "openat(" in text, "strace saw nothing: the check proves nothing"
-        opened = [line for line in text.splitlines() if any("/proc/%d/" % q in line for q in pids)]
-        assert opened == [], opened[:5]
+    opened = [line for line in text.splitlines() if any("/proc/%d/" % q in line for q in pids)]
+    assert opened == [], opened[:5]
+    assert looks_seen(text, pids) >= LOOKS, ("the looks did not happen", looks_seen(text, pids),
+                                             agent.describe())
     rc, _ = agent.stop()
     assert rc == 0, agent.describe()

@@ -42,7 +42,8 @@
 #define MIN_HISTORY_NS 60000000000ull
 /* SIGTERM: the last window is pushed within this; a transfer is cut at most a second later (libcurl's progress calls) */
 #define STOP_FLUSH_NS 3000000000ull
-#define REDISCOVER_NS 60000000000ull    /* /proc looked at again (execs are seen at once) */
+/* --rescan's default: /proc looked at again (execs are seen at once), as Alloy's discovery does */
+#define REDISCOVER_NS 60000000000ull
 #define ENV_PREFIX "PYBPFPROF_"
 #define MAX_ENV_ARGS 64
 
@@ -75,7 +76,7 @@ struct agent {
 
 enum { OPT_INTERVAL = 2000, OPT_LISTEN, OPT_PUSH, OPT_TENANT, OPT_BASIC_AUTH, OPT_BEARER, OPT_QUEUE,
        OPT_MAXMEM, OPT_SERVICE, OPT_NODE, OPT_HOST_ROOT, OPT_LOG_LEVEL, OPT_LISTEN_TOKEN, OPT_TLS_CERT,
-       OPT_TLS_KEY, OPT_CMDLINE_LABELS };
+       OPT_TLS_KEY, OPT_CMDLINE_LABELS, OPT_RESCAN };
 
 static const struct argp_option opts[] = {
 	{ NULL, 0, NULL, 0, "Agent:", 4 },
@@ -104,6 +105,9 @@ static const struct argp_option opts[] = {
 	{ "node", OPT_NODE, "NAME", 0, "The node label (default $NODE_NAME, else the host name)", 4 },
 	{ "host-root", OPT_HOST_ROOT, "DIR", 0,
 	  "Where the node's / is mounted, for the container runtimes' bundles (default /)", 4 },
+	{ "rescan", OPT_RESCAN, "SECONDS", 0,
+	  "Look again this often for processes missed, targets gone and sampled ones' labels, "
+	  "twice as often for their thread names (default 60)", 4 },
 	{ "log-level", OPT_LOG_LEVEL, "LEVEL", 0, "error, warn, info (default) or debug", 4 },
 	{ "cmdline-labels", OPT_CMDLINE_LABELS, NULL, 0,
 	  "Label pulled profiles' processes with their command lines (default: the script or module "
@@ -165,6 +169,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *st)
 {
 	struct agent *g = st->input;
 	unsigned long long n;
+	double secs;
 	int level;
 
 	switch (key) {
@@ -176,6 +181,11 @@ static error_t parse_opt(int key, char *arg, struct argp_state *st)
 	case OPT_INTERVAL:
 		if (parse_seconds(arg, 1, 3600, &g->interval))
 			argp_error(st, "invalid --interval '%s' (1 to 3600 seconds)", arg);
+		break;
+	case OPT_RESCAN:
+		if (parse_seconds(arg, 1, 3600, &secs))
+			argp_error(st, "invalid --rescan '%s' (1 to 3600 seconds)", arg);
+		g->o.rescan_ns = (uint64_t)(secs * 1e9);
 		break;
 	case OPT_LISTEN:
 		if (server_parse_listen(arg, &g->listen_sa, &(socklen_t){ 0 }))
@@ -621,14 +631,14 @@ static int agent_start(struct agent *g)
 	session_keep_locations(g->s);   /* keep_slice merges: a second's slice names the same frames */
 	session_add_timer(g->s, &(struct timer){ .period = SLICE_NS, .next = st.start_ns + SLICE_NS,
 						 .fn = close_slice, .ctx = g });
-	session_add_timer(g->s, &(struct timer){ .period = REDISCOVER_NS, .next = st.start_ns + REDISCOVER_NS,
+	session_add_timer(g->s, &(struct timer){ .period = g->o.rescan_ns, .next = st.start_ns + g->o.rescan_ns,
 						 .fn = rediscover, .ctx = g });
 	if (g->pusher)
 		session_add_timer(g->s, &(struct timer){ .period = (uint64_t)(g->interval * 1e9),
 							 .next = st.start_ns + (uint64_t)(g->interval * 1e9),
 							 .fn = push_due, .ctx = g });
-	alog(LOG_INFO, "agent started", "mode=%s hz=%u interval_s=%g listen=%s push=%s node=%s",
-	     mode_name(g->mode), g->hz, g->interval, g->listen ? g->listen : "-",
+	alog(LOG_INFO, "agent started", "mode=%s hz=%u interval_s=%g rescan_s=%g listen=%s push=%s node=%s",
+	     mode_name(g->mode), g->hz, g->interval, (double)g->o.rescan_ns / 1e9, g->listen ? g->listen : "-",
 	     g->push.url ? g->push.url : "-", g->node);
 	return 0;
 }
@@ -670,7 +680,8 @@ int agent_main(int argc, char **argv)
 	int n = 1, code;
 
 	g = (struct agent){ .o = { .format = -1, .sampling = { .mode = MODE_CPU, .hz = HOST_HZ },
-				   .all = true, .quiet = true, .stats = STATS_NONE, .no_output = true },
+				   .all = true, .quiet = true, .stats = STATS_NONE, .no_output = true,
+				   .rescan_ns = REDISCOVER_NS },
 			    .interval = 15, .max_memory = (size_t)256 << 20,
 			    .push = { .queue_size = 64 } };
 	if (argc > 256)

@@ -142,7 +142,7 @@ static int run_sources(struct session *r, const struct agg *a, struct sources *s
 static void new_window(void *ctx)
 {
 	struct session *r = ctx;
-	uint64_t now = mono_ns();
+	uint64_t now = mono_ns(), every = r->o.rescan_ns ? r->o.rescan_ns : LABELS_EVERY_NS;
 
 	if (r->c.timeline)
 		timeline_reset(r->c.timeline);  /* its stack ids were the old aggregate's */
@@ -153,7 +153,7 @@ static void new_window(void *ctx)
 			continue;
 		target_new_window(&r->c, t);
 		/* Not sampled since: its labels are in no profile, and reading /proc for them is a node's idle cost. */
-		if (now - t->labels_ns >= LABELS_EVERY_NS && t->counted != t->counted_labels)
+		if (now - t->labels_ns >= every && t->counted != t->counted_labels)
 			run_label_target(r, t);
 	}
 }

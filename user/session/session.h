@@ -45,6 +45,12 @@ struct session_opts {
 	const char *comm_re, *cgroup, *container;
 	regex_t comm_regex;     /* compiled comm_re: the session frees it */
 	int max_processes;      /* 0: the default */
+	/*
+	 * The agent's --rescan: -a's look at every target's life and the
+	 * labels' refresh, and -a's thread names twice as often; 0: run.h's
+	 * periods (a minute, and 30 s for the names).
+	 */
+	uint64_t rescan_ns;
 	double duration;        /* seconds, 0: until stopped */
 	const char *outpath;    /* the profile file, NULL: stdout */
 	bool no_output;         /* the agent: no profile file, its sinks take the windows */

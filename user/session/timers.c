@@ -140,6 +140,14 @@ static void trim_heap(struct session *r, uint64_t now)
 	malloc_trim(0);
 }
 
+/* Between two looks at every target's life: -a's is the agent's --rescan, a minute by default. */
+static uint64_t alive_look_ns(const struct session *r)
+{
+	if (!r->o.all)
+		return ALIVE_EVERY_NS;
+	return r->o.rescan_ns ? r->o.rescan_ns : ALIVE_HOST_EVERY_NS;
+}
+
 /*
  * Every ALIVE_EVERY_NS, and at once after an exit event: the run ends with
  * its targets. With -a an exit event drops the target it names; /proc is
@@ -154,7 +162,7 @@ static bool check_alive(void *ctx, struct timer *t, uint64_t now)
 	(void)t;
 	stagecpu_enter(STAGE_DISCOVERY);
 	if (look)
-		r->next_alive_look = now + (r->o.all ? ALIVE_HOST_EVERY_NS : ALIVE_EVERY_NS);
+		r->next_alive_look = now + alive_look_ns(r);
 	if (r->o.follow) {
 		any_alive(r, look);
 		go = follow_roots_alive(r) && !r->launch_err;
@@ -189,6 +197,14 @@ static uint64_t pending_due(void *ctx)
 	return due;
 }
 
+/* -a in cpu mode: twice each --rescan of the agent's, as RESCAN_HOST_EVERY_NS is to the minute. */
+static uint64_t names_every_ns(const struct session *r)
+{
+	if (!r->c.o.names_late)
+		return RESCAN_EVERY_NS;
+	return r->o.rescan_ns ? r->o.rescan_ns / 2 : RESCAN_HOST_EVERY_NS;
+}
+
 /*
  * A target's thread list is read when it started a thread, and every
  * RESCAN_EVERY_NS for those sampled since the last: what a read would find
@@ -220,7 +236,7 @@ static bool rescan_due(void *ctx, struct timer *t, uint64_t now)
 			target_rescan(&r->c, tg, false);
 	}
 	if (all)
-		r->next_rescan = now + (r->c.o.names_late ? RESCAN_HOST_EVERY_NS : RESCAN_EVERY_NS);
+		r->next_rescan = now + names_every_ns(r);
 	stagecpu_leave();
 	return true;
 }
@@ -290,7 +306,7 @@ static void wait_samples(void *ctx, uint64_t ns)
  */
 void run_add_timers(struct session *r, bool tty)
 {
-	uint64_t start = r->start_ns, tick = 1000000000ull / r->c.o.hz;
+	uint64_t start = r->start_ns, tick = 1000000000ull / r->c.o.hz, look = alive_look_ns(r);
 	struct loop *l = &r->loop;
 
 	r->next_rescan = r->start_ns + RESCAN_EVERY_NS;
@@ -306,8 +322,9 @@ void run_add_timers(struct session *r, bool tty)
 		sampler_set_ticks(r->c.smp, start + tick, tick);
 		loop_add(l, &(struct timer){ .period = tick, .next = start + tick, .fn = run_ticks });
 	}
-	r->alive_timer = loop_add(l, &(struct timer){ .period = ALIVE_EVERY_NS, .next = TIMER_NOW,
-						      .fn = check_alive });
+	/* a --rescan shorter than the timer's period is kept by coming as often */
+	r->alive_timer = loop_add(l, &(struct timer){ .period = look < ALIVE_EVERY_NS ? look : ALIVE_EVERY_NS,
+						      .next = TIMER_NOW, .fn = check_alive });
 	if (r->o.follow && r->o.cmd)
 		loop_add(l, &(struct timer){ .next = start + LAUNCH_WAIT_NS, .fn = launch_deadline });
 	loop_add(l, &(struct timer){ .due = pending_due, .fn = run_pending });
