@@ -140,9 +140,21 @@ static void set_name(struct collector *c, struct target *t, struct tcache *e, co
 	e->name_due = false;
 }
 
-/* names_read: pyname is what the names read found; else a known thread keeps its name. */
+static uint64_t tc_samples(const struct tcache *e)
+{
+	uint64_t n = 0;
+
+	for (int s = 0; s < ST__COUNT; s++)
+		n += e->status[s];
+	return n;
+}
+
+/*
+ * names_read: pyname is what the names read found, in the Thread at pyobj;
+ * else a known thread keeps its name.
+ */
 static void register_thread(struct collector *c, struct target *t, const struct pythread *th,
-			    const char *pyname, bool names_read)
+			    const char *pyname, uint64_t pyobj, bool names_read)
 {
 	struct tcache *e = tc_find(t, th->tid);
 
@@ -157,8 +169,11 @@ static void register_thread(struct collector *c, struct target *t, const struct 
 		names_read = true;      /* a new thread gets its comm at least */
 	}
 	e->ns_tid = th->ns_tid;
-	if (names_read)
+	if (names_read) {
 		set_name(c, t, e, pyname);
+		e->pyobj = pyname && pyname[0] ? pyobj : 0;
+		e->named_samples = tc_samples(e);
+	}
 	if (e->tstate != th->tstate) {
 		e->tstate = th->tstate;
 		e->have = false;
@@ -194,20 +209,29 @@ static void come_back(struct target *t, uint64_t when)
 		t->rescan_soon = when;
 }
 
-/* Python names of the list's threads, NULL when not due yet or not read. */
-static char (*read_names(struct collector *c, struct target *t, size_t n, bool full))[PBP_NAME_LEN]
+/* Python names of the list's threads and their Thread objects (*objs), NULL when not due yet or not read. */
+static char (*read_names(struct collector *c, struct target *t, size_t n, bool full,
+			 uint64_t **objs))[PBP_NAME_LEN]
 {
 	char (*names)[PBP_NAME_LEN];
 	uint64_t start = mono_ns();
 
+	*objs = NULL;
 	if (!full && start < t->names_ok) {
 		t->names_due = true;
 		come_back(t, t->names_ok);
 		return NULL;
 	}
 	names = calloc(n ? n : 1, sizeof(*names));
-	if (names)
-		pythreads_name_all(t->p, c->list, n, names);
+	*objs = calloc(n ? n : 1, sizeof(**objs));
+	if (!*objs) {
+		free(names);
+		names = NULL;
+	}
+	if (names) {
+		pythreads_name_all(t->p, c->list, n, names, *objs);
+		c->name_reads++;
+	}
 	t->names_ns = start;
 	t->names_due = false;
 	t->names_ok = after_cost(start, mono_ns());
@@ -235,9 +259,42 @@ static void names_again(struct target *t, const struct pythread *list, char (*na
 }
 
 /*
+ * The list is the one last named: whether its names still stand. A named
+ * thread sampled since its name was read has it read again from its Thread
+ * (a rename shows at the next list read, not after NAMES_EVERY_NS); one not
+ * sampled since is in no profile and is not looked at. A sampled thread
+ * that threading did not name (its comm, MainThread) is looked for in the
+ * registries again every NAMES_EVERY_NS, as it may be there by now.
+ */
+static bool names_hold(struct collector *c, struct target *t, uint64_t now)
+{
+	for (uint32_t i = 0; i < t->tc_cap; i++) {
+		struct tcache *e = &t->tc[i];
+		uint64_t samples = tc_samples(e);
+
+		if (!e->tid)
+			continue;
+		if (samples == e->named_samples) {
+			c->names_unsampled++;
+			continue;
+		}
+		if (!e->pyobj) {
+			if (now - t->names_ns >= NAMES_EVERY_NS)
+				return false;
+			continue;
+		}
+		if (!pythread_name_same(t->p, e->pyobj, e->name))
+			return false;
+		e->named_samples = samples;
+		c->names_checked++;
+	}
+	return true;
+}
+
+/*
  * Reading the names walks the threading module's dict: most of a rescan's
  * reads. A list with the same threads at the same states is taken as
- * unchanged; a name set after start shows within NAMES_EVERY_NS. The list
+ * unchanged, its names checked thread by thread (names_hold). The list
  * and the names each wait after a read in proportion to what it cost, so
  * a process starting thousands of threads never has them read back to
  * back; a thread is registered at once, named (by its comm until then)
@@ -246,6 +303,7 @@ static void names_again(struct target *t, const struct pythread *list, char (*na
 void target_rescan(struct collector *c, struct target *t, bool full)
 {
 	char (*names)[PBP_NAME_LEN] = NULL;
+	uint64_t *objs = NULL;
 	size_t n = 0;
 	uint64_t h, now = mono_ns();
 	bool empty = false;
@@ -276,17 +334,19 @@ void target_rescan(struct collector *c, struct target *t, bool full)
 	if (!t->gil_addr && n > 0)
 		tell_kernel(c, t, true);
 	h = list_hash(c->list, n);
-	if (!full && h == t->list_hash && !t->names_due && now - t->names_ns < NAMES_EVERY_NS)
+	if (!full && h == t->list_hash && !t->names_due && names_hold(c, t, now))
 		goto out;
 	t->list_hash = h;
-	names = read_names(c, t, n, full || now - t->names_ns >= NAMES_EVERY_NS);
+	names = read_names(c, t, n, full || now - t->names_ns >= NAMES_EVERY_NS, &objs);
 	t->gen++;
 	for (size_t i = 0; i < n; i++)
 		if (c->list[i].tid)
-			register_thread(c, t, &c->list[i], names ? names[i] : NULL, names != NULL);
+			register_thread(c, t, &c->list[i], names ? names[i] : NULL, names ? objs[i] : 0,
+					names != NULL);
 	if (names)
 		names_again(t, c->list, names, n, h, now);
 	free(names);
+	free(objs);
 	tc_sweep(c, t);
 out:
 	/* Its pages were this pass's: a process sampled again makes them anew, an idle one holds none. */
@@ -506,7 +566,7 @@ static struct tcache *adopt_thread(struct collector *c, struct target *t, pid_t 
 	 */
 	if (c->o.names_late && !t->comm[0])
 		proc_thread_comm(t->pid, t->pid, t->comm, sizeof(t->comm));
-	register_thread(c, t, &th, c->o.names_late && tid != t->pid ? t->comm : NULL, false);
+	register_thread(c, t, &th, c->o.names_late && tid != t->pid ? t->comm : NULL, 0, false);
 	return tc_find(t, tid);
 }
 

@@ -76,6 +76,12 @@ struct collector {
 	uint64_t late_switches; /* wall/gil: switches between the tick instant and the look */
 	uint64_t states_guessed; /* of threads with more of them than the kernel records */
 	uint64_t rescans, rescan_ns;    /* thread-list reads, and the time they took */
+	/*
+	 * Reads of threading's registries for names; named threads found still
+	 * so named by a read of their Thread alone; and named threads not looked
+	 * at, not sampled since (target.c: names_hold).
+	 */
+	uint64_t name_reads, names_checked, names_unsampled;
 	struct pythread *list;  /* scratch for pythreads_read, every target's: made at the first */
 	uint64_t reads_gone;    /* reads of the memory of targets since freed (target_fini) */
 	struct async_stats async;
