@@ -38,6 +38,7 @@
 #include "proc/remote.h"
 #include "sample/asyncidle.h"
 #include "sample/sampler.h"
+#include "sample/threadnames.h"
 #include "sample/switches.h"
 #include "symbol/symbolize.h"
 
@@ -51,18 +52,9 @@
  * of the time goes to them.
  */
 #define RESCAN_GAP 10
-#define NAMES_EVERY_NS (30 * 1000000000ull)   /* with -a, name reads were most of the CPU */
 #define MAX_LOCS PBP_MAX_LOCS
 /* A thread adopted (names_late) is named this late, by a list read at most one a GAP. */
 #define ADOPTED_NAMES_NS (100 * 1000000ull)
-/*
- * A thread whose name was not there when the names were read (registered in
- * threading's table just after, or named later): read again 0.1, 0.5,
- * 2.1 and 8.5 s after, not after NAMES_EVERY_NS, so that a thread is not one
- * root under its comm for 30 s and another under its name after.
- */
-#define UNNAMED_TRIES 4
-#define UNNAMED_FIRST_NS (100 * 1000000ull)
 #define ADOPTED_GAP_NS 1000000000ull
 #define EMPTY_RESCAN_NS 1000000ull         /* a new process's first thread state: looked for */
 #define EMPTY_FOR_NS (2 * 1000000000ull)   /* ... this often, for this long */
@@ -140,15 +132,6 @@ static void set_name(struct collector *c, struct target *t, struct tcache *e, co
 	e->name_due = false;
 }
 
-static uint64_t tc_samples(const struct tcache *e)
-{
-	uint64_t n = 0;
-
-	for (int s = 0; s < ST__COUNT; s++)
-		n += e->status[s];
-	return n;
-}
-
 /*
  * names_read: pyname is what the names read found, in the Thread at pyobj;
  * else a known thread keeps its name.
@@ -202,13 +185,6 @@ static uint64_t after_cost(uint64_t start, uint64_t end)
 	return end + (gap > RESCAN_NS ? gap : RESCAN_NS);
 }
 
-/* Once due, the rescan will happen: the loop comes back for it (rescan_soon). */
-static void come_back(struct target *t, uint64_t when)
-{
-	if (t->rescan_soon < when)
-		t->rescan_soon = when;
-}
-
 /* Python names of the list's threads and their Thread objects (*objs), NULL when not due yet or not read. */
 static char (*read_names(struct collector *c, struct target *t, size_t n, bool full,
 			 uint64_t **objs))[PBP_NAME_LEN]
@@ -219,7 +195,7 @@ static char (*read_names(struct collector *c, struct target *t, size_t n, bool f
 	*objs = NULL;
 	if (!full && start < t->names_ok) {
 		t->names_due = true;
-		come_back(t, t->names_ok);
+		target_come_back(t, t->names_ok);
 		return NULL;
 	}
 	names = calloc(n ? n : 1, sizeof(*names));
@@ -238,63 +214,10 @@ static char (*read_names(struct collector *c, struct target *t, size_t n, bool f
 	return names;
 }
 
-/* Some thread of the list had no name: read them again soon (UNNAMED_TRIES). */
-static void names_again(struct target *t, const struct pythread *list, char (*names)[PBP_NAME_LEN],
-			size_t n, uint64_t h, uint64_t now)
-{
-	bool unnamed = false;
-
-	/* The main thread is MainThread before threading names it. */
-	for (size_t i = 0; i < n && !unnamed; i++)
-		unnamed = list[i].tid && list[i].tid != t->pid && !names[i][0];
-	if (h != t->unnamed_hash) {
-		t->unnamed_hash = h;
-		t->unnamed_tries = 0;
-	}
-	if (!unnamed || t->unnamed_tries >= UNNAMED_TRIES)
-		return;
-	t->names_due = true;
-	come_back(t, now + (UNNAMED_FIRST_NS << (2 * t->unnamed_tries)));
-	t->unnamed_tries++;
-}
-
-/*
- * The list is the one last named: whether its names still stand. A named
- * thread sampled since its name was read has it read again from its Thread
- * (a rename shows at the next list read, not after NAMES_EVERY_NS); one not
- * sampled since is in no profile and is not looked at. A sampled thread
- * that threading did not name (its comm, MainThread) is looked for in the
- * registries again every NAMES_EVERY_NS, as it may be there by now.
- */
-static bool names_hold(struct collector *c, struct target *t, uint64_t now)
-{
-	for (uint32_t i = 0; i < t->tc_cap; i++) {
-		struct tcache *e = &t->tc[i];
-		uint64_t samples = tc_samples(e);
-
-		if (!e->tid)
-			continue;
-		if (samples == e->named_samples) {
-			c->names_unsampled++;
-			continue;
-		}
-		if (!e->pyobj) {
-			if (now - t->names_ns >= NAMES_EVERY_NS)
-				return false;
-			continue;
-		}
-		if (!pythread_name_same(t->p, e->pyobj, e->name))
-			return false;
-		e->named_samples = samples;
-		c->names_checked++;
-	}
-	return true;
-}
-
 /*
  * Reading the names walks the threading module's dict: most of a rescan's
  * reads. A list with the same threads at the same states is taken as
- * unchanged, its names checked thread by thread (names_hold). The list
+ * unchanged, its names checked thread by thread (tnames_hold). The list
  * and the names each wait after a read in proportion to what it cost, so
  * a process starting thousands of threads never has them read back to
  * back; a thread is registered at once, named (by its comm until then)
@@ -310,7 +233,7 @@ void target_rescan(struct collector *c, struct target *t, bool full)
 	int err;
 
 	if (!full && now < t->rescan_ok) {
-		come_back(t, t->rescan_ok);
+		target_come_back(t, t->rescan_ok);
 		return;
 	}
 	window_catch_up(c, t);
@@ -334,7 +257,7 @@ void target_rescan(struct collector *c, struct target *t, bool full)
 	if (!t->gil_addr && n > 0)
 		tell_kernel(c, t, true);
 	h = list_hash(c->list, n);
-	if (!full && h == t->list_hash && !t->names_due && names_hold(c, t, now))
+	if (!full && h == t->list_hash && !t->names_due && tnames_hold(c, t, now))
 		goto out;
 	t->list_hash = h;
 	names = read_names(c, t, n, full || now - t->names_ns >= NAMES_EVERY_NS, &objs);
@@ -344,7 +267,7 @@ void target_rescan(struct collector *c, struct target *t, bool full)
 			register_thread(c, t, &c->list[i], names ? names[i] : NULL, names ? objs[i] : 0,
 					names != NULL);
 	if (names)
-		names_again(t, c->list, names, n, h, now);
+		tnames_again(t, c->list, names, n, h, now);
 	free(names);
 	free(objs);
 	tc_sweep(c, t);

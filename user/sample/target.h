@@ -139,6 +139,13 @@ struct target {
 	struct stackmemo *memo; /* its stacks named lately (symbolize_memo), NULL until sampled */
 };
 
+/* Once due, the rescan will happen: the loop comes back for it (rescan_soon). */
+static inline void target_come_back(struct target *t, uint64_t when)
+{
+	if (t->rescan_soon < when)
+		t->rescan_soon = when;
+}
+
 /* Register a freshly opened process with the sampler and read its threads. */
 int target_init(struct collector *c, struct target *t);
 void target_fini(struct collector *c, struct target *t);

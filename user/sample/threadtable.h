@@ -50,6 +50,8 @@ struct tcache {
 struct tcache *tc_find(struct target *t, pid_t tid);
 /* A new empty entry for tid (not there yet), or NULL when out of memory. */
 struct tcache *tc_add(struct target *t, pid_t tid);
+/* Samples counted of it (the sum of its statuses). */
+uint64_t tc_samples(const struct tcache *e);
 /* Its stack must be counted anew: the aggregate ids and label are stale. */
 void tc_forget_counted(struct tcache *e);
 
