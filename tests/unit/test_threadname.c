@@ -695,6 +695,35 @@ static void test_fake(const struct pyver *v, uint8_t *arena)
 	free(p);
 }
 
+/* A name checked from its Thread alone: a str renamed in place is told by its content; no str fails. */
+static void test_same(const struct pyver *v, uint8_t *arena)
+{
+	struct fake f;
+	struct pythread_name out[16];
+	struct pyproc *p = fake_proc(v);
+	uint64_t alpha = 0, str = 0;
+	size_t n = 0;
+
+	build(&f, v, arena);
+	CHECK_EQ_INT(names_of(p, &f, out, ARRAY_LEN(out), &n), 0);
+	for (size_t i = 0; i < n; i++)
+		alpha = strcmp(out[i].name, "alpha") == 0 ? out[i].thread : alpha;
+	CHECK(alpha && pythread_name_same(p, alpha, "alpha"));
+	CHECK(!pythread_name_same(p, alpha, "beta-2") && !pythread_name_same(p, alpha, "alph"));
+	CHECK(!pythread_name_same(p, 0, "alpha"));
+	CHECK_EQ_INT(pyobj_attr(p, alpha, "_name", &str), 0);
+	if (str) {
+		at(&f, str)[v->ascii_size] = 'A';
+		remote_invalidate_all(p->r);
+		CHECK(!pythread_name_same(p, alpha, "alpha") && pythread_name_same(p, alpha, "Alpha"));
+		put64(at(&f, str), v->ob_type, f.long_type);
+		remote_invalidate_all(p->r);
+		CHECK(!pythread_name_same(p, alpha, "Alpha"));
+	}
+	remote_close(p->r);
+	free(p);
+}
+
 /* Damaged copies of the fake: any result but a crash, and only sane names. */
 static void test_fuzz(const struct pyver *v, uint8_t *arena, unsigned rounds)
 {
@@ -761,6 +790,7 @@ int main(void)
 	test_scrub();
 	for (size_t i = 0; i < nv; i++) {
 		test_fake(&vs[i], arena);
+		test_same(&vs[i], arena);
 		test_fuzz(&vs[i], arena, 3000);
 	}
 	free(arena);

@@ -71,6 +71,7 @@ struct agent {
 	/* what /metrics reads, published by the loop once a slice */
 	pthread_mutex_t lock;
 	uint64_t samples, lost, slices, windows, reads;
+	uint64_t name_reads, names_checked, names_unsampled;
 	uint32_t processes;
 };
 
@@ -352,6 +353,9 @@ static int keep_slice(void *ctx, const struct agg *a, const struct window *w)
 	g->slices++;
 	g->processes = (uint32_t)st.processes;
 	g->reads = st.reads;
+	g->name_reads = st.name_reads;
+	g->names_checked = st.names_checked;
+	g->names_unsampled = st.names_unsampled;
 	pthread_mutex_unlock(&g->lock);
 	return 0;
 }
@@ -481,7 +485,8 @@ static int serve_profile(void *ctx, const char *seconds, const char *service, co
 
 /* /metrics, one row each but the per-stage CPU family; rows[] in serve_metrics is sized by this. */
 enum {
-	M_SAMPLES, M_LOST, M_PROCESSES, M_WINDOWS, M_READS, M_HISTORY_BYTES, M_HISTORY_DROPPED, M_PUSHES,
+	M_SAMPLES, M_LOST, M_PROCESSES, M_WINDOWS, M_READS, M_NAME_READS, M_NAMES_CHECKED, M_NAMES_UNSAMPLED,
+	M_HISTORY_BYTES, M_HISTORY_DROPPED, M_PUSHES,
 	M_PUSH_ERRORS, M_PUSH_REJECTED, M_PUSH_BYTES, M_PUSH_DROPPED, M_QUEUE_WINDOWS, M_QUEUE_BYTES, M_CPU,
 	M_RSS, M_HTTP_LATE, M_HTTP_SHED, M__COUNT
 };
@@ -494,6 +499,12 @@ static const struct metric metric_rows[] = {
 	[M_READS] = { "pybpfprof_process_reads_total", "counter",
 		      "Reads of the profiled processes' memory (an idle process has none after it is found).", 0,
 		      NULL },
+	[M_NAME_READS] = { "pybpfprof_thread_name_reads_total", "counter",
+			   "Reads of a process's threading registries for its threads' names.", 0, NULL },
+	[M_NAMES_CHECKED] = { "pybpfprof_thread_names_checked_total", "counter",
+			      "Names of sampled threads found unchanged by a read of their Thread alone.", 0, NULL },
+	[M_NAMES_UNSAMPLED] = { "pybpfprof_thread_names_unsampled_total", "counter",
+				"Names of threads not sampled since they were read, not looked at again.", 0, NULL },
 	[M_HISTORY_BYTES] = { "pybpfprof_history_bytes", "gauge", "Bytes the history of slices holds.", 0, NULL },
 	[M_HISTORY_DROPPED] = { "pybpfprof_history_slices_dropped_total", "counter",
 				"Slices dropped early to stay within --max-memory.", 0, NULL },
@@ -540,6 +551,9 @@ static int serve_metrics(void *ctx, char **body, size_t *len)
 	ROW(M_PROCESSES, g->processes);
 	ROW(M_WINDOWS, g->windows);
 	ROW(M_READS, g->reads);
+	ROW(M_NAME_READS, g->name_reads);
+	ROW(M_NAMES_CHECKED, g->names_checked);
+	ROW(M_NAMES_UNSAMPLED, g->names_unsampled);
 	pthread_mutex_unlock(&g->lock);
 	ROW(M_HISTORY_BYTES, hs.bytes);
 	ROW(M_HISTORY_DROPPED, hs.dropped);

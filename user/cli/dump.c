@@ -282,7 +282,7 @@ int dump_process(struct pyproc *p, FILE *o, bool json)
 	if (!err)
 		names = calloc(n ? n : 1, sizeof(*names));
 	if (names)
-		pythreads_name_all(p, ts, n, names);
+		pythreads_name_all(p, ts, n, names, NULL);
 	for (size_t i = 0; !err && i < n; i++)
 		d[i].t = ts[i];
 	if (!err) {

@@ -224,7 +224,7 @@ static int collect(struct adump *d)
 		d->names = calloc(d->g.n ? d->g.n : 1, sizeof(*d->names));
 		if (!d->tnames || !d->names)
 			return -PBP_E_NOMEM;
-		pythreads_name_all(d->p, d->ts, d->nts, d->tnames);
+		pythreads_name_all(d->p, d->ts, d->nts, d->tnames, NULL);
 		for (size_t i = 0; i < d->nts; i++)     /* threading's name, else the kernel's comm */
 			if (!d->tnames[i][0] && d->ts[i].tid)
 				proc_thread_comm(d->p->pid, d->ts[i].tid, d->tnames[i], sizeof(d->tnames[i]));

@@ -23,6 +23,7 @@ struct pythread {
 struct pythread_name {
 	uint64_t ident;         /* threading.get_ident(), as in struct pythread */
 	char name[64];          /* UTF-8, NUL-terminated, truncated */
+	uint64_t thread;        /* the threading.Thread it was read from */
 };
 
 #define PBP_MAX_THREADS 8192

@@ -162,6 +162,7 @@ static int add(struct pyproc *p, struct collect *c, uint64_t ident, uint64_t thr
 	if (err)
 		return fatal(err) ? err : 0;    /* this one stays unnamed */
 	o->ident = ident;
+	o->thread = thread;
 	c->thread[*c->n] = thread;
 	(*c->n)++;
 	return 0;
@@ -463,15 +464,36 @@ int pythread_names(struct pyproc *p, uint64_t interp, struct pythread_name *out,
 	return err;
 }
 
+/*
+ * A thread renamed (t.name = ...) gets a new str in its Thread's _name: the
+ * name read there again is the whole check. Its content is compared, not
+ * the str's address: a second rename may make its str where the first's
+ * was freed. The Thread is the one its registry held when its thread was
+ * named, alive while that thread runs.
+ */
+bool pythread_name_same(struct pyproc *p, uint64_t thread, const char *name)
+{
+	char now[PBP_NAME_LEN];
+	bool same;
+
+	remote_cache_mutable(p->r, true);
+	same = thread && thread_name(p, thread, now, sizeof(now)) == 0 && strcmp(now, name) == 0;
+	remote_cache_mutable(p->r, false);
+	return same;
+}
+
 /* Names of every thread in ts (names[i], "" where unknown), read once per interpreter. */
 void pythreads_name_all(struct pyproc *p, const struct pythread *ts, size_t n,
-			char (*names)[PBP_NAME_LEN])
+			char (*names)[PBP_NAME_LEN], uint64_t *objs)
 {
 	size_t max = n + 16, got;
 	struct pythread_name *buf = calloc(max, sizeof(*buf));
 
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		names[i][0] = '\0';
+		if (objs)
+			objs[i] = 0;
+	}
 	for (size_t i = 0; buf && i < n; i++) {
 		bool seen = false;
 
@@ -481,8 +503,11 @@ void pythreads_name_all(struct pyproc *p, const struct pythread *ts, size_t n,
 			continue;
 		for (size_t k = 0; k < got; k++)
 			for (size_t t = i; t < n; t++)
-				if (ts[t].interp == ts[i].interp && ts[t].ident && ts[t].ident == buf[k].ident)
+				if (ts[t].interp == ts[i].interp && ts[t].ident && ts[t].ident == buf[k].ident) {
 					snprintf(names[t], PBP_NAME_LEN, "%s", buf[k].name);
+					if (objs)
+						objs[t] = buf[k].thread;
+				}
 	}
 	free(buf);
 }

@@ -22,9 +22,19 @@ struct pythread_name;
  */
 int pythread_names(struct pyproc *p, uint64_t interp, struct pythread_name *out, size_t max,
 		   size_t *n);
-/* Python names of the threads ts[0..n): names[i], "" where unknown; one read per interpreter. */
+/*
+ * Python names of the threads ts[0..n): names[i], "" where unknown; one read
+ * per interpreter. objs (NULL: not wanted) gets the Thread object each name
+ * was read from, 0 where none.
+ */
 #define PBP_NAME_LEN 64
 void pythreads_name_all(struct pyproc *p, const struct pythread *ts, size_t n,
-			char (*names)[PBP_NAME_LEN]);
+			char (*names)[PBP_NAME_LEN], uint64_t *objs);
+/*
+ * Whether the Thread object at thread, found by pythread_names and whose
+ * thread still runs, has the name name now: one attribute and one string
+ * read, no walk of threading's registries. false when it cannot be read.
+ */
+bool pythread_name_same(struct pyproc *p, uint64_t thread, const char *name);
 
 #endif /* PBP_CPYTHON_THREADNAME_H */

@@ -38,6 +38,7 @@
 #include "proc/remote.h"
 #include "sample/asyncidle.h"
 #include "sample/sampler.h"
+#include "sample/threadnames.h"
 #include "sample/switches.h"
 #include "symbol/symbolize.h"
 
@@ -51,18 +52,9 @@
  * of the time goes to them.
  */
 #define RESCAN_GAP 10
-#define NAMES_EVERY_NS (30 * 1000000000ull)   /* with -a, name reads were most of the CPU */
 #define MAX_LOCS PBP_MAX_LOCS
 /* A thread adopted (names_late) is named this late, by a list read at most one a GAP. */
 #define ADOPTED_NAMES_NS (100 * 1000000ull)
-/*
- * A thread whose name was not there when the names were read (registered in
- * threading's table just after, or named later): read again 0.1, 0.5,
- * 2.1 and 8.5 s after, not after NAMES_EVERY_NS, so that a thread is not one
- * root under its comm for 30 s and another under its name after.
- */
-#define UNNAMED_TRIES 4
-#define UNNAMED_FIRST_NS (100 * 1000000ull)
 #define ADOPTED_GAP_NS 1000000000ull
 #define EMPTY_RESCAN_NS 1000000ull         /* a new process's first thread state: looked for */
 #define EMPTY_FOR_NS (2 * 1000000000ull)   /* ... this often, for this long */
@@ -140,9 +132,12 @@ static void set_name(struct collector *c, struct target *t, struct tcache *e, co
 	e->name_due = false;
 }
 
-/* names_read: pyname is what the names read found; else a known thread keeps its name. */
+/*
+ * names_read: pyname is what the names read found, in the Thread at pyobj;
+ * else a known thread keeps its name.
+ */
 static void register_thread(struct collector *c, struct target *t, const struct pythread *th,
-			    const char *pyname, bool names_read)
+			    const char *pyname, uint64_t pyobj, bool names_read)
 {
 	struct tcache *e = tc_find(t, th->tid);
 
@@ -157,8 +152,11 @@ static void register_thread(struct collector *c, struct target *t, const struct 
 		names_read = true;      /* a new thread gets its comm at least */
 	}
 	e->ns_tid = th->ns_tid;
-	if (names_read)
+	if (names_read) {
 		set_name(c, t, e, pyname);
+		e->pyobj = pyname && pyname[0] ? pyobj : 0;
+		e->named_samples = tc_samples(e);
+	}
 	if (e->tstate != th->tstate) {
 		e->tstate = th->tstate;
 		e->have = false;
@@ -187,57 +185,39 @@ static uint64_t after_cost(uint64_t start, uint64_t end)
 	return end + (gap > RESCAN_NS ? gap : RESCAN_NS);
 }
 
-/* Once due, the rescan will happen: the loop comes back for it (rescan_soon). */
-static void come_back(struct target *t, uint64_t when)
-{
-	if (t->rescan_soon < when)
-		t->rescan_soon = when;
-}
-
-/* Python names of the list's threads, NULL when not due yet or not read. */
-static char (*read_names(struct collector *c, struct target *t, size_t n, bool full))[PBP_NAME_LEN]
+/* Python names of the list's threads and their Thread objects (*objs), NULL when not due yet or not read. */
+static char (*read_names(struct collector *c, struct target *t, size_t n, bool full,
+			 uint64_t **objs))[PBP_NAME_LEN]
 {
 	char (*names)[PBP_NAME_LEN];
 	uint64_t start = mono_ns();
 
+	*objs = NULL;
 	if (!full && start < t->names_ok) {
 		t->names_due = true;
-		come_back(t, t->names_ok);
+		target_come_back(t, t->names_ok);
 		return NULL;
 	}
 	names = calloc(n ? n : 1, sizeof(*names));
-	if (names)
-		pythreads_name_all(t->p, c->list, n, names);
+	*objs = calloc(n ? n : 1, sizeof(**objs));
+	if (!*objs) {
+		free(names);
+		names = NULL;
+	}
+	if (names) {
+		pythreads_name_all(t->p, c->list, n, names, *objs);
+		c->name_reads++;
+	}
 	t->names_ns = start;
 	t->names_due = false;
 	t->names_ok = after_cost(start, mono_ns());
 	return names;
 }
 
-/* Some thread of the list had no name: read them again soon (UNNAMED_TRIES). */
-static void names_again(struct target *t, const struct pythread *list, char (*names)[PBP_NAME_LEN],
-			size_t n, uint64_t h, uint64_t now)
-{
-	bool unnamed = false;
-
-	/* The main thread is MainThread before threading names it. */
-	for (size_t i = 0; i < n && !unnamed; i++)
-		unnamed = list[i].tid && list[i].tid != t->pid && !names[i][0];
-	if (h != t->unnamed_hash) {
-		t->unnamed_hash = h;
-		t->unnamed_tries = 0;
-	}
-	if (!unnamed || t->unnamed_tries >= UNNAMED_TRIES)
-		return;
-	t->names_due = true;
-	come_back(t, now + (UNNAMED_FIRST_NS << (2 * t->unnamed_tries)));
-	t->unnamed_tries++;
-}
-
 /*
  * Reading the names walks the threading module's dict: most of a rescan's
  * reads. A list with the same threads at the same states is taken as
- * unchanged; a name set after start shows within NAMES_EVERY_NS. The list
+ * unchanged, its names checked thread by thread (tnames_hold). The list
  * and the names each wait after a read in proportion to what it cost, so
  * a process starting thousands of threads never has them read back to
  * back; a thread is registered at once, named (by its comm until then)
@@ -246,13 +226,14 @@ static void names_again(struct target *t, const struct pythread *list, char (*na
 void target_rescan(struct collector *c, struct target *t, bool full)
 {
 	char (*names)[PBP_NAME_LEN] = NULL;
+	uint64_t *objs = NULL;
 	size_t n = 0;
 	uint64_t h, now = mono_ns();
 	bool empty = false;
 	int err;
 
 	if (!full && now < t->rescan_ok) {
-		come_back(t, t->rescan_ok);
+		target_come_back(t, t->rescan_ok);
 		return;
 	}
 	window_catch_up(c, t);
@@ -276,17 +257,19 @@ void target_rescan(struct collector *c, struct target *t, bool full)
 	if (!t->gil_addr && n > 0)
 		tell_kernel(c, t, true);
 	h = list_hash(c->list, n);
-	if (!full && h == t->list_hash && !t->names_due && now - t->names_ns < NAMES_EVERY_NS)
+	if (!full && h == t->list_hash && !t->names_due && tnames_hold(c, t, now))
 		goto out;
 	t->list_hash = h;
-	names = read_names(c, t, n, full || now - t->names_ns >= NAMES_EVERY_NS);
+	names = read_names(c, t, n, full || now - t->names_ns >= NAMES_EVERY_NS, &objs);
 	t->gen++;
 	for (size_t i = 0; i < n; i++)
 		if (c->list[i].tid)
-			register_thread(c, t, &c->list[i], names ? names[i] : NULL, names != NULL);
+			register_thread(c, t, &c->list[i], names ? names[i] : NULL, names ? objs[i] : 0,
+					names != NULL);
 	if (names)
-		names_again(t, c->list, names, n, h, now);
+		tnames_again(t, c->list, names, n, h, now);
 	free(names);
+	free(objs);
 	tc_sweep(c, t);
 out:
 	/* Its pages were this pass's: a process sampled again makes them anew, an idle one holds none. */
@@ -506,7 +489,7 @@ static struct tcache *adopt_thread(struct collector *c, struct target *t, pid_t 
 	 */
 	if (c->o.names_late && !t->comm[0])
 		proc_thread_comm(t->pid, t->pid, t->comm, sizeof(t->comm));
-	register_thread(c, t, &th, c->o.names_late && tid != t->pid ? t->comm : NULL, false);
+	register_thread(c, t, &th, c->o.names_late && tid != t->pid ? t->comm : NULL, 0, false);
 	return tc_find(t, tid);
 }
 

@@ -76,6 +76,12 @@ struct collector {
 	uint64_t late_switches; /* wall/gil: switches between the tick instant and the look */
 	uint64_t states_guessed; /* of threads with more of them than the kernel records */
 	uint64_t rescans, rescan_ns;    /* thread-list reads, and the time they took */
+	/*
+	 * Reads of threading's registries for names; named threads found still
+	 * so named by a read of their Thread alone; and named threads not looked
+	 * at, not sampled since (target.c: names_hold).
+	 */
+	uint64_t name_reads, names_checked, names_unsampled;
 	struct pythread *list;  /* scratch for pythreads_read, every target's: made at the first */
 	uint64_t reads_gone;    /* reads of the memory of targets since freed (target_fini) */
 	struct async_stats async;
@@ -132,6 +138,13 @@ struct target {
 	struct natproc nat;     /* its executable mappings, for native leaves */
 	struct stackmemo *memo; /* its stacks named lately (symbolize_memo), NULL until sampled */
 };
+
+/* Once due, the rescan will happen: the loop comes back for it (rescan_soon). */
+static inline void target_come_back(struct target *t, uint64_t when)
+{
+	if (t->rescan_soon < when)
+		t->rescan_soon = when;
+}
 
 /* Register a freshly opened process with the sampler and read its threads. */
 int target_init(struct collector *c, struct target *t);

@@ -13,6 +13,15 @@ void tc_forget_counted(struct tcache *e)
 	e->label = -1;
 }
 
+uint64_t tc_samples(const struct tcache *e)
+{
+	uint64_t n = 0;
+
+	for (int s = 0; s < ST__COUNT; s++)
+		n += e->status[s];
+	return n;
+}
+
 struct tcache *tc_find(struct target *t, pid_t tid)
 {
 	uint32_t mask = t->tc_cap - 1, i;

@@ -36,6 +36,13 @@ struct tcache {
 	int64_t agg_id[ST__COUNT];
 	int64_t label;          /* the thread's root label location, -1: not made yet */
 	char name[64];
+	/*
+	 * The threading.Thread name was read from (0: named by comm or
+	 * MainThread), and the thread's samples (the sum of status) when it was
+	 * read or last found unchanged: a name is checked again only once the
+	 * thread has been sampled since.
+	 */
+	uint64_t pyobj, named_samples;
 	bool name_due;          /* name not given to this window's aggregate yet: at its first count */
 };
 
@@ -43,6 +50,8 @@ struct tcache {
 struct tcache *tc_find(struct target *t, pid_t tid);
 /* A new empty entry for tid (not there yet), or NULL when out of memory. */
 struct tcache *tc_add(struct target *t, pid_t tid);
+/* Samples counted of it (the sum of its statuses). */
+uint64_t tc_samples(const struct tcache *e);
 /* Its stack must be counted anew: the aggregate ids and label are stale. */
 void tc_forget_counted(struct tcache *e);
 

@@ -389,7 +389,9 @@ void session_stats(const struct session *s, struct session_stats *st)
 void session_counts(const struct session *s, struct session_counts *c)
 {
 	*c = (struct session_counts){ .processes = run_live_targets(s), .reads = run_process_reads(s),
-				      .lost = s->c.smp ? sampler_stat(s->c.smp, PBP_STAT_LOST) : 0 };
+				      .lost = s->c.smp ? sampler_stat(s->c.smp, PBP_STAT_LOST) : 0,
+				      .name_reads = s->c.name_reads, .names_checked = s->c.names_checked,
+				      .names_unsampled = s->c.names_unsampled };
 }
 
 int session_stop(struct session *s, int code)

@@ -93,6 +93,8 @@ struct session_counts {
 	int processes;                  /* live targets */
 	uint64_t reads;                 /* as session_stats */
 	uint64_t lost;                  /* kernel[PBP_STAT_LOST] */
+	/* Thread names: registry reads, and threads' names checked alone or not looked at (target.h). */
+	uint64_t name_reads, names_checked, names_unsampled;
 };
 
 struct session;
