@@ -103,7 +103,10 @@ def test_command_own_exec_not_said_as_a_target_exec(interp, tmp_path):
     """The command's exec is waited for before it is looked at: its event,
     read once the target was found, dropped it, found it again and said
     "pid N exec'd at 0.00 s; profiled again" of a command that never
-    exec'd (in 3 to 5 runs of 6 on 3.12 before)."""
+    exec'd (in 3 to 5 runs of 6 on 3.12 before). A chroot'd interpreter is
+    launched through chroot(8), whose exec into Python is real and said."""
+    if len(interp.argv) > 1:
+        pytest.skip("launched through %s, which execs the interpreter" % interp.argv[0])
     out = tmp_path / "out.txt"
     spin = "import time\nend = time.process_time() + 0.1\nwhile time.process_time() < end: pass\n"
     for _ in range(6):
