@@ -201,7 +201,7 @@ static int read_header(struct pyproc *p, uint64_t addr, uint8_t hdr[CODE_HDR_MAX
 }
 
 /* The key as the kernel would have copied it, read from the target now. */
-static int read_key(struct pyproc *p, uint64_t addr, uint32_t *firstlineno, uint32_t *code_key)
+int codecache_read_key(struct pyproc *p, uint64_t addr, uint32_t *firstlineno, uint32_t *code_key)
 {
 	uint8_t hdr[CODE_HDR_MAX];
 	int err = read_header(p, addr, hdr);
@@ -211,11 +211,6 @@ static int read_key(struct pyproc *p, uint64_t addr, uint32_t *firstlineno, uint
 	*firstlineno = load_u32(hdr, p->v.k.code_firstlineno);
 	*code_key = (uint32_t)load_u64(hdr, p->v.k.code_key);
 	return 0;
-}
-
-int codecache_read_key(struct pyproc *p, uint64_t addr, uint32_t *firstlineno, uint32_t *code_key)
-{
-	return read_key(p, addr, firstlineno, code_key);
 }
 
 static char *read_name(struct pyproc *p, uint64_t addr, int *err)
@@ -335,7 +330,7 @@ const struct codeinfo *codecache_get(struct codecache *c, struct pyproc *p, uint
 	if (key) {
 		fl = key->firstlineno, nl = key->code_key;
 	} else {
-		*err = read_key(p, addr, &fl, &nl);
+		*err = codecache_read_key(p, addr, &fl, &nl);
 		if (*err) {
 			c->st.bad++;
 			return NULL;
