@@ -14,6 +14,7 @@
 
 #include "pybpfprof.h"
 #include "cpython/codeobj.h"
+#include "cpython/objects.h"
 #include "core/bytes.h"
 #include "core/unique.h"
 #include "core/errors.h"
@@ -166,24 +167,10 @@ static struct codeinfo *set_of(struct codecache *c, uint64_t addr)
 }
 
 /*
- * A freed object keeps its words but its first, the reference count, which
- * the allocator overwrites with a free-list address (pymalloc, glibc's
- * tcache) or NULL: a live one's is a count, 1 or more, under 2^32 (3.14
- * keeps flags in the top 16 bits). Read while freed and not yet reused, a
- * code object still shows its key and its name's address, the name's
- * memory perhaps already the next object's name. Free-threaded builds
- * begin with the owner thread's id: not told.
+ * A code object read while freed and not yet reused still shows its key
+ * and its name's address, the name's memory perhaps already the next
+ * object's name: only a live one is read (pyobj_freed).
  */
-static bool looks_freed(const struct pyver *v, const uint8_t *hdr)
-{
-	uint64_t w;
-
-	if (v->free_threaded || v->ob_type < 8)
-		return false;
-	w = load_u64(hdr, v->ob_type - 8);
-	return (uint32_t)w == 0 || (w >> 32 & 0xffff) != 0;
-}
-
 /* The code object's header, read and checked to be a live code object. */
 static int read_header(struct pyproc *p, uint64_t addr, uint8_t hdr[CODE_HDR_MAX])
 {
@@ -195,7 +182,7 @@ static int read_header(struct pyproc *p, uint64_t addr, uint8_t hdr[CODE_HDR_MAX
 	err = remote_read_cached(p->r, addr, hdr, v->code_size);
 	if (err)
 		return err;
-	if ((p->pycode_type && load_u64(hdr, v->ob_type) != p->pycode_type) || looks_freed(v, hdr))
+	if ((p->pycode_type && load_u64(hdr, v->ob_type) != p->pycode_type) || pyobj_freed(v, hdr))
 		return -PBP_E_CORRUPT;
 	return 0;
 }
@@ -240,7 +227,7 @@ static int still_same(struct pyproc *p, uint64_t addr, const uint8_t *hdr)
 
 	if (err)
 		return err;
-	if (looks_freed(v, now))
+	if (pyobj_freed(v, now))
 		return -PBP_E_CORRUPT;
 	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
 		if (words[i] != PYVER_NOOFF && load_u64(now, words[i]) != load_u64(hdr, words[i]))

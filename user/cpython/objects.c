@@ -178,6 +178,16 @@ int pylong_decode(const struct pyver *v, const uint8_t *obj, size_t len, uint64_
 
 /* ------------------------------------------------------ remote objects */
 
+bool pyobj_freed(const struct pyver *v, const uint8_t *obj)
+{
+	uint64_t w;
+
+	if (v->free_threaded || v->ob_type < 8)
+		return false;
+	w = load_u64(obj, v->ob_type - 8);
+	return (uint32_t)w == 0 || (w >> 32 & 0xffff) != 0;
+}
+
 int pyobj_type(struct pyproc *p, uint64_t obj, uint64_t *type)
 {
 	int err;

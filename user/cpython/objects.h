@@ -28,6 +28,15 @@ int pydict_keys_decode(const struct pyver *v, uint64_t keys_addr, const uint8_t 
 /* Value of an int object (its first len bytes in obj) if it is >= 0 and fits 64 bits. */
 int pylong_decode(const struct pyver *v, const uint8_t *obj, size_t len, uint64_t *out);
 
+/*
+ * The object whose first ob_type + 8 bytes obj holds looks freed: its
+ * reference count is 0 (an object freed onto CPython's own free lists, a
+ * frame of 3.6-3.10 kept as its code's zombie) or an address (the
+ * allocator's free-list link, pymalloc's or glibc's): a live one's is a
+ * count, 1 or more, under 2^32 (3.14 keeps flags in the top 16 bits).
+ * Free-threaded builds begin with the owner thread's id: never told.
+ */
+bool pyobj_freed(const struct pyver *v, const uint8_t *obj);
 /* The type of the object at obj (never 0). */
 int pyobj_type(struct pyproc *p, uint64_t obj, uint64_t *type);
 /* The tp_flags of obj's type, for checks like "is it an int". */

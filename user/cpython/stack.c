@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "pybpfprof.h"
+#include "cpython/objects.h"
 #include "cpython/stack.h"
 #include "core/bytes.h"
 #include "core/errors.h"
@@ -115,14 +116,14 @@ static void frame_of(struct pyproc *p, const uint8_t *fr, struct pbp_frame *f)
  */
 /*
  * 3.6-3.10: a frame is an object, and one its thread returned from is
- * freed (ob_refcnt 0) onto a free list or kept as its code's zombie frame,
- * where f_back is no caller: a walk that meets one was overtaken by the
- * thread, and goes no further. The read starts at the object, so the
- * count is its first word. 3.11+ frames are not objects.
+ * freed (ob_refcnt 0) onto a free list, kept as its code's zombie frame or
+ * given back to the allocator, where f_back is no caller: a walk that
+ * meets one was overtaken by the thread, and goes no further. The read
+ * starts at the object. 3.11+ frames are not objects.
  */
 static bool freed_frame(const struct pyproc *p, const uint8_t *fr)
 {
-	return p->v.major == 3 && p->v.minor <= 10 && (int64_t)load_u64(fr, 0) <= 0;
+	return p->v.major == 3 && p->v.minor <= 10 && pyobj_freed(&p->v, fr);
 }
 
 /*
