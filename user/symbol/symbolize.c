@@ -88,26 +88,15 @@ static bool loc_still(const struct agg *a, const struct frame_memo *m, const str
 	       strcmp(file, ci->file) == 0;
 }
 
-/*
- * prev: the code object of the frame named just before in the same stack, or
- * NULL. Frames read from the target now (no kernel key) share it when they run
- * the same code, as recursive ones do, rather than read its header again.
- */
-static int64_t frame_loc(struct pyproc *p, struct agg *a, const struct pbp_frame *f,
-			 const struct pbp_frame *key, struct symstats *st,
-			 const struct codeinfo **prev)
+/* f's location, its code object checked against the key f carries (the kernel's or the walk's). */
+static int64_t frame_loc(struct pyproc *p, struct agg *a, const struct pbp_frame *f, struct symstats *st)
 {
 	int err;
-	const struct codeinfo *ci;
+	const struct codeinfo *ci = codecache_get(p->codes, p, f->code, f, &err);
 	struct frame_memo *m;
 	uint64_t codes, locs;
 	int64_t id;
 
-	if (!key && *prev && (*prev)->addr == f->code)
-		ci = *prev;
-	else
-		ci = codecache_get(p->codes, p, f->code, key, &err);
-	*prev = ci;
 	st->frames++;
 	if (!ci) {
 		/* Freed or unreadable since the sample: say so rather than drop the frame. */
@@ -164,8 +153,8 @@ static size_t loop_cut(const struct pbp_frame *k, size_t nk, size_t *nmore, cons
  * kernel's frames to keep (fewer when the two walks went round a loop).
  * *short_of_root: the walk stopped at a frame it could not read (not a
  * loop, cut whole), or, resumed where the kernel stopped, its thread had
- * ended by the walk's end: the stack's outer frames are missing. An ended thread's frames are freed, and
- * another thread's may be made where they were (3.6-3.10's frame free
+ * ended by the walk's end: the stack's outer frames are missing. An ended
+ * thread's frames are freed, and another thread's may be made where they were (3.6-3.10's frame free
  * list, a data-stack chunk reused): read on, they spliced that thread's
  * callers under this one's (1.8 % of 3.6's and 2.8 % of 3.10's samples of
  * threads ending every few ms with 350 frames; 0.3 % on 3.12).
@@ -219,8 +208,7 @@ static int mark_short(struct agg *a, uint32_t *locs, uint32_t *k, struct symstat
  * out. 0 or -PBP_E_NOMEM.
  */
 static int name_walked(struct pyproc *p, struct agg *a, const struct pbp_frame *f, size_t n,
-		       size_t max, size_t elided, uint32_t *locs, uint32_t *k, struct symstats *st,
-		       const struct codeinfo **prev)
+		       size_t max, size_t elided, uint32_t *locs, uint32_t *k, struct symstats *st)
 {
 	size_t cut = elided ? max - max / 2 : 0;    /* frames kept on the leaf side */
 
@@ -236,7 +224,7 @@ static int name_walked(struct pyproc *p, struct agg *a, const struct pbp_frame *
 			locs[(*k)++] = (uint32_t)id;
 			st->elided++;
 		}
-		id = frame_loc(p, a, &f[i], &f[i], st, prev);     /* the key its walk read */
+		id = frame_loc(p, a, &f[i], st);     /* the key its walk read */
 		if (id < 0)
 			return (int)id;
 		locs[(*k)++] = (uint32_t)id;
@@ -259,7 +247,6 @@ static size_t walk_room(uint32_t max, size_t used)
 int symbolize(struct pyproc *p, const struct pbp_sample *s, struct agg *a, uint32_t *locs,
 	      uint32_t max, uint32_t *n, struct symstats *st)
 {
-	const struct codeinfo *prev = NULL;
 	struct pbp_frame *more = NULL;
 	size_t nmore = 0, elided = 0, room = walk_room(max, s->nframes), nk = s->nframes;
 	uint32_t k = 0;
@@ -282,9 +269,9 @@ int symbolize(struct pyproc *p, const struct pbp_sample *s, struct agg *a, uint3
 		nerr = mark_short(a, locs, &k, st, &nmore, room);
 	/* Innermost first in the sample; the profile wants the root first. */
 	if (!nerr)
-		nerr = name_walked(p, a, more, nmore, room, elided, locs, &k, st, &prev);
+		nerr = name_walked(p, a, more, nmore, room, elided, locs, &k, st);
 	for (int i = (int)nk - 1; !nerr && i >= 0 && k < max; i--) {
-		int64_t id = frame_loc(p, a, &s->frames[i], &s->frames[i], st, &prev);
+		int64_t id = frame_loc(p, a, &s->frames[i], st);
 
 		if (id < 0)
 			nerr = (int)id;
@@ -303,7 +290,6 @@ int symbolize_thread(struct pyproc *p, uint64_t tstate, struct agg *a, uint32_t 
 {
 	size_t room = walk_room(max, 0), nf = 0, elided = 0;
 	struct pbp_frame *frames = malloc(sizeof(*frames) * (room ? room : 1));
-	const struct codeinfo *prev = NULL;
 	uint64_t frame = 0;
 	uint32_t k = 0;
 	bool looped = false;
@@ -319,7 +305,7 @@ int symbolize_thread(struct pyproc *p, uint64_t tstate, struct agg *a, uint32_t 
 	if (err && !looped && nf)
 		nerr = mark_short(a, locs, &k, st, &nf, room);
 	if (!nerr)
-		nerr = name_walked(p, a, frames, nf, room, elided, locs, &k, st, &prev);
+		nerr = name_walked(p, a, frames, nf, room, elided, locs, &k, st);
 	free(frames);
 	*n = k;
 	return k ? 0 : nerr ? nerr : err;
