@@ -130,29 +130,27 @@ void run_keep_launch_version(struct session *r, const struct pyproc *p, int err)
 	}
 }
 
+/* How a reaped command ended, as the shell says it: "exited with status N", "was killed by signal N (Name)". */
+static const char *child_end(int status, char *buf, size_t len)
+{
+	if (WIFSIGNALED(status))
+		snprintf(buf, len, "was killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+	else
+		snprintf(buf, len, "exited with status %d", WIFEXITED(status) ? WEXITSTATUS(status) : EXIT_INTERNAL);
+	return buf;
+}
+
 /* Why the launched command cannot be profiled, in one line naming its version as -p does. */
 static void say_refused(const struct session *r, int err)
 {
 	const char *stop = r->child ? "; stopping it" : "";
+	char why[256];
 
-	if (err == -PBP_E_VERSION && r->launch_version[0])
-		fprintf(stderr, "pybpfprof: '%s': unsupported Python version %s (supported: 3.6 to 3.14)%s\n",
-			r->o.cmd[0], r->launch_version, stop);
-	else if (err == -PBP_E_FREETHREADED && r->launch_version[0])
-		fprintf(stderr, "pybpfprof: '%s': free-threaded build %s is not supported (free-threaded: "
-			"3.14t whose _Py_DebugOffsets is complete; with the GIL: 3.6 to 3.14)%s\n", r->o.cmd[0], r->launch_version, stop);
-	else if (err == -PBP_E_NOGIL && r->launch_version[0])
-		fprintf(stderr, "pybpfprof: '%s': gil mode does not apply to free-threaded build %st: it "
-			"runs without a GIL (use cpu or wall mode)%s\n", r->o.cmd[0], r->launch_version, stop);
-	else if (err == -PBP_E_CORRUPT && r->launch_mismatch)
-		fprintf(stderr, "pybpfprof: '%s': Python %s %s: target memory is inconsistent%s\n", r->o.cmd[0],
-			r->launch_version, r->launch_mismatch, stop);
-	else if (err == -PBP_E_NOTPY && r->child_reaped && WIFSIGNALED(r->child_status))
-		fprintf(stderr, "pybpfprof: '%s' was killed by signal %d before an interpreter was "
-			"found in it: nothing profiled\n", r->o.cmd[0], WTERMSIG(r->child_status));
+	if (report_refusal(err, r->launch_version, r->launch_mismatch, why, sizeof(why)))
+		fprintf(stderr, "pybpfprof: '%s': %s%s\n", r->o.cmd[0], why, stop);
 	else if (err == -PBP_E_NOTPY && r->child_reaped)
-		fprintf(stderr, "pybpfprof: '%s' exited with status %d before an interpreter was "
-			"found in it: nothing profiled\n", r->o.cmd[0], WEXITSTATUS(r->child_status));
+		fprintf(stderr, "pybpfprof: '%s' %s before an interpreter was found in it: nothing "
+			"profiled\n", r->o.cmd[0], child_end(r->child_status, why, sizeof(why)));
 	else
 		fprintf(stderr, "pybpfprof: '%s': %s%s\n", r->o.cmd[0], pbp_strerror(err), stop);
 }
@@ -346,6 +344,7 @@ int launch_check_profiled(struct session *r)
 int launch_status(const struct session *r)
 {
 	int st = r->child_status, code;
+	char why[64];
 
 	if (r->cmd_stopped) {
 		if (!r->o.quiet)
@@ -354,15 +353,8 @@ int launch_status(const struct session *r)
 		return 0;
 	}
 
-	if (WIFSIGNALED(st)) {
-		code = 128 + WTERMSIG(st);
-		if (!r->o.quiet)
-			fprintf(stderr, "pybpfprof: '%s' was killed by signal %d (%s)\n", r->o.cmd[0],
-				WTERMSIG(st), strsignal(WTERMSIG(st)));
-		return code;
-	}
-	code = WIFEXITED(st) ? WEXITSTATUS(st) : EXIT_INTERNAL;
+	code = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WIFEXITED(st) ? WEXITSTATUS(st) : EXIT_INTERNAL;
 	if (!r->o.quiet)
-		fprintf(stderr, "pybpfprof: '%s' exited with status %d\n", r->o.cmd[0], code);
+		fprintf(stderr, "pybpfprof: '%s' %s\n", r->o.cmd[0], child_end(st, why, sizeof(why)));
 	return code;
 }

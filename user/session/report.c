@@ -85,30 +85,33 @@ int exited_error(pid_t pid, int err)
 	return proc_exited(pid) ? -PBP_E_GONE : err;
 }
 
+bool report_refusal(int err, const char *version, const char *mismatch, char *why, size_t len)
+{
+	if (!version || !version[0])
+		return false;
+	if (-err == PBP_E_VERSION)
+		snprintf(why, len, "unsupported Python version %s (supported: 3.6 to 3.14)", version);
+	/* "3.14.10t": its number is in range, its build is not. */
+	else if (-err == PBP_E_FREETHREADED)
+		snprintf(why, len, "free-threaded build %s is not supported (free-threaded: 3.14t whose "
+			 "_Py_DebugOffsets is complete; with the GIL: 3.6 to 3.14)", version);
+	else if (-err == PBP_E_NOGIL)
+		snprintf(why, len, "gil mode does not apply to free-threaded build %st: it runs without a "
+			 "GIL (use cpu or wall mode)", version);
+	else if (-err == PBP_E_CORRUPT && mismatch)
+		snprintf(why, len, "Python %s %s: target memory is inconsistent", version, mismatch);
+	else
+		return false;
+	return true;
+}
+
 int report_attach_error(pid_t pid, int err, const struct pyproc *p)
 {
-	char what[32];
+	char what[32], why[256];
 
 	err = exited_error(pid, err);
-	if (-err == PBP_E_VERSION && p && p->version[0]) {
-		fprintf(stderr, "pybpfprof: pid %d: unsupported Python version %s (supported: 3.6 to 3.14)\n",
-			(int)pid, p->version);
-		return exit_code_for(err);
-	}
-	/* "3.14.10t": its number is in range, its build is not. */
-	if (-err == PBP_E_FREETHREADED && p && p->version[0]) {
-		fprintf(stderr, "pybpfprof: pid %d: free-threaded build %s is not supported (free-threaded: "
-			"3.14t whose _Py_DebugOffsets is complete; with the GIL: 3.6 to 3.14)\n", (int)pid, p->version);
-		return exit_code_for(err);
-	}
-	if (-err == PBP_E_NOGIL && p && p->version[0]) {
-		fprintf(stderr, "pybpfprof: pid %d: gil mode does not apply to free-threaded build %st: it "
-			"runs without a GIL (use cpu or wall mode)\n", (int)pid, p->version);
-		return exit_code_for(err);
-	}
-	if (-err == PBP_E_CORRUPT && p && p->mismatch) {
-		fprintf(stderr, "pybpfprof: pid %d: Python %s %s: target memory is inconsistent\n", (int)pid,
-			p->version, p->mismatch);
+	if (p && report_refusal(err, p->version, p->mismatch, why, sizeof(why))) {
+		fprintf(stderr, "pybpfprof: pid %d: %s\n", (int)pid, why);
 		return exit_code_for(err);
 	}
 	if (-err == PBP_E_PERM && privs_can_ptrace()) {
