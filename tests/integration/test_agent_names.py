@@ -107,3 +107,59 @@ def test_names_checked_alone_and_rename_seen_at_next_look(start_target, tmp_path
         assert rc == 0, agent.describe()
     finally:
         agent.kill()
+
+
+CHURNER = """
+import json, os, threading, time
+GO = os.environ["PBP_READY"] + ".go"
+def spin(secs):
+    end = time.perf_counter() + secs
+    while time.perf_counter() < end:
+        pass
+def stay():
+    while True:
+        spin(1)
+ready = os.environ["PBP_READY"]
+with open(ready + ".tmp", "w") as f:
+    f.write(json.dumps({"pid": os.getpid(), "go": GO}))
+os.replace(ready + ".tmp", ready)
+stayer = None
+while True:
+    if stayer is None and os.path.exists(GO):
+        stayer = threading.Thread(target=stay, name="stayer", daemon=True)
+        stayer.start()
+    t = threading.Thread(target=spin, args=(0.01,), name="short")
+    t.start()
+    t.join()
+    time.sleep(0.1)
+"""
+SPARED = "pybpfprof_thread_lists_spared_total"
+
+
+def test_ended_threads_spare_their_list_read(start_target, tmp_path):
+    """A process starting a short thread ten times a second: each one the
+    kernel finds at a sample is adopted, and asks for a list read to name
+    it; by then it has ended, and the read, which would find nothing else,
+    is not made (thread_lists_spared). A thread still there when its read
+    is due has it made: the long-lived one started later is named by its
+    Python name in the next seconds' profile."""
+    script = tmp_path / "churner.py"
+    script.write_text(CHURNER)
+    _, pid, ready = start_target(interps(1)[0], str(script))
+    port = free_port()
+    agent = Agent(tmp_path, "--listen", "127.0.0.1:%d" % port, "-F", "99", "-p", str(pid))
+    try:
+        agent.wait_http(port)
+        wait_metrics(port, agent, lambda m: m.get(SPARED, 0) >= 2, "two list reads spared")
+        with open(ready["go"], "w"):
+            pass
+        deadline = time.monotonic() + 30
+        names = thread_names(port, tmp_path)
+        while not names.get("stayer"):
+            assert time.monotonic() < deadline, ("the new long-lived thread was never named", names)
+            time.sleep(0.5)
+            names = thread_names(port, tmp_path)
+        rc, _ = agent.stop()
+        assert rc == 0, agent.describe()
+    finally:
+        agent.kill()

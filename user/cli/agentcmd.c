@@ -71,7 +71,7 @@ struct agent {
 	/* what /metrics reads, published by the loop once a slice */
 	pthread_mutex_t lock;
 	uint64_t samples, lost, slices, windows, reads;
-	uint64_t name_reads, names_checked, names_unsampled;
+	uint64_t name_reads, names_checked, names_unsampled, lists_spared;
 	uint32_t processes;
 };
 
@@ -356,6 +356,7 @@ static int keep_slice(void *ctx, const struct agg *a, const struct window *w)
 	g->name_reads = st.name_reads;
 	g->names_checked = st.names_checked;
 	g->names_unsampled = st.names_unsampled;
+	g->lists_spared = st.lists_spared;
 	pthread_mutex_unlock(&g->lock);
 	return 0;
 }
@@ -486,6 +487,7 @@ static int serve_profile(void *ctx, const char *seconds, const char *service, co
 /* /metrics, one row each but the per-stage CPU family; rows[] in serve_metrics is sized by this. */
 enum {
 	M_SAMPLES, M_LOST, M_PROCESSES, M_WINDOWS, M_READS, M_NAME_READS, M_NAMES_CHECKED, M_NAMES_UNSAMPLED,
+	M_LISTS_SPARED,
 	M_HISTORY_BYTES, M_HISTORY_DROPPED, M_PUSHES,
 	M_PUSH_ERRORS, M_PUSH_REJECTED, M_PUSH_BYTES, M_PUSH_DROPPED, M_QUEUE_WINDOWS, M_QUEUE_BYTES, M_CPU,
 	M_RSS, M_HTTP_LATE, M_HTTP_SHED, M__COUNT
@@ -505,6 +507,8 @@ static const struct metric metric_rows[] = {
 			      "Names of sampled threads found unchanged by a read of their Thread alone.", 0, NULL },
 	[M_NAMES_UNSAMPLED] = { "pybpfprof_thread_names_unsampled_total", "counter",
 				"Names of threads not sampled since they were read, not looked at again.", 0, NULL },
+	[M_LISTS_SPARED] = { "pybpfprof_thread_lists_spared_total", "counter",
+			     "Thread-list reads not made: the new threads that asked for them had ended.", 0, NULL },
 	[M_HISTORY_BYTES] = { "pybpfprof_history_bytes", "gauge", "Bytes the history of slices holds.", 0, NULL },
 	[M_HISTORY_DROPPED] = { "pybpfprof_history_slices_dropped_total", "counter",
 				"Slices dropped early to stay within --max-memory.", 0, NULL },
@@ -554,6 +558,7 @@ static int serve_metrics(void *ctx, char **body, size_t *len)
 	ROW(M_NAME_READS, g->name_reads);
 	ROW(M_NAMES_CHECKED, g->names_checked);
 	ROW(M_NAMES_UNSAMPLED, g->names_unsampled);
+	ROW(M_LISTS_SPARED, g->lists_spared);
 	pthread_mutex_unlock(&g->lock);
 	ROW(M_HISTORY_BYTES, hs.bytes);
 	ROW(M_HISTORY_DROPPED, hs.dropped);

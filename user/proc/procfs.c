@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* What the kernel says of a process and its threads, from /proc. */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/syscall.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -41,6 +43,12 @@ char proc_thread_state(pid_t pid, pid_t tid)
 	const char *st = thread_stat(pid, tid, buf, sizeof(buf));
 
 	return st ? st[0] : '?';
+}
+
+/* Anything but "no such thread" leaves it there: a read of its list then finds out. */
+bool proc_thread_alive(pid_t pid, pid_t tid)
+{
+	return syscall(SYS_tgkill, pid, tid, 0) == 0 || errno != ESRCH;
 }
 
 /*

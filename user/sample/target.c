@@ -60,35 +60,6 @@
 #define EMPTY_FOR_NS (2 * 1000000000ull)   /* ... this often, for this long */
 #define LABEL_ROOM 2            /* process and thread root frames */
 
-/* Drop threads the last rescan did not see; rebuilding keeps probing simple. */
-static void tc_sweep(struct collector *c, struct target *t)
-{
-	struct tcache *old = t->tc;
-	uint32_t oldcap = t->tc_cap;
-
-	t->tc = calloc(oldcap, sizeof(*t->tc));
-	if (!t->tc) {
-		t->tc = old;
-		return;
-	}
-	t->tc_n = 0;
-	for (uint32_t i = 0; i < oldcap; i++) {
-		struct tcache *e = &old[i], *n;
-
-		if (!e->tid)
-			continue;
-		if (e->gen != t->gen) {
-			c->ops->del_thread(c->smp, e->tid);
-			c->ops->slot_free(c->smp, e->slot);
-			free(e->locs);
-			continue;
-		}
-		n = tc_add(t, e->tid);
-		*n = *e;
-	}
-	free(old);
-}
-
 /* ------------------------------------------------------------ registration */
 
 /* Seed the kernel's state of a new thread from /proc: until it switches, that is all we know. */
@@ -152,6 +123,7 @@ static void register_thread(struct collector *c, struct target *t, const struct 
 		names_read = true;      /* a new thread gets its comm at least */
 	}
 	e->ns_tid = th->ns_tid;
+	e->adopted = false;     /* adopt_thread sets it again after this call */
 	if (names_read) {
 		set_name(c, t, e, pyname);
 		e->pyobj = pyname && pyname[0] ? pyobj : 0;
@@ -240,6 +212,7 @@ void target_rescan(struct collector *c, struct target *t, bool full)
 	if (!c->list && !(c->list = calloc(PBP_MAX_THREADS, sizeof(*c->list))))
 		return;         /* read at the next sample or rescan */
 	t->last_rescan = now;
+	t->later_adopted = false;
 	t->counted_rescan = t->counted;
 	c->rescans++;
 	remote_invalidate_all(t->p->r);
@@ -279,6 +252,36 @@ out:
 	t->rescan_ok = empty ? t->last_rescan + EMPTY_RESCAN_NS : after_cost(t->last_rescan, now);
 	if (empty)
 		t->rescan_soon = t->rescan_ok;
+}
+
+/*
+ * Adopted threads (names_late) ask for a list read to be named. In a
+ * process that starts short threads they have mostly ended by then: the
+ * read would find them gone and nothing else, so it is not made when every
+ * adopted thread has ended and every listed one is there (one ended too:
+ * the read has news). A rename waits for the periodic look, as one in a
+ * process sampled without new threads does.
+ */
+bool target_spare_late_read(struct collector *c, struct target *t)
+{
+	bool adopted = false;
+
+	for (uint32_t i = 0; t->later_adopted && i < t->tc_cap; i++) {
+		struct tcache *e = &t->tc[i];
+
+		if (e->tid && e->adopted == proc_thread_alive(t->pid, e->tid))
+			return false;
+		adopted |= e->tid && e->adopted;
+	}
+	if (!adopted)
+		return false;
+	for (uint32_t i = 0; i < t->tc_cap; i++)
+		if (t->tc[i].tid && t->tc[i].adopted)
+			t->tc[i].gen = t->gen + 1;      /* not the target's: swept */
+	tc_sweep(c, t);
+	t->later_adopted = false;
+	c->lists_spared++;
+	return true;
 }
 
 /* The kernel watches the GIL's flag and holder, and futex waits inside its struct. */
@@ -489,8 +492,13 @@ static struct tcache *adopt_thread(struct collector *c, struct target *t, pid_t 
 	 */
 	if (c->o.names_late && !t->comm[0])
 		proc_thread_comm(t->pid, t->pid, t->comm, sizeof(t->comm));
+	struct tcache *e;
+
 	register_thread(c, t, &th, c->o.names_late && tid != t->pid ? t->comm : NULL, 0, false);
-	return tc_find(t, tid);
+	e = tc_find(t, tid);
+	if (e)
+		e->adopted = true;
+	return e;
 }
 
 void target_on_sample(struct collector *c, struct target *t, const struct pbp_sample *ks)
@@ -513,6 +521,7 @@ void target_on_sample(struct collector *c, struct target *t, const struct pbp_sa
 			if (when < t->last_rescan + ADOPTED_GAP_NS)
 				when = t->last_rescan + ADOPTED_GAP_NS;
 			t->rescan_later = when;
+			t->later_adopted = true;
 		}
 	}
 	if (!e || (ks->flags & PBP_F_NO_TSTATE)) {

@@ -82,6 +82,7 @@ struct collector {
 	 * at, not sampled since (target.c: names_hold).
 	 */
 	uint64_t name_reads, names_checked, names_unsampled;
+	uint64_t lists_spared;  /* list reads asked for by adopted threads, all ended by then: not made */
 	struct pythread *list;  /* scratch for pythreads_read, every target's: made at the first */
 	uint64_t reads_gone;    /* reads of the memory of targets since freed (target_fini) */
 	struct async_stats async;
@@ -109,6 +110,7 @@ struct target {
 	uint64_t unnamed_hash;  /* the list whose threads had no name yet, read again (below) */
 	uint32_t unnamed_tries; /* reads of its names since: 4 at most, further and further apart */
 	uint64_t rescan_soon, rescan_later; /* a thread started: read the list then (0: no) */
+	bool later_adopted;     /* rescan_later is for threads adopted at their samples (names_late) */
 	uint64_t gil_addr;      /* the main interpreter's GIL struct, 0 if unknown */
 	struct tcache *tc;      /* open addressing by tid */
 	uint32_t tc_cap, tc_n;
@@ -155,6 +157,12 @@ void target_fini(struct collector *c, struct target *t);
  * recent for what it cost.
  */
 void target_rescan(struct collector *c, struct target *t, bool full);
+/*
+ * The list read rescan_later asks for, due now: false when it must be made;
+ * true when it is spared, as it would only find the adopted threads gone
+ * (they are dropped, and lists_spared counted).
+ */
+bool target_spare_late_read(struct collector *c, struct target *t);
 void target_on_sample(struct collector *c, struct target *t, const struct pbp_sample *s);
 /* wall and gil modes: count every thread (or the GIL holder) once, as at instant (ns, monotonic). */
 void target_tick(struct collector *c, struct target *t, uint64_t instant);

@@ -5,6 +5,7 @@
 
 #include "sample/threadtable.h"
 #include "core/errors.h"
+#include "sample/sampler.h"
 
 void tc_forget_counted(struct tcache *e)
 {
@@ -70,4 +71,33 @@ struct tcache *tc_add(struct target *t, pid_t tid)
 	tc_forget_counted(&t->tc[i]);
 	t->tc_n++;
 	return &t->tc[i];
+}
+
+/* Drop threads the last rescan did not see; rebuilding keeps probing simple. */
+void tc_sweep(struct collector *c, struct target *t)
+{
+	struct tcache *old = t->tc;
+	uint32_t oldcap = t->tc_cap;
+
+	t->tc = calloc(oldcap, sizeof(*t->tc));
+	if (!t->tc) {
+		t->tc = old;
+		return;
+	}
+	t->tc_n = 0;
+	for (uint32_t i = 0; i < oldcap; i++) {
+		struct tcache *e = &old[i], *n;
+
+		if (!e->tid)
+			continue;
+		if (e->gen != t->gen) {
+			c->ops->del_thread(c->smp, e->tid);
+			c->ops->slot_free(c->smp, e->slot);
+			free(e->locs);
+			continue;
+		}
+		n = tc_add(t, e->tid);
+		*n = *e;
+	}
+	free(old);
 }

@@ -2,7 +2,7 @@
 /*
  * A target's threads by kernel tid (open addressing, grown by doubling):
  * each one's thread state, kernel slot, last stack and what it was counted
- * as. target.c fills and sweeps it; this file only keeps it.
+ * as. target.c fills it and says when to sweep it; this file keeps it.
  */
 #ifndef PBP_SAMPLE_THREADTABLE_H
 #define PBP_SAMPLE_THREADTABLE_H
@@ -44,6 +44,7 @@ struct tcache {
 	 */
 	uint64_t pyobj, named_samples;
 	bool name_due;          /* name not given to this window's aggregate yet: at its first count */
+	bool adopted;           /* found by the kernel at a sample, no list read has given it since */
 };
 
 /* The thread tid, or NULL. */
@@ -52,6 +53,8 @@ struct tcache *tc_find(struct target *t, pid_t tid);
 struct tcache *tc_add(struct target *t, pid_t tid);
 /* Samples counted of it (the sum of its statuses). */
 uint64_t tc_samples(const struct tcache *e);
+/* Drop the threads whose gen is not the target's (the last list read did not see them). */
+void tc_sweep(struct collector *c, struct target *t);
 /* Its stack must be counted anew: the aggregate ids and label are stale. */
 void tc_forget_counted(struct tcache *e);
 

@@ -391,7 +391,7 @@ void session_counts(const struct session *s, struct session_counts *c)
 	*c = (struct session_counts){ .processes = run_live_targets(s), .reads = run_process_reads(s),
 				      .lost = s->c.smp ? sampler_stat(s->c.smp, PBP_STAT_LOST) : 0,
 				      .name_reads = s->c.name_reads, .names_checked = s->c.names_checked,
-				      .names_unsampled = s->c.names_unsampled };
+				      .names_unsampled = s->c.names_unsampled, .lists_spared = s->c.lists_spared };
 }
 
 int session_stop(struct session *s, int code)

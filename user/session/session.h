@@ -95,6 +95,7 @@ struct session_counts {
 	uint64_t lost;                  /* kernel[PBP_STAT_LOST] */
 	/* Thread names: registry reads, and threads' names checked alone or not looked at (target.h). */
 	uint64_t name_reads, names_checked, names_unsampled;
+	uint64_t lists_spared;          /* list reads adopted threads asked for, not made: all ended (target.h) */
 };
 
 struct session;

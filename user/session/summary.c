@@ -286,8 +286,8 @@ static void print_stats(struct session *r)
 			(unsigned long long)c->async.graph_reads, (double)c->async.graph_ns / 1e9,
 			(unsigned long long)c->async.graph_unread);
 	print_kernel_walk(c);
-	fprintf(stderr, "  thread lists  %llu read, %.3f s\n", (unsigned long long)c->rescans,
-		(double)c->rescan_ns / 1e9);
+	fprintf(stderr, "  thread lists  %llu read, %.3f s, %llu spared (their new threads had ended)\n",
+		(unsigned long long)c->rescans, (double)c->rescan_ns / 1e9, (unsigned long long)c->lists_spared);
 	fprintf(stderr, "  samples       %llu outside Python code, %llu of non-Python threads, "
 		"%llu frames unnamed\n", (unsigned long long)c->sym.no_python,
 		(unsigned long long)c->dropped, (unsigned long long)c->sym.unknown_frames);

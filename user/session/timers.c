@@ -230,7 +230,7 @@ static bool rescan_due(void *ctx, struct timer *t, uint64_t now)
 		}
 		if (tg->rescan_later && now >= tg->rescan_later) {
 			tg->rescan_later = 0;
-			due = true;
+			due = due || !target_spare_late_read(&r->c, tg);
 		}
 		if (due)
 			target_rescan(&r->c, tg, false);
