@@ -330,9 +330,12 @@ def test_wall_many_tasks_every_tick(interp, start_target, tmp_path):
     the next waits 10 times that, yet each tick counts every parked task once,
     from the last read: each task has as many samples as the loop's thread
     (what the run counted of it, not wall time), none said missing, and the
-    waiting samples are those --stats=json gives."""
+    waiting samples are those --stats=json gives. The spinner, which a read
+    may find between its steps, is never counted waiting at a tick whose
+    stack shows it running (it had more samples than its thread)."""
     recent_interp(interp)
-    proc, pid, ready = start_target(interp, "aiomany.py", 1000)
+    # The spinner naps 1 ms between steps: a read finds it waiting a third of the time.
+    proc, pid, ready = start_target(interp, "aiomany.py", 1000, 0.001)
     out = tmp_path / "many.txt"
     r = pybpfprof("-p", pid, "-d", 2, "-F", 49, "--mode", "wall", "--async", "--stats=json",
                     "-o", out)
@@ -347,11 +350,15 @@ def test_wall_many_tasks_every_tick(interp, start_target, tmp_path):
     waiting = sum(c for f, c in stacks if f[-1].startswith("[awaiting] "))
     thread = total(stacks) - waiting
     low, high = min(parked.values()), max(parked.values())
-    print("wall --async, 1000 parked: thread %d samples, each parked task %d to %d; "
-          "%d task-list reads, %.3f s" % (thread, low, high, st["async"]["task_lists"],
+    # The spinner runs at most ticks and waits (ready) at others: once a tick
+    # at most, never as running in its thread's stack and waiting beside it.
+    spinner = sum(c for f, c in stacks if "task spinner" in f)
+    print("wall --async, 1000 parked: thread %d samples, each parked task %d to %d, spinner %d; "
+          "%d task-list reads, %.3f s" % (thread, low, high, spinner, st["async"]["task_lists"],
                                           st["async"]["task_list_seconds"]))
     assert len(parked) == 1000 and thread >= 50, (len(parked), thread)
     assert low >= 0.98 * thread and high <= thread, (low, high, thread)
+    assert 0 < spinner <= thread, (spinner, thread)
     assert st["async"]["waiting_task_samples"] == waiting
     assert st["async"]["waiting_task_samples_missed"] == 0
     assert "not counted" not in r.stderr

@@ -19,6 +19,7 @@ struct async_sink {
 	struct stack_tags tags; /* the thread's pid and tid; status ST_UNKNOWN */
 	const uint32_t *root;   /* process and thread labels, root first */
 	uint32_t nroot;
+	uint64_t running;       /* the task the thread's own stack at this tick shows running, 0 none */
 };
 
 /*

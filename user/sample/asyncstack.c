@@ -263,7 +263,8 @@ int async_prepare(struct async_state **sp, struct pyproc *p, uint64_t tstate, bo
 }
 
 int async_join(struct async_state **sp, struct pyproc *p, struct agg *a, const struct async_src *src,
-	       uint32_t *locs, uint32_t *n, uint32_t max, struct async_stats *st, bool *tell, bool wall)
+	       uint32_t *locs, uint32_t *n, uint32_t max, struct async_stats *st, bool *tell, bool wall,
+	       uint64_t *placed)
 {
 	uint64_t tasks[ASYNC_MAX_TASKS], task = src->task;
 	uint32_t ids[ASYNC_MAX_TASKS];
@@ -272,6 +273,7 @@ int async_join(struct async_state **sp, struct pyproc *p, struct agg *a, const s
 	int err;
 
 	*tell = false;
+	*placed = 0;
 	if (!*sp && !(*sp = calloc(1, sizeof(**sp))))
 		return -PBP_E_NOMEM;
 	if (!layout(*sp, p, src->tstate, tell))
@@ -303,6 +305,7 @@ int async_join(struct async_state **sp, struct pyproc *p, struct agg *a, const s
 	memmove(locs + at + nt, locs + at, (*n - (uint32_t)at) * sizeof(*locs));
 	memcpy(locs + at, ids, nt * sizeof(*ids));
 	*n += (uint32_t)nt;
+	*placed = tasks[0];
 	st->tasked++;
 	return 0;
 }

@@ -53,8 +53,10 @@ int async_prepare(struct async_state **sp, struct pyproc *p, uint64_t tstate, bo
  * the kernel must be told. 0, or -PBP_E_NOMEM; what cannot be read leaves
  * the stack as it was. wall: wall mode, whose ticks read the task list
  * (3.11 to 3.13's awaiters come from it; else the join reads it, paced).
+ * *placed: the task the stack now shows running, 0 when none was placed.
  */
 int async_join(struct async_state **sp, struct pyproc *p, struct agg *a, const struct async_src *src,
-	       uint32_t *locs, uint32_t *n, uint32_t max, struct async_stats *st, bool *tell, bool wall);
+	       uint32_t *locs, uint32_t *n, uint32_t max, struct async_stats *st, bool *tell, bool wall,
+	       uint64_t *placed);
 
 #endif /* PBP_SAMPLE_ASYNCSTACK_H */

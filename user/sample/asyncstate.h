@@ -21,6 +21,7 @@ struct idle_pace {
 	uint64_t tstate;
 	uint64_t next_ns;
 	uint32_t *ids;
+	uint64_t *tasks;        /* the task each of ids stands for */
 	size_t nids, cap;
 	bool valid;
 	uint64_t beyond;

@@ -330,14 +330,17 @@ static int tell_kernel(struct collector *c, struct target *t, bool gil)
 }
 
 /* --async: task frames into a stack; the kernel learns the layout when it is found. */
-static void join_tasks(struct collector *c, struct target *t, const struct async_src *src,
-		       uint32_t *locs, uint32_t *n, uint32_t max)
+/* The task the stack now shows running (0: none), which wall ticks do not count as waiting. */
+static uint64_t join_tasks(struct collector *c, struct target *t, const struct async_src *src,
+			   uint32_t *locs, uint32_t *n, uint32_t max)
 {
+	uint64_t task = 0;
 	bool tell = false;
 
-	async_join(&t->aio, t->p, c->agg, src, locs, n, max, &c->async, &tell, c->o.mode == MODE_WALL);
+	async_join(&t->aio, t->p, c->agg, src, locs, n, max, &c->async, &tell, c->o.mode == MODE_WALL, &task);
 	if (tell)
 		tell_kernel(c, t, true);
+	return task;
 }
 
 /*
@@ -458,7 +461,7 @@ static void count(struct collector *c, struct target *t, struct tcache *e, const
 		timeline_add(c->timeline, agg_last(c->agg), when);    /* -1, left out: folded */
 }
 
-static int keep_stack(struct tcache *e, const uint32_t *locs, uint32_t n)
+static int keep_stack(struct tcache *e, const uint32_t *locs, uint32_t n, uint64_t task)
 {
 	if (n > e->cap) {
 		uint32_t *p = realloc(e->locs, n * sizeof(*p));
@@ -471,6 +474,7 @@ static int keep_stack(struct tcache *e, const uint32_t *locs, uint32_t n)
 	if (n)  /* e->locs is NULL until a stack has had a frame */
 		memcpy(e->locs, locs, n * sizeof(*locs));
 	e->n = n;
+	e->task = task;
 	tc_forget_counted(e);
 	e->have = true;
 	return 0;
@@ -506,6 +510,7 @@ void target_on_sample(struct collector *c, struct target *t, const struct pbp_sa
 	struct tcache *e = tc_find(t, (pid_t)ks->tid);
 	struct pbp_sample s;
 	uint32_t n = 0, off = LABEL_ROOM;
+	uint64_t task = 0;
 
 	window_catch_up(c, t);
 	if (!e && (ks->flags & PBP_F_TSTATE_FOUND) && c->o.names_late) {
@@ -544,7 +549,7 @@ void target_on_sample(struct collector *c, struct target *t, const struct pbp_sa
 	/* Python frames go after room for the root labels, which count() puts before them. */
 	symbolize_memo(&t->memo, t->p, ks, c->agg, c->locs + off, MAX_LOCS - off - 1, &n, &c->sym);
 	if (c->o.async && n)
-		join_tasks(c, t, &(struct async_src){ e->tstate, ks->flags & PBP_F_TASK, ks->task,
+		task = join_tasks(c, t, &(struct async_src){ e->tstate, ks->flags & PBP_F_TASK, ks->task,
 							ks->flags & PBP_F_CORO ? ks->task : 0 },
 			   c->locs + off, &n, MAX_LOCS - off - 1);
 	target_native_leaf(c, t, ks, c->locs + off, &n, MAX_LOCS - off - 1);
@@ -557,7 +562,7 @@ void target_on_sample(struct collector *c, struct target *t, const struct pbp_sa
 	}
 	if (ks->flags & PBP_F_SWITCH_OUT) {
 		/* Its stack until the switch count moves on: a tick reads nothing. */
-		if (keep_stack(e, c->locs + off, n) == 0) {
+		if (keep_stack(e, c->locs + off, n, task) == 0) {
 			e->kernel_ns = 0;
 			e->read_off_cpu = true;
 			e->switch_snap = true;
@@ -565,7 +570,7 @@ void target_on_sample(struct collector *c, struct target *t, const struct pbp_sa
 		}
 		return;
 	}
-	if (keep_stack(e, c->locs + off, n) == 0) {
+	if (keep_stack(e, c->locs + off, n, task) == 0) {
 		e->kernel_ns = ks->ts;
 		e->read_off_cpu = false;
 		e->kernel_gil_known = ks->flags & PBP_F_GIL_KNOWN;
@@ -600,6 +605,7 @@ static int tick_stack(struct collector *c, struct target *t, struct tcache *e,
 		      const struct sched_at *st, uint64_t now_kns)
 {
 	uint64_t fresh = 2 * 1000000000ull / c->o.hz;
+	uint64_t task = 0;
 	uint32_t n = 0;
 	int err;
 
@@ -621,8 +627,8 @@ static int tick_stack(struct collector *c, struct target *t, struct tcache *e,
 	if (err && n == 0)
 		return err;
 	if (c->o.async)
-		join_tasks(c, t, &(struct async_src){ e->tstate, false, 0, 0 }, c->locs, &n, MAX_LOCS - 2);
-	err = keep_stack(e, c->locs, n);
+		task = join_tasks(c, t, &(struct async_src){ e->tstate, false, 0, 0 }, c->locs, &n, MAX_LOCS - 2);
+	err = keep_stack(e, c->locs, n, task);
 	e->kernel_ns = 0;
 	e->switch_snap = false;
 	e->read_off_cpu = !st->oncpu_now;
@@ -664,7 +670,7 @@ static void tick_tasks(struct collector *c, struct target *t, struct tcache *e, 
 	async_early(c, t, e->tstate);
 	async_idle_tick(t->aio, t->p, e->tstate, &(struct async_sink){ c->agg, c->timeline, instant,
 			{ (uint32_t)t->pid, (uint32_t)e->tid, ST_UNKNOWN, 0 }, root + !proc,
-			(uint32_t)proc + c->o.per_thread }, &c->async);
+			(uint32_t)proc + c->o.per_thread, e->task }, &c->async);
 }
 
 /* Whether the thread held the GIL at the tick; *waits whether it waited for it. */

@@ -44,7 +44,8 @@ struct tcache {
 	 */
 	uint64_t pyobj, named_samples;
 	bool name_due;          /* name not given to this window's aggregate yet: at its first count */
-	bool adopted;           /* found by the kernel at a sample, no list read has given it since */
+	bool adopted;
+	uint64_t task;          /* --async: the asyncio task its kept stack shows running, 0 none */           /* found by the kernel at a sample, no list read has given it since */
 };
 
 /* The thread tid, or NULL. */

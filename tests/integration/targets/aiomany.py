@@ -1,8 +1,9 @@
 """Many parked asyncio tasks and one spinning (issue 30), for `record
 --async -m wall`: N tasks "p0".."pN-1" (argv[1]) each await an Event that
 never fires, gathered by the main task with "spinner", which computes in
-spin() and yields (asyncio.sleep(0)) for ever. Every tick of the loop's
-thread should count each parked task once.
+spin() and yields (asyncio.sleep(NAP), argv[2], default 0) for ever. Every
+tick of the loop's thread should count each parked task once, and the
+spinner once at most.
 
 Writes $PBP_READY ({"pid", "version", "tasks"}) once spinner runs with
 every task parked. Python 3.8+ (task names)."""
@@ -13,6 +14,7 @@ import sys
 from pbp_target import say_ready
 
 N = int(sys.argv[1])
+NAP = float(sys.argv[2]) if len(sys.argv) > 2 else 0
 
 
 def spin():
@@ -24,7 +26,7 @@ async def spinner():
     say_ready(tasks=N)
     while True:
         spin()
-        await asyncio.sleep(0)
+        await asyncio.sleep(NAP)
 
 
 async def parked(ev):
