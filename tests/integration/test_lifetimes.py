@@ -394,3 +394,40 @@ def test_run_end_stops_the_command(tmp_path, sub, kind):
     if sub[0] != "top":
         assert "stopped: the run ended while it ran" in r.stderr, r.stderr
         assert (tmp_path / "out.txt").exists()
+
+
+TREE = """
+import os, subprocess, sys, time
+code, pids = sys.argv[1], sys.argv[2]
+kids = [subprocess.Popen([sys.executable, "-c", code, k, pids + "." + k]) for k in ("plain", "stubborn")]
+if os.fork() == 0:
+    os.execv(sys.executable, [sys.executable, "-c", code, "plain", pids + ".forked"])
+with open(pids + ".parent", "w") as f:
+    f.write(str(os.getpid()))
+time.sleep(60)
+"""
+
+
+def test_run_end_stops_what_the_command_started(tmp_path):
+    """-d N -- CMD whose command started children (subprocess, fork and exec,
+    one ignoring SIGTERM): when the run ends first, they are stopped with it
+    (SIGTERM, SIGKILL 2 s later), not left running unprofiled (they went on
+    spinning before). One interpreter: no layout is involved."""
+    interp = first_interp()
+    pids = tmp_path / "pid"
+    # Output to a file: children left running would hold a pipe open.
+    with open(tmp_path / "err", "w") as err:
+        rc = subprocess.run([PYBPFPROF, "-d", "3", "-o", str(tmp_path / "out.txt"), "--"] + interp.argv
+                            + ["-c", TREE, LINGER, str(pids)], stdout=err, stderr=err, timeout=60).returncode
+    assert rc == 0, (tmp_path / "err").read_text()
+    written = {k: tmp_path / ("pid." + k) for k in ("parent", "plain", "stubborn", "forked")}
+    started = {k: int(f.read_text()) for k, f in written.items() if f.exists() and f.read_text()}
+    if len(started) < len(written):
+        pytest.skip("the machine started %d of 4 processes within the run" % len(started))
+    left = [k for k, pid in started.items() if not gone(pid, 5)]
+    for pid in started.values():
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    assert not left, "outlived the run: %s" % left

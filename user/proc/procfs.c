@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* What the kernel says of a process and its threads, from /proc. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/syscall.h>
@@ -43,6 +45,34 @@ char proc_thread_state(pid_t pid, pid_t tid)
 	const char *st = thread_stat(pid, tid, buf, sizeof(buf));
 
 	return st ? st[0] : '?';
+}
+
+size_t proc_parents(struct pidpair **out)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	size_t n = 0, cap = 0;
+	struct pidpair *v = NULL, *nv;
+
+	while (d && (e = readdir(d)) != NULL) {
+		pid_t pid = (pid_t)atoi(e->d_name);
+
+		if (pid <= 0)
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 1024;
+			if (!(nv = realloc(v, cap * sizeof(*v))))
+				break;
+			v = nv;
+		}
+		v[n].pid = pid;
+		v[n].ppid = proc_ppid(pid);
+		n++;
+	}
+	if (d)
+		closedir(d);
+	*out = v;
+	return v ? n : 0;
 }
 
 /* Anything but "no such thread" leaves it there: a read of its list then finds out. */

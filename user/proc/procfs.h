@@ -17,6 +17,11 @@ uint64_t proc_start_time(pid_t pid);
 /* Gone, a zombie, or exiting (its memory may already be unmapped). */
 bool proc_exited(pid_t pid);
 void proc_thread_comm(pid_t pid, pid_t tid, char *out, size_t len);
+struct pidpair {
+	pid_t pid, ppid;
+};
+/* Every process's parent, from /proc: *out (malloc'd) and how many (0 and NULL: none read). */
+size_t proc_parents(struct pidpair **out);
 /* Whether thread tid of process pid is there still: a signal 0, no /proc read (false only if gone). */
 bool proc_thread_alive(pid_t pid, pid_t tid);
 

@@ -157,39 +157,6 @@ bool follow_drop_gone(struct session *r, struct target *t, uint64_t now)
 
 /* ------------------------------------------------------------ -p --subprocesses */
 
-struct pidpair {
-	pid_t pid, ppid;
-};
-
-/* Every process's parent, from /proc: *out (malloc'd) and how many. */
-static size_t read_parents(struct pidpair **out)
-{
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-	size_t n = 0, cap = 0;
-	struct pidpair *v = NULL, *nv;
-
-	while (d && (e = readdir(d)) != NULL) {
-		pid_t pid = (pid_t)atoi(e->d_name);
-
-		if (pid <= 0)
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 1024;
-			if (!(nv = realloc(v, cap * sizeof(*v))))
-				break;
-			v = nv;
-		}
-		v[n].pid = pid;
-		v[n].ppid = proc_ppid(pid);
-		n++;
-	}
-	if (d)
-		closedir(d);
-	*out = v;
-	return v ? n : 0;
-}
-
 /* A descendant running already: followed from now on, and profiled if it is Python. */
 static void follow_running(struct session *r, pid_t pid, pid_t parent)
 {
@@ -218,7 +185,7 @@ static void follow_running(struct session *r, pid_t pid, pid_t parent)
 void follow_existing(struct session *r)
 {
 	struct pidpair *v = NULL;
-	size_t n = read_parents(&v);
+	size_t n = proc_parents(&v);
 	bool more = true;
 
 	for (int i = 0; i < r->o.npids; i++) {

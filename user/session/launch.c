@@ -10,7 +10,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <stdbool.h>
@@ -25,6 +27,7 @@
 #include "core/errors.h"
 #include "cpython/process.h"
 #include "output/output.h"
+#include "proc/procfs.h"
 #include "sample/target.h"
 
 /* Reap the launched command, keeping its status for our own exit code. */
@@ -242,22 +245,101 @@ static bool command_running(struct session *r)
 }
 
 /*
+ * The command's descendants as they are now (its children, theirs, ...),
+ * each held by a pidfd, so that a pid reused before the SIGKILL is never
+ * signalled; at most max. Read before the command is stopped: its children
+ * then still name it as their parent.
+ */
+static size_t open_descendants(pid_t root, int *fds, size_t max)
+{
+	struct pidpair *v = NULL;
+	size_t n = proc_parents(&v), nfd = 0;
+	pid_t tree[STOP_MAX_TREE];
+	size_t ntree = 1;
+	bool more = true;
+
+	tree[0] = root;
+	while (more && ntree < STOP_MAX_TREE) {
+		more = false;
+		for (size_t i = 0; i < n && ntree < STOP_MAX_TREE; i++) {
+			bool in = false, parent_in = false;
+
+			for (size_t j = 0; j < ntree; j++) {
+				in |= tree[j] == v[i].pid;
+				parent_in |= tree[j] == v[i].ppid;
+			}
+			if (in || !parent_in)
+				continue;
+			tree[ntree++] = v[i].pid;
+			more = true;
+		}
+	}
+	free(v);
+	for (size_t j = 1; j < ntree && nfd < max; j++) {
+		int fd = (int)syscall(SYS_pidfd_open, tree[j], 0);
+
+		if (fd >= 0)
+			fds[nfd++] = fd;
+	}
+	return nfd;
+}
+
+static void signal_all(const int *fds, size_t n, int sig)
+{
+	for (size_t i = 0; i < n; i++)
+		syscall(SYS_pidfd_send_signal, fds[i], sig, NULL, 0);
+}
+
+/*
+ * Stop the command and what it started: SIGTERM to all, SIGKILL to those
+ * left after STOP_WAIT_MS (a child of the command's that outlives it would
+ * go on unprofiled, as `timeout` also sees to). reap: the command's own
+ * wait, true once it is reaped.
+ */
+static void stop_tree(struct session *r, bool (*reap)(struct session *r))
+{
+	int fds[STOP_MAX_TREE];
+	size_t n = open_descendants(r->child, fds, STOP_MAX_TREE);
+
+	kill(r->child, SIGTERM);
+	signal_all(fds, n, SIGTERM);
+	for (int ms = 0; ms < STOP_WAIT_MS && !reap(r); ms += 10)
+		usleep(10000);
+	if (r->child > 0)
+		kill(r->child, SIGKILL);
+	signal_all(fds, n, SIGKILL);    /* those gone already: ESRCH, nothing else */
+	for (size_t i = 0; i < n; i++)
+		close(fds[i]);
+}
+
+static bool reap_now(struct session *r)
+{
+	return launch_reap(r, WNOHANG);
+}
+
+/* The status of a command stopped because it cannot be profiled is not ours to give. */
+static bool reap_quietly(struct session *r)
+{
+	if (waitpid(r->child, NULL, WNOHANG) != r->child)
+		return false;
+	r->child = 0;
+	return true;
+}
+
+/*
  * The run is over: a command still at work gets SIGTERM, then SIGKILL
  * after STOP_WAIT_MS, whatever ended the run (a signal, -d, --once, q, an
- * error), so that it never goes on unprofiled; one that is exiting is
- * waited for. by_signal: pybpfprof was told to stop; otherwise the run
- * ended by its own limit, and its exit status is not the command's.
+ * error), so that it never goes on unprofiled, nor does anything it
+ * started; one that is exiting is waited for. by_signal: pybpfprof was
+ * told to stop; otherwise the run ended by its own limit, and its exit
+ * status is not the command's.
  */
 void launch_end(struct session *r, bool by_signal)
 {
 	bool stop = r->child > 0 && !launch_reap(r, WNOHANG) && command_running(r);
 
 	if (stop) {
-		kill(r->child, SIGTERM);
-		for (int ms = 0; ms < STOP_WAIT_MS && !launch_reap(r, WNOHANG); ms += 10)
-			usleep(10000);
-		if (r->child > 0)
-			kill(r->child, SIGKILL);
+		stop_tree(r, reap_now);
 		r->cmd_stopped = !by_signal;
 	}
 	while (r->child > 0)
@@ -274,13 +356,9 @@ static void stop_command(struct session *r)
 {
 	if (r->child <= 0)
 		return;
-	kill(r->child, SIGTERM);
-	for (int ms = 0; ms < STOP_WAIT_MS && waitpid(r->child, NULL, WNOHANG) == 0; ms += 10)
-		usleep(10000);
-	if (waitpid(r->child, NULL, WNOHANG) == 0) {
-		kill(r->child, SIGKILL);
+	stop_tree(r, reap_quietly);
+	if (r->child > 0)
 		waitpid(r->child, NULL, 0);
-	}
 	r->child = 0;
 }
 
