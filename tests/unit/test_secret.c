@@ -85,6 +85,11 @@ int main(void)
 	put(path, "\n");
 	past_recheck();
 	CHECK(token_accepts(t, "Bearer rotated"));
+	/* blanks around it are not the token's: a scraper sends it trimmed */
+	put(path, " \t padded \n");
+	past_recheck();
+	CHECK(token_accepts(t, "Bearer padded"));
+	CHECK(!token_accepts(t, "Bearer  \t padded"));
 	token_free(t);
 	unlink(path);
 	unlink(empty);

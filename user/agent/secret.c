@@ -77,12 +77,16 @@ struct token {
 	bool warned;
 };
 
-/* The file's first line, without its end: 0, -PBP_E_IO or -PBP_E_INVAL (empty). */
+/*
+ * The file's first line, without its end and the blanks around it (as
+ * Prometheus' and Alloy's credentials_file are read: a token a scraper
+ * sends trimmed must match): 0, -PBP_E_IO or -PBP_E_INVAL (empty).
+ */
 static int token_read(struct token *t)
 {
 	struct stamp s;
 	char *buf;
-	size_t len;
+	size_t len, lead;
 	int err = stamp_of(t->path, &s);
 
 	if (!err)
@@ -90,6 +94,11 @@ static int token_read(struct token *t)
 	if (err)
 		return err;
 	len = strcspn(buf, "\r\n");
+	lead = strspn(buf, " \t");
+	if (lead > len)
+		lead = len;
+	memmove(buf, buf + lead, len - lead);
+	len -= lead;
 	while (len && (buf[len - 1] == ' ' || buf[len - 1] == '\t'))
 		len--;
 	buf[len] = '\0';
