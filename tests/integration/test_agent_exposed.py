@@ -309,6 +309,116 @@ def test_token_and_tls(tmp_path, agents):
     assert rc == 0, agent.describe()
 
 
+def client_hello(ctx):
+    """The first flight a TLS client sends: its ClientHello."""
+    inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+    try:
+        ctx.wrap_bio(inc, out, server_hostname="127.0.0.1").do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    return out.read()
+
+
+def cpu_s(pid):
+    """CPU seconds the process has used, its threads together."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def tls_probe(port, ctx, timeout=1.0):
+    """Seconds GET /healthz over TLS took, or None when it got no 200 within timeout."""
+    t = time.monotonic()
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+            with ctx.wrap_socket(s, server_hostname="127.0.0.1") as ts:
+                ts.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                buf = b""
+                while b"\r\n\r\nok" not in buf:
+                    got = ts.recv(4096)
+                    if not got:
+                        break
+                    buf += got
+    except OSError:
+        return None
+    took = time.monotonic() - t
+    return took if buf.startswith(b"HTTP/1.1 200") and took <= timeout else None
+
+
+def probing(port, ctx, seconds):
+    """/healthz over TLS every 0.2 s for `seconds`: the times, None for a failed one."""
+    times, end = [], time.monotonic() + seconds
+    while time.monotonic() < end:
+        times.append(tls_probe(port, ctx))
+        time.sleep(0.2)
+    return times
+
+
+@pytest.mark.serial
+def test_tls_handshake_flood_keeps_healthz(tmp_path, agents):
+    """30 clients that send a TLS hello (whole, half, or its first byte)
+    and wait: libmicrohttpd's epoll loop spun through them without sleeping
+    (half a core for one such client, as long as it waited), and /healthz
+    was late 2 times in 30 beside them. Then 30 clients making full
+    handshakes at once, over and over: /healthz answers within 1 s all
+    along."""
+    if not os.access(OPENSSL, os.X_OK):
+        pytest.skip("needs openssl (Debian: openssl)")
+    cert, key = make_cert(tmp_path, "pybpfprof-flood")
+    port = free_port()
+    agent = agents(tmp_path, "--listen", "127.0.0.1:%d" % port, "-p", str(os.getpid()),
+                   "--tls-cert-file", str(cert), "--tls-key-file", str(key))
+    ctx = ssl.create_default_context(cafile=str(cert))
+    assert wait_for(lambda: tls_probe(port, ctx, 3) is not None, 30), agent.describe()
+    hello = client_hello(ctx)
+    stalled = []
+    for i in range(30):       # 3 from each address: under the 8 an address may keep waiting
+        s = socket.socket()
+        s.bind(("127.0.0.%d" % (2 + i % 10), 0))
+        s.connect(("127.0.0.1", port))
+        s.sendall((hello, hello[:len(hello) // 2], hello[:1])[i % 3])
+        stalled.append(s)
+    try:
+        time.sleep(0.5)
+        before = cpu_s(agent.proc.pid)
+        times = probing(port, ctx, 3)
+        spent = cpu_s(agent.proc.pid) - before
+        # waiting costs nothing: what is spent is the probes' own handshakes (before: 1.2 s)
+        assert spent < 0.3, ("30 handshakes waiting for their client cost the agent %.2f s "
+                             "of CPU in 3 s" % spent, agent.describe())
+        assert len(times) >= 8 and None not in times, ("beside 30 waiting handshakes", times)
+
+        stop = threading.Event()
+
+        def handshakes(src):
+            while not stop.is_set():
+                try:
+                    with socket.create_connection(("127.0.0.1", port), timeout=3,
+                                                  source_address=(src, 0)) as s:
+                        ctx.wrap_socket(s, server_hostname="127.0.0.1").close()
+                except OSError:
+                    pass
+        flood = [threading.Thread(target=handshakes, args=("127.0.1.%d" % (1 + i % 10),),
+                                  daemon=True) for i in range(30)]
+        for t in flood:
+            t.start()
+        try:
+            times = probing(port, ctx, 3)
+        finally:
+            stop.set()
+            for t in flood:
+                t.join(5)
+        assert len(times) >= 8 and None not in times, ("beside 30 clients making handshakes "
+                                                       "at once", times, agent.describe())
+        print("TLS flood: waiting handshakes cost %.2f s of CPU in 3 s; /healthz in at most %.3f s"
+              % (spent, max(times)))
+    finally:
+        for s in stalled:
+            s.close()
+    rc, _ = agent.stop()
+    assert rc == 0, agent.describe()
+
+
 @pytest.mark.parametrize("args,word,code", [
     (["--push", "http://127.0.0.1:9/", "--listen-token-file", "t"], "go with --listen", 2),
     (["--listen", "1", "--tls-cert-file", "c"], "go together", 2),

@@ -281,6 +281,15 @@ static int start_error(int e)
 	}
 }
 
+/*
+ * With TLS the thread waits in poll(), not epoll: libmicrohttpd's epoll
+ * loop (0.9.75, and 1.0 reads the same) keeps a connection whose handshake
+ * waits for the client in its ready list after GnuTLS says EAGAIN, and then
+ * spins through every such connection without sleeping. One client that
+ * sends a byte of its hello and stops held half a core for as long as it
+ * stayed; poll() waits on the direction GnuTLS asks for. Its cost per wakeup
+ * grows with the connections held, which MAX_CONNECTIONS bounds.
+ */
 int server_start(const struct sockaddr_storage *sa, const struct server_ops *ops, const struct server_opts *o,
 		 struct server **out, const char **what)
 {
@@ -302,7 +311,7 @@ int server_start(const struct sockaddr_storage *sa, const struct server_ops *ops
 	if (sa->ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	if (s->tls)
-		flags |= MHD_USE_TLS;
+		flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_TLS | (flags & MHD_USE_IPv6);
 	errno = 0;
 	s->d = MHD_start_daemon(flags, 0, NULL, NULL, handle, s,
 				MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)sa,
