@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -587,6 +588,25 @@ static void test_unwind_memo(void)
 		CHECK_EQ_INT(unwind_stack(u, &kept[0], pcs, NATIVE_MAX_FRAMES, &n, &cut), 0);
 		CHECK(unwind_remembered(u) == hits);
 		CHECK(n >= 2 && pcs[0] == first[0] && pcs[1] == first[2]);
+	}
+	/*
+	 * The modules read again (an ip in none of them, REBUILD_NS after the
+	 * last reading): what was remembered under the old ones is gone.
+	 */
+	{
+		struct ustack_in nowhere = { kept[1].tid, 0x1010, 0x8, 0, NULL, 0 };
+		struct timespec wait = { 0, 250 * 1000 * 1000 };
+
+		CHECK_EQ_INT(unwind_stack(u, &kept[1], pcs, NATIVE_MAX_FRAMES, &n, &cut), 0);
+		hits = unwind_remembered(u);
+		CHECK_EQ_INT(unwind_stack(u, &kept[1], pcs, NATIVE_MAX_FRAMES, &n, &cut), 0);
+		CHECK(unwind_remembered(u) == hits + 1);
+		nanosleep(&wait, NULL);
+		CHECK_EQ_INT(unwind_stack(u, &nowhere, pcs, NATIVE_MAX_FRAMES, &n, &cut), 0);
+		hits = unwind_remembered(u);
+		CHECK_EQ_INT(unwind_stack(u, &kept[1], pcs, NATIVE_MAX_FRAMES, &n, &cut), 0);
+		CHECK(unwind_remembered(u) == hits);
+		CHECK(n >= 3 && pcs[0] == kept[1].ip);
 	}
 	unwinder_free(u);
 }
