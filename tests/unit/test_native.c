@@ -563,6 +563,12 @@ static void test_unwind_memo(void)
 	CHECK_EQ_INT(unwind_stack(u, &kept[0], pcs, NATIVE_MAX_FRAMES, &n, &cut), 0);
 	CHECK(unwind_remembered(u) == hits + 1);
 	CHECK(same_pcs(first, nfirst, pcs, n));
+	/* Off, libdwfl walks it again, to the same frames. */
+	unwind_remember(u, false);
+	CHECK_EQ_INT(unwind_stack(u, &kept[0], pcs, NATIVE_MAX_FRAMES, &n, &cut), 0);
+	CHECK(unwind_remembered(u) == hits + 1);
+	CHECK(same_pcs(first, nfirst, pcs, n));
+	unwind_remember(u, true);
 	/* Another pc in keep_here, the same frame above it: remembered from the second frame. */
 	CHECK(kept[1].sp == kept[0].sp);
 	if (kept[1].sp == kept[0].sp) {

@@ -55,6 +55,8 @@ struct unwinder {
 	struct unwmemo_key key1;        /* the second frame's state, when it may be kept */
 	bool have_key1;
 	const struct unwmemo_entry *hit1;       /* the rest of the walk taken from the memo */
+	/* This walk is looked up and kept: the key holds the limit in 16 bits, and it may be off. */
+	bool remembering, memo_off;
 	/* This sample's page of the process past the stack copy (read_far). */
 	uint8_t far[FAR_PAGE];
 	uint64_t far_page;
@@ -272,7 +274,7 @@ static int on_frame(Dwfl_Frame *state, void *arg)
 		u->cut = true;
 		return DWARF_CB_ABORT;
 	}
-	if (u->n == 1 && !activation && u->max <= UINT16_MAX) {
+	if (u->n == 1 && !activation && u->remembering) {
 		second_frame_key(u, state, pc);
 		if (rest_remembered(u, pc))
 			return DWARF_CB_ABORT;
@@ -324,8 +326,9 @@ static void walk(struct unwinder *u, const struct ustack_in *in)
 
 	if (!u->dwfl)
 		return;
+	u->remembering = !u->memo_off && in->ip && u->max <= UINT16_MAX;
 	first_frame_key(&k0, in, u->max);
-	if (in->ip && u->max <= UINT16_MAX && (e = unwmemo_get(&u->memo, &k0, read_word, u))) {
+	if (u->remembering && (e = unwmemo_get(&u->memo, &k0, read_word, u))) {
 		u->pcs[u->n++] = in->ip;
 		memcpy(u->pcs + u->n, e->pcs, e->npcs * sizeof(*e->pcs));
 		u->n += e->npcs;
@@ -337,7 +340,7 @@ static void walk(struct unwinder *u, const struct ustack_in *in)
 	u->hit1 = NULL;
 	dwfl_getthread_frames(u->dwfl, in->tid, on_frame, u);
 	/* No first frame: libdwfl could not start (no thread), and nothing is known. */
-	if (u->n > 0 && in->ip && u->max <= UINT16_MAX)
+	if (u->n > 0 && u->remembering)
 		remember(u, &k0);
 }
 
@@ -375,6 +378,11 @@ int unwind_stack(struct unwinder *u, const struct ustack_in *in, uint64_t *pcs, 
 uint64_t unwind_remembered(const struct unwinder *u)
 {
 	return u->memo.hits;
+}
+
+void unwind_remember(struct unwinder *u, bool on)
+{
+	u->memo_off = !on;
 }
 
 /*
