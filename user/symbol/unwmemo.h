@@ -23,7 +23,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define UNWMEMO_SLOTS 4096
+/*
+ * Per process, whole-host runs included: UNWMEMO_SLOTS entries of a
+ * walk's frames and reads each, about 2 MiB for walks of 80 reads (12 MiB
+ * at most). As many hits as 4,096 slots had on a steady target: its
+ * callers' states are few.
+ */
+#define UNWMEMO_SLOTS 1024
 #define UNWMEMO_REGS 17         /* x86-64's DWARF registers 0-16: what a Dwfl_Frame holds */
 #define UNWMEMO_MAX_READS 512   /* a walk that read more is not kept */
 
