@@ -3,8 +3,9 @@
  * --native's remembered walks (user/symbol/unwmemo.c): a walk is given
  * again only for the same frame state and only while every word it read
  * reads the same (a different stack at the same pc, a read that failed
- * and now succeeds, another register: misses); clearing forgets all; two
- * keys in one slot replace each other, never answer for each other.
+ * and now succeeds, another register: misses); two walks of one key
+ * each answer for their own words; clearing forgets all; keys in a full
+ * set replace each other, never answer for each other.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -58,11 +59,13 @@ int main(void)
 	CHECK(unwmemo_get(m, &k, rd, NULL) != NULL);
 	/* A word read where none was readable walks on differently. */
 	reads[2] = (struct unwmemo_read){ 0x1018, 0, 0 };
+	unwmemo_clear(m);
 	CHECK_EQ_INT(unwmemo_put(m, &k, pcs, 2, false, reads, 3), 0);
 	CHECK(unwmemo_get(m, &k, rd, NULL) == NULL);
 	/* Another register, another depth, another limit: other keys. */
 	key(&k2, 0x401000, 0x1000, 0);
 	unwmemo_key_reg(&k2, 3, 0);     /* rbx known, even as 0 */
+	unwmemo_clear(m);
 	CHECK_EQ_INT(unwmemo_put(m, &k, pcs, 2, true, reads, 2), 0);
 	CHECK(unwmemo_get(m, &k2, rd, NULL) == NULL);
 	key(&k2, 0x401000, 0x1000, 1);
@@ -73,10 +76,28 @@ int main(void)
 	CHECK(unwmemo_get(m, &k2, rd, NULL) == NULL);
 	e = unwmemo_get(m, &k, rd, NULL);
 	CHECK(e && e->cut);
+	/* One key, two walks with different words: each answers for its own words only. */
+	{
+		const uint64_t other_pcs[1] = { 0x402000 };
+		struct unwmemo_read other_reads[1] = { { 0x1008, 0x405678, 1 } };
+
+		unwmemo_clear(m);
+		CHECK_EQ_INT(unwmemo_put(m, &k, pcs, 2, false, reads, 2), 0);
+		CHECK_EQ_INT(unwmemo_put(m, &k, other_pcs, 1, false, other_reads, 1), 0);
+		mem[1] = 0x405678;
+		e = unwmemo_get(m, &k, rd, NULL);
+		CHECK(e && e->npcs == 1 && e->pcs[0] == 0x402000);
+		mem[1] = 0x401234;
+		e = unwmemo_get(m, &k, rd, NULL);
+		CHECK(e && e->npcs == 2 && e->pcs[0] == 0x401233);
+		mem[1] = 0x409999;
+		CHECK(unwmemo_get(m, &k, rd, NULL) == NULL);
+		mem[1] = 0x401234;
+	}
 	/* Forgotten when the modules it was computed with are. */
 	unwmemo_clear(m);
 	CHECK(unwmemo_get(m, &k, rd, NULL) == NULL);
-	/* A key in k's slot replaces it. */
+	/* Keys in k's set: once it is full, one replaces k. */
 	CHECK_EQ_INT(unwmemo_put(m, &k, pcs, 2, false, reads, 2), 0);
 	for (uint64_t pc = 0x401001; pc < 0x401000 + 1000000 && !other; pc++) {
 		key(&k2, pc, 0x1000, 0);

@@ -22,47 +22,65 @@ void unwmemo_key_reg(struct unwmemo_key *k, unsigned reg, uint64_t val)
 	k->known |= 1u << reg;
 }
 
-static struct unwmemo_entry **slot_of(struct unwmemo *m, const struct unwmemo_key *k)
+/* The set of UNWMEMO_WAYS slots a key may be kept in. */
+static struct unwmemo_entry **set_of(struct unwmemo *m, const struct unwmemo_key *k)
 {
 	/* pc and sp tell most walks apart; the rest of the key is compared, not hashed. */
 	uint64_t h = k->pc * 0x9E3779B97F4A7C15ull ^ k->regs[7] * 0xC2B2AE3D27D4EB4Full ^ k->depth;
 
-	return &m->slot[(h ^ h >> 29) & (UNWMEMO_SLOTS - 1)];
+	return &m->slot[((h ^ h >> 29) & (UNWMEMO_SLOTS / UNWMEMO_WAYS - 1)) * UNWMEMO_WAYS];
 }
 
-const struct unwmemo_entry *unwmemo_get(struct unwmemo *m, const struct unwmemo_key *k,
-					unwmemo_read_fn rd, void *ctx)
+/* Every word as the walk read it, in its order: the walk again would read just these. */
+static bool reads_same(const struct unwmemo_entry *e, unwmemo_read_fn rd, void *ctx)
 {
-	const struct unwmemo_entry *e = *slot_of(m, k);
-
-	if (!e || memcmp(&e->key, k, sizeof(*k)) != 0) {
-		m->misses++;
-		return NULL;
-	}
-	/* Every word as the walk read it, in its order: the walk again would read just these. */
 	for (uint32_t i = 0; i < e->nreads; i++) {
 		const struct unwmemo_read *r = &e->reads[i];
 		uint64_t val = 0;
 		bool ok = rd(ctx, r->addr, &val);
 
-		if (ok != (r->ok != 0) || (ok && val != r->val)) {
-			m->stale++;
-			m->misses++;
-			return NULL;
+		if (ok != (r->ok != 0) || (ok && val != r->val))
+			return false;
+	}
+	return true;
+}
+
+const struct unwmemo_entry *unwmemo_get(struct unwmemo *m, const struct unwmemo_key *k,
+					unwmemo_read_fn rd, void *ctx)
+{
+	struct unwmemo_entry **set = set_of(m, k);
+	bool seen = false;
+
+	for (int w = 0; w < UNWMEMO_WAYS; w++) {
+		const struct unwmemo_entry *e = set[w];
+
+		if (!e || memcmp(&e->key, k, sizeof(*k)) != 0)
+			continue;
+		seen = true;
+		if (reads_same(e, rd, ctx)) {
+			m->hits++;
+			return e;
 		}
 	}
-	m->hits++;
-	return e;
+	m->stale += seen;
+	m->misses++;
+	return NULL;
 }
 
 int unwmemo_put(struct unwmemo *m, const struct unwmemo_key *k, const uint64_t *pcs,
 		uint32_t npcs, bool cut, const struct unwmemo_read *reads, uint32_t nreads)
 {
-	struct unwmemo_entry **slot = slot_of(m, k), *e;
+	struct unwmemo_entry **set = set_of(m, k), **slot = NULL, *e;
 	size_t pcs_at = sizeof(*e), reads_at = pcs_at + npcs * sizeof(*pcs);
 
 	if (nreads > UNWMEMO_MAX_READS)
 		return 0;
+	/* An empty way, else the next in turn: the set keeps the walks seen last. */
+	for (int w = 0; w < UNWMEMO_WAYS && !slot; w++)
+		if (!set[w])
+			slot = &set[w];
+	if (!slot)
+		slot = &set[m->turn++ % UNWMEMO_WAYS];
 	/* One block: an entry is made and freed whole. */
 	e = malloc(reads_at + nreads * sizeof(*reads));
 	if (!e)
