@@ -152,8 +152,8 @@ static void bench_unwind(void)
 {
 	static const char *const where[2] = { "in libz (deflateInit2_ -> zalloc)", "in libc (qsort -> compare)" };
 	struct unwinder *u = unwinder_new(getpid());
-	uint64_t a[MAX_PCS], b[MAX_PCS], t0;
-	size_t na = 0, nb = 0;
+	uint64_t a[MAX_PCS], b[MAX_PCS], c[MAX_PCS], t0;
+	size_t na = 0, nb = 0, nc = 0;
 
 	take_stacks();
 	if (!u || natunwind_init() != 0 || ncaps != 2) {
@@ -164,7 +164,7 @@ static void bench_unwind(void)
 	}
 	for (int i = 0; i < ncaps; i++) {
 		struct ustack_in in = { getpid(), caps[i].ip, caps[i].sp, caps[i].bp, caps[i].stack, caps[i].len };
-		double first_dw, first_uw, dw, uw;
+		double first_dw, first_uw, dw, uw, memo;
 
 		t0 = mono_ns();
 		by_libdw(u, &in, a, &na);
@@ -172,11 +172,17 @@ static void bench_unwind(void)
 		t0 = mono_ns();
 		by_libunwind(NULL, &in, b, &nb);
 		first_uw = (double)(mono_ns() - t0) / 1e3;
+		/* libdw's own walk each time: the memo would give the same stack back from the second. */
+		unwind_remember(u, false);
 		dw = time_unwind(by_libdw, u, &in, 2000, a, &na);
+		unwind_remember(u, true);
+		memo = time_unwind(by_libdw, u, &in, 2000, c, &nc);
 		uw = time_unwind(by_libunwind, NULL, &in, 2000, b, &nb);
-		printf("unwind %s, %zu bytes of stack: libdw %zu frames, %.0f ns per stack (first %.1f us); "
+		printf("unwind %s, %zu bytes of stack: libdw %zu frames, %.0f ns per stack (first %.1f us; "
+		       "remembered: %.0f ns, same frames: %s); "
 		       "libunwind %zu frames, %.0f ns per stack (first %.1f us); same frames: %s\n",
-		       where[i], caps[i].len, na, dw, first_dw, nb, uw, first_uw,
+		       where[i], caps[i].len, na, dw, first_dw, memo,
+		       na == nc && memcmp(a, c, na * sizeof(a[0])) == 0 ? "yes" : "no", nb, uw, first_uw,
 		       na == nb && memcmp(a, b, na * sizeof(a[0])) == 0 ? "yes" : "no");
 	}
 	unwinder_free(u);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -511,6 +512,111 @@ static void test_unwind(void)
 	natsym_free(ns);
 }
 
+/* A sample taken here and kept: two of them, at two pcs of one frame. */
+static uint8_t kept_copy[2][4096];
+static struct ustack_in kept[2];
+
+__attribute__((noinline)) static void keep_here(void)
+{
+	for (int i = 0; i < 2; i++) {
+		struct ustack_in *in = &kept[i];
+
+		in->tid = (pid_t)syscall(SYS_gettid);
+		if (i == 0)
+			__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
+					 : "=r"(in->ip), "=r"(in->sp), "=r"(in->bp));
+		else
+			__asm__ volatile("nop\n\tlea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
+					 : "=r"(in->ip), "=r"(in->sp), "=r"(in->bp));
+		raw_copy(kept_copy[i], in->sp, sizeof(kept_copy[i]));
+		in->stack = kept_copy[i];
+		in->len = sizeof(kept_copy[i]);
+	}
+}
+
+static bool same_pcs(const uint64_t *a, size_t na, const uint64_t *b, size_t nb)
+{
+	return na == nb && memcmp(a, b, na * sizeof(*a)) == 0;
+}
+
+/*
+ * libdwfl's walks remembered (unwmemo.h): the same sample again is
+ * walked from the memo, to the same frames; a sample at another pc of the
+ * same frame takes the walk from its second frame on; and a stack whose
+ * return address differs at the same pc, sp and bp (another caller) is
+ * walked again, never given the remembered caller.
+ */
+static void test_unwind_memo(void)
+{
+	struct unwinder *u = unwinder_new(getpid());
+	uint64_t first[NATIVE_MAX_FRAMES], pcs[NATIVE_MAX_FRAMES];
+	size_t nfirst, n, at = sizeof(kept_copy[0]);
+	uint64_t hits;
+	bool cut;
+
+	CHECK(u);
+	keep_here();
+	__asm__ volatile("" ::: "memory");
+	CHECK_EQ_INT(unwind_stack(u, &kept[0], first, NATIVE_MAX_FRAMES, &nfirst, &cut), 0);
+	CHECK(nfirst >= 3);
+	hits = unwind_remembered(u);
+	CHECK_EQ_INT(unwind_stack(u, &kept[0], pcs, NATIVE_MAX_FRAMES, &n, &cut), 0);
+	CHECK(unwind_remembered(u) == hits + 1);
+	CHECK(same_pcs(first, nfirst, pcs, n));
+	/* Off, libdwfl walks it again, to the same frames. */
+	unwind_remember(u, false);
+	CHECK_EQ_INT(unwind_stack(u, &kept[0], pcs, NATIVE_MAX_FRAMES, &n, &cut), 0);
+	CHECK(unwind_remembered(u) == hits + 1);
+	CHECK(same_pcs(first, nfirst, pcs, n));
+	unwind_remember(u, true);
+	/* Another pc in keep_here, the same frame above it: remembered from the second frame. */
+	CHECK(kept[1].sp == kept[0].sp);
+	if (kept[1].sp == kept[0].sp) {
+		CHECK_EQ_INT(unwind_stack(u, &kept[1], pcs, NATIVE_MAX_FRAMES, &n, &cut), 0);
+		CHECK(unwind_remembered(u) == hits + 2);
+		CHECK(pcs[0] == kept[1].ip && pcs[0] != first[0]);
+		CHECK(same_pcs(first + 1, nfirst - 1, pcs + 1, n - 1));
+	}
+	/* keep_here's return address replaced by its caller's caller's: the same pc, sp, bp. */
+	for (size_t i = 0; i + 8 <= sizeof(kept_copy[0]) && at == sizeof(kept_copy[0]); i += 8) {
+		uint64_t w;
+
+		memcpy(&w, kept_copy[0] + i, 8);
+		if (w == first[1] + 1)
+			at = i;
+	}
+	CHECK(at < sizeof(kept_copy[0]));
+	if (at < sizeof(kept_copy[0])) {
+		uint64_t other = first[2] + 1;
+
+		memcpy(kept_copy[0] + at, &other, 8);
+		hits = unwind_remembered(u);
+		CHECK_EQ_INT(unwind_stack(u, &kept[0], pcs, NATIVE_MAX_FRAMES, &n, &cut), 0);
+		CHECK(unwind_remembered(u) == hits);
+		CHECK(n >= 2 && pcs[0] == first[0] && pcs[1] == first[2]);
+	}
+	/*
+	 * The modules read again (an ip in none of them, REBUILD_NS after the
+	 * last reading): what was remembered under the old ones is gone.
+	 */
+	{
+		struct ustack_in nowhere = { kept[1].tid, 0x1010, 0x8, 0, NULL, 0 };
+		struct timespec wait = { 0, 250 * 1000 * 1000 };
+
+		CHECK_EQ_INT(unwind_stack(u, &kept[1], pcs, NATIVE_MAX_FRAMES, &n, &cut), 0);
+		hits = unwind_remembered(u);
+		CHECK_EQ_INT(unwind_stack(u, &kept[1], pcs, NATIVE_MAX_FRAMES, &n, &cut), 0);
+		CHECK(unwind_remembered(u) == hits + 1);
+		nanosleep(&wait, NULL);
+		CHECK_EQ_INT(unwind_stack(u, &nowhere, pcs, NATIVE_MAX_FRAMES, &n, &cut), 0);
+		hits = unwind_remembered(u);
+		CHECK_EQ_INT(unwind_stack(u, &kept[1], pcs, NATIVE_MAX_FRAMES, &n, &cut), 0);
+		CHECK(unwind_remembered(u) == hits);
+		CHECK(n >= 3 && pcs[0] == kept[1].ip);
+	}
+	unwinder_free(u);
+}
+
 /*
  * --native=fp. Named like CPython's evaluation loop, so that a return
  * address into it is an activation; fp_leaf is where the sample was.
@@ -635,6 +741,7 @@ int main(void)
 	test_fold_names();
 	test_fold_stack();
 	test_unwind();
+	test_unwind_memo();
 	test_fp_pcs();
 	test_fp_weave();
 	return unit_done("test_native");

@@ -129,6 +129,7 @@ void stats_json_collector(struct jsonw *w, const struct collector *c)
 		jw_u64(w, "unpaired", c->natstack.unpaired);
 		jw_u64(w, "folded", c->natstack.folded);
 		jw_u64(w, "named_again", c->natstack.cached);
+		jw_u64(w, "walked_again", c->natstack.walked_again);
 		jw_num(w, "seconds", (double)c->natstack.ns / 1e9);
 		jw_str(w, "walk", c->o.native_fp ? "fp" : "dwarf");
 		jw_end_obj(w);

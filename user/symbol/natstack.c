@@ -224,11 +224,15 @@ int native_stack(struct natsym *ns, struct natproc *np, const struct pbp_sample 
 	if (u->magic == PBP_UADDRS_MAGIC) {     /* --native=fp: the kernel walked it already */
 		natfp_pcs(u, s->ip, pcs, NATIVE_MAX_FRAMES, &npc, &cut);
 	} else {
+		uint64_t again;
+
 		if (!np->unw && !(np->unw = unwinder_new(np->pid)))
 			return -PBP_E_NOMEM;
+		again = unwind_remembered(np->unw);
 		err = unwind_stack(np->unw, &in, pcs, NATIVE_MAX_FRAMES, &npc, &cut);
 		if (err)
 			return err;
+		st->walked_again += unwind_remembered(np->unw) - again;
 	}
 	memcpy(py, locs, *n * sizeof(*py));
 	m.ngroups = natstack_groups(s, *n, starts);

@@ -29,6 +29,7 @@ struct natstack_stats {
 	uint64_t unpaired;      /* activations and Python frame groups did not match one to one */
 	uint64_t folded;        /* call machinery frames dropped (natfold.h) */
 	uint64_t cached;        /* frames named from their address's last naming (natcache.h) */
+	uint64_t walked_again;  /* stacks whose unwinding a remembered walk finished (unwmemo.h) */
 	uint64_t ns;            /* time spent unwinding and merging */
 };
 

@@ -6,7 +6,10 @@
  * ours: no ptrace, the one thread is the sample's, its registers the
  * kernel's copy, its memory the stack copy first and the process after.
  * The Dwfl is made again (at most every REBUILD_NS) when ip is in none of
- * its modules: a library loaded since.
+ * its modules: a library loaded since. Its walks are remembered
+ * (unwmemo.h) from the sample's first frame and from its second: a
+ * sample in code sampled before, or called from where one was, takes the
+ * rest of its walk from the memo once the words it read are read again.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -23,9 +26,13 @@
 #include "core/clock.h"
 #include "core/errors.h"
 #include "core/search.h"
+#include "symbol/unwmemo.h"
 
 /* As native.c's maps: a module loaded since is unwound through within this. */
 #define REBUILD_NS 200000000ull
+
+/* The memory past a stack copy is read this much at a time (a page: whole or not at all). */
+#define FAR_PAGE 4096
 
 /* x86-64 DWARF register numbers: rbp, rsp. */
 #define DW_X86_64_RBP 6
@@ -40,6 +47,20 @@ struct unwinder {
 	uint64_t *pcs;
 	size_t max, n;
 	bool cut;
+	/* The walk being made, for the memo: every word libdwfl read, in order. */
+	struct unwmemo memo;
+	struct unwmemo_read log[UNWMEMO_MAX_READS];
+	uint32_t nlog;                  /* may pass UNWMEMO_MAX_READS: then it is not kept */
+	uint32_t mark1;                 /* log[mark1..]: read from the second frame on */
+	struct unwmemo_key key1;        /* the second frame's state, when it may be kept */
+	bool have_key1;
+	const struct unwmemo_entry *hit1;       /* the rest of the walk taken from the memo */
+	/* This walk is looked up and kept: the key holds the limit in 16 bits, and it may be off. */
+	bool remembering, memo_off;
+	/* This sample's page of the process past the stack copy (read_far). */
+	uint8_t far[FAR_PAGE];
+	uint64_t far_page;
+	bool far_read, far_ok;
 };
 
 /*
@@ -82,19 +103,59 @@ static bool get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
 	return u->in && tid == u->in->tid;
 }
 
-static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
+/*
+ * A word past the stack copy, from the process now: its whole page at the
+ * first such word of a sample, one read for the words after it there (the
+ * outer frames of a deep stack are read a word at a time, a system call
+ * each, else). A page is read whole or not at all; a word across two
+ * pages is read alone.
+ */
+static bool read_far(struct unwinder *u, uint64_t addr, uint64_t *val)
+{
+	uint64_t page = addr & ~(uint64_t)(FAR_PAGE - 1);
+	struct iovec l = { val, sizeof(*val) }, r = { (void *)(uintptr_t)addr, sizeof(*val) };
+
+	if (addr - page > FAR_PAGE - sizeof(*val))
+		return process_vm_readv(u->pid, &l, 1, &r, 1, 0) == (ssize_t)sizeof(*val);
+	if (!u->far_read || u->far_page != page) {
+		l = (struct iovec){ u->far, FAR_PAGE };
+		r = (struct iovec){ (void *)(uintptr_t)page, FAR_PAGE };
+		u->far_page = page;
+		u->far_read = true;
+		u->far_ok = process_vm_readv(u->pid, &l, 1, &r, 1, 0) == (ssize_t)FAR_PAGE;
+	}
+	if (u->far_ok)
+		memcpy(val, u->far + (addr - page), sizeof(*val));
+	return u->far_ok;
+}
+
+/* A word of the sample's memory: the stack copy first, the process now past it. */
+static bool read_word(void *arg, uint64_t addr, uint64_t *val)
 {
 	struct unwinder *u = arg;
 	const struct ustack_in *in = u->in;
-	struct iovec l = { result, sizeof(*result) }, r = { (void *)(uintptr_t)addr, sizeof(*result) };
 
-	(void)dwfl;
 	/* Written so that no sum can wrap: addr is whatever the CFI computed. */
-	if (in->len >= sizeof(*result) && addr >= in->sp && addr - in->sp <= in->len - sizeof(*result)) {
-		memcpy(result, in->stack + (addr - in->sp), sizeof(*result));
+	if (in->len >= sizeof(*val) && addr >= in->sp && addr - in->sp <= in->len - sizeof(*val)) {
+		memcpy(val, in->stack + (addr - in->sp), sizeof(*val));
 		return true;
 	}
-	return process_vm_readv(u->pid, &l, 1, &r, 1, 0) == (ssize_t)sizeof(*result);
+	return read_far(u, addr, val);
+}
+
+/* libdwfl's reads, logged: they are what a remembered walk is checked against. */
+static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
+{
+	struct unwinder *u = arg;
+	uint64_t val = 0;
+	bool ok = read_word(u, addr, &val);
+
+	(void)dwfl;
+	*result = val;
+	if (u->nlog < UNWMEMO_MAX_READS)
+		u->log[u->nlog] = (struct unwmemo_read){ addr, ok ? val : 0, ok };
+	u->nlog += u->nlog <= UNWMEMO_MAX_READS;
+	return ok;
 }
 
 static bool set_initial_registers(Dwfl_Thread *thread, void *arg)
@@ -118,6 +179,7 @@ static void drop(struct unwinder *u)
 	if (u->dwfl)
 		dwfl_end(u->dwfl);
 	u->dwfl = NULL;
+	unwmemo_clear(&u->memo);        /* its walks were made with these modules */
 }
 
 /* The process's modules, reported again, and our thread callbacks attached. */
@@ -165,21 +227,121 @@ void unwinder_free(struct unwinder *u)
 	free(u);
 }
 
+/*
+ * The second frame, as libdwfl holds it: its pc and every register it
+ * knows. Only a frame that is no activation is kept: dwfl_frame_pc said
+ * so, after unwinding the third (reading it was the start of the walk
+ * from here), and so the frame is neither the first nor a signal frame,
+ * the two flags of libdwfl's state that no register shows.
+ */
+static void second_frame_key(struct unwinder *u, Dwfl_Frame *state, Dwarf_Addr pc)
+{
+	Dwarf_Word v;
+
+	unwmemo_key_init(&u->key1, pc, 1, (uint16_t)u->max);
+	for (unsigned r = 0; r < UNWMEMO_REGS; r++)
+		if (dwfl_frame_reg(state, r, &v) == 0)
+			unwmemo_key_reg(&u->key1, r, v);
+	u->have_key1 = true;
+}
+
+/* The rest of the walk from the memo, when the second frame's was remembered. */
+static bool rest_remembered(struct unwinder *u, Dwarf_Addr pc)
+{
+	const struct unwmemo_entry *e = unwmemo_get(&u->memo, &u->key1, read_word, u);
+
+	if (!e)
+		return false;
+	u->pcs[u->n++] = pc - 1;
+	memcpy(u->pcs + u->n, e->pcs, e->npcs * sizeof(*e->pcs));
+	u->n += e->npcs;
+	u->cut = e->cut;
+	u->hit1 = e;
+	return true;
+}
+
 static int on_frame(Dwfl_Frame *state, void *arg)
 {
 	struct unwinder *u = arg;
 	Dwarf_Addr pc;
 	bool activation;
 
+	if (u->n == 1)
+		u->mark1 = u->nlog;
 	if (!dwfl_frame_pc(state, &pc, &activation) || pc == 0)
 		return DWARF_CB_ABORT;
 	if (u->n == u->max) {
 		u->cut = true;
 		return DWARF_CB_ABORT;
 	}
+	if (u->n == 1 && !activation && u->remembering) {
+		second_frame_key(u, state, pc);
+		if (rest_remembered(u, pc))
+			return DWARF_CB_ABORT;
+	}
 	/* A return address is past its call: one byte back names the caller's line. */
 	u->pcs[u->n++] = activation ? pc : pc - 1;
 	return DWARF_CB_OK;
+}
+
+/* The sample's first frame as libdwfl starts from it (set_initial_registers). */
+static void first_frame_key(struct unwmemo_key *k, const struct ustack_in *in, size_t max)
+{
+	unwmemo_key_init(k, in->ip, 0, (uint16_t)max);
+	unwmemo_key_reg(k, DW_X86_64_RBP, in->bp);
+	unwmemo_key_reg(k, DW_X86_64_RBP + 1, in->sp);
+}
+
+/*
+ * The walk just made, remembered from its first frame and, unless it was
+ * taken from there, from its second. A walk finished from the memo is
+ * kept from the first frame with the remembered walk's reads after its
+ * own: those are the reads the whole walk would have made. A walk not
+ * kept for want of memory costs only the next such sample's walk: the
+ * stack in hand is right either way, so unwmemo_put's failure is dropped.
+ */
+static void remember(struct unwinder *u, const struct unwmemo_key *k0)
+{
+	uint32_t nlog = u->nlog;
+
+	if (u->hit1) {
+		/* Copied before any put: a put into the hit's slot frees it. */
+		if (nlog + u->hit1->nreads > UNWMEMO_MAX_READS)
+			return;
+		memcpy(u->log + nlog, u->hit1->reads, u->hit1->nreads * sizeof(*u->log));
+		nlog += u->hit1->nreads;
+	} else if (u->have_key1 && nlog <= UNWMEMO_MAX_READS && u->n >= 2) {
+		(void)unwmemo_put(&u->memo, &u->key1, u->pcs + 2, (uint32_t)(u->n - 2), u->cut,
+				  u->log + u->mark1, nlog - u->mark1);
+	}
+	if (nlog <= UNWMEMO_MAX_READS)
+		(void)unwmemo_put(&u->memo, k0, u->pcs + 1, (uint32_t)(u->n - 1), u->cut, u->log, nlog);
+}
+
+/* libdwfl's walk of the sample, or the memo's when it remembers the first frame. */
+static void walk(struct unwinder *u, const struct ustack_in *in)
+{
+	struct unwmemo_key k0;
+	const struct unwmemo_entry *e;
+
+	if (!u->dwfl)
+		return;
+	u->remembering = !u->memo_off && in->ip && u->max <= UINT16_MAX;
+	first_frame_key(&k0, in, u->max);
+	if (u->remembering && (e = unwmemo_get(&u->memo, &k0, read_word, u))) {
+		u->pcs[u->n++] = in->ip;
+		memcpy(u->pcs + u->n, e->pcs, e->npcs * sizeof(*e->pcs));
+		u->n += e->npcs;
+		u->cut = e->cut;
+		return;
+	}
+	u->nlog = u->mark1 = 0;
+	u->have_key1 = false;
+	u->hit1 = NULL;
+	dwfl_getthread_frames(u->dwfl, in->tid, on_frame, u);
+	/* No first frame: libdwfl could not start (no thread), and nothing is known. */
+	if (u->n > 0 && u->remembering)
+		remember(u, &k0);
 }
 
 int unwind_stack(struct unwinder *u, const struct ustack_in *in, uint64_t *pcs, size_t max,
@@ -197,12 +359,12 @@ int unwind_stack(struct unwinder *u, const struct ustack_in *in, uint64_t *pcs, 
 		err = build(u);
 	finding_for = u->pid;
 	u->in = in;
+	u->far_read = false;    /* the process's memory as it is now, for this sample */
 	u->pcs = pcs;
 	u->max = max;
 	u->n = 0;
 	u->cut = false;
-	if (u->dwfl)
-		dwfl_getthread_frames(u->dwfl, in->tid, on_frame, u);
+	walk(u, in);
 	u->in = NULL;
 	finding_for = 0;
 	if (u->n == 0) {        /* not even ip: it is the innermost frame, whatever the walk said */
@@ -211,6 +373,16 @@ int unwind_stack(struct unwinder *u, const struct ustack_in *in, uint64_t *pcs, 
 	*n = u->n;
 	*cut = u->cut;
 	return err == -PBP_E_NOMEM ? err : 0;
+}
+
+uint64_t unwind_remembered(const struct unwinder *u)
+{
+	return u->memo.hits;
+}
+
+void unwind_remember(struct unwinder *u, bool on)
+{
+	u->memo_off = !on;
 }
 
 /*

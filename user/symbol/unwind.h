@@ -35,6 +35,11 @@ struct ustack_in {
 int unwind_stack(struct unwinder *u, const struct ustack_in *in, uint64_t *pcs, size_t max,
 		 size_t *n, bool *cut);
 
+/* Walks taken (wholly, or from the second frame on) from the memo so far (unwmemo.h). */
+uint64_t unwind_remembered(const struct unwinder *u);
+/* On (the default): walks are remembered and looked up. Off: libdwfl walks every stack. */
+void unwind_remember(struct unwinder *u, bool on);
+
 /*
  * The code pc's function spans, [start, end), in the process's addresses,
  * from its file's .eh_frame_hdr table (the next function's start ends it):
