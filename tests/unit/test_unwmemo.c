@@ -32,6 +32,38 @@ static void key(struct unwmemo_key *k, uint64_t pc, uint64_t sp, uint16_t depth)
 	unwmemo_key_reg(k, 7, sp);
 }
 
+/*
+ * Every memo of a run together stays within UNWMEMO_BUDGET: eight
+ * processes' memos filled with the longest walks kept (12 KiB each) would
+ * hold 96 MiB; past the budget a walk is not kept, and clearing gives all
+ * the bytes back.
+ */
+static void check_budget(void)
+{
+	static struct unwmemo_read big[UNWMEMO_MAX_READS];
+	struct unwmemo *v[8];
+	struct unwmemo_key k;
+	uint64_t pcs[1] = { 0x401000 }, over = 0;
+	size_t one = sizeof(struct unwmemo_entry) + sizeof(pcs) + sizeof(big);
+
+	CHECK(unwmemo_bytes() == 0);
+	for (int i = 0; i < 8; i++) {
+		CHECK((v[i] = calloc(1, sizeof(*v[i]))) != NULL);
+		for (uint64_t pc = 0; pc < 2 * UNWMEMO_SLOTS; pc++) {
+			key(&k, 0x500000 + pc, 0x7000 + (uint64_t)i * 0x100000, 0);
+			CHECK_EQ_INT(unwmemo_put(v[i], &k, pcs, 1, false, big, UNWMEMO_MAX_READS), 0);
+			CHECK(unwmemo_bytes() <= UNWMEMO_BUDGET);
+		}
+		over += v[i]->over_budget;
+	}
+	CHECK(over > 0 && unwmemo_bytes() > UNWMEMO_BUDGET - one);
+	for (int i = 0; i < 8; i++) {
+		unwmemo_clear(v[i]);
+		free(v[i]);
+	}
+	CHECK(unwmemo_bytes() == 0);
+}
+
 int main(void)
 {
 	struct unwmemo *m = calloc(1, sizeof(*m));
@@ -117,5 +149,6 @@ int main(void)
 	CHECK(unwmemo_get(m, &k, rd, NULL) != NULL);
 	unwmemo_clear(m);
 	free(m);
+	check_budget();
 	return unit_done("unwmemo");
 }

@@ -6,6 +6,21 @@
 #include "symbol/unwmemo.h"
 #include "core/errors.h"
 
+/* The bytes every memo's entries hold (the HTTP thread of the agent unwinds nothing, but cheaply safe). */
+static _Atomic size_t memo_bytes;
+
+static void entry_free(struct unwmemo_entry *e)
+{
+	if (e)
+		memo_bytes -= e->bytes;
+	free(e);
+}
+
+size_t unwmemo_bytes(void)
+{
+	return memo_bytes;
+}
+
 void unwmemo_key_init(struct unwmemo_key *k, uint64_t pc, uint16_t depth, uint16_t max)
 {
 	memset(k, 0, sizeof(*k));
@@ -72,6 +87,7 @@ int unwmemo_put(struct unwmemo *m, const struct unwmemo_key *k, const uint64_t *
 {
 	struct unwmemo_entry **set = set_of(m, k), **slot = NULL, *e;
 	size_t pcs_at = sizeof(*e), reads_at = pcs_at + npcs * sizeof(*pcs);
+	size_t bytes = reads_at + nreads * sizeof(*reads);
 
 	if (nreads > UNWMEMO_MAX_READS)
 		return 0;
@@ -81,10 +97,16 @@ int unwmemo_put(struct unwmemo *m, const struct unwmemo_key *k, const uint64_t *
 			slot = &set[w];
 	if (!slot)
 		slot = &set[m->turn++ % UNWMEMO_WAYS];
+	if (memo_bytes - (*slot ? (*slot)->bytes : 0) + bytes > UNWMEMO_BUDGET) {
+		m->over_budget++;
+		return 0;
+	}
 	/* One block: an entry is made and freed whole. */
-	e = malloc(reads_at + nreads * sizeof(*reads));
+	e = malloc(bytes);
 	if (!e)
 		return -PBP_E_NOMEM;
+	e->bytes = bytes;
+	memo_bytes += bytes;
 	e->key = *k;
 	e->cut = cut;
 	e->npcs = npcs;
@@ -95,7 +117,7 @@ int unwmemo_put(struct unwmemo *m, const struct unwmemo_key *k, const uint64_t *
 		memcpy(e->pcs, pcs, npcs * sizeof(*pcs));
 	if (nreads)
 		memcpy(e->reads, reads, nreads * sizeof(*reads));
-	free(*slot);
+	entry_free(*slot);
 	*slot = e;
 	return 0;
 }
@@ -103,7 +125,7 @@ int unwmemo_put(struct unwmemo *m, const struct unwmemo_key *k, const uint64_t *
 void unwmemo_clear(struct unwmemo *m)
 {
 	for (size_t i = 0; i < UNWMEMO_SLOTS; i++) {
-		free(m->slot[i]);
+		entry_free(m->slot[i]);
 		m->slot[i] = NULL;
 	}
 }

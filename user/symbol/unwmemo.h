@@ -37,6 +37,12 @@
 #define UNWMEMO_WAYS 16         /* 4: 73 % of a zlib target's stacks from the memo, 8: 77 %, 16: 82 % */
 #define UNWMEMO_REGS 17         /* x86-64's DWARF registers 0-16: what a Dwfl_Frame holds */
 #define UNWMEMO_MAX_READS 512   /* a walk that read more is not kept */
+/*
+ * All memos of a run together: -a --native remembers walks for every busy
+ * process, up to 12 MiB each, and a host of them must not make that
+ * gigabytes. Past it a walk is not kept (libdwfl walks it again).
+ */
+#define UNWMEMO_BUDGET (64u << 20)
 
 /* A frame's state as libdwfl holds it; made with unwmemo_key_init (padding zeroed: compared whole). */
 struct unwmemo_key {
@@ -56,6 +62,7 @@ struct unwmemo_entry {
 	struct unwmemo_key key;
 	bool cut;               /* the walk stopped at max */
 	uint32_t npcs, nreads;
+	size_t bytes;           /* its block's size, counted against UNWMEMO_BUDGET */
 	uint64_t *pcs;          /* the frames after the key's, as unwind_stack gives them */
 	struct unwmemo_read *reads;
 };
@@ -63,6 +70,7 @@ struct unwmemo_entry {
 struct unwmemo {
 	struct unwmemo_entry *slot[UNWMEMO_SLOTS];
 	uint64_t hits, misses, stale;   /* stale: the key was there, a word differed */
+	uint64_t over_budget;   /* walks not kept: every memo together held UNWMEMO_BUDGET */
 	unsigned turn;                  /* the way the next put into a full set replaces */
 };
 
@@ -82,5 +90,7 @@ int unwmemo_put(struct unwmemo *m, const struct unwmemo_key *k, const uint64_t *
 		uint32_t npcs, bool cut, const struct unwmemo_read *reads, uint32_t nreads);
 /* Forgets every walk: the modules they were computed with are gone. */
 void unwmemo_clear(struct unwmemo *m);
+/* What every memo's entries hold now, in bytes (at most about UNWMEMO_BUDGET). */
+size_t unwmemo_bytes(void);
 
 #endif /* PBP_SYMBOL_UNWMEMO_H */
