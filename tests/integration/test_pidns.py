@@ -90,12 +90,14 @@ def test_inner_ids_shown(interp, ns_start, pybpfprof, tmp_path):
                           for s in labels), labels[:3]
 
 
+@pytest.mark.one_version
 def test_modes(interp, start_target, tmp_path):
     """cpu, gil and wall mode as test_modes checks them on the host, one
     namespace deep: the modes read ids only through the map the cpu-split,
     dump and inner-id tests check at both depths, so depth 2 adds nothing
-    here but minutes to `make test`. The three recorded at once, over the
-    same 3 s (one after the other took 9 s an interpreter)."""
+    here but minutes to `make test`; nor do more interpreters than one (the
+    modes' per-version reading is test_modes', on every one). The three
+    recorded at once, over the same 3 s (one after the other took 9 s)."""
     pid, t = start_four(lambda *a: start_target(*a, pidns=1), interp)
     runs = record_modes(tmp_path, pid, {"cpu": 499, "gil": 199, "wall": 199})
     threads, err = runs["cpu"]
