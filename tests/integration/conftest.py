@@ -71,7 +71,7 @@ import pytest
 from binary import PYBPFPROF, SANITIZED, SANITIZER_LOGS, _no_sanitizer_report, pybpfprof, pybpfprof_fixture  # noqa: F401
 from nulldev import null
 # Which interpreters a test runs on (re-exported: tests import these from conftest).
-from families import ALL_FAMILIES, FAMILY_OF, FAMILY_REPS, choose  # noqa: F401
+from families import ALL_FAMILIES, FAMILY_OF, FAMILY_REPS, ONLY, choose, thin  # noqa: F401
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -549,20 +549,26 @@ def pytest_report_header(config):
 def pytest_generate_tests(metafunc):
     if "interp" in metafunc.fixturenames:
         interps = _discover()
-        only = [n.strip() for n in os.environ.get("PBP_INTERPS", "").split(",") if n.strip()]
-        if only:
-            interps = [i for i in interps if i.name in only]
+        if ONLY:
+            interps = [i for i in interps if i.name in ONLY]
         own = getattr(metafunc.module, "INTERPRETERS", None)
         interps = [i for i in interps if i.suites is None or metafunc.module.__name__ in i.suites
                    or (own is not None and i.name in own)]
         # Which of them: the suite's own, one of each layout family, every
         # one or one (families.py).
-        interps = choose(metafunc, interps, only)
+        interps = choose(metafunc, interps, ONLY)
         # A module may group its tests by interpreter (INTERP_SCOPE =
         # "module"): all of one interpreter's, then the next's, so that a
         # module-scoped fixture keeps one interpreter's target at a time.
         metafunc.parametrize("interp", interps, ids=[i.name for i in interps],
                              indirect=True, scope=getattr(metafunc.module, "INTERP_SCOPE", None))
+
+
+def pytest_collection_modifyitems(config, items):
+    kept, dropped = thin(items, ONLY)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 @pytest.fixture

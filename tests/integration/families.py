@@ -8,6 +8,9 @@ Otherwise a test runs on one interpreter of each layout family
 family. A test that reads what a layout gives is marked `every_version` and
 runs on all; one that reads no layout at all (the CLI, files, exits, top's
 screen, a writer) is marked `one_version` and runs on one (ONE_VERSION).
+So does a parameter marked so (pytest.param(..., marks=...)): its items are
+thinned to one interpreter's after collection (`thin`), while the test's
+other parameters run on each family.
 
 PBP_INTERPS, naming interpreters, runs the family tests on all of those and
 a `one_version` test on the first of them that is there; PBP_ALL_FAMILIES=1
@@ -19,6 +22,7 @@ and only what reads a layout takes another path on another interpreter)."""
 import os
 
 ALL_FAMILIES = os.environ.get("PBP_ALL_FAMILIES", "") not in ("", "0")
+ONLY = [n.strip() for n in os.environ.get("PBP_INTERPS", "").split(",") if n.strip()]
 ONE_FAMILY = os.environ.get("PBP_ONE_FAMILY", "") not in ("", "0")
 # One interpreter per layout family, where a test runs unless it is marked
 # `every_version`: the oldest (co_lnotab, no debug offsets), the PyFrameObject
@@ -59,3 +63,23 @@ def one_version(interps, only):
     ranked = sorted((i for i in interps if i.name in prefer),
                     key=lambda i: (bool(i.skip_reason), prefer.index(i.name)))
     return ranked[:1]
+
+
+def thin(items, only):
+    """(kept, dropped): of the items a parameter marked `one_version` gave
+    (the mark is the item's, not its function's), those of one interpreter
+    for each set of the other parameters are kept (all, under
+    PBP_ALL_FAMILIES=1)."""
+    if ALL_FAMILIES:
+        return items, []
+    groups = {}
+    for item in items:
+        spec = getattr(item, "callspec", None)
+        if spec is not None and "interp" in spec.params and item.get_closest_marker("one_version"):
+            others = tuple(sorted((k, repr(v)) for k, v in spec.params.items() if k != "interp"))
+            groups.setdefault((item.module.__name__, item.originalname, others), []).append(item)
+    dropped = set()
+    for group in groups.values():
+        chosen = one_version([i.callspec.params["interp"] for i in group], only)
+        dropped.update(id(i) for i in group if i.callspec.params["interp"] not in chosen)
+    return [i for i in items if id(i) not in dropped], [i for i in items if id(i) in dropped]
