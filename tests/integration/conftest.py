@@ -36,7 +36,9 @@ Which were used and which skipped, and why, is printed in the terminal summary.
 PBP_EXPECTED (comma-separated names) replaces the default list of interpreters
 that must be there; PBP_REQUIRE_ALL=1 makes a missing one a failure.
 PBP_INTERPS (comma-separated names) runs the interpreter-parametrized tests
-on those only.
+on those only (a `one_version` test on the first of them that is there).
+PBP_ONE_FAMILY=1 runs every test not marked `every_version` on one
+interpreter, as `one_version` (make integration-asan).
 
 Sanitized runs (`make integration-asan`)
   PBP_BIN             the binary to test instead of build/pybpfprof
@@ -68,6 +70,8 @@ import pytest
 # from conftest), and the sanitizer check that is an autouse fixture here.
 from binary import PYBPFPROF, SANITIZED, SANITIZER_LOGS, _no_sanitizer_report, pybpfprof, pybpfprof_fixture  # noqa: F401
 from nulldev import null
+# Which interpreters a test runs on (re-exported: tests import these from conftest).
+from families import ALL_FAMILIES, FAMILY_OF, FAMILY_REPS, ONLY, choose, thin  # noqa: F401
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -92,17 +96,6 @@ SID_EXTRA = [("3.13-sid-chroot", "/usr/bin/python3.13"),
              ("3.13-dbg-sid-chroot", "/usr/bin/python3.13d"),
              ("3.14-dbg-sid-chroot", "/usr/bin/python3.14d")]
 REQUIRE_ALL = os.environ.get("PBP_REQUIRE_ALL", "") not in ("", "0")
-ALL_FAMILIES = os.environ.get("PBP_ALL_FAMILIES", "") not in ("", "0")
-# One interpreter per layout family, where a test runs unless it is marked
-# `every_version`: the oldest (co_lnotab, no debug offsets), the PyFrameObject
-# chain (3.8-3.10), 3.11's interpreter frames in a static binary, 3.12, 3.13
-# and 3.14 (_Py_DebugOffsets), and the free-threaded 3.14t. FAMILY_OF names,
-# for every other interpreter, the representative whose runs cover it.
-FAMILY_REPS = {"3.6", "3.10", "3.11-debian-static", "3.12", "3.13", "3.14-sid-chroot",
-               "3.14t-sid-chroot"}
-FAMILY_OF = {"3.7": "3.6", "3.8": "3.10", "3.9": "3.10", "3.11": "3.11-debian-static",
-             "3.13-sid-chroot": "3.13", "3.13-dbg-sid-chroot": "3.13",
-             "3.14-dbg-sid-chroot": "3.14-sid-chroot"}
 READY_TIMEOUT = float(os.environ.get("PBP_READY_TIMEOUT", "60"))
 
 PROBE = ("import sys, json, threading; "
@@ -535,6 +528,9 @@ def pytest_configure(config):
                             "offsets): it runs on every interpreter, not one of each family")
     config.addinivalue_line("markers", "families: the default, said explicitly: one "
                             "interpreter of each layout family (FAMILY_REPS)")
+    config.addinivalue_line("markers", "one_version: the test reads no layout at all (the "
+                            "CLI, files, exits, top's screen, a writer): it runs on one "
+                            "interpreter (ONE_VERSION), not one of each family")
     config.addinivalue_line("markers", "serial: the test must not share the machine with "
                             "another test (system-wide profiling, the host's BPF objects, "
                             "processes or fds counted, CPU shares, rates, timing): make "
@@ -553,27 +549,26 @@ def pytest_report_header(config):
 def pytest_generate_tests(metafunc):
     if "interp" in metafunc.fixturenames:
         interps = _discover()
-        only = [n.strip() for n in os.environ.get("PBP_INTERPS", "").split(",") if n.strip()]
-        if only:
-            interps = [i for i in interps if i.name in only]
+        if ONLY:
+            interps = [i for i in interps if i.name in ONLY]
         own = getattr(metafunc.module, "INTERPRETERS", None)
         interps = [i for i in interps if i.suites is None or metafunc.module.__name__ in i.suites
                    or (own is not None and i.name in own)]
-        # A suite may name the interpreters it is about (INTERPRETERS = [...]).
-        # Otherwise a test runs on one interpreter of each layout family
-        # (FAMILY_REPS): what it checks does not change between the versions
-        # of a family. A test that reads what a layout gives is marked
-        # `every_version` and runs on all. PBP_INTERPS, naming interpreters,
-        # and PBP_ALL_FAMILIES=1 run every test on all of those.
-        if own is not None:
-            interps = [i for i in interps if i.name in own]
-        elif not (only or ALL_FAMILIES or metafunc.definition.get_closest_marker("every_version")):
-            interps = [i for i in interps if i.name in FAMILY_REPS]
+        # Which of them: the suite's own, one of each layout family, every
+        # one or one (families.py).
+        interps = choose(metafunc, interps, ONLY)
         # A module may group its tests by interpreter (INTERP_SCOPE =
         # "module"): all of one interpreter's, then the next's, so that a
         # module-scoped fixture keeps one interpreter's target at a time.
         metafunc.parametrize("interp", interps, ids=[i.name for i in interps],
                              indirect=True, scope=getattr(metafunc.module, "INTERP_SCOPE", None))
+
+
+def pytest_collection_modifyitems(config, items):
+    kept, dropped = thin(items, ONLY)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 @pytest.fixture

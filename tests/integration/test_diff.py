@@ -54,6 +54,7 @@ def runs(interp, start_target, tmp_path):
             record(start_target, interp, tmp_path, "beta", ".pb.gz"))
 
 
+@pytest.mark.one_version
 def test_diff_collapsed_and_html(runs, tmp_path, page):  # noqa: F811
     before, after = runs
     r = pybpfprof("diff", before, after, "-f", "collapsed")

@@ -132,6 +132,7 @@ def test_gecko_imports_in_speedscope(tmp_path, node_cache):  # noqa: F811
     assert {k: pytest.approx(v) for k, v in prof["stacks"].items()} == dict(want)
 
 
+@pytest.mark.one_version
 def test_gecko_recorded_wall_profile_is_a_timeline(interp, start_target, tmp_path):
     """Recorded, the samples are at the times they were taken: a tick every
     interval on each thread over the run, a sleeping thread one long

@@ -22,10 +22,14 @@ from profile import WORKERS, by_thread, func_of, no_bpf_leftovers, parse_collaps
 from test_host import go_raw, raw_samples, script_for, tag_of
 from test_modes import record_modes, share, start_four, status_share
 
-LEVELS = [1, 2]
+# One level deep on every family: which of its ids a thread state holds,
+# and whether it is the inner one, is the interpreter's. The second level
+# is one more step of our own map from /proc (NSpid), the same whatever
+# the interpreter: one interpreter's runs (one_version) check it.
+LEVELS = [pytest.param(1, id="pidns1"), pytest.param(2, id="pidns2", marks=pytest.mark.one_version)]
 
 
-@pytest.fixture(params=LEVELS, ids=["pidns1", "pidns2"])
+@pytest.fixture(params=LEVELS)
 def levels(request):
     return request.param
 
@@ -90,12 +94,14 @@ def test_inner_ids_shown(interp, ns_start, pybpfprof, tmp_path):
                           for s in labels), labels[:3]
 
 
+@pytest.mark.one_version
 def test_modes(interp, start_target, tmp_path):
     """cpu, gil and wall mode as test_modes checks them on the host, one
     namespace deep: the modes read ids only through the map the cpu-split,
     dump and inner-id tests check at both depths, so depth 2 adds nothing
-    here but minutes to `make test`. The three recorded at once, over the
-    same 3 s (one after the other took 9 s an interpreter)."""
+    here but minutes to `make test`; nor do more interpreters than one (the
+    modes' per-version reading is test_modes', on every one). The three
+    recorded at once, over the same 3 s (one after the other took 9 s)."""
     pid, t = start_four(lambda *a: start_target(*a, pidns=1), interp)
     runs = record_modes(tmp_path, pid, {"cpu": 499, "gil": 199, "wall": 199})
     threads, err = runs["cpu"]

@@ -59,13 +59,17 @@ def bound(p, n):
     return max(0.05, 4 * math.sqrt(max(p * (1 - p), 0.01) / max(n, 1)))
 
 
+@pytest.mark.one_version
 @pytest.mark.parametrize("method", ["fork", "forkserver", "spawn"])
 def test_pool_workers_match_their_own_cpu(interp, tmp_path, method):
     """Each pool worker is its own process root, and work()'s share of its
     samples is within the bound of the share of CPU it measured in work().
     A spawned worker is a new interpreter: the CPU of its start before its
     first Python frame (10-60 ms) is in its own total and in no profile, so
-    it spins 2 s, and that part stays under 3 points of the truth."""
+    it spins 2 s, and that part stays under 3 points of the truth.
+    One interpreter: a child forked without exec and a new interpreter
+    started under the command are read on every family by the forking
+    server's and the shell wrapper's tests; the shares are the pool's."""
     host, inside = interp.mkdtemp()
     spin = "2.0" if method == "spawn" else "1.0"
     stacks, err = launch(interp, tmp_path, interp.cmd(interp.place(TREE), "pool", method,
@@ -256,9 +260,12 @@ def test_sibling_code_at_one_address(interp, tmp_path):
         assert other == 0 and own >= 0.95 * n, (k, own, other, unknown, n, r.stderr)
 
 
+@pytest.mark.one_version
 def test_attach_subprocesses_finds_running_and_new_children(interp, start_target, tmp_path):
     """-p PARENT --subprocesses: the child running before pybpfprof started
-    (found in /proc) and the workers forked after (from the kernel)."""
+    (found in /proc) and the workers forked after (from the kernel). One
+    interpreter: finding them is /proc's and the kernel's; reading each is
+    the launched tests', on every family."""
     proc, pid, ready = start_target(interp, TREE, "late")
     out = tmp_path / "out.txt"
     r = pybpfprof("-p", pid, "--subprocesses", "-d", 4, "-o", out)

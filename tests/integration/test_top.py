@@ -237,6 +237,7 @@ def shown(text):
     return "samples " in text and screen_funcs(text) and not text.splitlines()[1].startswith("samples 0 ")
 
 
+@pytest.mark.one_version
 def test_screen(interp, shared_target, tmux):
     """Both functions within 10 points, the status bars, the sort and pause keys, q."""
     pid, tids = start_two(shared_target, interp)
@@ -284,6 +285,7 @@ def test_screen(interp, shared_target, tmux):
     assert code == 0 and modes == {"icanon", "echo"}, (code, modes, t.screen())
 
 
+@pytest.mark.one_version
 def test_screen_colour_and_no_color(interp, shared_target, tmux):
     pid, _ = start_two(shared_target, interp)
     coloured = tmux("%s top -m wall -p %d" % (PYBPFPROF, pid))
@@ -297,6 +299,7 @@ def test_screen_colour_and_no_color(interp, shared_target, tmux):
         assert t.ended()[0] == 0
 
 
+@pytest.mark.one_version
 def test_screen_ctrl_c_and_target_exit(interp, start_target, tmux):
     proc, pid, _ = start_target(interp, WORKERS, "spinner", "sleeper")
     by_signal = tmux("%s top -m wall -p %d" % (PYBPFPROF, pid))
@@ -329,6 +332,7 @@ def test_screen_launched_command(tmux, tmp_path):
     assert "noise\nnoise" in t.screen(), t.screen()
 
 
+@pytest.mark.one_version
 def test_plain_reader_gone(interp, shared_target):
     """stdout a pipe whose reader quit: top ends at its next table, EXIT_IO, nothing said."""
     pid, _ = start_two(shared_target, interp)
