@@ -396,7 +396,7 @@ def test_run_end_stops_the_command(tmp_path, sub, kind):
         assert (tmp_path / "out.txt").exists()
 
 
-TREE = """
+STARTER = """
 import os, subprocess, sys, time
 code, pids = sys.argv[1], sys.argv[2]
 kids = [subprocess.Popen([sys.executable, "-c", code, k, pids + "." + k]) for k in ("plain", "stubborn")]
@@ -418,7 +418,7 @@ def test_run_end_stops_what_the_command_started(tmp_path):
     # Output to a file: children left running would hold a pipe open.
     with open(tmp_path / "err", "w") as err:
         rc = subprocess.run([PYBPFPROF, "-d", "3", "-o", str(tmp_path / "out.txt"), "--"] + interp.argv
-                            + ["-c", TREE, LINGER, str(pids)], stdout=err, stderr=err, timeout=60).returncode
+                            + ["-c", STARTER, LINGER, str(pids)], stdout=err, stderr=err, timeout=60).returncode
     assert rc == 0, (tmp_path / "err").read_text()
     written = {k: tmp_path / ("pid." + k) for k in ("parent", "plain", "stubborn", "forked")}
     started = {k: int(f.read_text()) for k, f in written.items() if f.exists() and f.read_text()}
