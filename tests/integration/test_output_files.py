@@ -132,6 +132,27 @@ def test_block_device_is_refused(tmp_path):
     assert stat.S_ISBLK(os.lstat(str(blk)).st_mode)
 
 
+def test_kernel_files_are_refused(tmp_path):
+    """A file of procfs or sysfs is a setting, not a place for a profile:
+    a child's /proc/PID/comm (which takes whatever is written, renaming the
+    process) stays as it was; /proc/version said so too, not ENOENT of a
+    temporary that procfs cannot hold."""
+    child = subprocess.Popen(["sleep", "60"])
+    try:
+        comm = "/proc/%d/comm" % child.pid
+        r = convert(tmp_path, comm)
+        assert r.returncode == 10, r.stderr
+        one_line(r, "cannot write", "kernel file")
+        with open(comm) as f:
+            assert f.read() == "sleep\n"
+    finally:
+        child.kill()
+        child.wait()
+    r = convert(tmp_path, "/proc/version")
+    assert r.returncode == 10, r.stderr
+    one_line(r, "cannot write /proc/version", "kernel file")
+
+
 def read_in_thread(path_or_sock, got):
     def reader():
         if isinstance(path_or_sock, socket.socket):

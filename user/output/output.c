@@ -12,7 +12,8 @@
  *     temporary cannot be given: written in place (truncated at the end to
  *     what was written), so the links and the owner stay;
  *   - a character device, FIFO or socket: opened (a socket connected) and
- *     written through, never replaced; a block device is refused;
+ *     written through, never replaced; a block device is refused, and so
+ *     is a file of procfs, sysfs and the kernel's other file systems;
  *   - a symlink: followed, unless the kernel's fs.protected_symlinks rule
  *     would refuse it (whether or not that sysctl is on): a link in a sticky
  *     world-writable directory owned by neither the directory's owner nor
@@ -177,6 +178,27 @@ static bool is_procfs(const char *dir)
 	struct statfs sf;
 
 	return statfs(dir, &sf) == 0 && sf.f_type == PROC_SUPER_MAGIC;
+}
+
+/*
+ * A file of the kernel's own: what is written to one is a setting (a
+ * sysctl, a process's name, a cgroup's limit, a tracing switch), never a
+ * place a profile can be kept.
+ */
+static bool is_kernel_file(const char *path)
+{
+	static const unsigned long kinds[] = {
+		PROC_SUPER_MAGIC, SYSFS_MAGIC, DEBUGFS_MAGIC, TRACEFS_MAGIC, SECURITYFS_MAGIC,
+		CGROUP_SUPER_MAGIC, CGROUP2_SUPER_MAGIC, BPF_FS_MAGIC, EFIVARFS_MAGIC, PSTOREFS_MAGIC,
+	};
+	struct statfs sf;
+
+	if (statfs(path, &sf) != 0)
+		return false;
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if ((unsigned long)sf.f_type == kinds[i])
+			return true;
+	return false;
 }
 
 /*
@@ -433,6 +455,11 @@ static int open_path(struct output *out, const char *path)
 	if (err)
 		return err;
 	out->how = OUT_SPECIAL;
+	if (S_ISREG(st.st_mode) && is_kernel_file(out->path)) {
+		out->why = "a kernel file in /proc or /sys (writing it would change a setting; "
+			   "a profile is never written into one)";
+		return -EINVAL;
+	}
 	switch (st.st_mode & S_IFMT) {
 	case S_IFREG: return open_regular(out, &st);
 	case S_IFCHR: return open_same(out, &st, 0);
