@@ -280,3 +280,17 @@ def test_attach_subprocesses_finds_running_and_new_children(interp, start_target
     assert r.returncode == 0, r.stderr
     stacks = parse_collapsed(out.read_text())
     assert samples_in(stacks, "late_work") == 0 and samples_in(stacks, "early_work") == 0
+
+
+@pytest.mark.one_version
+def test_attach_subprocesses_beyond_the_process_table(interp, start_target, tmp_path):
+    """-p PARENT --subprocesses over more children than the table of
+    processes keeps (4,096): the run ends when asked, each child left out is
+    counted once. The walk of /proc asked again, pass after pass, for the
+    children it could not note, and spun for ever, SIGTERM unheard."""
+    proc, pid, ready = start_target(interp, os.path.join(os.path.dirname(TREE), "manykids.py"), "4200")
+    out = tmp_path / "out.txt"
+    r = pybpfprof("-p", pid, "--subprocesses", "-d", 1, "-o", out, timeout=60)
+    assert r.returncode == 0, r.stderr
+    m = re.search(r"(\d+) processes followed \((\d+) more not noted\)", r.stderr)
+    assert m and int(m.group(1)) == 4096 and int(m.group(2)) == 4201 - 4096, r.stderr

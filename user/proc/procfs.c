@@ -47,7 +47,12 @@ char proc_thread_state(pid_t pid, pid_t tid)
 	return st ? st[0] : '?';
 }
 
-size_t proc_parents(struct pidpair **out)
+struct pidpair {
+	pid_t pid, ppid;
+};
+
+/* Every process's parent, from /proc: *out (malloc'd) and how many (0 and NULL: none read). */
+static size_t proc_parents(struct pidpair **out)
 {
 	DIR *d = opendir("/proc");
 	struct dirent *e;
@@ -73,6 +78,28 @@ size_t proc_parents(struct pidpair **out)
 		closedir(d);
 	*out = v;
 	return v ? n : 0;
+}
+
+void proc_descendants(const struct proc_descent *d)
+{
+	struct pidpair *v = NULL;
+	size_t n = proc_parents(&v);
+	bool more = true;
+
+	while (more) {
+		more = false;
+		for (size_t i = 0; i < n; i++) {
+			if (!v[i].ppid || d->known(d->ctx, v[i].pid) || !d->known(d->ctx, v[i].ppid))
+				continue;
+			if (!d->add(d->ctx, v[i].pid, v[i].ppid))
+				goto out;
+			/* Told once: one the caller could not take (a table full) is not asked again. */
+			v[i].ppid = 0;
+			more |= d->known(d->ctx, v[i].pid);
+		}
+	}
+out:
+	free(v);
 }
 
 /* Anything but "no such thread" leaves it there: a read of its list then finds out. */

@@ -17,11 +17,18 @@ uint64_t proc_start_time(pid_t pid);
 /* Gone, a zombie, or exiting (its memory may already be unmapped). */
 bool proc_exited(pid_t pid);
 void proc_thread_comm(pid_t pid, pid_t tid, char *out, size_t len);
-struct pidpair {
-	pid_t pid, ppid;
+/*
+ * The descendants of the processes a caller knows, found by /proc's parent
+ * links: add() is told each one whose parent is known and which is not
+ * (known() answers both), once each, parents before their children, until
+ * a pass makes none known or add() says there is no room (false).
+ */
+struct proc_descent {
+	bool (*known)(void *ctx, pid_t pid);
+	bool (*add)(void *ctx, pid_t pid, pid_t ppid);
+	void *ctx;
 };
-/* Every process's parent, from /proc: *out (malloc'd) and how many (0 and NULL: none read). */
-size_t proc_parents(struct pidpair **out);
+void proc_descendants(const struct proc_descent *d);
 /* Whether thread tid of process pid is there still: a signal 0, no /proc read (false only if gone). */
 bool proc_thread_alive(pid_t pid, pid_t tid);
 

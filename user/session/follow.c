@@ -177,17 +177,23 @@ static void follow_running(struct session *r, pid_t pid, pid_t parent)
 	n->python = true;
 }
 
+static bool followed(void *ctx, pid_t pid)
+{
+	return follow_note_of(ctx, pid) != NULL;
+}
+
+static bool follow_found(void *ctx, pid_t pid, pid_t ppid)
+{
+	follow_running(ctx, pid, ppid);
+	return true;
+}
+
 /*
  * The tree under the -p processes as it is now, read once: later children
- * are the kernel's to report. A process is taken when its parent is, so the
- * walk repeats until a pass adds nothing (parents may come after children).
+ * are the kernel's to report. A process is taken when its parent is.
  */
 void follow_existing(struct session *r)
 {
-	struct pidpair *v = NULL;
-	size_t n = proc_parents(&v);
-	bool more = true;
-
 	for (int i = 0; i < r->o.npids; i++) {
 		struct proc_note *pn;
 
@@ -195,16 +201,7 @@ void follow_existing(struct session *r)
 		if ((pn = follow_note_of(r, r->o.pids[i])) != NULL)
 			pn->python = run_target_of(r, r->o.pids[i]) != NULL;
 	}
-	while (more) {
-		more = false;
-		for (size_t i = 0; i < n; i++) {
-			if (!v[i].ppid || follow_note_of(r, v[i].pid) || !follow_note_of(r, v[i].ppid))
-				continue;
-			follow_running(r, v[i].pid, v[i].ppid);
-			more = true;
-		}
-	}
-	free(v);
+	proc_descendants(&(struct proc_descent){ followed, follow_found, r });
 }
 
 /* ------------------------------------------------------------ summary */

@@ -250,33 +250,38 @@ static bool command_running(struct session *r)
  * signalled; at most max. Read before the command is stopped: its children
  * then still name it as their parent.
  */
+struct stop_tree {
+	pid_t pid[STOP_MAX_TREE];
+	size_t n;
+};
+
+static bool in_tree(void *ctx, pid_t pid)
+{
+	const struct stop_tree *t = ctx;
+
+	for (size_t j = 0; j < t->n; j++)
+		if (t->pid[j] == pid)
+			return true;
+	return false;
+}
+
+static bool tree_add(void *ctx, pid_t pid, pid_t ppid)
+{
+	struct stop_tree *t = ctx;
+
+	(void)ppid;
+	t->pid[t->n++] = pid;
+	return t->n < STOP_MAX_TREE;
+}
+
 static size_t open_descendants(pid_t root, int *fds, size_t max)
 {
-	struct pidpair *v = NULL;
-	size_t n = proc_parents(&v), nfd = 0;
-	pid_t tree[STOP_MAX_TREE];
-	size_t ntree = 1;
-	bool more = true;
+	struct stop_tree t = { .pid = { root }, .n = 1 };
+	size_t nfd = 0;
 
-	tree[0] = root;
-	while (more && ntree < STOP_MAX_TREE) {
-		more = false;
-		for (size_t i = 0; i < n && ntree < STOP_MAX_TREE; i++) {
-			bool in = false, parent_in = false;
-
-			for (size_t j = 0; j < ntree; j++) {
-				in |= tree[j] == v[i].pid;
-				parent_in |= tree[j] == v[i].ppid;
-			}
-			if (in || !parent_in)
-				continue;
-			tree[ntree++] = v[i].pid;
-			more = true;
-		}
-	}
-	free(v);
-	for (size_t j = 1; j < ntree && nfd < max; j++) {
-		int fd = (int)syscall(SYS_pidfd_open, tree[j], 0);
+	proc_descendants(&(struct proc_descent){ in_tree, tree_add, &t });
+	for (size_t j = 1; j < t.n && nfd < max; j++) {
+		int fd = (int)syscall(SYS_pidfd_open, t.pid[j], 0);
 
 		if (fd >= 0)
 			fds[nfd++] = fd;
