@@ -4,12 +4,19 @@ aggregate grows for as long as it samples (a fixed set of functions was
 all seen within seconds, and what was left to grow then fitted the
 profiler's heap in some runs).
 
+The last KEEP functions are kept alive: one freed as soon as it returned
+was often gone before a loaded profiler read its name, and every such
+sample was the same [unknown] stack, which never grew the aggregate.
+
 Runs on CPython 3.6 to 3.14. Writes $PBP_READY {"pid", "version"} once the
 first functions exist."""
 
+import collections
 
 from pbp_target import say_ready
 
+KEEP = 20000
+kept = collections.deque(maxlen=KEEP)
 i = 0
 
 
@@ -19,7 +26,8 @@ def fresh():
     exec(compile("def f%d():\n    x = 0\n    for j in range(2000):\n        x += j\n" % i,
                  "gen%d.py" % i, "exec"), ns)
     i += 1
-    return ns["f%d" % (i - 1)]
+    kept.append(ns["f%d" % (i - 1)])
+    return kept[-1]
 
 
 fresh()()
