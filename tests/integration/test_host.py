@@ -643,6 +643,8 @@ def test_forked_children_that_exec_are_not_read(tmp_path):
         reads = collections.Counter(int(m) for m in re.findall(r"process_vm_readv\((\d+),", f.read()))
     assert reads[target.pid], "the parent was never read: the test proves nothing"
     # Most children are not read at all; before, each was (5 reads and more,
-    # up to 134 with its names), so the mean stays under 1.
+    # up to 134 with its names). One the loaded machine kept from its exec
+    # past 0.1 s is read whole (106 reads of 45 children at load 8, a mean
+    # the old bound refused): the children read are counted, not the reads.
     per_kid = [reads[k] for k in kids]
-    assert sum(per_kid) <= len(kids), per_kid
+    assert sum(1 for n in per_kid if n) <= len(kids) // 4, per_kid
