@@ -476,3 +476,53 @@ def test_top_wall_many_tasks_each_interval(interp, start_target, pybpfprof):
         # task; over: a read made between the spinner's steps counts it too.
         n = int(samples)
         assert n > 0 and 0.95 * 201 * n <= int(waiting or 0) <= 202 * n, tables
+
+
+def burst_misses(stacks, bursts):
+    """Per burst of aiolate.py: the ticks since it (the marker thread's
+    samples in made{j}, j >= k) and the fewest samples of one of its tasks."""
+    made = [0] * bursts
+    fewest = [None] * bursts
+    counts = {}
+    for frames, count in stacks:
+        names = [func_of(f) for f in frames]
+        phase = [int(x[4:]) for x in names if re.match(r"made\d+$", x)]
+        if phase:
+            made[phase[-1]] += count
+        tasks = [x for x in frames if re.match(r"task b\d+n\d+$", x)]
+        if tasks:
+            counts[tasks[-1]] = counts.get(tasks[-1], 0) + count
+    for name, n in counts.items():
+        k = int(re.match(r"task b(\d+)n", name).group(1))
+        fewest[k] = n if fewest[k] is None else min(fewest[k], n)
+    return [(sum(made[k:]), fewest[k] or 0) for k in range(bursts)]
+
+
+@pytest.mark.families
+def test_wall_tasks_made_mid_run(interp, start_target, tmp_path):
+    """Tasks made while the run records: a read of 5,000 parked tasks takes
+    long and the next waited 10 times that, so a task made after a read was
+    counted only from the next (3.12, 1,000 tasks: 11 ticks short of 371;
+    here 4 bursts of 20 tasks missed 24 to 60 read times in all). A change
+    the tick sees cheaply (the list's head on 3.14, the registries' counts
+    before) reads at once: each burst's tasks have the ticks since it was
+    made (which the target's marker thread counts in its own stack) but a
+    tick or two (the tick that sees the change, and the one that finds it
+    settled). One burst may miss more: one that comes within 12 read times
+    of an early read waits for the regular one (a read slowed by the load
+    of the machine makes those long)."""
+    needs_311(interp)
+    bursts, freq = 4, 299
+    proc, pid, ready = start_target(interp, "aiolate.py", 5000, bursts, 2.0, 20)
+    out = tmp_path / "late.txt"
+    r = pybpfprof("-p", pid, "-d", 9, "-F", freq, "--mode", "wall", "--async", "--stats=json",
+                  "-o", out, timeout=60)
+    assert r.returncode == 0, r.stderr
+    st = json.loads([l for l in r.stderr.splitlines() if l.startswith("{")][0])["async"]
+    per = burst_misses(parse_collapsed(out.read_text()), bursts)
+    missed = [ticks - fewest for ticks, fewest in per]
+    print("%s: bursts (ticks since, fewest samples of its tasks) %s; missed %s; "
+          "%d task-list reads, %.3f s" % (interp.name, per, missed, st["task_lists"],
+                                           st["task_list_seconds"]))
+    assert all(ticks >= 100 for ticks, fewest in per), per
+    assert len([m for m in missed if m > 3]) <= 1, (missed, per)

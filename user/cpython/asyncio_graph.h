@@ -16,6 +16,8 @@ struct pyver;
 #define AIO_MAX_SET 4096        /* slots of an awaited-by set's table */
 #define AIO_MAX_REGISTRY (8 * AIO_MAX_TASKS)    /* slots of a set of every task (before 3.14) */
 #define AIO_MAX_BEYOND (1u << 20)       /* tasks past AIO_MAX_TASKS counted, not read */
+/* Words of a task set's change detector (aio_list_sig, aio_legacy_sig): 4 a registry, 2 of them. */
+#define AIO_SIG_WORDS 8
 
 /* How the target's memory is read: 0 or -PBP_E_* (the fuzzer gives a buffer). */
 struct aio_mem {

@@ -223,6 +223,34 @@ static int read_mem(void *ctx, uint64_t addr, void *buf, size_t len)
 	return remote_read(ctx, addr, buf, len);
 }
 
+int aio_legacy_registries(struct pyproc *p, uint64_t md, uint64_t sets[2])
+{
+	uint64_t obj;
+
+	sets[0] = sets[1] = 0;
+	if (pydict_get_str(p, md, p->v.minor == 11 ? "_all_tasks" : "_scheduled_tasks", &obj) != 0 ||
+	    pyobj_attr(p, obj, "data", &sets[0]) != 0) {
+		sets[0] = 0;
+		return -PBP_E_NOENT;
+	}
+	if (p->v.minor != 11 && pydict_get_str(p, md, "_eager_tasks", &sets[1]) != 0)
+		sets[1] = 0;
+	return 0;
+}
+
+int aio_legacy_sig(struct pyproc *p, const uint64_t sets[2], uint64_t sig[8])
+{
+	const struct aio_gen *gen = gen_of(&p->v);
+	int err = gen && sets[0] ? 0 : -PBP_E_NOENT;
+
+	memset(sig, 0, 8 * sizeof(*sig));
+	/* PySetObject's fill is the word before used, in every version that has tasks. */
+	for (int i = 0; !err && i < 2; i++)
+		if (sets[i])
+			err = remote_read(p->r, sets[i] + gen->set_used - 8, sig + 4 * i, 4 * sizeof(*sig));
+	return err;
+}
+
 /*
  * No awaited_by before 3.14: a gather's children are joined to the task
  * whose _fut_waiter is the gather's future (a _GatheringFuture, what its

@@ -165,6 +165,11 @@ static uint64_t first_awaiter(struct pyproc *p, const struct aio_layout *l, uint
 	return is_set ? first_in_set(p, by) : by;
 }
 
+int aio_list_sig(struct pyproc *p, const struct aio_layout *l, uint64_t tstate, uint64_t sig[2])
+{
+	return remote_read(p->r, tstate + l->ts_tasks_head, sig, 2 * sizeof(*sig));
+}
+
 int aio_running_task(struct pyproc *p, const struct aio_layout *l, uint64_t tstate, uint64_t *task)
 {
 	return remote_ptr(p->r, tstate + l->ts_running_task, task);

@@ -23,6 +23,14 @@ int aio_find_layout(struct pyproc *p, struct aio_layout *l);
  */
 int aio_read_tasks(struct pyproc *p, const struct aio_layout *l, const struct pythread *ts,
 		   size_t n, struct aio_graph *g);
+/*
+ * The head of the task list of the thread of tstate, its two words (first
+ * and last task) into sig[0..1]: one read, no walk. A task made is linked at
+ * the tail, so every new task changes sig[1] (unless it took the very
+ * address of a last task that ended since); a task that ends changes it
+ * only when it was the first or the last.
+ */
+int aio_list_sig(struct pyproc *p, const struct aio_layout *l, uint64_t tstate, uint64_t sig[2]);
 /* The task the thread of tstate runs now (0: none). */
 int aio_running_task(struct pyproc *p, const struct aio_layout *l, uint64_t tstate, uint64_t *task);
 /*

@@ -26,7 +26,10 @@
  * one more sample of the stack that read made (agg_bump: no hashing, no
  * read of the target): 10,000 tasks cost a tick 10,000 additions, and no
  * tick goes uncounted, whenever the run ends. A task's stack is that of the
- * last read, up to IDLE_GAP read times old. After a window closes (top)
+ * last read, up to IDLE_GAP read times old. Tasks made (or ended) after a
+ * read would wait as long to be counted (or stop being), so each tick in
+ * between also looks, cheaply, whether they changed (changed()), and a
+ * change that holds for two ticks reads at once. After a window closes (top)
  * those stacks are gone with the aggregate: the next tick counts the graph
  * kept again into the new one, or reads, if another thread's read since
  * took its place. Tasks past the bound of a read (AIO_MAX_TASKS) are
@@ -58,6 +61,7 @@
 #include "sample/asyncstate.h"
 
 #define IDLE_GAP 10
+#define EARLY_GAP (IDLE_GAP + 2)        /* read times after a read that came on a change */
 
 /* Root labels, awaiters, the task's chain and the leaf. */
 #define IDLE_LOCS (4 + ASYNC_MAX_TASKS + AIO_MAX_CHAIN + 1)
@@ -247,10 +251,13 @@ static int count_all(struct idle *d, struct async_stats *st)
 	if (d->task_loc)
 		memset(d->task_loc, 0xff, g->n * sizeof(*d->task_loc));     /* all -1 */
 	for (size_t i = 0; !err && i < g->n; i++) {
-		if (g->tasks[i].running || g->tasks[i].owner != 0)
+		if (g->tasks[i].owner != 0)
 			continue;       /* before 3.14 the registries hold every loop's tasks */
-		if (g->tasks[i].addr == d->k->running)
+		if (g->tasks[i].running || g->tasks[i].addr == d->k->running) {
+			if (d->pc)
+				d->pc->ran = g->tasks[i].addr;
 			continue;       /* its thread's stack at this tick counts it, running */
+		}
 		err = count_task(d, i);
 		st->waiting += !err;
 	}
@@ -330,6 +337,43 @@ static void credit(const struct idle_pace *pc, const struct async_sink *k, struc
 	st->missed += pc->beyond;
 }
 
+/* The detector's words now, into sig: 0, or an error (then no change is known). */
+static int probe(struct async_state *s, struct pyproc *p, uint64_t tstate, uint64_t *sig)
+{
+	memset(sig, 0, AIO_SIG_WORDS * sizeof(*sig));
+	return s->l.legacy ? aio_legacy_sig(p, s->reg, sig) : aio_list_sig(p, &s->l, tstate, sig);
+}
+
+/*
+ * Whether the thread's tasks changed since its last read, as far as a tick
+ * can tell without reading them, and stay as they are since the last tick
+ * (a read while a loop is still making tasks would find only part of
+ * them). A change: the task the read found running is no longer (it waits
+ * now, or ended), one runs that the read never saw (made since), or the
+ * detector's words moved (a task made, or one ended: see aio_list_sig,
+ * aio_legacy_sig for what they miss). A change is kept, with the words and
+ * the running task, in pc->look: the next tick that finds the same reads.
+ * Tasks made and ended at every tick never settle: they are read as often
+ * as without the detector.
+ */
+static bool changed(struct async_state *s, struct pyproc *p, struct idle_pace *pc, uint64_t running)
+{
+	uint64_t now[AIO_SIG_WORDS + 1] = { 0 };
+	bool seen = running == 0 || running == pc->ran, moved, settled;
+
+	for (size_t i = 0; !seen && i < pc->nids; i++)
+		seen = pc->tasks[i] == running;
+	if (pc->has_sig && probe(s, p, pc->tstate, now) != 0)
+		memcpy(now, pc->sig, sizeof(pc->sig));  /* unread: no change known */
+	now[AIO_SIG_WORDS] = running;
+	moved = (pc->ran && running != pc->ran) || !seen ||
+		(pc->has_sig && memcmp(now, pc->sig, sizeof(pc->sig)) != 0);
+	settled = moved && pc->looked && memcmp(now, pc->look, sizeof(now)) == 0;
+	pc->looked = moved;
+	memcpy(pc->look, now, sizeof(now));
+	return settled;
+}
+
 void async_idle_new_window(struct async_state *s)
 {
 	for (int i = 0; s && i < IDLE_THREADS; i++)
@@ -352,28 +396,48 @@ int async_idle_tick(struct async_state *s, struct pyproc *p, uint64_t tstate,
 	struct idle d = { p, &s->g, k, NULL, NULL };
 	struct idle_pace *pc;
 	uint64_t t0 = mono_ns();
-	bool again;
+	bool again, early = false;
 	int err;
 
 	if (!s->ok || k->nroot > 4)
 		return 0;
 	pc = pace_of(s, tstate);
+	/*
+	 * Between reads, a change the tick can see cheaply (changed()) reads at
+	 * once, so tasks made after a read are counted from the next tick on,
+	 * not up to IDLE_GAP read times later. Not twice in a row: the read
+	 * after an early one waits EARLY_GAP times the early one's time, and no
+	 * less than the regular one was due. Two reads of equal time r then take
+	 * at least 14 r (r + r + 12 r): at most a seventh of the time goes to
+	 * reading while tasks keep changing, an eleventh as before when not.
+	 */
 	if (pc && pc->valid && t0 < pc->next_ns) {
-		credit(pc, k, st);
-		return 0;
+		early = !pc->early && changed(s, p, pc, k->running);
+		if (!early) {
+			credit(pc, k, st);
+			return 0;
+		}
 	}
 	/*
 	 * A window closed since this thread's list was read, and none other
 	 * read since: the graph kept is counted into the new aggregate (names
 	 * and lines, no walk of the lists), the read still paced.
 	 */
-	again = pc && t0 < pc->next_ns && s->g.tasks && s->g_tstate == tstate;
+	again = !early && pc && t0 < pc->next_ns && s->g.tasks && s->g_tstate == tstate;
 	if (!s->g.tasks && aio_graph_init(&s->g) != 0)
 		return -PBP_E_NOMEM;
 	if (pc) {
 		pc->nids = 0;
 		pc->valid = false;
+		pc->ran = 0;
 		d.pc = pc;
+	}
+	if (pc && !again) {
+		/* The words before the read: a change while it walks reads again soon. */
+		pc->looked = false;
+		if (s->l.legacy && aio_legacy_registries(p, s->md, s->reg) != 0)
+			s->reg[0] = 0;
+		pc->has_sig = probe(s, p, tstate, pc->sig) == 0;
 	}
 	remote_invalidate_all(p->r);
 	remote_cache_mutable(p->r, true);
@@ -385,8 +449,12 @@ int async_idle_tick(struct async_state *s, struct pyproc *p, uint64_t tstate,
 	if (pc) {
 		pc->beyond = s->g.st.beyond;
 		pc->valid = !err;
-		if (!again)
-			pc->next_ns = mono_ns() + IDLE_GAP * (mono_ns() - t0);
+		if (!again) {
+			uint64_t end = mono_ns(), next = end + (early ? EARLY_GAP : IDLE_GAP) * (end - t0);
+
+			pc->next_ns = early && pc->next_ns > next ? pc->next_ns : next;
+			pc->early = early;
+		}
 	}
 	st->graph_ns += again ? 0 : mono_ns() - t0;
 	return err;

@@ -30,7 +30,8 @@ struct async_sink {
  *
  * (the tasks awaiting it, outermost first, itself, its coroutine chain, and
  * what that awaits). The list is read at most once every IDLE_GAP times the
- * last read's time; the ticks in between count the last read's stacks again.
+ * last read's time, sooner when a tick sees its tasks changed (one small
+ * read of the target); the ticks in between count the last read's stacks again.
  * Nothing until async_join has found the layout. What cannot be read is
  * counted (st->graph_unread) and left out, tasks past the bound in
  * st->missed for each tick; 0, or -PBP_E_NOMEM.

@@ -15,11 +15,19 @@
  * One loop's thread: when its task list may be read again, and what the
  * last read counted, which the ticks until the next credit again: the
  * waiting tasks' stacks (ids in the window's aggregate; valid false after
- * the window closed) and the tasks it found past the bound.
+ * the window closed) and the tasks it found past the bound. Between
+ * reads, what tells that its tasks changed: the detector's words as the
+ * read began (has_sig: read) and the task it left out as running.
  */
 struct idle_pace {
 	uint64_t tstate;
-	uint64_t next_ns;
+	uint64_t next_ns;       /* the next read, unless a change reads earlier */
+	bool early;             /* the last read came on a change: the next waits next_ns */
+	bool has_sig;
+	uint64_t sig[AIO_SIG_WORDS];
+	uint64_t ran;           /* the task it found running (0: none) */
+	uint64_t look[AIO_SIG_WORDS + 1];       /* a change the last tick saw: words, running task */
+	bool looked;
 	uint32_t *ids;
 	uint64_t *tasks;        /* the task each of ids stands for */
 	size_t nids, cap;
@@ -33,6 +41,7 @@ struct async_state {
 	uint32_t looks;         /* at the layout so far: the next one sooner while few */
 	struct aio_layout l;
 	uint64_t md;            /* l.legacy: asyncio.tasks' module dict */
+	uint64_t reg[2];        /* l.legacy: its registries' sets (aio_legacy_registries) */
 	struct aio_graph g;     /* wall mode's waiting tasks; tasks NULL until first needed */
 	uint64_t g_tstate;      /* the thread whose list g is (0: none read whole) */
 	struct idle_pace pace[IDLE_THREADS];
