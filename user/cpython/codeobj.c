@@ -315,9 +315,9 @@ static int load_from_origin(struct pyproc *p, uint64_t addr, struct codeinfo *ci
 
 /*
  * The key the kernel sent is this object's, its name's hash folded in, or
- * its word alone, as sent while the name had no hash yet (before 3.13 a
- * name made at run time may get one later): never that of an object whose
- * name hashes otherwise.
+ * its word alone, as sent when the kernel could not read the hash (a page
+ * it could not fault in) or found none computed: never the key of an
+ * object whose name hashes otherwise.
  */
 static bool key_matches(const struct codeinfo *ci, uint32_t firstlineno, uint32_t code_key)
 {
