@@ -41,7 +41,7 @@ struct walk_ctx {
 	int err;
 	/* Offsets of the fields inside the span buffers, when fr_span / co_span. */
 	__u32 r_prev, r_code, r_instr, r_owner;
-	__u32 r_line, r_key;
+	__u32 r_line, r_key, r_hname;
 	bool fr_span, co_span;
 	__u32 buf;             /* BUF_SAMPLE or BUF_SWITCH */
 	/*
@@ -228,28 +228,50 @@ static __always_inline int frame_by_field(const struct pbp_offsets *o, __u64 fra
 	return err;
 }
 
+/*
+ * The key (pbp_code_key): the word's low bits and the name's hash. The
+ * name is read at the sample, its thread stopped: an object complete, its
+ * name's hash set if the interpreter set it. A name that cannot be read
+ * adds nothing, as an uncomputed hash would: the frame is kept.
+ */
+static __always_inline __u32 code_key_of(const struct pbp_offsets *o, __u64 word, __u64 name)
+{
+	__s64 hash = -1;
+
+	if (o->str_hash != PBP_NOOFF && name &&
+	    bpf_probe_read_user(&hash, sizeof(hash), (const void *)(name + o->str_hash)))
+		hash = -1;
+	return pbp_code_key(word, hash);
+}
+
 static __always_inline int code_by_span(struct walk_ctx *c, struct spanbuf *b, __u64 code,
 					struct pbp_frame *f)
 {
+	__u64 name = 0;
+
 	if (bpf_probe_read_user(b->co, span_len(c->o.code_span_len),
 				(const void *)(code + c->o.code_span_lo)))
 		return -1;
 	f->firstlineno = span_u32(b->co, c->r_line);
-	f->code_key = (__u32)span_u64(b->co, c->r_key);
+	if (c->o.code_hname != PBP_NOOFF)
+		name = span_u64(b->co, c->r_hname);
+	f->code_key = code_key_of(&c->o, span_u64(b->co, c->r_key), name);
 	return 0;
 }
 
 static __always_inline int code_by_field(const struct pbp_offsets *o, __u64 code,
 					 struct pbp_frame *f)
 {
-	__u64 key = 0;
+	__u64 key = 0, name = 0;
 	__u32 line = 0;
 	int err;
 
 	err = bpf_probe_read_user(&line, sizeof(line), (const void *)(code + o->code_firstlineno));
 	err |= read_ptr(&key, code + o->code_key);
+	if (o->code_hname != PBP_NOOFF && read_ptr(&name, code + o->code_hname))
+		name = 0;
 	f->firstlineno = line;
-	f->code_key = (__u32)key;
+	f->code_key = code_key_of(o, key, name);
 	return err;
 }
 
@@ -444,7 +466,8 @@ static __always_inline void span_check(struct walk_ctx *c)
 	len = o->code_span_len;
 	c->co_span = len > 0 && len <= PBP_SPAN_MAX &&
 		in_span(o->code_firstlineno, 4, lo, len, &c->r_line) &&
-		in_span(o->code_key, 8, lo, len, &c->r_key);
+		in_span(o->code_key, 8, lo, len, &c->r_key) &&
+		(o->code_hname == PBP_NOOFF || in_span(o->code_hname, 8, lo, len, &c->r_hname));
 }
 
 /*

@@ -112,8 +112,30 @@ struct pbp_offsets {
 	 * cache, keyed by this count. PBP_NOOFF: not known.
 	 */
 	__u16 is_code_new;
-	__u16 pad_code_new;
+	/*
+	 * 3.13+: the code object's co_qualname and, in the str it points to,
+	 * its cached hash (Py_hash_t, -1 until computed): folded into
+	 * code_key (pbp_code_key, pyver_name_hash). PBP_NOOFF: none.
+	 */
+	__u16 code_hname;
+	__u16 str_hash;
+	__u16 pad_hash;
 };
+
+/*
+ * The key a frame carries: the low 32 bits of the word at code_key, xor
+ * those of its name's hash when computed. An object being built at a
+ * freed one's address shows its new name beside the old co_version
+ * (CPython writes co_name first, and 3.13+ interns it, a dict lookup, in
+ * between): the old name's hash, computed before any frame ran the old
+ * object (3.13+ intern it as they make it), is not the new name's, nor is
+ * -1. A hash not yet computed, or not read, adds nothing: the key is
+ * then the word's alone.
+ */
+static inline __u32 pbp_code_key(__u64 word, __s64 hash)
+{
+	return (__u32)word ^ (hash == -1 ? 0u : (__u32)(__u64)hash);
+}
 
 /* Per target process, keyed by tgid in the "procs" map. */
 struct pbp_proc {

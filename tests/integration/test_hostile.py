@@ -450,10 +450,10 @@ def test_churn(interp, start_target, tmp_path):
 def swapped_samples(pid, tmp_path, a, b, least):
     """{function: samples} of codeswap.py's two functions under their own
     call lines, recorded again (4 times at most) until least samples of each
-    (a loaded machine leaves the target little CPU). Open (issue 35): about 1
-    in 10,000 is named after the copy its frame held a moment before (3.13,
-    plain and ASan alike): 1 in 1,000 (at least 1) is let through until its
-    cause is found; with the name's address as the key, 97 % were."""
+    (a loaded machine leaves the target little CPU). None is the other one
+    (issue 35: with the name's address as the key 97 % were; with co_version
+    alone 1 in 10,000-60,000 on 3.13, read while a copy was being made at
+    the freed one's address, its name stored and not yet its co_version)."""
     m = marks(os.path.join(TARGETS, "codeswap.py"))
     want = {a: m["call-" + a[-1]], b: m["call-" + b[-1]]}
     seen, wrong = {a: 0, b: 0}, []
@@ -470,7 +470,7 @@ def swapped_samples(pid, tmp_path, a, b, least):
                     wrong.append((frames[i - 1:i + 1], count))
         if min(seen.values()) >= least:
             break
-    assert (n := sum(c for _, c in wrong)) <= max(1, (sum(seen.values()) + n) // 1000), wrong
+    assert not wrong, wrong
     return seen, st
 
 

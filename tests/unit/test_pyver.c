@@ -208,7 +208,9 @@ static bool spans_ok(const struct pyver *v)
 		(k->code_span_lo % 8 == 0 && k->code_span_len <= PBP_SPAN_MAX &&
 		 (uint32_t)k->code_span_lo + k->code_span_len <= v->code_size &&
 		 in_span(k->code_firstlineno, 4, k->code_span_lo, k->code_span_len) &&
-		 in_span(k->code_key, 8, k->code_span_lo, k->code_span_len));
+		 in_span(k->code_key, 8, k->code_span_lo, k->code_span_len) &&
+		 (k->code_hname == PBP_NOOFF || in_span(k->code_hname, 8, k->code_span_lo,
+							 k->code_span_len)));
 
 	return fr && co;
 }
@@ -473,7 +475,8 @@ static void test_bad_spans(const uint8_t *b, size_t len)
 	put64(copy, D13_CODE + 2 * 8, 1000);            /* co_name: not the key from 3.12 on */
 	CHECK_EQ_INT(pyver_from_debug_offsets(copy, len, &v), 0);
 	CHECK_EQ_INT(v.k.code_key, v.k.code_firstlineno + 24);   /* co_version */
-	CHECK(v.k.code_span_len >= 32 && v.k.code_span_len <= 40);
+	CHECK(v.k.code_span_len >= 32 && v.k.code_span_len <= 80);  /* to co_qualname, not co_name */
+	CHECK_EQ_INT(v.k.code_hname, v.code_qualname);
 	CHECK(v.k.fr_span_len > 0);
 	CHECK(spans_ok(&v));
 	free(copy);

@@ -2,9 +2,10 @@
 /*
  * Code-object cache: name, file and line table of each code object, read
  * once. A freed code object's address can be reused by a new one, so every
- * hit is checked against a key (co_firstlineno and the low bits of co_name)
- * that the kernel copied at the sample instant, or that is re-read here
- * when there is no kernel snapshot.
+ * hit is checked against a key (co_firstlineno, and the low bits of
+ * co_version, or co_name's address before 3.12, xor its name's hash:
+ * pbp_code_key) that the kernel copied at the sample instant, or that is
+ * re-read here when there is no kernel snapshot.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -187,6 +188,18 @@ static int read_header(struct pyproc *p, uint64_t addr, uint8_t hdr[CODE_HDR_MAX
 	return 0;
 }
 
+/* The hash of the str the header names (-1 when none is read), as the kernel reads it. */
+static int64_t name_hash(struct pyproc *p, const uint8_t *hdr)
+{
+	const struct pbp_offsets *k = &p->v.k;
+	int64_t hash = -1;
+
+	if (k->code_hname == PBP_NOOFF || k->str_hash == PBP_NOOFF ||
+	    remote_read_cached(p->r, load_u64(hdr, k->code_hname) + k->str_hash, &hash, sizeof(hash)))
+		return -1;
+	return hash;
+}
+
 /* The key as the kernel would have copied it, read from the target now. */
 int codecache_read_key(struct pyproc *p, uint64_t addr, uint32_t *firstlineno, uint32_t *code_key)
 {
@@ -196,15 +209,16 @@ int codecache_read_key(struct pyproc *p, uint64_t addr, uint32_t *firstlineno, u
 	if (err)
 		return err;
 	*firstlineno = load_u32(hdr, p->v.k.code_firstlineno);
-	*code_key = (uint32_t)load_u64(hdr, p->v.k.code_key);
+	*code_key = pbp_code_key(load_u64(hdr, p->v.k.code_key), name_hash(p, hdr));
 	return 0;
 }
 
-static char *read_name(struct pyproc *p, uint64_t addr, int *err)
+static char *read_name(struct pyproc *p, uint64_t addr, int64_t *hash, int *err)
 {
 	char buf[NAME_MAX_UTF8];
 
-	*err = pystr_read(p->r, &p->v, addr, buf, sizeof(buf));
+	*err = hash ? pystr_read_hashed(p->r, &p->v, addr, buf, sizeof(buf), hash)
+		    : pystr_read(p->r, &p->v, addr, buf, sizeof(buf));
 	return *err ? NULL : strdup(buf);
 }
 
@@ -216,9 +230,12 @@ static char *read_name(struct pyproc *p, uint64_t addr, int *err)
  * that was not its own: a loop making and dropping code objects
  * (CodeType.replace) had 1-2 such frames in 4,800 on 3.11-3.14. The key
  * (co_version on 3.12+) tells apart a new object whose name is at the old
- * name's address, its other words the same.
+ * name's address, its other words the same; the name's hash, read before
+ * its characters (hash) and again now, one whose name was stored but not
+ * yet its co_version (pbp_code_key), or a str made since at the name's
+ * address, which shows -1 there before its characters.
  */
-static int still_same(struct pyproc *p, uint64_t addr, const uint8_t *hdr)
+static int still_same(struct pyproc *p, uint64_t addr, const uint8_t *hdr, int64_t hash)
 {
 	const struct pyver *v = &p->v;
 	const uint32_t words[] = { v->code_name, v->code_qualname, v->code_filename, v->code_linetable };
@@ -232,6 +249,16 @@ static int still_same(struct pyproc *p, uint64_t addr, const uint8_t *hdr)
 	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
 		if (words[i] != PYVER_NOOFF && load_u64(now, words[i]) != load_u64(hdr, words[i]))
 			return -PBP_E_CORRUPT;
+	if (v->k.code_hname != PBP_NOOFF && v->k.str_hash != PBP_NOOFF) {
+		int64_t again;
+
+		err = remote_read(p->r, load_u64(now, v->k.code_hname) + v->k.str_hash, &again,
+				  sizeof(again));
+		if (err)
+			return err;
+		if (again != hash)
+			return -PBP_E_CORRUPT;
+	}
 	return load_u32(now, v->k.code_firstlineno) == load_u32(hdr, v->k.code_firstlineno) &&
 	       load_u32(now, v->k.code_key) == load_u32(hdr, v->k.code_key) ? 0 : -PBP_E_CORRUPT;
 }
@@ -241,6 +268,8 @@ static int load(struct pyproc *p, uint64_t addr, struct codeinfo *ci)
 	const struct pyver *v = &p->v;
 	uint8_t hdr[CODE_HDR_MAX];
 	uint32_t name_off = v->code_qualname != PYVER_NOOFF ? v->code_qualname : v->code_name;
+	bool hashed = v->k.code_hname == name_off && v->k.str_hash != PBP_NOOFF;
+	int64_t hash = -1;
 	int err;
 
 	/*
@@ -253,15 +282,16 @@ static int load(struct pyproc *p, uint64_t addr, struct codeinfo *ci)
 		return err;
 	ci->addr = addr;
 	ci->firstlineno = load_u32(hdr, v->k.code_firstlineno);
-	ci->code_key = (uint32_t)load_u64(hdr, v->k.code_key);
-	ci->name = read_name(p, load_u64(hdr, name_off), &err);
+	ci->code_word = (uint32_t)load_u64(hdr, v->k.code_key);
+	ci->name = read_name(p, load_u64(hdr, name_off), hashed ? &hash : NULL, &err);
+	ci->code_key = pbp_code_key(load_u64(hdr, v->k.code_key), hash);
 	if (!err)
-		ci->file = read_name(p, load_u64(hdr, v->code_filename), &err);
+		ci->file = read_name(p, load_u64(hdr, v->code_filename), NULL, &err);
 	if (!err)
 		err = pybytes_read(p->r, v, load_u64(hdr, v->code_linetable), LINETABLE_MAX,
 				   &ci->linetable, &ci->lt_len);
 	if (!err)
-		err = still_same(p, addr, hdr);
+		err = still_same(p, addr, hdr, hash);
 	if (err)
 		slot_clear(ci);
 	return err;
@@ -283,9 +313,15 @@ static int load_from_origin(struct pyproc *p, uint64_t addr, struct codeinfo *ci
 	return err;
 }
 
+/*
+ * The key the kernel sent is this object's, its name's hash folded in, or
+ * its word alone, as sent when the kernel could not read the hash (a page
+ * it could not fault in) or found none computed: never the key of an
+ * object whose name hashes otherwise.
+ */
 static bool key_matches(const struct codeinfo *ci, uint32_t firstlineno, uint32_t code_key)
 {
-	return ci->firstlineno == firstlineno && ci->code_key == code_key;
+	return ci->firstlineno == firstlineno && (ci->code_key == code_key || ci->code_word == code_key);
 }
 
 static struct codeinfo *victim_in(struct codeinfo *set)

@@ -13,6 +13,7 @@ struct pyproc;
 struct codeinfo {
 	uint64_t addr;
 	uint32_t firstlineno, code_key; /* the key that tells a reused address apart */
+	uint32_t code_word;             /* code_key's word alone: a key made when the name had no hash */
 	char *name;                     /* co_qualname on 3.11+, co_name before */
 	char *file;
 	uint8_t *linetable;

@@ -515,6 +515,8 @@ static void debug_kernel(const uint8_t *blob, const struct dlayout *l, struct pb
 	if (l->field[F_IS_CODE_GEN].width && dfield(blob, l, F_IS_CODE_GEN) < PBP_NOOFF)
 		k->is_code_gen = (__u16)dfield(blob, l, F_IS_CODE_GEN);
 	k->is_code_new = k->is_code_gen == PBP_NOOFF ? code_new_offset(blob, l) : PBP_NOOFF;
+	pyver_name_hash(k, l->minor, (uint32_t)dfield(blob, l, F_CO_QUALNAME),
+			(uint32_t)dfield(blob, l, F_UN_LENGTH));
 	pyver_kernel_spans(k, (uint32_t)dword(blob, l, S_FRAME, 0), (uint32_t)dword(blob, l, S_CODE, 0));
 }
 

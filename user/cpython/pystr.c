@@ -114,7 +114,7 @@ int pystr_decode(const struct pyver *v, const uint8_t *obj, size_t objlen, char 
 }
 
 static int str_read(struct remote *r, const struct pyver *v, uint64_t addr, bool fresh,
-		    size_t maxchars, char *out, size_t outlen)
+		    size_t maxchars, char *out, size_t outlen, int64_t *hash)
 {
 	int (*read)(struct remote *, uint64_t, void *, size_t) =
 		fresh ? remote_read : remote_read_cached;
@@ -132,6 +132,10 @@ static int str_read(struct remote *r, const struct pyver *v, uint64_t addr, bool
 	err = parse_header(v, hdr, hlen, &h);
 	if (err)
 		return err;
+	if (hash && v->unicode_length + 16 > hlen)
+		return -PBP_E_CORRUPT;
+	if (hash)       /* read before the characters: see pystr_read_hashed */
+		memcpy(hash, hdr + v->unicode_length + 8, 8);
 	data = addr + h.data_off;
 	if (!h.compact)  /* legacy string: the characters live elsewhere */
 		memcpy(&data, hdr + v->compact_size, 8);
@@ -148,13 +152,19 @@ static int str_read(struct remote *r, const struct pyver *v, uint64_t addr, bool
 
 int pystr_read(struct remote *r, const struct pyver *v, uint64_t addr, char *out, size_t outlen)
 {
-	return str_read(r, v, addr, false, PYSTR_MAX_CHARS, out, outlen);
+	return str_read(r, v, addr, false, PYSTR_MAX_CHARS, out, outlen, NULL);
+}
+
+int pystr_read_hashed(struct remote *r, const struct pyver *v, uint64_t addr, char *out,
+		      size_t outlen, int64_t *hash)
+{
+	return str_read(r, v, addr, false, PYSTR_MAX_CHARS, out, outlen, hash);
 }
 
 int pystr_read_fresh(struct remote *r, const struct pyver *v, uint64_t addr, size_t maxchars,
 		     char *out, size_t outlen)
 {
-	return str_read(r, v, addr, true, maxchars, out, outlen);
+	return str_read(r, v, addr, true, maxchars, out, outlen, NULL);
 }
 
 int pybytes_read(struct remote *r, const struct pyver *v, uint64_t addr, size_t maxlen,

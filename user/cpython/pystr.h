@@ -14,6 +14,13 @@ struct remote;
  * Reads through the cache. out is NUL-terminated, truncated to outlen-1.
  */
 int pystr_read(struct remote *r, const struct pyver *v, uint64_t addr, char *out, size_t outlen);
+/*
+ * pystr_read, and the str's cached hash (-1: not computed), read in the
+ * same copy as its header, before its characters: a str made since at
+ * addr shows -1 there before its characters are written.
+ */
+int pystr_read_hashed(struct remote *r, const struct pyver *v, uint64_t addr, char *out,
+		      size_t outlen, int64_t *hash);
 /* The same past the page cache, for a str made since its pages were cached; maxchars at most. */
 int pystr_read_fresh(struct remote *r, const struct pyver *v, uint64_t addr, size_t maxchars,
 		     char *out, size_t outlen);

@@ -79,6 +79,31 @@ __u16 pyver_code_key(unsigned minor, __u16 firstlineno, __u16 name)
 	return name;
 }
 
+/*
+ * The name whose hash pbp_code_key folds in: co_qualname, the one user
+ * space shows, so that the key binds the text read. Py_hash_t hash follows
+ * Py_ssize_t length in every PyASCIIObject. 3.13+ only: init_code interns
+ * co_name and co_qualname there, so every code object's names are hashed
+ * before it can run, and between storing them and co_version it makes
+ * dict lookups, a window a preempted target stays in. 3.12 stores the
+ * two a few instructions apart and does not intern them (a name made at
+ * run time, as CodeType.replace's, has no hash to fold), and before 3.12
+ * the key is co_name's address, which the hash of a name made at run
+ * time would not change either: there the read would only cost, one per
+ * frame where the kernel keeps no cache (3.11 depth 30: 1.5x the walk).
+ */
+void pyver_name_hash(struct pbp_offsets *k, unsigned minor, uint32_t code_qualname,
+		     uint32_t unicode_length)
+{
+	k->code_hname = PBP_NOOFF;
+	k->str_hash = PBP_NOOFF;
+	k->pad_hash = 0;
+	if (minor < 13 || code_qualname >= PBP_NOOFF || unicode_length + 8 >= PBP_NOOFF)
+		return;
+	k->code_hname = (__u16)code_qualname;
+	k->str_hash = (__u16)(unicode_length + 8);
+}
+
 /* Called once the field offsets in k are final, for every version. */
 void pyver_kernel_spans(struct pbp_offsets *k, uint32_t fr_size, uint32_t code_size)
 {
@@ -91,6 +116,7 @@ void pyver_kernel_spans(struct pbp_offsets *k, uint32_t fr_size, uint32_t code_s
 	const struct span_field co[] = {
 		{ k->code_firstlineno, 4, false },
 		{ k->code_key, 8, false },
+		{ k->code_hname, 8, true },
 	};
 
 	span_of(fr, sizeof(fr) / sizeof(fr[0]), fr_size, &k->fr_span_lo, &k->fr_span_len);
@@ -137,6 +163,7 @@ static void table_kernel(const struct pyver_gen *g, struct pbp_offsets *k)
 	k->ts_interp = k16(g->ts_interp);
 	k->is_code_gen = PBP_NOOFF;
 	k->is_code_new = PBP_NOOFF;
+	pyver_name_hash(k, g->minor, g->code_qualname, g->unicode_length);
 	pyver_kernel_spans(k, g->fr_size, g->code_size);
 }
 

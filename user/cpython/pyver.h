@@ -116,6 +116,9 @@ int pyver_from_table(unsigned major, unsigned minor, unsigned micro, struct pyve
 int64_t pyver_instr_offset(const struct pyver *v, uint64_t code_addr, uint64_t instr);
 /* The kernel's copy spans in k, once its field offsets and the two sizes are final. */
 void pyver_kernel_spans(struct pbp_offsets *k, uint32_t fr_size, uint32_t code_size);
+/* Where the kernel finds the name hash folded into the key (code_hname, str_hash). */
+void pyver_name_hash(struct pbp_offsets *k, unsigned minor, uint32_t code_qualname,
+		     uint32_t unicode_length);
 /* Where the word is that tells a code object from a later one at its address (code_key). */
 __u16 pyver_code_key(unsigned minor, __u16 firstlineno, __u16 name);
 /* Ok when v validates as a CPython version this program supports. */
