@@ -72,7 +72,7 @@ from binary import PYBPFPROF, SANITIZED, SANITIZER_LOGS, _no_sanitizer_report, p
 from nulldev import null
 # Which interpreters a test runs on (re-exported: tests import these from conftest).
 from families import ALL_FAMILIES, FAMILY_OF, FAMILY_REPS, ONLY, choose, thin  # noqa: F401
-from passes import largest_first
+from passes import largest_first, serial_under_asan  # noqa: F401
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))

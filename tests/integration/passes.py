@@ -1,5 +1,13 @@
-"""passes: the order the parallel pass of make integration hands the test
-modules out in (docs/testing.md): largest first, so that the pass ends
+"""passes: which of make integration's two passes a test runs in, and the
+order the parallel pass hands the test modules out in (docs/testing.md).
+
+A test is `serial` (pytest.mark.serial) when it needs the machine to
+itself (CONTRIBUTING, "Tests that run two at a time"). `serial_under_asan`
+marks one that needs it only in `make integration-asan` (not tried
+beside another test under ASan, whose reads are slower), where the plain
+build passes beside another session's whole suite.
+
+The test modules run largest first, so that the parallel pass ends
 together on both workers.
 
 `make integration` gives each test module whole to one of two workers
@@ -20,18 +28,25 @@ nothing. `make integration-asan` runs other tests of fewer modules
 
 import os
 
+import pytest
+
 from binary import SANITIZED
+
+
+def serial_under_asan(test):
+    """The test, marked serial under ASan (PBP_SANITIZED) and not otherwise."""
+    return pytest.mark.serial(test) if SANITIZED else test
 
 
 # Tests' own seconds of each module in the parallel pass of make
 # integration: main at 860ed36, a whole run beside another session's tests
 # (build/integration-parallel.xml), with the serial pass's seconds of the
-# tests that leave it next (test_modes' gil contention, test_hostile's fork
-# and exec, test_top's cpu mode, test_lifetimes' exec into Python);
-# test_errors without an out-of-memory test's 60 s timeout that run.
+# tests that left it since (test_modes' gil contention, test_hostile's fork
+# and exec, test_top's cpu mode); test_errors without an out-of-memory
+# test's 60 s timeout that run.
 PLAIN_SECONDS = {
     "test_hostile": 509, "test_modes": 285, "test_record": 186, "test_subprocesses": 175,
-    "test_package": 164, "test_pidns": 136, "test_lifetimes": 117, "test_asyncio": 111,
+    "test_package": 164, "test_pidns": 136, "test_asyncio": 111, "test_lifetimes": 101,
     "test_top": 89, "test_agent": 48, "test_native": 47, "test_cli": 35,
     "test_threadnames": 34, "test_dump": 33, "test_agent_exposed": 27, "test_agent_names": 27,
     "test_privileges": 21, "test_html_views": 19, "test_html": 15, "test_labels": 14,
