@@ -171,7 +171,8 @@ fuzz-regress: $(FUZZ_BINS)
 
 # Two passes (docs/testing.md): the tests that wait far more than they
 # compute, two at a time (pytest-xdist; whole modules to a worker, so that a
-# module's shared targets and recordings are made once), then those marked
+# module's shared targets and recordings are made once; the largest first,
+# tests/integration/passes.py, so that both end together), then those marked
 # `serial`, alone: system-wide profiling, the host's BPF objects, CPU shares,
 # rates and timing. PYTEST_JOBS=1 runs the first pass in one process too.
 PYTEST_JOBS ?= 2

@@ -4,7 +4,10 @@ JUnit XML files pytest wrote (make integration keeps one per pass in build/),
 the most first. Module times are the sum of their tests' times: in the
 parallel pass two tests run at once, so the sum there is more than the pass
 took, which --passes (lines "PASS SECONDS", from the Makefile) says.
-Usage: test-times.py [--passes FILE] FILE.xml... [--top N]"""
+--order prints every module's seconds as the lines of a table of
+tests/integration/module_order.py (the order the parallel pass hands the
+modules out in), from the parallel pass's file.
+Usage: test-times.py [--passes FILE] [--order] FILE.xml... [--top N]"""
 import argparse
 import collections
 import os
@@ -16,6 +19,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--passes")
     ap.add_argument("--top", type=int, default=15)
+    ap.add_argument("--order", action="store_true")
     ap.add_argument("xml", nargs="+")
     args = ap.parse_args()
     per = collections.Counter()
@@ -27,6 +31,10 @@ def main():
             module = case.get("classname", "?").split(".")[-1]
             per[module] += float(case.get("time") or 0)
             count[module] += 1
+    if args.order:
+        for module, secs in per.most_common():
+            print('    "%s": %d,' % (module, round(secs)))
+        return
     if args.passes and os.path.exists(args.passes):
         with open(args.passes) as f:
             walls = [line.split() for line in f if line.strip()]

@@ -72,6 +72,7 @@ from binary import PYBPFPROF, SANITIZED, SANITIZER_LOGS, _no_sanitizer_report, p
 from nulldev import null
 # Which interpreters a test runs on (re-exported: tests import these from conftest).
 from families import ALL_FAMILIES, FAMILY_OF, FAMILY_REPS, ONLY, choose, thin  # noqa: F401
+from passes import largest_first, serial_under_asan  # noqa: F401
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -564,11 +565,13 @@ def pytest_generate_tests(metafunc):
                              indirect=True, scope=getattr(metafunc.module, "INTERP_SCOPE", None))
 
 
+# Last: after pytest's own reordering by fixture scope, which keeps modules whole.
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
     kept, dropped = thin(items, ONLY)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
-        items[:] = kept
+    items[:] = largest_first(kept)
 
 
 @pytest.fixture

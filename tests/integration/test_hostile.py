@@ -21,7 +21,7 @@ import pytest
 
 from codecache import kernel_code_cache
 from conftest import (ALL_FAMILIES, FAMILY_OF, PYBPFPROF, REPO, SANITIZED, TARGETS, _discover,
-                      pybpfprof as pybpfprof_run)
+                      pybpfprof as pybpfprof_run, serial_under_asan)
 from profile import (WORKERS, by_thread, func_of, marks, parse_collapsed, perf_events_open,
                      ready_side_path, total, wait_no_bpf_objects)
 from nulldev import null
@@ -567,10 +567,10 @@ def test_thread_list_cycle_is_corrupt(interp, start_target, tmp_path):
 
 # --- (d) fork and exec ------------------------------------------------------------------------
 
-# Under the other worker's load a recording across the exec has come out
-# empty: serial until it judges by what the target measured.
+# Parallel: the exec waits for both profilers to sample (a recording across it came out
+# empty beside load when it did not). Serial under ASan, untried there beside another test.
 @pytest.mark.families
-@pytest.mark.serial
+@serial_under_asan
 def test_fork_and_exec(interp, start_target, tmp_path):
     proc, pid, ready = start_target(interp, "forker.py", "1.5")
     runs = [(mode, start(["-p", pid, "-d", 3, "-m", mode, "-t",
