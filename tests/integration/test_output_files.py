@@ -135,14 +135,24 @@ def test_block_device_is_refused(tmp_path):
 def test_kernel_files_are_refused(tmp_path):
     """A file of procfs or sysfs is a setting, not a place for a profile:
     a child's /proc/PID/comm (which takes whatever is written, renaming the
-    process) stays as it was; /proc/version said so too, not ENOENT of a
+    process) stays as it was, named or reached through a descriptor of
+    ours (/proc/self/fd/N, what /dev/fd/N is) or another's (/proc/PID/fd/N),
+    which were written into; /proc/version said so too, not ENOENT of a
     temporary that procfs cannot hold."""
     child = subprocess.Popen(["sleep", "60"])
     try:
         comm = "/proc/%d/comm" % child.pid
-        r = convert(tmp_path, comm)
-        assert r.returncode == 10, r.stderr
-        one_line(r, "cannot write", "kernel file")
+        fd = os.open(comm, os.O_RDWR)
+        holder = subprocess.Popen(["sleep", "60"], pass_fds=[fd])
+        try:
+            for out in (comm, "/proc/self/fd/%d" % fd, "/proc/%d/fd/%d" % (holder.pid, fd)):
+                r = convert(tmp_path, out, pass_fds=[fd])
+                assert r.returncode == 10, (out, r.stderr)
+                one_line(r, "cannot write", "kernel file")
+        finally:
+            holder.kill()
+            holder.wait()
+            os.close(fd)
         with open(comm) as f:
             assert f.read() == "sleep\n"
     finally:

@@ -180,25 +180,36 @@ static bool is_procfs(const char *dir)
 	return statfs(dir, &sf) == 0 && sf.f_type == PROC_SUPER_MAGIC;
 }
 
+/* Not in <linux/magic.h>: the kernel's fs/configfs/mount.c and fs/fuse/control.c. */
+#define KERNEL_CONFIGFS_MAGIC 0x62656570ul
+#define KERNEL_FUSECTL_MAGIC 0x65735543ul
+
 /*
- * A file of the kernel's own: what is written to one is a setting (a
- * sysctl, a process's name, a cgroup's limit, a tracing switch), never a
- * place a profile can be kept.
+ * A regular file of the kernel's own file systems: what is written to one
+ * is a setting (a sysctl, a process's name, a cgroup's limit, a tracing
+ * switch, a binfmt_misc rule), never a place a profile can be kept.
  */
-static bool is_kernel_file(const char *path)
+static int refuse_kernel_file(struct output *out, int fd)
 {
 	static const unsigned long kinds[] = {
 		PROC_SUPER_MAGIC, SYSFS_MAGIC, DEBUGFS_MAGIC, TRACEFS_MAGIC, SECURITYFS_MAGIC,
 		CGROUP_SUPER_MAGIC, CGROUP2_SUPER_MAGIC, BPF_FS_MAGIC, EFIVARFS_MAGIC, PSTOREFS_MAGIC,
+		BINFMTFS_MAGIC, SELINUX_MAGIC, SMACK_MAGIC, RDTGROUP_SUPER_MAGIC,
+		KERNEL_CONFIGFS_MAGIC, KERNEL_FUSECTL_MAGIC,
 	};
 	struct statfs sf;
+	struct stat st;
+	int err = fd >= 0 ? fstatfs(fd, &sf) : statfs(out->path, &sf);
 
-	if (statfs(path, &sf) != 0)
-		return false;
+	if (err != 0 || (fd >= 0 ? fstat(fd, &st) : stat(out->path, &st)) != 0 || !S_ISREG(st.st_mode))
+		return 0;
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-		if ((unsigned long)sf.f_type == kinds[i])
-			return true;
-	return false;
+		if ((unsigned long)sf.f_type == kinds[i]) {
+			out->why = "a kernel file in /proc or /sys (writing it would change a setting; "
+				   "a profile is never written into one)";
+			return -EINVAL;
+		}
+	return 0;
 }
 
 /*
@@ -264,6 +275,7 @@ static int open_proc_link(struct output *out)
 	const char *name = strrchr(out->path, '/') + 1;
 	long fd = strtol(name, &end, 10);
 	struct stat st;
+	int err;
 	bool ours;
 
 	path_dir(out->path, dir, sizeof(dir));
@@ -274,11 +286,14 @@ static int open_proc_link(struct output *out)
 	out->how = OUT_SPECIAL;
 	if (ours) {
 		out->fd = fcntl((int)fd, F_DUPFD_CLOEXEC, 3);
-		return out->fd < 0 ? -errno : 0;
+		return out->fd < 0 ? -errno : refuse_kernel_file(out, out->fd);
 	}
+	/* Opened, not written: what the link leads to is known by its descriptor. */
 	out->fd = open(out->path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (out->fd < 0)
 		return errno == ENXIO ? -EPIPE : -errno;    /* a pipe without a reader */
+	if ((err = refuse_kernel_file(out, out->fd)) != 0)
+		return err;
 	if (fstat(out->fd, &st) != 0 || fcntl(out->fd, F_SETFL, 0) != 0)
 		return -errno;
 	if (S_ISREG(st.st_mode))
@@ -455,11 +470,8 @@ static int open_path(struct output *out, const char *path)
 	if (err)
 		return err;
 	out->how = OUT_SPECIAL;
-	if (S_ISREG(st.st_mode) && is_kernel_file(out->path)) {
-		out->why = "a kernel file in /proc or /sys (writing it would change a setting; "
-			   "a profile is never written into one)";
-		return -EINVAL;
-	}
+	if ((err = refuse_kernel_file(out, -1)) != 0)
+		return err;
 	switch (st.st_mode & S_IFMT) {
 	case S_IFREG: return open_regular(out, &st);
 	case S_IFCHR: return open_same(out, &st, 0);
