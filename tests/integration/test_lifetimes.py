@@ -431,3 +431,49 @@ def test_run_end_stops_what_the_command_started(tmp_path):
         except OSError:
             pass
     assert not left, "outlived the run: %s" % left
+
+
+FORKER = """
+import os, signal, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)     # and so its children, forked
+open(sys.argv[1], "w").close()
+while True:
+    if os.fork() == 0:
+        time.sleep(600)
+        os._exit(0)
+    time.sleep(0.005)
+"""
+
+
+def token_processes(token):
+    """The pids whose command line holds token, zombies left out."""
+    found = []
+    for d in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                if token.encode() in f.read() and not gone(int(d), 0.01):
+                    found.append(int(d))
+        except (OSError, ValueError):
+            pass
+    return found
+
+
+def test_run_end_stops_a_forking_tree(tmp_path):
+    """-d N -- CMD whose command ignores SIGTERM and forks a child every few
+    ms, each ignoring it too, hundreds in all: the tree is stopped where it
+    is before each signal and found again before the SIGKILL, so none is
+    left. Before, what it forked in the 2 s after the SIGTERM outlived the
+    run (60 and more), and so did all past the first 256."""
+    interp = first_interp()
+    token = str(tmp_path / "forker")
+    with open(tmp_path / "err", "w") as err:
+        rc = subprocess.run([PYBPFPROF, "-d", "2", "-o", str(tmp_path / "out.txt"), "--"] + interp.argv
+                            + ["-c", FORKER, token], stdout=err, stderr=err, timeout=60).returncode
+    deadline = time.monotonic() + 5
+    while (left := token_processes(token)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert rc == 0, (tmp_path / "err").read_text()
+    assert os.path.exists(token), "the command never started"
+    assert not left, "%d outlived the run" % len(left)

@@ -245,14 +245,16 @@ static bool command_running(struct session *r)
 }
 
 /*
- * The command's descendants as they are now (its children, theirs, ...),
- * each held by a pidfd, so that a pid reused before the SIGKILL is never
- * signalled; at most max. Read before the command is stopped: its children
- * then still name it as their parent.
+ * The command's descendants (its children, theirs, ...), each held by a
+ * pidfd, so that a pid reused before the SIGKILL is never signalled. The
+ * first is the command itself (no pidfd: it is our child, signalled by
+ * pid). Kept across walks: a process found once stays known when its
+ * parent has gone, and so are the children it makes after.
  */
 struct stop_tree {
-	pid_t pid[STOP_MAX_TREE];
-	size_t n;
+	pid_t *pid;
+	int *fd;
+	size_t n, cap;
 };
 
 static bool in_tree(void *ctx, pid_t pid)
@@ -268,53 +270,83 @@ static bool in_tree(void *ctx, pid_t pid)
 static bool tree_add(void *ctx, pid_t pid, pid_t ppid)
 {
 	struct stop_tree *t = ctx;
+	size_t cap = t->cap ? t->cap * 2 : 64;
+	pid_t *np;
+	int *nf;
 
 	(void)ppid;
-	t->pid[t->n++] = pid;
-	return t->n < STOP_MAX_TREE;
-}
-
-static size_t open_descendants(pid_t root, int *fds, size_t max)
-{
-	struct stop_tree t = { .pid = { root }, .n = 1 };
-	size_t nfd = 0;
-
-	proc_descendants(&(struct proc_descent){ in_tree, tree_add, &t });
-	for (size_t j = 1; j < t.n && nfd < max; j++) {
-		int fd = (int)syscall(SYS_pidfd_open, t.pid[j], 0);
-
-		if (fd >= 0)
-			fds[nfd++] = fd;
+	if (t->n == t->cap) {
+		if (cap > STOP_MAX_TREE || !(np = realloc(t->pid, cap * sizeof(*np))))
+			return false;
+		t->pid = np;
+		if (!(nf = realloc(t->fd, cap * sizeof(*nf))))
+			return false;
+		t->fd = nf;
+		t->cap = cap;
 	}
-	return nfd;
+	t->pid[t->n] = pid;
+	t->fd[t->n] = t->n ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
+	t->n++;
+	return true;
 }
 
-static void signal_all(const int *fds, size_t n, int sig)
+static void signal_from(const struct stop_tree *t, size_t from, int sig)
 {
-	for (size_t i = 0; i < n; i++)
-		syscall(SYS_pidfd_send_signal, fds[i], sig, NULL, 0);
+	for (size_t i = from; i < t->n; i++)
+		if (t->fd[i] >= 0)
+			syscall(SYS_pidfd_send_signal, t->fd[i], sig, NULL, 0);
+}
+
+/*
+ * Every descendant known stopped (SIGSTOP) where it is, walked again until
+ * a walk finds none new: a tree that forks all the while cannot outrun it
+ * (a child made between a walk and its parent's stop is found by the next).
+ */
+static void freeze(struct stop_tree *t)
+{
+	for (int round = 0; round < STOP_FREEZE_ROUNDS; round++) {
+		size_t before = t->n;
+
+		proc_descendants(&(struct proc_descent){ in_tree, tree_add, t });
+		signal_from(t, before, SIGSTOP);
+		if (t->n == before)
+			break;
+	}
 }
 
 /*
  * Stop the command and what it started: SIGTERM to all, SIGKILL to those
  * left after STOP_WAIT_MS (a child of the command's that outlives it would
- * go on unprofiled, as `timeout` also sees to). reap: the command's own
- * wait, true once it is reaped.
+ * go on unprofiled, as `timeout` also sees to). Each signal goes to a tree
+ * frozen first, and found again before the SIGKILL: children made in the
+ * grace by one that ignores SIGTERM are killed with it. reap: the
+ * command's own wait, true once it is reaped.
  */
 static void stop_tree(struct session *r, bool (*reap)(struct session *r))
 {
-	int fds[STOP_MAX_TREE];
-	size_t n = open_descendants(r->child, fds, STOP_MAX_TREE);
+	struct stop_tree t = { 0 };
 
+	tree_add(&t, r->child, 0);
+	kill(r->child, SIGSTOP);
+	freeze(&t);
 	kill(r->child, SIGTERM);
-	signal_all(fds, n, SIGTERM);
+	signal_from(&t, 1, SIGTERM);
+	kill(r->child, SIGCONT);
+	signal_from(&t, 1, SIGCONT);
 	for (int ms = 0; ms < STOP_WAIT_MS && !reap(r); ms += 10)
 		usleep(10000);
+	/* Stopped, not killed, while the tree is walked: its children still name it as their parent. */
+	if (r->child > 0)
+		kill(r->child, SIGSTOP);
+	freeze(&t);
 	if (r->child > 0)
 		kill(r->child, SIGKILL);
-	signal_all(fds, n, SIGKILL);    /* those gone already: ESRCH, nothing else */
-	for (size_t i = 0; i < n; i++)
-		close(fds[i]);
+	signal_from(&t, 1, SIGKILL);    /* those gone already: ESRCH, nothing else */
+	for (size_t i = 1; i < t.n; i++)
+		if (t.fd[i] >= 0)
+			close(t.fd[i]);
+	free(t.pid);
+	free(t.fd);
 }
 
 static bool reap_now(struct session *r)

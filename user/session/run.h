@@ -38,7 +38,8 @@ struct sources;
 #define LAUNCH_WAIT_NS (10 * 1000000000ull)
 #define LAUNCH_POLL_MAX_US 20000
 #define STOP_WAIT_MS 2000       /* a command we could not profile: SIGTERM, then SIGKILL */
-#define STOP_MAX_TREE 256       /* the processes a stopped command and its descendants count at most */
+#define STOP_MAX_TREE 65536     /* the processes a stopped command and its descendants count at most */
+#define STOP_FREEZE_ROUNDS 64   /* walks of a forking tree before its stop, at most */
 #define MAX_LOCS PBP_MAX_LOCS
 #define MAX_CATCH_UP 10         /* ticks run at once when the loop fell behind */
 /*
