@@ -4,7 +4,10 @@ aggregate grows for as long as it samples (a fixed set of functions was
 all seen within seconds, and what was left to grow then fitted the
 profiler's heap in some runs).
 
-The last KEEP functions are kept alive: one freed as soon as it returned
+Names and file names are ~900 characters long, so that each sample of a
+loaded machine (a few hundred a second) still asks a couple of KB more of
+the profiler's heap than its slack holds. The last KEEP functions are kept
+alive: one freed as soon as it returned
 was often gone before a loaded profiler read its name, and every such
 sample was the same [unknown] stack, which never grew the aggregate.
 
@@ -23,10 +26,11 @@ i = 0
 def fresh():
     global i
     ns = {}
-    exec(compile("def f%d():\n    x = 0\n    for j in range(2000):\n        x += j\n" % i,
-                 "gen%d.py" % i, "exec"), ns)
+    name = "f%d_%s" % (i, "x" * 900)
+    exec(compile("def %s():\n    x = 0\n    for j in range(2000):\n        x += j\n" % name,
+                 "gen%d_%s.py" % (i, "y" * 900), "exec"), ns)
     i += 1
-    kept.append(ns["f%d" % (i - 1)])
+    kept.append(ns[name])
     return kept[-1]
 
 
