@@ -93,7 +93,9 @@ def test_names_churn(interp, start_target, pybpfprof):
     """Threads come and go while dump reads _active: a name it shows is a
     real one, or the thread's comm when threading has none for it (yet), or
     "" when the thread was gone before its comm could be read (or its tid
-    could not be told: a thread state its thread has not taken up yet).
+    could not be told: a thread state its thread has not taken up yet). A
+    thread that lives throughout has its own name in most dumps, its comm
+    in the others (every read of the registries met a table being rebuilt).
 
     The thread-state walk itself (thread.c) can still meet a thread state
     freed under it and then fails the whole dump ("address not mapped in the
@@ -106,6 +108,11 @@ def test_names_churn(interp, start_target, pybpfprof):
     # "spawner"): a churn thread shown before that has the spawner's comm,
     # and by the time it is checked here its own.
     spawner_comm = comm(pid, spawner)
+    fixed_comm = {tid: comm(pid, tid) for tid in fixed}
+    # Each dump reads the registries up to 8 times and shows a thread's comm
+    # when every read met a table being rebuilt: seen under load (8-10), a
+    # fixed thread under its comm in one dump. Its own name in most dumps.
+    named = dict.fromkeys(fixed, 0)
     churned = ok = 0
     for _ in range(25):
         r = pybpfprof("dump", "-p", pid, "--json")
@@ -115,7 +122,8 @@ def test_names_churn(interp, start_target, pybpfprof):
         ok += 1
         for t in json.loads(r.stdout)["threads"]:
             if t["tid"] in fixed:
-                assert t["name"] == fixed[t["tid"]]
+                assert t["name"] in (fixed[t["tid"]], fixed_comm[t["tid"]]), t
+                named[t["tid"]] += t["name"] == fixed[t["tid"]]
             elif t["name"].startswith("churn-"):
                 assert t["name"][6:].isdigit(), t["name"]
                 churned += 1
@@ -123,6 +131,7 @@ def test_names_churn(interp, start_target, pybpfprof):
                 assert t["name"] in ("", comm_or_empty(pid, t["tid"]), spawner_comm) or \
                     t["name"].startswith("python"), t
     assert ok >= 5 and churned > 0, (ok, churned)
+    assert all(2 * k > ok for k in named.values()), (ok, named, fixed)
     assert proc.poll() is None
 
 
