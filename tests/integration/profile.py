@@ -96,10 +96,22 @@ def _bpf_fd_holders():
     return held
 
 
+_BUILDS = {}     # (st_dev, st_ino, st_mtime_ns) of an executable -> whether it is a pybpfprof
+
+
 def _is_pybpfprof(pid):
+    """A pybpfprof, under whatever name (a build copied aside for a
+    comparison runs under its copy's): its executable says so."""
     try:
         with open("/proc/%d/cmdline" % pid, "rb") as f:
-            return b"pybpfprof" in f.read()
+            if b"pybpfprof" in f.read():
+                return True
+        st = os.stat("/proc/%d/exe" % pid)
+        key = (st.st_dev, st.st_ino, st.st_mtime_ns)
+        if key not in _BUILDS:
+            with open("/proc/%d/exe" % pid, "rb") as f:
+                _BUILDS[key] = b"pybpfprof: " in f.read()
+        return _BUILDS[key]
     except OSError:
         return False
 
@@ -114,17 +126,19 @@ def bpf_objects_of_dead(names=None):
     prog_names, map_names = bpf_names()
     if names:
         prog_names = {n[:BPF_NAME_LEN] for n in names}
-    held = _bpf_fd_holders()
-    alive = {k for k, pids in held.items() if any(_is_pybpfprof(p) for p in pids)}
+    # The objects first, then who holds them: an object a run loads in
+    # between would otherwise be listed with no holder seen, as if left.
     progs = {p["id"]: p for p in _bpftool("prog") if p.get("name") in prog_names}
     links = [l for l in _bpftool("link") if l.get("prog_id") in progs]
+    maps = [m for m in _bpftool("map") if m.get("name") in map_names]
+    held = _bpf_fd_holders()
+    alive = {k for k, pids in held.items() if any(_is_pybpfprof(p) for p in pids)}
     for l in links:
         if ("link", l["id"]) in alive:
             alive.add(("prog", l["prog_id"]))
     for pid, prog in progs.items():
         if ("prog", pid) in alive:
             alive.update(("map", m) for m in prog.get("map_ids", []))
-    maps = [m for m in _bpftool("map") if m.get("name") in map_names]
     left = []
     for kind, objs in (("prog", progs.values()), ("link", links), ("map", maps)):
         for o in objs:
