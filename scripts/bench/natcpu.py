@@ -9,7 +9,9 @@ is divided by the target's CPU in the same seconds (its threads' schedstat)
 x the rate: its samples (on a machine so loaded that the target is not
 ready by FROM, from a second after it is). Start-up (the BPF load, the first reads of each
 library) is before FROM. The binaries run by turns (A B, B A, A B, ...) so
-that the machine's load falls on each alike; medians with min-max.
+that the machine's load falls on each alike; medians with min-max, and
+each binary's ratio to the first's in the same turn (the load changes
+less within a turn than across the series).
 
 Run as root, niced on a shared machine:
   nice -n 19 python3 scripts/bench/natcpu.py --bin before=/tmp/old/build/pybpfprof \
@@ -80,9 +82,9 @@ def one_run(pbp, py, opts, hz, secs, t_from, t_to, tmp):
         if target is None or start > t0 + t_to - 2:
             return None
         time.sleep(max(0.0, start - time.monotonic()))
-        p0, q0 = cpu_ns(proc.pid), cpu_ns(target)
+        p0, q0, p0_t = cpu_ns(proc.pid), cpu_ns(target), time.monotonic()
         time.sleep(max(0.0, t0 + t_to - time.monotonic()))
-        p1, q1 = cpu_ns(proc.pid), cpu_ns(target)
+        p1, q1, p1_t = cpu_ns(proc.pid), cpu_ns(target), time.monotonic()
         proc.wait(timeout=secs + 60)
     finally:
         if proc.poll() is None:
@@ -90,7 +92,25 @@ def one_run(pbp, py, opts, hz, secs, t_from, t_to, tmp):
             proc.wait()
         err.close()
     samples = (q1 - q0) / 1e9 * hz
-    return {"us": (p1 - p0) / 1e3 / samples, "target_s": (q1 - q0) / 1e9}
+    secs = (p1_t - p0_t)
+    return {"us": (p1 - p0) / 1e3 / samples, "target_s": (q1 - q0) / 1e9,
+            "prof_ms_s": (p1 - p0) / 1e6 / secs, "samples_s": samples / secs}
+
+
+def slope(points):
+    """Least squares of profiler ms/s over samples/s: (fixed ms/s, ms per
+    sample), or None. Under a load that starves the target, the per-second
+    costs (the poll loop) over few samples swell the ratio; the slope is
+    the cost a sample adds."""
+    if len(points) < 3:
+        return None
+    mx = statistics.mean(x for x, _ in points)
+    my = statistics.mean(y for _, y in points)
+    sxx = sum((x - mx) ** 2 for x, _ in points)
+    if sxx == 0:
+        return None
+    b = sum((x - mx) * (y - my) for x, y in points) / sxx
+    return my - b * mx, b
 
 
 def main():
@@ -107,12 +127,15 @@ def main():
     bins = [b.split("=", 1) for b in a.bin]
     pys = [p.split("=", 1) for p in a.python]
     res = {(p, b): [] for p, _ in pys for b, _ in bins}
+    pairs = {(p, b): [] for p, _ in pys for b, _ in bins[1:]}  # over the first binary, same turn
+    rates = {(p, b): [] for p, _ in pys for b, _ in bins}      # (samples/s, profiler ms/s)
     with open("/proc/loadavg") as f:
         print("load at start:", f.read().strip())
     with tempfile.TemporaryDirectory(prefix="pbp-natcpu-") as tmp:
         for i in range(a.runs):
             for pname, py in pys:
                 order = bins[i % len(bins):] + bins[:i % len(bins)]
+                turn = {}
                 for bname, pbp in order:
                     r = one_run(pbp, py, a.opts.split(), a.hz, a.secs, a.t_from, a.t_to, tmp)
                     if r is None:
@@ -120,8 +143,14 @@ def main():
                             i + 1, pname, bname), flush=True)
                         continue
                     res[(pname, bname)].append(r["us"])
-                    print("run %d %s %s: %.2f us/sample (target %.2f s on CPU)" % (
-                        i + 1, pname, bname, r["us"], r["target_s"]), flush=True)
+                    rates[(pname, bname)].append((r["samples_s"], r["prof_ms_s"]))
+                    turn[bname] = r["us"]
+                    print("run %d %s %s: %.2f us/sample (target %.2f s on CPU; %.0f samples/s, "
+                          "profiler %.2f ms/s)" % (i + 1, pname, bname, r["us"], r["target_s"],
+                                                   r["samples_s"], r["prof_ms_s"]), flush=True)
+                for bname, _ in bins[1:]:
+                    if bname in turn and bins[0][0] in turn:
+                        pairs[(pname, bname)].append(turn[bname] / turn[bins[0][0]])
     with open("/proc/loadavg") as f:
         print("load at end:", f.read().strip())
     for pname, _ in pys:
@@ -131,6 +160,14 @@ def main():
                 continue
             print("%s %s: %.1f [%.1f-%.1f] us/sample, %d runs" % (
                 pname, bname, statistics.median(v), min(v), max(v), len(v)))
+            fit = slope(rates[(pname, bname)])
+            if fit:
+                print("%s %s: profiler ms/s = %.2f + %.2f us x samples/s (least squares, %d runs)" % (
+                    pname, bname, fit[0], fit[1] * 1e3, len(rates[(pname, bname)])))
+            q = pairs.get((pname, bname))
+            if q:
+                print("%s %s / %s in the same turn: %.2f [%.2f-%.2f]" % (
+                    pname, bname, bins[0][0], statistics.median(q), min(q), max(q)))
     return 0
 
 
