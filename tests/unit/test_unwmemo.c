@@ -4,7 +4,8 @@
  * again only for the same frame state and only while every word it read
  * reads the same (a different stack at the same pc, a read that failed
  * and now succeeds, another register: misses); two walks of one key
- * each answer for their own words; clearing forgets all; keys in a full
+ * each answer for their own words; keys of one set that differ in one
+ * register each find their own; clearing forgets all; keys in a full
  * set replace each other, never answer for each other.
  */
 #include <stdint.h>
@@ -126,6 +127,27 @@ int main(void)
 		CHECK(unwmemo_get(m, &k, rd, NULL) == NULL);
 		mem[1] = 0x401234;
 	}
+	/*
+	 * Keys of one set (pc, sp and depth alike) told apart by another
+	 * register only: the set's tags filter, each key finds its own walk.
+	 */
+	unwmemo_clear(m);
+	for (uint64_t i = 0; i < UNWMEMO_WAYS; i++) {
+		const uint64_t own[1] = { 0x403000 + i };
+
+		key(&k2, 0x401000, 0x1000, 1);
+		unwmemo_key_reg(&k2, 3, i);
+		CHECK_EQ_INT(unwmemo_put(m, &k2, own, 1, false, reads, 2), 0);
+	}
+	for (uint64_t i = 0; i < UNWMEMO_WAYS; i++) {
+		key(&k2, 0x401000, 0x1000, 1);
+		unwmemo_key_reg(&k2, 3, i);
+		e = unwmemo_get(m, &k2, rd, NULL);
+		CHECK(e && e->npcs == 1 && e->pcs[0] == 0x403000 + i && e->key.regs[3] == i);
+	}
+	key(&k2, 0x401000, 0x1000, 1);
+	unwmemo_key_reg(&k2, 3, UNWMEMO_WAYS);
+	CHECK(unwmemo_get(m, &k2, rd, NULL) == NULL);
 	/* Forgotten when the modules it was computed with are. */
 	unwmemo_clear(m);
 	CHECK(unwmemo_get(m, &k, rd, NULL) == NULL);

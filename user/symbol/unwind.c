@@ -7,9 +7,10 @@
  * kernel's copy, its memory the stack copy first and the process after.
  * The Dwfl is made again (at most every REBUILD_NS) when ip is in none of
  * its modules: a library loaded since. Its walks are remembered
- * (unwmemo.h) from the sample's first frame and from its second: a
- * sample in code sampled before, or called from where one was, takes the
- * rest of its walk from the memo once the words it read are read again.
+ * (unwmemo.h) from the sample's first frame and from the few after it
+ * (KEYED): a sample in code sampled before, or called from where one was,
+ * takes the rest of its walk from the memo once the words it read are
+ * read again.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -34,6 +35,15 @@
 /* The memory past a stack copy is read this much at a time (a page: whole or not at all). */
 #define FAR_PAGE 4096
 
+/*
+ * Frames looked up in the memo past the first: the second and the two
+ * after it. The frames near the leaf hold the leaf's loop state in their
+ * saved registers and miss often; a few frames out (the extension's
+ * caller, the evaluation loop at its call) the state repeats while the
+ * program calls from the same place.
+ */
+#define KEYED 3
+
 /* x86-64 DWARF register numbers: rbp, rsp. */
 #define DW_X86_64_RBP 6
 
@@ -51,10 +61,14 @@ struct unwinder {
 	struct unwmemo memo;
 	struct unwmemo_read log[UNWMEMO_MAX_READS];
 	uint32_t nlog;                  /* may pass UNWMEMO_MAX_READS: then it is not kept */
-	uint32_t mark1;                 /* log[mark1..]: read from the second frame on */
-	struct unwmemo_key key1;        /* the second frame's state, when it may be kept */
-	bool have_key1;
-	const struct unwmemo_entry *hit1;       /* the rest of the walk taken from the memo */
+	/* Frames 1..KEYED looked up: their states, and where in the log their reads start. */
+	struct {
+		struct unwmemo_key key;
+		uint32_t mark;          /* log[mark..]: read from this frame on */
+	} keyed[KEYED];
+	unsigned nkeyed;                /* looked up and missed, in walk order */
+	uint32_t mark;                  /* the log's length as the frame in hand began */
+	const struct unwmemo_entry *hit;        /* the rest of the walk taken from the memo */
 	/* This walk is looked up and kept: the key holds the limit in 16 bits, and it may be off. */
 	bool remembering, memo_off;
 	/* This sample's page of the process past the stack copy (read_far). */
@@ -228,27 +242,26 @@ void unwinder_free(struct unwinder *u)
 }
 
 /*
- * The second frame, as libdwfl holds it: its pc and every register it
- * knows. Only a frame that is no activation is kept: dwfl_frame_pc said
- * so, after unwinding the third (reading it was the start of the walk
+ * A frame past the first, as libdwfl holds it: its pc and every register
+ * it knows. Only a frame that is no activation is kept: dwfl_frame_pc said
+ * so, after unwinding the next (reading it was the start of the walk
  * from here), and so the frame is neither the first nor a signal frame,
  * the two flags of libdwfl's state that no register shows.
  */
-static void second_frame_key(struct unwinder *u, Dwfl_Frame *state, Dwarf_Addr pc)
+static void frame_key(struct unwinder *u, struct unwmemo_key *k, Dwfl_Frame *state, Dwarf_Addr pc)
 {
 	Dwarf_Word v;
 
-	unwmemo_key_init(&u->key1, pc, 1, (uint16_t)u->max);
+	unwmemo_key_init(k, pc, (uint16_t)u->n, (uint16_t)u->max);
 	for (unsigned r = 0; r < UNWMEMO_REGS; r++)
 		if (dwfl_frame_reg(state, r, &v) == 0)
-			unwmemo_key_reg(&u->key1, r, v);
-	u->have_key1 = true;
+			unwmemo_key_reg(k, r, v);
 }
 
-/* The rest of the walk from the memo, when the second frame's was remembered. */
-static bool rest_remembered(struct unwinder *u, Dwarf_Addr pc)
+/* The rest of the walk from the memo, when this frame's state was remembered. */
+static bool rest_remembered(struct unwinder *u, const struct unwmemo_key *k, Dwarf_Addr pc)
 {
-	const struct unwmemo_entry *e = unwmemo_get(&u->memo, &u->key1, read_word, u);
+	const struct unwmemo_entry *e = unwmemo_get(&u->memo, k, read_word, u);
 
 	if (!e)
 		return false;
@@ -256,7 +269,7 @@ static bool rest_remembered(struct unwinder *u, Dwarf_Addr pc)
 	memcpy(u->pcs + u->n, e->pcs, e->npcs * sizeof(*e->pcs));
 	u->n += e->npcs;
 	u->cut = e->cut;
-	u->hit1 = e;
+	u->hit = e;
 	return true;
 }
 
@@ -266,18 +279,20 @@ static int on_frame(Dwfl_Frame *state, void *arg)
 	Dwarf_Addr pc;
 	bool activation;
 
-	if (u->n == 1)
-		u->mark1 = u->nlog;
+	u->mark = u->nlog;
 	if (!dwfl_frame_pc(state, &pc, &activation) || pc == 0)
 		return DWARF_CB_ABORT;
 	if (u->n == u->max) {
 		u->cut = true;
 		return DWARF_CB_ABORT;
 	}
-	if (u->n == 1 && !activation && u->remembering) {
-		second_frame_key(u, state, pc);
-		if (rest_remembered(u, pc))
+	if (u->n >= 1 && u->n <= KEYED && !activation && u->remembering) {
+		struct unwmemo_key *k = &u->keyed[u->nkeyed].key;
+
+		frame_key(u, k, state, pc);
+		if (rest_remembered(u, k, pc))
 			return DWARF_CB_ABORT;
+		u->keyed[u->nkeyed++].mark = u->mark;
 	}
 	/* A return address is past its call: one byte back names the caller's line. */
 	u->pcs[u->n++] = activation ? pc : pc - 1;
@@ -293,28 +308,39 @@ static void first_frame_key(struct unwmemo_key *k, const struct ustack_in *in, s
 }
 
 /*
- * The walk just made, remembered from its first frame and, unless it was
- * taken from there, from its second. A walk finished from the memo is
- * kept from the first frame with the remembered walk's reads after its
- * own: those are the reads the whole walk would have made. A walk not
- * kept for want of memory costs only the next such sample's walk: the
- * stack in hand is right either way, so unwmemo_put's failure is dropped.
+ * The walk just made, remembered from the frames looked up that missed,
+ * and from its first frame when libdwfl made it whole. A walk finished
+ * from the memo is kept with the remembered walk's reads after its own:
+ * those are the reads the whole walk would have made. It is not kept
+ * from its first frame: that state (a leaf's pc and registers in a
+ * loop) seldom comes back, while a put costs a block of a few KiB and
+ * takes a way of its set from a walk that does (a thread blocked in a
+ * call, whose first frame repeats, missed further out too the first
+ * time, and is kept then). A walk not kept for want of memory costs only
+ * the next such sample's walk: the stack in hand is right either way, so
+ * unwmemo_put's failure is dropped.
  */
 static void remember(struct unwinder *u, const struct unwmemo_key *k0)
 {
 	uint32_t nlog = u->nlog;
 
-	if (u->hit1) {
+	if (nlog > UNWMEMO_MAX_READS)
+		return;
+	if (u->hit) {
 		/* Copied before any put: a put into the hit's slot frees it. */
-		if (nlog + u->hit1->nreads > UNWMEMO_MAX_READS)
+		if (nlog + u->hit->nreads > UNWMEMO_MAX_READS)
 			return;
-		memcpy(u->log + nlog, u->hit1->reads, u->hit1->nreads * sizeof(*u->log));
-		nlog += u->hit1->nreads;
-	} else if (u->have_key1 && nlog <= UNWMEMO_MAX_READS && u->n >= 2) {
-		(void)unwmemo_put(&u->memo, &u->key1, u->pcs + 2, (uint32_t)(u->n - 2), u->cut,
-				  u->log + u->mark1, nlog - u->mark1);
+		memcpy(u->log + nlog, u->hit->reads, u->hit->nreads * sizeof(*u->log));
+		nlog += u->hit->nreads;
 	}
-	if (nlog <= UNWMEMO_MAX_READS)
+	for (unsigned i = 0; i < u->nkeyed; i++) {
+		uint32_t d = u->keyed[i].key.depth, mark = u->keyed[i].mark;
+
+		if (u->n > d)
+			(void)unwmemo_put(&u->memo, &u->keyed[i].key, u->pcs + d + 1,
+					  (uint32_t)(u->n - d - 1), u->cut, u->log + mark, nlog - mark);
+	}
+	if (!u->hit)
 		(void)unwmemo_put(&u->memo, k0, u->pcs + 1, (uint32_t)(u->n - 1), u->cut, u->log, nlog);
 }
 
@@ -335,9 +361,9 @@ static void walk(struct unwinder *u, const struct ustack_in *in)
 		u->cut = e->cut;
 		return;
 	}
-	u->nlog = u->mark1 = 0;
-	u->have_key1 = false;
-	u->hit1 = NULL;
+	u->nlog = u->mark = 0;
+	u->nkeyed = 0;
+	u->hit = NULL;
 	dwfl_getthread_frames(u->dwfl, in->tid, on_frame, u);
 	/* No first frame: libdwfl could not start (no thread), and nothing is known. */
 	if (u->n > 0 && u->remembering)

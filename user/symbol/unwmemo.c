@@ -37,13 +37,25 @@ void unwmemo_key_reg(struct unwmemo_key *k, unsigned reg, uint64_t val)
 	k->known |= 1u << reg;
 }
 
-/* The set of UNWMEMO_WAYS slots a key may be kept in. */
-static struct unwmemo_entry **set_of(struct unwmemo *m, const struct unwmemo_key *k)
+/* The first of the UNWMEMO_WAYS slots a key may be kept in. */
+static size_t set_of(const struct unwmemo_key *k)
 {
-	/* pc and sp tell most walks apart; the rest of the key is compared, not hashed. */
+	/* pc and sp tell most walks apart; the rest of the key is in its tag. */
 	uint64_t h = k->pc * 0x9E3779B97F4A7C15ull ^ k->regs[7] * 0xC2B2AE3D27D4EB4Full ^ k->depth;
 
-	return &m->slot[((h ^ h >> 29) & (UNWMEMO_SLOTS / UNWMEMO_WAYS - 1)) * UNWMEMO_WAYS];
+	return ((h ^ h >> 29) & (UNWMEMO_SLOTS / UNWMEMO_WAYS - 1)) * UNWMEMO_WAYS;
+}
+
+/* The whole key hashed (its padding is zeroed: unwmemo_key_init). */
+static uint64_t tag_of(const struct unwmemo_key *k)
+{
+	uint64_t w[sizeof(*k) / sizeof(uint64_t)], h = 0x84222325CBF29CE4ull;
+
+	_Static_assert(sizeof(*k) % sizeof(uint64_t) == 0, "a key is whole words");
+	memcpy(w, k, sizeof(w));
+	for (size_t i = 0; i < sizeof(w) / sizeof(*w); i++)
+		h = (h ^ w[i]) * 0x100000001B3ull + (h >> 31);
+	return h;
 }
 
 /* Every word as the walk read it, in its order: the walk again would read just these. */
@@ -63,13 +75,16 @@ static bool reads_same(const struct unwmemo_entry *e, unwmemo_read_fn rd, void *
 const struct unwmemo_entry *unwmemo_get(struct unwmemo *m, const struct unwmemo_key *k,
 					unwmemo_read_fn rd, void *ctx)
 {
-	struct unwmemo_entry **set = set_of(m, k);
+	size_t at = set_of(k);
+	struct unwmemo_entry **set = &m->slot[at];
+	const uint64_t *tags = &m->tag[at];
+	uint64_t tag = tag_of(k);
 	bool seen = false;
 
 	for (int w = 0; w < UNWMEMO_WAYS; w++) {
 		const struct unwmemo_entry *e = set[w];
 
-		if (!e || memcmp(&e->key, k, sizeof(*k)) != 0)
+		if (!e || tags[w] != tag || memcmp(&e->key, k, sizeof(*k)) != 0)
 			continue;
 		seen = true;
 		if (reads_same(e, rd, ctx)) {
@@ -85,7 +100,8 @@ const struct unwmemo_entry *unwmemo_get(struct unwmemo *m, const struct unwmemo_
 int unwmemo_put(struct unwmemo *m, const struct unwmemo_key *k, const uint64_t *pcs,
 		uint32_t npcs, bool cut, const struct unwmemo_read *reads, uint32_t nreads)
 {
-	struct unwmemo_entry **set = set_of(m, k), **slot = NULL, *e;
+	size_t at = set_of(k);
+	struct unwmemo_entry **set = &m->slot[at], **slot = NULL, *e;
 	size_t pcs_at = sizeof(*e), reads_at = pcs_at + npcs * sizeof(*pcs);
 	size_t bytes = reads_at + nreads * sizeof(*reads);
 
@@ -119,6 +135,7 @@ int unwmemo_put(struct unwmemo *m, const struct unwmemo_key *k, const uint64_t *
 		memcpy(e->reads, reads, nreads * sizeof(*reads));
 	entry_free(*slot);
 	*slot = e;
+	m->tag[slot - m->slot] = tag_of(k);
 	return 0;
 }
 

@@ -69,6 +69,13 @@ struct unwmemo_entry {
 
 struct unwmemo {
 	struct unwmemo_entry *slot[UNWMEMO_SLOTS];
+	/*
+	 * slot[i]'s key hashed whole: a lookup compares a set's tags before
+	 * any key, so that the ways of other keys are not read (each is a
+	 * block of its own, a cache miss). Equal keys have equal tags: the
+	 * key is still compared on a match, and answers as before.
+	 */
+	uint64_t tag[UNWMEMO_SLOTS];
 	uint64_t hits, misses, stale;   /* stale: the key was there, a word differed */
 	uint64_t over_budget;   /* walks not kept: every memo together held UNWMEMO_BUDGET */
 	unsigned turn;                  /* the way the next put into a full set replaces */
