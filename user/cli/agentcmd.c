@@ -71,7 +71,7 @@ struct agent {
 	/* what /metrics reads, published by the loop once a slice */
 	pthread_mutex_t lock;
 	uint64_t samples, lost, slices, windows, reads;
-	uint64_t name_reads, names_checked, names_unsampled, lists_spared;
+	uint64_t name_reads, names_checked, names_unsampled, lists_spared, labels_made, labels_kept;
 	uint32_t processes;
 };
 
@@ -357,6 +357,8 @@ static int keep_slice(void *ctx, const struct agg *a, const struct window *w)
 	g->names_checked = st.names_checked;
 	g->names_unsampled = st.names_unsampled;
 	g->lists_spared = st.lists_spared;
+	g->labels_made = st.labels_made;
+	g->labels_kept = st.labels_kept;
 	pthread_mutex_unlock(&g->lock);
 	return 0;
 }
@@ -487,7 +489,7 @@ static int serve_profile(void *ctx, const char *seconds, const char *service, co
 /* /metrics, one row each but the per-stage CPU family; rows[] in serve_metrics is sized by this. */
 enum {
 	M_SAMPLES, M_LOST, M_PROCESSES, M_WINDOWS, M_READS, M_NAME_READS, M_NAMES_CHECKED, M_NAMES_UNSAMPLED,
-	M_LISTS_SPARED,
+	M_LISTS_SPARED, M_LABELS_MADE, M_LABELS_KEPT,
 	M_HISTORY_BYTES, M_HISTORY_DROPPED, M_PUSHES,
 	M_PUSH_ERRORS, M_PUSH_REJECTED, M_PUSH_BYTES, M_PUSH_DROPPED, M_QUEUE_WINDOWS, M_QUEUE_BYTES, M_CPU,
 	M_RSS, M_HTTP_LATE, M_HTTP_SHED, M__COUNT
@@ -509,6 +511,12 @@ static const struct metric metric_rows[] = {
 				"Names of threads not sampled since they were read, not looked at again.", 0, NULL },
 	[M_LISTS_SPARED] = { "pybpfprof_thread_lists_spared_total", "counter",
 			     "Thread-list reads not made: the new threads that asked for them had ended.", 0, NULL },
+	[M_LABELS_MADE] = { "pybpfprof_labels_made_total", "counter",
+			    "Processes' labels made from /proc (when found, then only after a cgroup move).", 0,
+			    NULL },
+	[M_LABELS_KEPT] = { "pybpfprof_labels_kept_total", "counter",
+			    "Sampled processes' labels found unchanged at a periodic look, not made again.", 0,
+			    NULL },
 	[M_HISTORY_BYTES] = { "pybpfprof_history_bytes", "gauge", "Bytes the history of slices holds.", 0, NULL },
 	[M_HISTORY_DROPPED] = { "pybpfprof_history_slices_dropped_total", "counter",
 				"Slices dropped early to stay within --max-memory.", 0, NULL },
@@ -559,6 +567,8 @@ static int serve_metrics(void *ctx, char **body, size_t *len)
 	ROW(M_NAMES_CHECKED, g->names_checked);
 	ROW(M_NAMES_UNSAMPLED, g->names_unsampled);
 	ROW(M_LISTS_SPARED, g->lists_spared);
+	ROW(M_LABELS_MADE, g->labels_made);
+	ROW(M_LABELS_KEPT, g->labels_kept);
 	pthread_mutex_unlock(&g->lock);
 	ROW(M_HISTORY_BYTES, hs.bytes);
 	ROW(M_HISTORY_DROPPED, hs.dropped);

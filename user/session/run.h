@@ -196,6 +196,8 @@ uint64_t run_process_reads(const struct session *r);
 bool pid_alive(pid_t pid);
 bool pid_exists(pid_t pid);      /* pid_alive without /proc: a zombie counts */
 void run_label_target(struct session *r, struct target *t);
+/* At the periodic look: true when t's labels cannot have changed (no read but its cgroup's). */
+bool run_labels_hold(struct session *r, struct target *t);
 int run_start_target(struct session *r, struct target *t);
 void run_drop_target(struct session *r, struct target *t);
 /* Look at pid again shortly (just exec'd, or not Python yet); false when it is given up on. */
