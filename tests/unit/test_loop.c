@@ -260,8 +260,8 @@ static void test_windows(void)
 	w.l.agg = agg_new();
 	w.l.reset = on_reset;
 	w.l.win = (struct window){ .start_ns = 1000, .start_unix_ns = 5000 };
-	CHECK_EQ_INT(loop_add_sink(&w.l, &(struct window_sink){ sink0, NULL }), 0);
-	CHECK_EQ_INT(loop_add_sink(&w.l, &(struct window_sink){ sink1, NULL }), 0);
+	CHECK_EQ_INT(loop_add_sink(&w.l, &(struct window_sink){ .write = sink0 }), 0);
+	CHECK_EQ_INT(loop_add_sink(&w.l, &(struct window_sink){ .write = sink1 }), 0);
 	count_one(w.l.agg);
 	CHECK_EQ_INT(loop_close_window(&w.l, 3000, false), 0);
 	CHECK_EQ_INT(got.calls, 2);
@@ -284,8 +284,8 @@ static void test_windows(void)
 	CHECK_EQ_INT(got.resets, 1);
 	CHECK_EQ_INT(agg_total(w.l.agg), 0);
 	for (int i = 2; i < LOOP_SINKS; i++)
-		CHECK_EQ_INT(loop_add_sink(&w.l, &(struct window_sink){ sink1, NULL }), 0);
-	CHECK_EQ_INT(loop_add_sink(&w.l, &(struct window_sink){ sink1, NULL }), -PBP_E_LIMIT);
+		CHECK_EQ_INT(loop_add_sink(&w.l, &(struct window_sink){ .write = sink1 }), 0);
+	CHECK_EQ_INT(loop_add_sink(&w.l, &(struct window_sink){ .write = sink1 }), -PBP_E_LIMIT);
 	agg_free(w.l.agg);
 }
 
@@ -298,7 +298,7 @@ static void test_windows_keep_locations(void)
 	memset(&got, 0, sizeof(got));
 	w.l.agg = agg_new();
 	w.l.keep_locs = true;
-	CHECK_EQ_INT(loop_add_sink(&w.l, &(struct window_sink){ sink1, NULL }), 0);
+	CHECK_EQ_INT(loop_add_sink(&w.l, &(struct window_sink){ .write = sink1 }), 0);
 	count_one(w.l.agg);
 	CHECK_EQ_INT(loop_close_window(&w.l, 3000, false), 0);
 	CHECK_EQ_INT(got.total, 3);

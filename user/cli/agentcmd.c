@@ -338,17 +338,18 @@ static void script_name(void *ctx, pid_t pid, char *out, size_t len)
 }
 
 /* A closed slice: into the history; the figures /metrics shows are published. */
-static int keep_slice(void *ctx, const struct agg *a, const struct window *w)
+static int keep_slice(void *ctx, struct agg *a, const struct window *w)
 {
 	struct agent *g = ctx;
 	struct session_counts st;
-	int err = history_add(g->hist, a, w->start_unix_ns, w->start_unix_ns + (w->end_ns - w->start_ns));
+	uint64_t samples = agg_total(a);
+	int err = history_take(g->hist, a, w->start_unix_ns, w->start_unix_ns + (w->end_ns - w->start_ns));
 
 	if (err)
 		alog(LOG_ERROR, "slice lost", "error=\"%s\"", pbp_strerror(err));
 	session_counts(g->s, &st);
 	pthread_mutex_lock(&g->lock);
-	g->samples += agg_total(a);
+	g->samples += samples;
 	g->lost = st.lost;
 	g->slices++;
 	g->processes = (uint32_t)st.processes;
@@ -656,7 +657,7 @@ static int agent_start(struct agent *g)
 	if (g->listen && (err = server_start(&g->listen_sa, &ops, &g->serve, &g->srv, &what)) != 0)
 		return listen_error(g, err, what);
 	g->pushed_until = st.start_unix_ns;
-	session_add_sink(g->s, &(struct window_sink){ keep_slice, g });
+	session_add_sink(g->s, &(struct window_sink){ .take = keep_slice, .ctx = g });
 	session_keep_locations(g->s);   /* keep_slice merges: a second's slice names the same frames */
 	session_add_timer(g->s, &(struct timer){ .period = SLICE_NS, .next = st.start_ns + SLICE_NS,
 						 .fn = close_slice, .ctx = g });

@@ -102,7 +102,8 @@ int loop_close_window(struct loop *l, uint64_t end_ns, bool last)
 
 	w.end_ns = end_ns;
 	for (int i = 0; i < l->nsinks; i++) {
-		int e = l->sinks[i].write(l->sinks[i].ctx, l->agg, &w);
+		const struct window_sink *k = &l->sinks[i];
+		int e = k->take ? k->take(k->ctx, l->agg, &w) : k->write(k->ctx, l->agg, &w);
 
 		if (e && !err)
 			err = e;        /* the first failure is the one reported; the others still get it */

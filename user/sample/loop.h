@@ -38,6 +38,11 @@ struct window {
 struct window_sink {
 	int (*write)(void *ctx, const struct agg *a, const struct window *w);
 	void *ctx;
+	/*
+	 * Instead of write: a sink that keeps what the window counted (the
+	 * agent's history) takes it with agg_take, no copy. The last sink.
+	 */
+	int (*take)(void *ctx, struct agg *a, const struct window *w);
 };
 
 struct loop {
