@@ -662,7 +662,7 @@ static int agent_start(struct agent *g)
 	session_add_timer(g->s, &(struct timer){ .period = SLICE_NS, .next = st.start_ns + SLICE_NS,
 						 .fn = close_slice, .ctx = g });
 	session_add_timer(g->s, &(struct timer){ .period = g->o.rescan_ns, .next = st.start_ns + g->o.rescan_ns,
-						 .fn = rediscover, .ctx = g });
+						 .fn = rediscover, .ctx = g, .slack = SLICE_NS });
 	if (g->pusher)
 		session_add_timer(g->s, &(struct timer){ .period = (uint64_t)(g->interval * 1e9),
 							 .next = st.start_ns + (uint64_t)(g->interval * 1e9),

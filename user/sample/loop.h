@@ -23,6 +23,12 @@ struct timer {
 	bool (*fn)(void *ctx, struct timer *t, uint64_t now);
 	/* What due and fn are given: the timer's own (a command's above the session), NULL: the loop's. */
 	void *ctx;
+	/*
+	 * How late it may run (ns; 0: on time): a timer that need not be
+	 * exact waits up to this for a wakeup something else makes, and runs
+	 * with it, instead of making its own.
+	 */
+	uint64_t slack;
 };
 
 /* The span of time one aggregate covers. */

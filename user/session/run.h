@@ -80,6 +80,12 @@ struct sources;
 /* A target's labels (cgroup, command line, service) are read again this often. */
 #define LABELS_EVERY_NS 60000000000ull
 #define JITTER_PERIODS 64
+/*
+ * The safety-net look at targets' lives and the period's re-draw may come
+ * this late: they ride on the loop's other wakeups (the agent's slice each
+ * second, a sample batch) instead of making their own.
+ */
+#define LAX_NS 1000000000ull
 /* An achieved rate below this share of the asked one is reported. */
 #define RATE_SHORT 0.8
 
