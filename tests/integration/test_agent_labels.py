@@ -2,7 +2,7 @@
 found, and after that only when they can have changed. A process's service
 (its script) and command line change at an exec, which makes it a new
 target; its container and pod at a move to another cgroup, which the
-periodic look tells by one read of /proc/PID/cgroup. A steady process has
+kernel tells the agent of (a tracepoint). A steady process has
 its labels kept (pybpfprof_labels_kept_total), not made again
 (pybpfprof_labels_made_total). --rescan 1 makes the look, once a minute by
 default, once a second. Counts, not seconds; one interpreter: the rule is
@@ -71,8 +71,8 @@ def services_of(port, tmp_path, pid):
 
 
 def test_labels_kept_while_steady_made_after_exec(start_target, tmp_path, agents):
-    """A busy process is looked at each second: its labels are kept (no
-    /proc read but its cgroup's), made once in all. It execs another
+    """A busy process is looked at each second: its labels are kept, made
+    once in all. It execs another
     script: a new target, its labels made again, its service the new
     script's name."""
     after = tmp_path / "after.py"
@@ -102,8 +102,7 @@ def test_labels_kept_while_steady_made_after_exec(start_target, tmp_path, agents
 @pytest.mark.serial
 def test_labels_made_again_after_a_cgroup_move(start_target, tmp_path, agents):
     """A busy process kept its labels at three looks; moved into a pod's
-    cgroup, the next look finds /proc/PID/cgroup changed and makes them
-    again: its stacks carry the pod's container id and service from then."""
+    cgroup, the kernel says so and they are made again: its stacks carry the pod's container id and service from then."""
     roots = cgroup_roots()
     if not roots:
         pytest.skip("no writable cgroup hierarchy")

@@ -130,6 +130,7 @@ struct target {
 	char *root;
 	uint64_t labels_ns;     /* when they were made */
 	uint64_t labels_cg;     /* the hash of /proc/PID/cgroup then (cgroup_read_hashed) */
+	bool labels_moved;      /* -a: the kernel said it moved to another cgroup since */
 	/*
 	 * Samples counted, and their count at the last periodic list read and
 	 * when the labels were made: a process with none since reads nothing.

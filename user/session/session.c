@@ -153,7 +153,8 @@ static void new_window(void *ctx)
 			continue;
 		target_new_window(&r->c, t);
 		/* Not sampled since: its labels are in no profile, and reading /proc for them is a node's idle cost. */
-		if (now - t->labels_ns >= every && t->counted != t->counted_labels && !run_labels_hold(r, t))
+		if (t->counted != t->counted_labels && (t->labels_moved || now - t->labels_ns >= every) &&
+		    !run_labels_hold(r, t))
 			run_label_target(r, t);
 	}
 }
