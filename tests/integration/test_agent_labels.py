@@ -102,7 +102,8 @@ def test_labels_kept_while_steady_made_after_exec(start_target, tmp_path, agents
 @pytest.mark.serial
 def test_labels_made_again_after_a_cgroup_move(start_target, tmp_path, agents):
     """A busy process kept its labels at three looks; moved into a pod's
-    cgroup, the kernel says so and they are made again: its stacks carry the pod's container id and service from then."""
+    cgroup, the kernel says so and they are made again: its stacks carry
+    the pod's container id and service from then."""
     roots = cgroup_roots()
     if not roots:
         pytest.skip("no writable cgroup hierarchy")
