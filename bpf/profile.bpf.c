@@ -316,6 +316,21 @@ int BPF_PROG(on_rename, struct task_struct *task, const char *comm)
 }
 
 /*
+ * -a: a target's labels (container, pod) come from its cgroup, which
+ * changes only when it is moved; user space makes them again when told,
+ * and reads nothing for them otherwise. Attached only for -a.
+ */
+SEC("tp_btf/cgroup_attach_task")
+int BPF_PROG(on_cgroup_move, struct cgroup *dst, const char *path, struct task_struct *task, bool threadgroup)
+{
+	__u32 tgid, tid;
+
+	if (task_ids(task, &tgid, &tid) && bpf_map_lookup_elem(&procs, &tgid))
+		proc_event(PBP_EV_CGROUP, tgid, 0);
+	return 0;
+}
+
+/*
  * A thread's entry goes with it, so a reused tid never inherits its state;
  * the process's own entry goes with its last thread (signal->live reaches 0
  * before this tracepoint; that works on kernels whose tracepoint lacks the

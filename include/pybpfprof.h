@@ -325,6 +325,7 @@ enum pbp_proc_event_kind {
 	PBP_EV_THREAD = 3,     /* a target process started a thread (wall and gil modes) */
 	PBP_EV_FORK = 4,       /* a followed process (or, -a, a target) forked a new one: pid, its parent */
 	PBP_EV_RENAME = 5,     /* -a --comm: a process not a target renamed its main thread (its comm) */
+	PBP_EV_CGROUP = 6,     /* -a: a target (one of its threads) was moved to another cgroup */
 };
 
 struct pbp_proc_event {

@@ -341,7 +341,8 @@ STATS_KEYS = {
     "budget_skipped", "truncated", "faulted", "snapped", "snap_lost", "completed", "failed",
     "short_of_root", "elided", "unknown_frames", "no_python", "stacks_reused", "unattributed",
     "unowned", "ticks", "late_ticks",
-    "tick_stacks", "thread_lists", "thread_list_seconds", "thread_lists_spared", "thread_name_reads",
+    "tick_stacks", "thread_lists", "thread_list_seconds", "thread_lists_spared", "labels_made", "labels_kept",
+    "thread_name_reads",
     "thread_names_checked", "thread_names_unsampled", "stacks", "locations", "processes",
     "execs", "not_profiled", "followed", "not_followed", "kernel_walk",
 }

@@ -4,6 +4,7 @@
  * merge by the time they end, keep their processes' labels and thread
  * names, filter by process; old slices and slices over the budget go.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdbool.h>
@@ -12,6 +13,7 @@
 #include "agent/history.h"
 #include "aggregate/aggregate.h"
 #include "aggregate/merge.h"
+#include "core/errors.h"
 #include "unit.h"
 
 #define S 1000000000ull
@@ -147,9 +149,98 @@ static void test_history(void)
 	agg_free(d);
 }
 
+/*
+ * The agent's slices taken over, as the loop closes each second: the live
+ * aggregate goes on with its locations (same ids, new ones in later
+ * segments) while the history reads the counts it gave, which stay right.
+ */
+static void test_take(void)
+{
+	struct history *h = history_new(100 * S, 64 << 20);
+	struct agg *live = agg_new(), *d = agg_new();
+	struct stack_tags t = { .pid = 10, .tid = 11 };
+	struct proc_meta m = { .pid = 10 };
+	struct history_stats st;
+	struct span got;
+	char fn[32];
+	uint32_t locs[2];
+	int64_t first;
+
+	m.label[PL_SERVICE] = "shop";
+	for (uint64_t sec = 0; sec < 3; sec++) {
+		CHECK_EQ_INT(agg_set_process(live, &m), 0);
+		CHECK_EQ_INT(agg_set_thread_name(live, 10, 11, "worker"), 0);
+		first = agg_loc(live, "<module>", "app.py", 1, LOC_PY);
+		CHECK_EQ_INT(first, 0);         /* kept across the takes */
+		locs[0] = (uint32_t)first;
+		/* 600 new functions a second: the third second's ids are past two segments */
+		for (int i = 0; i < 600; i++) {
+			snprintf(fn, sizeof(fn), "f%d_%d", (int)sec, i);
+			locs[1] = (uint32_t)agg_loc(live, fn, "app.py", i, LOC_PY);
+			CHECK_EQ_INT(agg_add(live, &t, locs, 2, 1 + sec), 0);
+		}
+		CHECK_EQ_INT(history_take(h, live, (100 + sec) * S, (101 + sec) * S), 0);
+		CHECK_EQ_INT(agg_total(live), 0);
+		CHECK_EQ_INT(agg_nstacks(live), 0);
+		CHECK(agg_process(live, 10) == NULL);
+		agg_reset_stacks(live);
+	}
+	CHECK_EQ_INT(agg_nlocs(live), 1 + 3 * 600);
+	/* the first second alone, read after two more were taken and the live one grew */
+	CHECK_EQ_INT(history_merge(h, d, 100 * S, 101 * S, NULL, NULL, &got), 0);
+	CHECK_EQ_INT(agg_total(d), 600);
+	CHECK_EQ_INT(count_fn(d, "f0_599"), 1);
+	CHECK_EQ_INT(count_fn(d, "f1_0"), 0);
+	CHECK_EQ_STR(agg_thread_name(d, 10, 11), "worker");
+	CHECK(agg_process(d, 10) && strcmp(agg_process(d, 10)->label[PL_SERVICE], "shop") == 0);
+	agg_reset(d);
+	CHECK_EQ_INT(history_merge(h, d, 0, 200 * S, NULL, NULL, &got), 0);
+	CHECK_EQ_INT(agg_total(d), 600 * (1 + 2 + 3));
+	CHECK_EQ_INT(count_fn(d, "f2_599"), 3);
+	history_stats(h, &st);
+	CHECK_EQ_INT(st.slices, 3);
+	/* the live aggregate starts anew: the slices keep the locations they read */
+	agg_reset(live);
+	agg_reset(d);
+	CHECK_EQ_INT(history_merge(h, d, 101 * S, 102 * S, NULL, NULL, &got), 0);
+	CHECK_EQ_INT(count_fn(d, "f1_17"), 2);
+	history_free(h);
+	agg_free(live);
+	agg_free(d);
+}
+
+/* A taken aggregate adds no location: its ids are its taker's. */
+static void test_taken_adds_none(void)
+{
+	struct agg *live = agg_new(), *t;
+	struct stack_tags tags = { .pid = 1, .tid = 1 };
+	uint32_t loc = (uint32_t)agg_loc(live, "f", "a.py", 1, LOC_PY);
+
+	CHECK_EQ_INT(agg_add(live, &tags, &loc, 1, 5), 0);
+	t = agg_take(live);
+	CHECK(t != NULL);
+	CHECK_EQ_INT(agg_total(t), 5);
+	CHECK_EQ_INT(agg_nlocs(t), 1);
+	CHECK_EQ_INT(agg_loc(t, "g", "a.py", 2, LOC_PY), -PBP_E_INVAL);
+	CHECK_EQ_INT(agg_loc(live, "g", "a.py", 2, LOC_PY), 1);
+	CHECK_EQ_INT(agg_nlocs(t), 1);
+	agg_free(live);         /* the taker first: the shared locations stay for t */
+	{
+		const char *name, *file;
+		uint32_t kind;
+		int line;
+
+		agg_loc_info(t, 0, &name, &file, &line, &kind);
+		CHECK_EQ_STR(name, "f");
+	}
+	agg_free(t);
+}
+
 int main(void)
 {
 	test_merge();
 	test_history();
+	test_take();
+	test_taken_adds_none();
 	return unit_done("test_history");
 }

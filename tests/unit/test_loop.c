@@ -260,8 +260,8 @@ static void test_windows(void)
 	w.l.agg = agg_new();
 	w.l.reset = on_reset;
 	w.l.win = (struct window){ .start_ns = 1000, .start_unix_ns = 5000 };
-	CHECK_EQ_INT(loop_add_sink(&w.l, &(struct window_sink){ sink0, NULL }), 0);
-	CHECK_EQ_INT(loop_add_sink(&w.l, &(struct window_sink){ sink1, NULL }), 0);
+	CHECK_EQ_INT(loop_add_sink(&w.l, &(struct window_sink){ .write = sink0 }), 0);
+	CHECK_EQ_INT(loop_add_sink(&w.l, &(struct window_sink){ .write = sink1 }), 0);
 	count_one(w.l.agg);
 	CHECK_EQ_INT(loop_close_window(&w.l, 3000, false), 0);
 	CHECK_EQ_INT(got.calls, 2);
@@ -284,8 +284,8 @@ static void test_windows(void)
 	CHECK_EQ_INT(got.resets, 1);
 	CHECK_EQ_INT(agg_total(w.l.agg), 0);
 	for (int i = 2; i < LOOP_SINKS; i++)
-		CHECK_EQ_INT(loop_add_sink(&w.l, &(struct window_sink){ sink1, NULL }), 0);
-	CHECK_EQ_INT(loop_add_sink(&w.l, &(struct window_sink){ sink1, NULL }), -PBP_E_LIMIT);
+		CHECK_EQ_INT(loop_add_sink(&w.l, &(struct window_sink){ .write = sink1 }), 0);
+	CHECK_EQ_INT(loop_add_sink(&w.l, &(struct window_sink){ .write = sink1 }), -PBP_E_LIMIT);
 	agg_free(w.l.agg);
 }
 
@@ -298,7 +298,7 @@ static void test_windows_keep_locations(void)
 	memset(&got, 0, sizeof(got));
 	w.l.agg = agg_new();
 	w.l.keep_locs = true;
-	CHECK_EQ_INT(loop_add_sink(&w.l, &(struct window_sink){ sink1, NULL }), 0);
+	CHECK_EQ_INT(loop_add_sink(&w.l, &(struct window_sink){ .write = sink1 }), 0);
 	count_one(w.l.agg);
 	CHECK_EQ_INT(loop_close_window(&w.l, 3000, false), 0);
 	CHECK_EQ_INT(got.total, 3);
@@ -325,6 +325,30 @@ static void test_own_ctx(void)
 	CHECK_EQ_INT(count(&other, 'f'), 1);
 }
 
+/*
+ * A timer with slack makes no wakeup of its own while another comes within
+ * it: 'b' (every 10 ms, 30 ms of slack) runs with 'c' (every 40 ms), and
+ * the loop sleeps about as often as 'c' runs, not every 10 ms.
+ */
+static void test_slack(void)
+{
+	struct world w;
+	uint64_t start;
+
+	setup(&w);
+	w.l.longest = 1000 * MS;
+	start = loop_now();
+	w.ends_after = 1;
+	loop_add(&w.l, &(struct timer){ .next = start + 200 * MS, .fn = end_e });
+	loop_add(&w.l, &(struct timer){ .period = 10 * MS, .next = start + 10 * MS, .fn = every_b,
+					 .slack = 30 * MS });
+	loop_add(&w.l, &(struct timer){ .period = 40 * MS, .next = start + 40 * MS, .fn = phase_c });
+	loop_run(&w.l);
+	CHECK(count(&w, 'c') >= 1);
+	CHECK(count(&w, 'b') >= count(&w, 'c'));
+	CHECK(w.waits <= (uint64_t)count(&w, 'c') + 2);
+}
+
 int main(void)
 {
 	test_order_and_end();
@@ -333,5 +357,6 @@ int main(void)
 	test_windows();
 	test_windows_keep_locations();
 	test_own_ctx();
+	test_slack();
 	return unit_done("loop");
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Slices kept in a ring, oldest first. A slice is a copy of the loop's
- * aggregate for one second: a pull of "the last N seconds" and a push of
+ * Slices kept in a ring, oldest first. A slice is what the loop's
+ * aggregate counted in one second, taken over with no copy (agg_take): a pull of "the last N seconds" and a push of
  * "this service's interval" are both merges of the slices they cover, so
  * the loop never stops and nothing is sampled twice for two consumers.
  * Memory: a slice holds only what its second had; the oldest go first
@@ -88,6 +88,23 @@ static void trim(struct history *h, uint64_t now_ns)
 	}
 }
 
+/*
+ * A taken slice shares the loop's locations: each counts them whole, an
+ * overcount (they are held once), which errs on the budget's safe side.
+ */
+static void put(struct history *h, struct slice s)
+{
+	s.bytes = agg_bytes(s.agg);
+	pthread_mutex_lock(&h->lock);
+	trim(h, s.end_ns);
+	if (h->n == h->cap)
+		drop_oldest(h);
+	*nth(h, h->n++) = s;
+	h->bytes += s.bytes;
+	trim(h, s.end_ns);
+	pthread_mutex_unlock(&h->lock);
+}
+
 int history_add(struct history *h, const struct agg *a, uint64_t start_ns, uint64_t end_ns)
 {
 	struct slice s = { agg_new(), start_ns, end_ns, 0 };
@@ -97,15 +114,17 @@ int history_add(struct history *h, const struct agg *a, uint64_t start_ns, uint6
 		agg_free(s.agg);
 		return err;
 	}
-	s.bytes = agg_bytes(s.agg);
-	pthread_mutex_lock(&h->lock);
-	trim(h, end_ns);
-	if (h->n == h->cap)
-		drop_oldest(h);
-	*nth(h, h->n++) = s;
-	h->bytes += s.bytes;
-	trim(h, end_ns);
-	pthread_mutex_unlock(&h->lock);
+	put(h, s);
+	return 0;
+}
+
+int history_take(struct history *h, struct agg *a, uint64_t start_ns, uint64_t end_ns)
+{
+	struct slice s = { agg_take(a), start_ns, end_ns, 0 };
+
+	if (!s.agg)
+		return -PBP_E_NOMEM;
+	put(h, s);
 	return 0;
 }
 

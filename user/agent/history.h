@@ -18,6 +18,8 @@ struct history *history_new(uint64_t keep_ns, size_t max_bytes);
 void history_free(struct history *h);
 /* A copy of a, the slice [start, end) in wall-clock ns: 0 or -PBP_E_NOMEM. */
 int history_add(struct history *h, const struct agg *a, uint64_t start_ns, uint64_t end_ns);
+/* What a counted, taken over (agg_take: O(1), a left empty of it): 0 or -PBP_E_NOMEM (a untouched). */
+int history_take(struct history *h, struct agg *a, uint64_t start_ns, uint64_t end_ns);
 
 /* What a merge covered: the slices' span, 0 and 0 when none. */
 struct span {

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A process's service is worked out once and kept for SERVICE_TTL_NS in a
- * table indexed by pid: the sampling loop labels every process at every
- * slice, and a bundle's config.json is tens of kilobytes of JSON.
+ * A process's service is worked out when its labels are made: when it is
+ * found, after an exec (the same pid, another program) and after a move to
+ * another cgroup (session/targets.c: run_labels_hold). Each target keeps
+ * its labels, so nothing here is kept for a pid: a cache by pid gave an
+ * exec'd process its old program's name.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,19 +14,15 @@
 
 #include "agent/service.h"
 #include "aggregate/aggregate.h"
-#include "core/clock.h"
 #include "proc/bundle.h"
 #include "proc/cgroup.h"
 #include "proc/discover.h"
 #include "proc/procfs.h"
 
-#define SERVICE_SLOTS 4096
-#define SERVICE_TTL_NS 60000000000ull
 #define SERVICE_MAX 128
 
 struct entry {
 	pid_t pid;
-	uint64_t at_ns;                 /* 0: empty */
 	char container_id[65];
 	struct kube_meta k;
 	char service[SERVICE_MAX];
@@ -32,7 +30,7 @@ struct entry {
 
 struct services {
 	const char *template, *host_root, *node;
-	struct entry slots[SERVICE_SLOTS];
+	struct entry last;      /* the strings services_describe gave */
 };
 
 struct services *services_new(const char *template, const char *host_root, const char *node)
@@ -258,7 +256,6 @@ static void fill(struct services *s, struct entry *e, pid_t pid, const struct cg
 
 	memset(e, 0, sizeof(*e));
 	e->pid = pid;
-	e->at_ns = mono_ns();
 	snprintf(e->container_id, sizeof(e->container_id), "%s", cg->container_id);
 	if (cg->container_id[0])
 		bundle_read(s->host_root, cg->container_id, &e->k);   /* nothing found: no names */
@@ -270,11 +267,9 @@ static void fill(struct services *s, struct entry *e, pid_t pid, const struct cg
 
 void services_describe(struct services *s, pid_t pid, const struct cgroup_info *cg, struct proc_meta *m)
 {
-	struct entry *e = &s->slots[(uint32_t)pid % SERVICE_SLOTS];
+	struct entry *e = &s->last;
 
-	if (e->pid != pid || !e->at_ns || mono_ns() - e->at_ns > SERVICE_TTL_NS ||
-	    strcmp(e->container_id, cg->container_id) != 0)
-		fill(s, e, pid, cg);
+	fill(s, e, pid, cg);
 	m->label[PL_SERVICE] = e->service;
 	m->label[PL_NAMESPACE] = e->k.namespace_;
 	m->label[PL_POD] = e->k.pod;

@@ -21,15 +21,10 @@
 #include <stddef.h>
 
 #include "aggregate/aggregate.h"
+#include "aggregate/aggdict.h"
 #include "aggregate/aggnat.h"
 #include "core/unique.h"
 #include "core/errors.h"
-
-struct loc {
-	const char *name, *file;    /* interned */
-	int line;
-	uint32_t kind;
-};
 
 struct stack {
 	uint64_t hash;
@@ -61,16 +56,13 @@ struct aproc {
 };
 
 struct agg {
-	/* strings */
-	char **strs;
-	uint32_t nstrs, capstrs;
-	uint32_t *strtab;           /* open addressing, index+1, 0 = empty */
-	uint32_t strtab_cap;
-	/* locations */
-	struct loc *locs;
-	uint32_t nlocs, caplocs;
-	uint32_t *loctab;
-	uint32_t loctab_cap;
+	/*
+	 * Strings and locations: NULL until the first. A taken aggregate
+	 * (agg_take) shares its taker's, reads the nlocs it had, adds none.
+	 */
+	struct aggdict *d;
+	uint32_t nlocs;
+	bool taken;
 	/* stacks */
 	struct stack *stacks;
 	uint32_t nstacks, capstacks;
@@ -149,25 +141,9 @@ static int rehash(struct agg *a, uint32_t **tab, uint32_t *cap, uint32_t n, hash
 	return 0;
 }
 
-static uint64_t str_hash_of(struct agg *a, uint32_t i)
+static const struct dict_loc *loc_at(const struct agg *a, uint32_t id)
 {
-	return hash_bytes(a->strs[i], strlen(a->strs[i]), HASH_SEED);
-}
-
-static uint64_t loc_hash(const char *name, const char *file, int line, uint32_t kind)
-{
-	uint64_t h = hash_bytes(&name, sizeof(name), HASH_SEED);
-
-	h = hash_bytes(&file, sizeof(file), h);
-	h = hash_bytes(&line, sizeof(line), h);
-	return hash_bytes(&kind, sizeof(kind), h);
-}
-
-static uint64_t loc_hash_of(struct agg *a, uint32_t i)
-{
-	const struct loc *l = &a->locs[i];
-
-	return loc_hash(l->name, l->file, l->line, l->kind);
+	return aggdict_at(a->d, id);
 }
 
 static uint64_t stack_hash_of(struct agg *a, uint32_t i)
@@ -190,6 +166,8 @@ uint64_t agg_loc_epoch(const struct agg *a)
 }
 
 /* What was counted: stacks, threads and processes; the strings and locations stay. */
+static void forget_counts(struct agg *a);
+
 static void clear_counts(struct agg *a)
 {
 	free(a->stacks);
@@ -203,6 +181,12 @@ static void clear_counts(struct agg *a)
 	free(a->tprocs);
 	free(a->scratch);
 	free(a->procs);
+	forget_counts(a);
+}
+
+/* Counted nothing, what it held freed or owned elsewhere now. */
+static void forget_counts(struct agg *a)
+{
 	a->stacks = NULL, a->nstacks = a->capstacks = 0;
 	a->stacktab = NULL, a->stacktab_cap = 0;
 	a->pool = NULL, a->npool = a->cappool = 0;
@@ -217,12 +201,7 @@ static void clear_counts(struct agg *a)
 static void agg_clear(struct agg *a)
 {
 	clear_counts(a);
-	for (uint32_t i = 0; i < a->nstrs; i++)
-		free(a->strs[i]);
-	free(a->strs);
-	free(a->strtab);
-	free(a->locs);
-	free(a->loctab);
+	aggdict_unref(a->d);
 	aggnat_free(a->nat);
 	memset(a, 0, sizeof(*a));
 }
@@ -257,49 +236,43 @@ void agg_reset_stacks(struct agg *a)
 		clear_counts(a);
 }
 
-static const char *intern(struct agg *a, const char *s)
+/*
+ * The counts move over, pointers and all; the locations are shared. With
+ * native locations, whose mappings go with the counts, a starts anew.
+ */
+struct agg *agg_take(struct agg *a)
 {
-	uint64_t h = hash_bytes(s, strlen(s), HASH_SEED);
-	uint32_t slot;
-	char *copy;
+	struct agg *t = malloc(sizeof(*t));
+	uint32_t *scratch = a->scratch, capscratch = a->capscratch;
 
-	if (rehash(a, &a->strtab, &a->strtab_cap, a->nstrs, str_hash_of))
+	if (!t)
 		return NULL;
-	for (slot = h & (a->strtab_cap - 1); a->strtab[slot]; slot = (slot + 1) & (a->strtab_cap - 1))
-		if (strcmp(a->strs[a->strtab[slot] - 1], s) == 0)
-			return a->strs[a->strtab[slot] - 1];
-	if (grow((void **)&a->strs, &a->capstrs, sizeof(*a->strs), a->nstrs + 1))
-		return NULL;
-	copy = strdup(s);
-	if (!copy)
-		return NULL;
-	a->strs[a->nstrs++] = copy;
-	a->strtab[slot] = a->nstrs;
-	return copy;
+	*t = *a;
+	t->taken = true;
+	t->d = a->d ? aggdict_ref(a->d) : NULL;
+	t->scratch = NULL, t->capscratch = 0;
+	t->last = -1;
+	forget_counts(a);
+	a->scratch = scratch, a->capscratch = capscratch;
+	if (a->nat) {
+		a->nat = NULL;
+		agg_reset(a);
+	}
+	return t;
 }
 
+/* A taken aggregate's locations are its taker's: it adds none. */
 int64_t agg_loc(struct agg *a, const char *name, const char *file, int line, uint32_t kind)
 {
-	const char *n = intern(a, name), *f = intern(a, file ? file : "");
-	uint64_t h;
-	uint32_t slot;
+	int64_t id;
 
-	if (!n || !f)
+	if (a->taken)
+		return -PBP_E_INVAL;
+	if (!a->d && !(a->d = aggdict_new()))
 		return -PBP_E_NOMEM;
-	if (rehash(a, &a->loctab, &a->loctab_cap, a->nlocs, loc_hash_of))
-		return -PBP_E_NOMEM;
-	h = loc_hash(n, f, line, kind);
-	for (slot = h & (a->loctab_cap - 1); a->loctab[slot]; slot = (slot + 1) & (a->loctab_cap - 1)) {
-		const struct loc *l = &a->locs[a->loctab[slot] - 1];
-
-		if (l->name == n && l->file == f && l->line == line && l->kind == kind)
-			return a->loctab[slot] - 1;
-	}
-	if (grow((void **)&a->locs, &a->caplocs, sizeof(*a->locs), a->nlocs + 1))
-		return -PBP_E_NOMEM;
-	a->locs[a->nlocs] = (struct loc){ n, f, line, kind };
-	a->loctab[slot] = ++a->nlocs;
-	return a->nlocs - 1;
+	id = aggdict_loc(a->d, name, file, line, kind);
+	a->nlocs = aggdict_count(a->d);
+	return id;
 }
 
 struct aggnat *agg_nat(struct agg *a)
@@ -323,7 +296,7 @@ static const uint32_t *fold_labels(struct agg *a, const uint32_t *locs, uint32_t
 	int64_t other = -1;
 
 	for (uint32_t i = 0; i < n; i++) {
-		if (locs[i] >= a->nlocs || a->locs[locs[i]].kind != LOC_THREAD)
+		if (locs[i] >= a->nlocs || loc_at(a, locs[i])->kind != LOC_THREAD)
 			continue;
 		if (other < 0) {
 			if ((other = agg_loc(a, AGG_OTHER_LABEL, NULL, -1, LOC_THREAD)) < 0)
@@ -443,7 +416,7 @@ static int64_t common_root(const struct agg *a)
 		const struct stack *s = &a->stacks[i];
 		uint32_t first = s->n ? a->pool[s->off] : 0;
 
-		if (!s->n || a->locs[first].kind != LOC_PROCESS)
+		if (!s->n || loc_at(a, first)->kind != LOC_PROCESS)
 			continue;
 		if (root >= 0 && root != (int64_t)first)
 			return -2;
@@ -473,7 +446,7 @@ bool agg_drop_single_root(struct agg *a)
 void agg_loc_info(const struct agg *a, uint32_t id, const char **name, const char **file, int *line,
 		  uint32_t *kind)
 {
-	const struct loc *l = &a->locs[id];
+	const struct dict_loc *l = loc_at(a, id);
 
 	*name = l->name;
 	*file = l->file;
@@ -730,8 +703,12 @@ int agg_set_process(struct agg *a, const struct proc_meta *in)
 {
 	struct proc_meta m = { .pid = in->pid, .ns_pid = in->ns_pid };
 
+	if (a->taken)
+		return -PBP_E_INVAL;
+	if (!a->d && !(a->d = aggdict_new()))
+		return -PBP_E_NOMEM;
 	for (int i = 0; i < PL__COUNT; i++) {
-		m.label[i] = intern(a, in->label[i] ? in->label[i] : "");
+		m.label[i] = aggdict_str(a->d, in->label[i] ? in->label[i] : "");
 		if (!m.label[i])
 			return -PBP_E_NOMEM;
 	}
@@ -768,12 +745,8 @@ struct proc_meta *proc_meta_dup(const struct proc_meta *m)
 
 size_t agg_bytes(const struct agg *a)
 {
-	size_t n = sizeof(*a);
+	size_t n = sizeof(*a) + (a->d ? aggdict_bytes(a->d) : 0);
 
-	for (uint32_t i = 0; i < a->nstrs; i++)
-		n += strlen(a->strs[i]) + 1 + 16;      /* malloc's own overhead, about */
-	n += (size_t)a->capstrs * sizeof(*a->strs) + (size_t)a->strtab_cap * sizeof(*a->strtab);
-	n += (size_t)a->caplocs * sizeof(*a->locs) + (size_t)a->loctab_cap * sizeof(*a->loctab);
 	n += (size_t)a->capstacks * sizeof(*a->stacks) + (size_t)a->stacktab_cap * sizeof(*a->stacktab);
 	n += a->cappool * sizeof(*a->pool);
 	n += (size_t)a->capthreads * sizeof(*a->threads) + (size_t)a->captprocs * sizeof(*a->tprocs);

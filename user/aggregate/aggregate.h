@@ -36,6 +36,15 @@ void agg_reset(struct agg *a);
 #define AGG_KEEP_LOCS 4096         /* a merge maps each of them: keep that small */
 void agg_reset_stacks(struct agg *a);
 /*
+ * What a counted (stacks, threads, processes), taken into a new aggregate
+ * in O(1) for the agent's history; a is left empty of it, its locations
+ * kept. They are shared, by reference: a goes on adding to them, the new
+ * one reads the ids it had, and adds none (agg_loc fails on it: merge it
+ * into another to count more). It may be read on another thread once
+ * handed there under a lock. NULL when out of memory (a untouched).
+ */
+struct agg *agg_take(struct agg *a);
+/*
  * Which set of location ids a holds: another value after agg_reset (or
  * for another agg), never the same twice in a run, so that an id kept
  * elsewhere is known to be stale.

@@ -71,7 +71,7 @@ struct agent {
 	/* what /metrics reads, published by the loop once a slice */
 	pthread_mutex_t lock;
 	uint64_t samples, lost, slices, windows, reads;
-	uint64_t name_reads, names_checked, names_unsampled, lists_spared;
+	uint64_t name_reads, names_checked, names_unsampled, lists_spared, labels_made, labels_kept;
 	uint32_t processes;
 };
 
@@ -338,17 +338,18 @@ static void script_name(void *ctx, pid_t pid, char *out, size_t len)
 }
 
 /* A closed slice: into the history; the figures /metrics shows are published. */
-static int keep_slice(void *ctx, const struct agg *a, const struct window *w)
+static int keep_slice(void *ctx, struct agg *a, const struct window *w)
 {
 	struct agent *g = ctx;
 	struct session_counts st;
-	int err = history_add(g->hist, a, w->start_unix_ns, w->start_unix_ns + (w->end_ns - w->start_ns));
+	uint64_t samples = agg_total(a);
+	int err = history_take(g->hist, a, w->start_unix_ns, w->start_unix_ns + (w->end_ns - w->start_ns));
 
 	if (err)
 		alog(LOG_ERROR, "slice lost", "error=\"%s\"", pbp_strerror(err));
 	session_counts(g->s, &st);
 	pthread_mutex_lock(&g->lock);
-	g->samples += agg_total(a);
+	g->samples += samples;
 	g->lost = st.lost;
 	g->slices++;
 	g->processes = (uint32_t)st.processes;
@@ -357,6 +358,8 @@ static int keep_slice(void *ctx, const struct agg *a, const struct window *w)
 	g->names_checked = st.names_checked;
 	g->names_unsampled = st.names_unsampled;
 	g->lists_spared = st.lists_spared;
+	g->labels_made = st.labels_made;
+	g->labels_kept = st.labels_kept;
 	pthread_mutex_unlock(&g->lock);
 	return 0;
 }
@@ -487,7 +490,7 @@ static int serve_profile(void *ctx, const char *seconds, const char *service, co
 /* /metrics, one row each but the per-stage CPU family; rows[] in serve_metrics is sized by this. */
 enum {
 	M_SAMPLES, M_LOST, M_PROCESSES, M_WINDOWS, M_READS, M_NAME_READS, M_NAMES_CHECKED, M_NAMES_UNSAMPLED,
-	M_LISTS_SPARED,
+	M_LISTS_SPARED, M_LABELS_MADE, M_LABELS_KEPT,
 	M_HISTORY_BYTES, M_HISTORY_DROPPED, M_PUSHES,
 	M_PUSH_ERRORS, M_PUSH_REJECTED, M_PUSH_BYTES, M_PUSH_DROPPED, M_QUEUE_WINDOWS, M_QUEUE_BYTES, M_CPU,
 	M_RSS, M_HTTP_LATE, M_HTTP_SHED, M__COUNT
@@ -509,6 +512,12 @@ static const struct metric metric_rows[] = {
 				"Names of threads not sampled since they were read, not looked at again.", 0, NULL },
 	[M_LISTS_SPARED] = { "pybpfprof_thread_lists_spared_total", "counter",
 			     "Thread-list reads not made: the new threads that asked for them had ended.", 0, NULL },
+	[M_LABELS_MADE] = { "pybpfprof_labels_made_total", "counter",
+			    "Processes' labels made from /proc (when found, then only after a cgroup move).", 0,
+			    NULL },
+	[M_LABELS_KEPT] = { "pybpfprof_labels_kept_total", "counter",
+			    "Sampled processes' labels found unchanged at a periodic look, not made again.", 0,
+			    NULL },
 	[M_HISTORY_BYTES] = { "pybpfprof_history_bytes", "gauge", "Bytes the history of slices holds.", 0, NULL },
 	[M_HISTORY_DROPPED] = { "pybpfprof_history_slices_dropped_total", "counter",
 				"Slices dropped early to stay within --max-memory.", 0, NULL },
@@ -559,6 +568,8 @@ static int serve_metrics(void *ctx, char **body, size_t *len)
 	ROW(M_NAMES_CHECKED, g->names_checked);
 	ROW(M_NAMES_UNSAMPLED, g->names_unsampled);
 	ROW(M_LISTS_SPARED, g->lists_spared);
+	ROW(M_LABELS_MADE, g->labels_made);
+	ROW(M_LABELS_KEPT, g->labels_kept);
 	pthread_mutex_unlock(&g->lock);
 	ROW(M_HISTORY_BYTES, hs.bytes);
 	ROW(M_HISTORY_DROPPED, hs.dropped);
@@ -646,12 +657,12 @@ static int agent_start(struct agent *g)
 	if (g->listen && (err = server_start(&g->listen_sa, &ops, &g->serve, &g->srv, &what)) != 0)
 		return listen_error(g, err, what);
 	g->pushed_until = st.start_unix_ns;
-	session_add_sink(g->s, &(struct window_sink){ keep_slice, g });
+	session_add_sink(g->s, &(struct window_sink){ .take = keep_slice, .ctx = g });
 	session_keep_locations(g->s);   /* keep_slice merges: a second's slice names the same frames */
 	session_add_timer(g->s, &(struct timer){ .period = SLICE_NS, .next = st.start_ns + SLICE_NS,
 						 .fn = close_slice, .ctx = g });
 	session_add_timer(g->s, &(struct timer){ .period = g->o.rescan_ns, .next = st.start_ns + g->o.rescan_ns,
-						 .fn = rediscover, .ctx = g });
+						 .fn = rediscover, .ctx = g, .slack = SLICE_NS });
 	if (g->pusher)
 		session_add_timer(g->s, &(struct timer){ .period = (uint64_t)(g->interval * 1e9),
 							 .next = st.start_ns + (uint64_t)(g->interval * 1e9),

@@ -149,8 +149,8 @@ static int run(struct session *s)
 
 	if (code)
 		return code;
-	session_add_sink(s, &(struct window_sink){ write_profile, s });
-	session_add_sink(s, &(struct window_sink){ print_report, s });
+	session_add_sink(s, &(struct window_sink){ .write = write_profile, .ctx = s });
+	session_add_sink(s, &(struct window_sink){ .write = print_report, .ctx = s });
 	session_run(s);
 	if ((code = session_check_profiled(s)) != 0)
 		return code;

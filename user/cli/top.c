@@ -492,7 +492,7 @@ static int run(struct top *t)
 	t->start_unix_ns = st.start_unix_ns;
 	t->shown = (struct window){ .start_ns = st.start_ns, .end_ns = st.start_ns, .start_unix_ns = st.start_unix_ns };
 	t->whole_end_ns = st.start_ns;
-	session_add_sink(s, &(struct window_sink){ keep_window, t });
+	session_add_sink(s, &(struct window_sink){ .write = keep_window, .ctx = t });
 	session_add_timer(s, &(struct timer){ .period = period, .next = st.start_ns + period, .fn = close_window,
 					      .ctx = t });
 	/* Full screen when both ends are a terminal that ncurses can drive; else the plain table. */

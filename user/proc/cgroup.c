@@ -360,14 +360,26 @@ static int errno_err(int e)
 	return e == ENOENT || e == ESRCH ? -PBP_E_NOENT : pbp_err_from_errno(e, -PBP_E_GONE);
 }
 
-int cgroup_read(pid_t pid, struct cgroup_info *out)
+/* The file's bytes, hashed (FNV-1a): what changes when the process is moved, told with no parse. */
+static uint64_t text_hash(const char *p, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (uint8_t)p[i]) * 0x100000001b3ull;
+	return h;
+}
+
+/* out NULL: only the hash. */
+static int read_file(pid_t pid, struct cgroup_info *out, uint64_t *hash)
 {
 	char path[64], *buf;
 	size_t len = 0;
 	ssize_t r = 1;
 	int fd, err = 0;
 
-	memset(out, 0, sizeof(*out));
+	if (out)
+		memset(out, 0, sizeof(*out));
 	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -388,9 +400,26 @@ int cgroup_read(pid_t pid, struct cgroup_info *out)
 			len += (size_t)r;
 	}
 	close(fd);
+	if (!err && hash)
+		*hash = text_hash(buf, len);
 	/* an exited process's file reads empty */
-	if (!err && cgroup_parse(buf, len, out) != 0)
+	if (!err && (out ? cgroup_parse(buf, len, out) != 0 : len == 0))
 		err = -PBP_E_GONE;
 	free(buf);
 	return err;
+}
+
+int cgroup_read(pid_t pid, struct cgroup_info *out)
+{
+	return read_file(pid, out, NULL);
+}
+
+int cgroup_read_hashed(pid_t pid, struct cgroup_info *out, uint64_t *hash)
+{
+	return read_file(pid, out, hash);
+}
+
+int cgroup_hash(pid_t pid, uint64_t *hash)
+{
+	return read_file(pid, NULL, hash);
 }

@@ -25,5 +25,12 @@ struct cgroup_info {
 int cgroup_parse(const char *text, size_t len, struct cgroup_info *out);
 /* Read and parse /proc/PID/cgroup: 0 or -PBP_E_NOENT / _PERM / _NOMEM / _GONE. */
 int cgroup_read(pid_t pid, struct cgroup_info *out);
+/*
+ * As cgroup_read, and a hash of the file's bytes in *hash: the agent keeps
+ * it with a process's labels, and cgroup_hash (one read, no parse) tells
+ * later whether the process was moved to another cgroup since.
+ */
+int cgroup_read_hashed(pid_t pid, struct cgroup_info *out, uint64_t *hash);
+int cgroup_hash(pid_t pid, uint64_t *hash);
 
 #endif /* PBP_PROC_CGROUP_H */

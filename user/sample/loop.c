@@ -50,7 +50,12 @@ static uint64_t next_of(const struct loop *l, const struct timer *t)
 	return t->due ? t->due(t->ctx ? t->ctx : l->ctx) : t->next;
 }
 
-/* The earliest deadline of all, but no later than the longest sleep from now. */
+/*
+ * The earliest deadline of all, each with its slack, but no later than the
+ * longest sleep from now: a timer with slack runs at the first wakeup past
+ * its deadline (run_due runs everything due), and makes one only when
+ * none came within the slack.
+ */
 static uint64_t wake_at(const struct loop *l, uint64_t now)
 {
 	uint64_t at = now + l->longest;
@@ -58,8 +63,8 @@ static uint64_t wake_at(const struct loop *l, uint64_t now)
 	for (int i = 0; i < l->ntimers; i++) {
 		uint64_t n = next_of(l, &l->timers[i]);
 
-		if (n && n < at)
-			at = n;
+		if (n && n + l->timers[i].slack < at)
+			at = n + l->timers[i].slack;
 	}
 	return at;
 }
@@ -102,7 +107,8 @@ int loop_close_window(struct loop *l, uint64_t end_ns, bool last)
 
 	w.end_ns = end_ns;
 	for (int i = 0; i < l->nsinks; i++) {
-		int e = l->sinks[i].write(l->sinks[i].ctx, l->agg, &w);
+		const struct window_sink *k = &l->sinks[i];
+		int e = k->take ? k->take(k->ctx, l->agg, &w) : k->write(k->ctx, l->agg, &w);
 
 		if (e && !err)
 			err = e;        /* the first failure is the one reported; the others still get it */

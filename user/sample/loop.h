@@ -23,6 +23,12 @@ struct timer {
 	bool (*fn)(void *ctx, struct timer *t, uint64_t now);
 	/* What due and fn are given: the timer's own (a command's above the session), NULL: the loop's. */
 	void *ctx;
+	/*
+	 * How late it may run (ns; 0: on time): a timer that need not be
+	 * exact waits up to this for a wakeup something else makes, and runs
+	 * with it, instead of making its own.
+	 */
+	uint64_t slack;
 };
 
 /* The span of time one aggregate covers. */
@@ -38,6 +44,11 @@ struct window {
 struct window_sink {
 	int (*write)(void *ctx, const struct agg *a, const struct window *w);
 	void *ctx;
+	/*
+	 * Instead of write: a sink that keeps what the window counted (the
+	 * agent's history) takes it with agg_take, no copy. The last sink.
+	 */
+	int (*take)(void *ctx, struct agg *a, const struct window *w);
 };
 
 struct loop {

@@ -49,7 +49,7 @@ struct sampler {
 	bool events_first;
 	struct held_events held;        /* events_first: exits and execs after the samples before them */
 	int efd;                        /* epoll, edge-triggered, on both rings (sampler_wait) */
-	struct bpf_link *switch_link, *wakeup_link, *fork_link, *exec_link, *exit_link, *rename_link;
+	struct bpf_link *switch_link, *wakeup_link, *fork_link, *exec_link, *exit_link, *rename_link, *move_link;
 	proc_event_fn pcb;
 	struct pbp_tstate *tstates;     /* the kernel's array, mapped */
 	uint32_t *free_slots;
@@ -301,12 +301,13 @@ static int track_threads(struct sampler *s)
  * Exits and execs of targets always (a target that execs is a new program);
  * every exec for -a; forks for new threads (wall, gil) and new processes
  * (--subprocesses, and -a's targets forking without exec); renames for -a
- * --comm.
+ * --comm; -a's targets' moves to another cgroup.
  */
-static int track_processes(struct sampler *s, bool forks, bool renames)
+static int track_processes(struct sampler *s, bool forks, bool renames, bool moves)
 {
 	if ((forks && !(s->fork_link = bpf_program__attach(s->skel->progs.on_fork))) ||
 	    (renames && !(s->rename_link = bpf_program__attach(s->skel->progs.on_rename))) ||
+	    (moves && !(s->move_link = bpf_program__attach(s->skel->progs.on_cgroup_move))) ||
 	    !(s->exit_link = bpf_program__attach(s->skel->progs.on_exit)) ||
 	    !(s->exec_link = bpf_program__attach(s->skel->progs.on_exec)))
 		return pbp_err_from_errno(errno, -PBP_E_BPF);
@@ -544,7 +545,7 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o)
 	if (!err && o->sched)
 		err = track_threads(s);
 	if (!err)
-		err = track_processes(s, o->sched || o->follow || o->execs, o->renames);
+		err = track_processes(s, o->sched || o->follow || o->execs, o->renames, o->execs);
 	if (err)
 		goto fail;
 	*out = s;
@@ -579,6 +580,7 @@ void sampler_close(struct sampler *s)
 	bpf_link__destroy(s->wakeup_link);
 	bpf_link__destroy(s->fork_link);
 	bpf_link__destroy(s->rename_link);
+	bpf_link__destroy(s->move_link);
 	bpf_link__destroy(s->exec_link);
 	bpf_link__destroy(s->exit_link);
 	if (s->tstates)

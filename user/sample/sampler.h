@@ -19,7 +19,7 @@ typedef void (*proc_event_fn)(void *ctx, uint32_t kind, pid_t pid, pid_t parent,
 struct sampler_opts {
 	unsigned hz;            /* asked; sampler_open lowers it to what the host sustains */
 	bool sched;             /* track off-CPU state (wall and gil modes) */
-	bool execs;             /* report every exec (whole-host mode) */
+	bool execs;             /* report every exec, and targets' cgroup moves (whole-host mode) */
 	bool renames;           /* report renames of processes not targets (whole-host mode, --comm) */
 	bool late_threads;      /* a new thread's first sample need not wake the loop (names_late) */
 	bool follow;            /* follow the process trees under sampler_follow()'s roots */

@@ -83,6 +83,7 @@ struct collector {
 	 */
 	uint64_t name_reads, names_checked, names_unsampled;
 	uint64_t lists_spared;  /* list reads asked for by adopted threads, all ended by then: not made */
+	uint64_t labels_made, labels_kept;      /* targets' labels made (from /proc), and found unchanged */
 	struct pythread *list;  /* scratch for pythreads_read, every target's: made at the first */
 	uint64_t reads_gone;    /* reads of the memory of targets since freed (target_fini) */
 	struct async_stats async;
@@ -128,6 +129,8 @@ struct target {
 	struct proc_meta *meta;
 	char *root;
 	uint64_t labels_ns;     /* when they were made */
+	uint64_t labels_cg;     /* the hash of /proc/PID/cgroup then (cgroup_read_hashed) */
+	bool labels_moved;      /* -a: the kernel said it moved to another cgroup since */
 	/*
 	 * Samples counted, and their count at the last periodic list read and
 	 * when the labels were made: a process with none since reads nothing.

@@ -452,6 +452,8 @@ void run_on_proc_event(void *ctx, uint32_t kind, pid_t pid, pid_t parent, const 
 		/* A name judged once at exec may match now: asked again, looked at as an exec is. */
 		if (new_and_wanted(r, pid, comm && comm[0] ? comm : NULL, start))
 			run_queue_pending(r, pid, 0);
+	} else if (kind == PBP_EV_CGROUP && (t = run_target_of(r, pid)) != NULL) {
+		t->labels_moved = true;         /* made again at the next window, if it is sampled */
 	} else if (kind == PBP_EV_THREAD && (t = run_target_of(r, pid)) != NULL) {
 		uint64_t now = mono_ns();
 

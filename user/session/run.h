@@ -80,6 +80,12 @@ struct sources;
 /* A target's labels (cgroup, command line, service) are read again this often. */
 #define LABELS_EVERY_NS 60000000000ull
 #define JITTER_PERIODS 64
+/*
+ * The safety-net look at targets' lives and the period's re-draw may come
+ * this late: they ride on the loop's other wakeups (the agent's slice each
+ * second, a sample batch) instead of making their own.
+ */
+#define LAX_NS 1000000000ull
 /* An achieved rate below this share of the asked one is reported. */
 #define RATE_SHORT 0.8
 
@@ -196,6 +202,8 @@ uint64_t run_process_reads(const struct session *r);
 bool pid_alive(pid_t pid);
 bool pid_exists(pid_t pid);      /* pid_alive without /proc: a zombie counts */
 void run_label_target(struct session *r, struct target *t);
+/* At the periodic look: true when t's labels cannot have changed (no read but its cgroup's). */
+bool run_labels_hold(struct session *r, struct target *t);
 int run_start_target(struct session *r, struct target *t);
 void run_drop_target(struct session *r, struct target *t);
 /* Look at pid again shortly (just exec'd, or not Python yet); false when it is given up on. */

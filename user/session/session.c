@@ -136,8 +136,8 @@ static int run_sources(struct session *r, const struct agg *a, struct sources *s
 
 /*
  * A window closed and the aggregate was reset: what points into it is made
- * again. The labels are kept by each target; read again now and then, for
- * what changed (a service name whose OCI bundle was not written yet).
+ * again. The labels are kept by each target; looked at now and then, made
+ * again only when they may have changed (run_labels_hold).
  */
 static void new_window(void *ctx)
 {
@@ -153,7 +153,8 @@ static void new_window(void *ctx)
 			continue;
 		target_new_window(&r->c, t);
 		/* Not sampled since: its labels are in no profile, and reading /proc for them is a node's idle cost. */
-		if (now - t->labels_ns >= every && t->counted != t->counted_labels)
+		if (t->counted != t->counted_labels && (t->labels_moved || now - t->labels_ns >= every) &&
+		    !run_labels_hold(r, t))
 			run_label_target(r, t);
 	}
 }
@@ -391,7 +392,8 @@ void session_counts(const struct session *s, struct session_counts *c)
 	*c = (struct session_counts){ .processes = run_live_targets(s), .reads = run_process_reads(s),
 				      .lost = s->c.smp ? sampler_stat(s->c.smp, PBP_STAT_LOST) : 0,
 				      .name_reads = s->c.name_reads, .names_checked = s->c.names_checked,
-				      .names_unsampled = s->c.names_unsampled, .lists_spared = s->c.lists_spared };
+				      .names_unsampled = s->c.names_unsampled, .lists_spared = s->c.lists_spared,
+				      .labels_made = s->c.labels_made, .labels_kept = s->c.labels_kept };
 }
 
 int session_stop(struct session *s, int code)

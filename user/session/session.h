@@ -96,6 +96,7 @@ struct session_counts {
 	/* Thread names: registry reads, and threads' names checked alone or not looked at (target.h). */
 	uint64_t name_reads, names_checked, names_unsampled;
 	uint64_t lists_spared;          /* list reads adopted threads asked for, not made: all ended (target.h) */
+	uint64_t labels_made, labels_kept;      /* targets' labels made, and found unchanged at a look */
 };
 
 struct session;

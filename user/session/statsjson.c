@@ -113,6 +113,8 @@ void stats_json_collector(struct jsonw *w, const struct collector *c)
 	jw_u64(w, "thread_lists", c->rescans);
 	jw_num(w, "thread_list_seconds", (double)c->rescan_ns / 1e9);
 	jw_u64(w, "thread_lists_spared", c->lists_spared);
+	jw_u64(w, "labels_made", c->labels_made);
+	jw_u64(w, "labels_kept", c->labels_kept);
 	jw_u64(w, "thread_name_reads", c->name_reads);
 	jw_u64(w, "thread_names_checked", c->names_checked);
 	jw_u64(w, "thread_names_unsampled", c->names_unsampled);

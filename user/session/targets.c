@@ -173,7 +173,9 @@ void run_label_target(struct session *r, struct target *t)
 
 	stagecpu_enter(STAGE_LABELS);
 	memset(&cg, 0, sizeof(cg));
-	cgroup_read(t->pid, &cg);
+	t->labels_cg = 0;
+	t->labels_moved = false;
+	cgroup_read_hashed(t->pid, &cg, &t->labels_cg);
 	m.label[PL_PYTHON_VERSION] = t->p->version;
 	m.label[PL_CONTAINER_ID] = cg.container_id;
 	m.label[PL_POD_UID] = cg.pod_uid;
@@ -193,7 +195,40 @@ void run_label_target(struct session *r, struct target *t)
 		utf8_scrub(label);      /* a command line is any bytes; profiles are UTF-8 */
 	}
 	target_set_labels(&r->c, t, &m, root ? label : NULL);
+	r->c.labels_made++;
 	stagecpu_leave();
+}
+
+/*
+ * A target's labels change at an exec (the target is dropped then and
+ * made anew) or a move to another cgroup, which with -a the kernel tells
+ * (PBP_EV_CGROUP), else one read of /proc/PID/cgroup with no parse: true
+ * when neither happened, and they are taken as made now. A container whose
+ * runtime had not written its bundle when they were made (an id, no
+ * Kubernetes names) is looked up again. A process that rewrites its own
+ * argv (setproctitle) keeps the name it had when found.
+ */
+bool run_labels_hold(struct session *r, struct target *t)
+{
+	const struct proc_meta *m = t->meta;
+	uint64_t h;
+	bool held;
+
+	if (r->o.describe && m && m->label[PL_CONTAINER_ID] && m->label[PL_CONTAINER_ID][0] &&
+	    !(m->label[PL_NAMESPACE] && m->label[PL_NAMESPACE][0]))
+		return false;
+	stagecpu_enter(STAGE_LABELS);
+	if (r->o.all)
+		held = !t->labels_moved;
+	else
+		held = t->labels_cg && cgroup_hash(t->pid, &h) == 0 && h == t->labels_cg;
+	if (held) {
+		t->labels_ns = mono_ns();
+		t->counted_labels = t->counted;
+		r->c.labels_kept++;
+	}
+	stagecpu_leave();
+	return held;
 }
 
 int run_start_target(struct session *r, struct target *t)

@@ -324,13 +324,13 @@ void run_add_timers(struct session *r, bool tty)
 	}
 	/* a --rescan shorter than the timer's period is kept by coming as often */
 	r->alive_timer = loop_add(l, &(struct timer){ .period = look < ALIVE_EVERY_NS ? look : ALIVE_EVERY_NS,
-						      .next = TIMER_NOW, .fn = check_alive });
+						      .next = TIMER_NOW, .fn = check_alive, .slack = LAX_NS });
 	if (r->o.follow && r->o.cmd)
 		loop_add(l, &(struct timer){ .next = start + LAUNCH_WAIT_NS, .fn = launch_deadline });
 	loop_add(l, &(struct timer){ .due = pending_due, .fn = run_pending });
 	loop_add(l, &(struct timer){ .due = rescans_due, .fn = rescan_due });
 	loop_add(l, &(struct timer){ .period = jitter_every(r->c.o.hz),
-				     .next = start + jitter_every(r->c.o.hz), .fn = jitter });
+				     .next = start + jitter_every(r->c.o.hz), .fn = jitter, .slack = LAX_NS });
 	if (tty)
 		loop_add(l, &(struct timer){ .period = 1000000000ull, .next = start + 1000000000ull,
 					     .fn = live_tick });
