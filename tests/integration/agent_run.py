@@ -199,3 +199,32 @@ def by_pid(stacks):
     for s in stacks:
         out.setdefault(s[2].get("pid"), []).append(s)
     return out
+
+
+def wait_metrics(port, agent, done, what, timeout=60):
+    """/metrics once done(metrics) holds; fails after timeout seconds."""
+    deadline = time.monotonic() + timeout
+    m = metrics(port)
+    while not done(m):
+        assert time.monotonic() < deadline, "%s: not after %d s: %s\n%s" % (what, timeout, m, agent.describe())
+        assert agent.alive(), agent.describe()
+        time.sleep(0.3)
+        m = metrics(port)
+    return m
+
+
+def remove_made_dirs(made):
+    """Remove the cgroup directories a test made, deepest first, each once
+    the kernel lets it go (its processes' exits are reaped a little later)."""
+    for d in sorted(set(made), key=lambda d: -d.count("/")):
+        for _ in range(50):
+            try:
+                os.rmdir(d)
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                if not os.path.exists(os.path.join(d, "cgroup.procs")) or any(
+                        os.path.isdir(os.path.join(d, e)) for e in os.listdir(d)):
+                    break       # another test's, or not empty: not ours to wait for
+                time.sleep(0.1)

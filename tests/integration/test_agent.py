@@ -26,7 +26,7 @@ from agent_prom import PROMETHEUS, Prometheus
 from agent_receiver import Receiver, free_port
 from conftest import PYBPFPROF
 from agent_run import (Agent, by_pid, go_raw, http_get, interps, metrics, raw_stacks,
-                       start_service)
+                       remove_made_dirs, start_service)
 from pprof_wire import Profile
 from test_host import cgroup_roots
 from nulldev import null
@@ -661,18 +661,7 @@ def test_kubernetes_labels(start_target, tmp_path, agents):
         for proc in list(start_target.procs):
             proc.kill()
             proc.wait()
-        for d in sorted(set(made), key=lambda d: -d.count("/")):
-            for _ in range(50):
-                try:
-                    os.rmdir(d)
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    if not os.path.exists(os.path.join(d, "cgroup.procs")) or any(
-                            os.path.isdir(os.path.join(d, e)) for e in os.listdir(d)):
-                        break       # another test's, or not empty: not ours to wait for
-                    time.sleep(0.1)
+        remove_made_dirs(made)
         shutil.rmtree(host_root, ignore_errors=True)
 
 

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from agent_receiver import free_port
-from agent_run import by_pid, go_raw, interps, metrics, raw_stacks, start_service
+from agent_run import by_pid, go_raw, interps, raw_stacks, remove_made_dirs, start_service, wait_metrics
 from test_agent import agents, make_pod, pull  # noqa: F401  (agents: the fixture)
 from test_host import cgroup_roots
 
@@ -50,24 +50,22 @@ after_work()
 """
 
 
-def labels_wait(port, agent, done, what, timeout=60):
-    """/metrics once done(metrics) holds; fails after timeout seconds."""
-    deadline = time.monotonic() + timeout
-    m = metrics(port)
-    while not done(m):
-        assert time.monotonic() < deadline, "%s: not after %d s: %s\n%s" % (what, timeout, m, agent.describe())
-        assert agent.alive(), agent.describe()
-        time.sleep(0.3)
-        m = metrics(port)
-    return m
-
-
 def services_of(port, tmp_path, pid):
     """The service_name labels of pid's stacks in the agent's last 2 s."""
     status, _, path = pull(port, tmp_path, "seconds=2")
     assert status == 200, (status, path)
     return {labels.get("service_name") for _, _, labels in by_pid(raw_stacks(go_raw(path, tmp_path))).get(
         str(pid), [])}
+
+
+def wait_services(port, tmp_path, pid, want, what):
+    """pid's services in the agent's last 2 s once they are want (30 s at most)."""
+    deadline = time.monotonic() + 30
+    got = services_of(port, tmp_path, pid)
+    while got != want:
+        assert time.monotonic() < deadline, (what, got)
+        time.sleep(0.5)
+        got = services_of(port, tmp_path, pid)
 
 
 def test_labels_kept_while_steady_made_after_exec(start_target, tmp_path, agents):
@@ -83,18 +81,13 @@ def test_labels_kept_while_steady_made_after_exec(start_target, tmp_path, agents
     port = free_port()
     agent = agents(tmp_path, "--listen", "127.0.0.1:%d" % port, "--rescan", "1", "-F", "49", "-p", str(pid))
     agent.wait_http(port)
-    m = labels_wait(port, agent, lambda m: m.get(KEPT, 0) >= 3, "labels kept at three looks")
+    m = wait_metrics(port, agent, lambda m: m.get(KEPT, 0) >= 3, "labels kept at three looks")
     assert m.get(MADE) == 1, (m, agent.describe())
     assert services_of(port, tmp_path, pid) == {"before"}, agent.describe()
     with open(ready["go"], "w"):
         pass
-    labels_wait(port, agent, lambda m: m.get(MADE, 0) >= 2, "labels made after the exec")
-    deadline = time.monotonic() + 30
-    got = services_of(port, tmp_path, pid)
-    while got != {"after"}:
-        assert time.monotonic() < deadline, ("the exec'd program's service never showed", got)
-        time.sleep(0.5)
-        got = services_of(port, tmp_path, pid)
+    wait_metrics(port, agent, lambda m: m.get(MADE, 0) >= 2, "labels made after the exec")
+    wait_services(port, tmp_path, pid, {"after"}, "the exec'd program's service never showed")
     rc, _ = agent.stop()
     assert rc == 0, agent.describe()
 
@@ -115,31 +108,18 @@ def test_labels_made_again_after_a_cgroup_move(start_target, tmp_path, agents):
     made = []
     try:
         agent.wait_http(port)
-        m = labels_wait(port, agent, lambda m: m.get(KEPT, 0) >= 3, "labels kept at three looks")
+        m = wait_metrics(port, agent, lambda m: m.get(KEPT, 0) >= 3, "labels kept at three looks")
         assert m.get(MADE) == 1, (m, agent.describe())
         dirs, cid, _ = make_pod(roots[0][0], host_root, "containerd", ("shop", "cart-1", "cart"))
         made += dirs
         with open(os.path.join(dirs[0], "cgroup.procs"), "w") as f:
             f.write(str(pid))
-        labels_wait(port, agent, lambda m: m.get(MADE, 0) >= 2, "labels made after the move")
-        deadline = time.monotonic() + 30
-        got = services_of(port, tmp_path, pid)
-        while got != {"shop/cart"}:
-            assert time.monotonic() < deadline, ("the pod's service never showed", got)
-            time.sleep(0.5)
-            got = services_of(port, tmp_path, pid)
+        wait_metrics(port, agent, lambda m: m.get(MADE, 0) >= 2, "labels made after the move")
+        wait_services(port, tmp_path, pid, {"shop/cart"}, "the pod's service never showed")
         rc, _ = agent.stop()
         assert rc == 0, agent.describe()
     finally:
         for proc in list(start_target.procs):
             proc.kill()
             proc.wait()
-        for d in made:
-            for _ in range(50):
-                try:
-                    os.rmdir(d)
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.1)
+        remove_made_dirs(made)

@@ -15,7 +15,7 @@ import os
 import time
 
 from agent_receiver import free_port
-from agent_run import Agent, http_get, interps, metrics
+from agent_run import Agent, http_get, interps, metrics, wait_metrics
 from pprof_wire import Profile
 
 SLEEPERS = 8
@@ -43,18 +43,6 @@ time.sleep(3600)
 READS = "pybpfprof_thread_name_reads_total"
 CHECKED = "pybpfprof_thread_names_checked_total"
 UNSAMPLED = "pybpfprof_thread_names_unsampled_total"
-
-
-def wait_metrics(port, agent, done, what, timeout=60):
-    """/metrics once done(metrics) holds; fails after timeout seconds."""
-    deadline = time.monotonic() + timeout
-    m = metrics(port)
-    while not done(m):
-        assert time.monotonic() < deadline, "%s: not after %d s: %s\n%s" % (what, timeout, m, agent.describe())
-        assert agent.alive(), agent.describe()
-        time.sleep(0.3)
-        m = metrics(port)
-    return m
 
 
 def thread_names(port, tmp_path):
