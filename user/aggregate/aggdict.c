@@ -113,9 +113,8 @@ size_t aggdict_bytes(const struct aggdict *d)
 	return d->bytes;
 }
 
-/* A table of ids + 1 kept under 70 % full: doubled and filled again (hash(i) of each of the n). */
-static int table_fit(struct aggdict *d, uint32_t **tab, uint32_t *cap, uint32_t n,
-		     uint64_t (*hash)(const struct aggdict *d, uint32_t i))
+int idtable_fit(uint32_t **tab, uint32_t *cap, uint32_t n,
+		uint64_t (*hash)(const void *ctx, uint32_t i), const void *ctx)
 {
 	uint32_t ncap = *cap ? *cap * 2 : 256, *t;
 
@@ -125,27 +124,39 @@ static int table_fit(struct aggdict *d, uint32_t **tab, uint32_t *cap, uint32_t 
 	if (!t)
 		return -PBP_E_NOMEM;
 	for (uint32_t i = 0; i < n; i++) {
-		uint32_t s = (uint32_t)hash(d, i) & (ncap - 1);
+		uint32_t s = (uint32_t)hash(ctx, i) & (ncap - 1);
 
 		while (t[s])
 			s = (s + 1) & (ncap - 1);
 		t[s] = i + 1;
 	}
 	free(*tab);
-	d->bytes += (size_t)(ncap - *cap) * sizeof(*t);
 	*tab = t;
 	*cap = ncap;
 	return 0;
 }
 
-static uint64_t str_hash_at(const struct aggdict *d, uint32_t i)
+/* idtable_fit, its growth counted in the dictionary's bytes. */
+static int table_fit(struct aggdict *d, uint32_t **tab, uint32_t *cap, uint32_t n,
+		     uint64_t (*hash)(const void *ctx, uint32_t i))
 {
+	uint32_t was = *cap;
+	int err = idtable_fit(tab, cap, n, hash, d);
+
+	d->bytes += (size_t)(*cap - was) * sizeof(**tab);
+	return err;
+}
+
+static uint64_t str_hash_at(const void *ctx, uint32_t i)
+{
+	const struct aggdict *d = ctx;
+
 	return str_hash(d->strs[i]);
 }
 
-static uint64_t loc_hash_at(const struct aggdict *d, uint32_t i)
+static uint64_t loc_hash_at(const void *ctx, uint32_t i)
 {
-	return loc_hash(aggdict_at(d, i));
+	return loc_hash(aggdict_at(ctx, i));
 }
 
 static const char *intern(struct aggdict *d, const char *s)

@@ -34,4 +34,12 @@ const struct dict_loc *aggdict_at(const struct aggdict *d, uint32_t id);
 /* About how many bytes it holds (kept as it grows: no walk). */
 size_t aggdict_bytes(const struct aggdict *d);
 
+/*
+ * An open-addressing index (*tab, *cap slots, each an id + 1, 0: empty)
+ * over n items kept under 70 % full: doubled and filled again from
+ * hash(ctx, i) of each when it would not be. 0, or -PBP_E_NOMEM.
+ */
+int idtable_fit(uint32_t **tab, uint32_t *cap, uint32_t n,
+		uint64_t (*hash)(const void *ctx, uint32_t i), const void *ctx);
+
 #endif /* PBP_AGGREGATE_AGGDICT_H */

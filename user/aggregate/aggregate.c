@@ -115,39 +115,15 @@ static int grow(void **arr, uint32_t *cap, size_t elem, uint32_t need)
 	return 0;
 }
 
-/* Rebuild an index table of `cap` slots over n items with the given hashes. */
-typedef uint64_t (*hash_of_fn)(struct agg *a, uint32_t i);
-
-static int rehash(struct agg *a, uint32_t **tab, uint32_t *cap, uint32_t n, hash_of_fn h)
-{
-	uint32_t ncap = *cap ? *cap * 2 : 256;
-	uint32_t *t;
-
-	if ((uint64_t)(n + 1) * 10 < (uint64_t)*cap * 7)
-		return 0;
-	t = calloc(ncap, sizeof(*t));
-	if (!t)
-		return -PBP_E_NOMEM;
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t s = (uint32_t)h(a, i) & (ncap - 1);
-
-		while (t[s])
-			s = (s + 1) & (ncap - 1);
-		t[s] = i + 1;
-	}
-	free(*tab);
-	*tab = t;
-	*cap = ncap;
-	return 0;
-}
-
 static const struct dict_loc *loc_at(const struct agg *a, uint32_t id)
 {
 	return aggdict_at(a->d, id);
 }
 
-static uint64_t stack_hash_of(struct agg *a, uint32_t i)
+static uint64_t stack_hash_of(const void *ctx, uint32_t i)
 {
+	const struct agg *a = ctx;
+
 	return a->stacks[i].hash;
 }
 
@@ -334,7 +310,7 @@ int agg_add(struct agg *a, const struct stack_tags *tags, const uint32_t *locs, 
 	}
 	tags = &t;
 	h = hash_bytes(locs, (size_t)n * sizeof(*locs), hash_bytes(tags, sizeof(*tags), HASH_SEED ^ n));
-	if (rehash(a, &a->stacktab, &a->stacktab_cap, a->nstacks, stack_hash_of))
+	if (idtable_fit(&a->stacktab, &a->stacktab_cap, a->nstacks, stack_hash_of, a))
 		return -PBP_E_NOMEM;
 	for (slot = h & (a->stacktab_cap - 1); a->stacktab[slot]; slot = (slot + 1) & (a->stacktab_cap - 1)) {
 		s = &a->stacks[a->stacktab[slot] - 1];
