@@ -213,9 +213,13 @@ def wait_metrics(port, agent, done, what, timeout=60):
     return m
 
 
-def remove_made_dirs(made):
-    """Remove the cgroup directories a test made, deepest first, each once
-    the kernel lets it go (its processes' exits are reaped a little later)."""
+def remove_made_dirs(made, procs):
+    """Kill the test's processes, then remove the cgroup directories it made,
+    deepest first, each once the kernel lets it go (the processes' exits
+    are reaped a little later)."""
+    for proc in list(procs):
+        proc.kill()
+        proc.wait()
     for d in sorted(set(made), key=lambda d: -d.count("/")):
         for _ in range(50):
             try:

@@ -658,10 +658,7 @@ def test_kubernetes_labels(start_target, tmp_path, agents):
         rc, _ = agent.stop()
         assert rc == 0, agent.describe()
     finally:
-        for proc in list(start_target.procs):
-            proc.kill()
-            proc.wait()
-        remove_made_dirs(made)
+        remove_made_dirs(made, start_target.procs)
         shutil.rmtree(host_root, ignore_errors=True)
 
 

@@ -119,7 +119,4 @@ def test_labels_made_again_after_a_cgroup_move(start_target, tmp_path, agents):
         rc, _ = agent.stop()
         assert rc == 0, agent.describe()
     finally:
-        for proc in list(start_target.procs):
-            proc.kill()
-            proc.wait()
-        remove_made_dirs(made)
+        remove_made_dirs(made, start_target.procs)
