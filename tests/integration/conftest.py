@@ -71,7 +71,8 @@ import pytest
 from binary import PYBPFPROF, SANITIZED, SANITIZER_LOGS, _no_sanitizer_report, pybpfprof, pybpfprof_fixture  # noqa: F401
 from nulldev import null
 # Which interpreters a test runs on (re-exported: tests import these from conftest).
-from families import ALL_FAMILIES, FAMILY_OF, FAMILY_REPS, ONLY, choose, thin  # noqa: F401
+from families import (ALL_FAMILIES, FAMILY_OF, FAMILY_REPS, ONLY, choose, thin,  # noqa: F401
+                      unknown_names)
 from passes import largest_first, serial_under_asan  # noqa: F401
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -537,6 +538,9 @@ def pytest_configure(config):
                             "processes or fds counted, CPU shares, rates, timing): make "
                             "integration runs it in its serial pass (-m serial), after the "
                             "parallel one (-n 2 -m 'not serial')")
+    wrong = unknown_names([i.name for i in _discover()])
+    if wrong:
+        raise pytest.UsageError(wrong)
 
 
 def pytest_report_header(config):

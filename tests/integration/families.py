@@ -83,3 +83,12 @@ def thin(items, only):
         chosen = one_version([i.callspec.params["interp"] for i in group], only)
         dropped.update(id(i) for i in group if i.callspec.params["interp"] not in chosen)
     return [i for i in items if id(i) not in dropped], [i for i in items if id(i) in dropped]
+
+
+def unknown_names(known):
+    """PBP_INTERPS's names that name no interpreter found or looked for (a
+    typo would otherwise run no interpreter's tests and pass): one line."""
+    wrong = [n for n in ONLY if n not in known]
+    if wrong:
+        return "PBP_INTERPS names %s, which is none of: %s" % (", ".join(wrong), ", ".join(known))
+    return None
