@@ -14,7 +14,8 @@ import time
 import pytest
 
 from agent_receiver import free_port
-from agent_run import by_pid, go_raw, interps, raw_stacks, remove_made_dirs, start_service, wait_metrics
+from agent_run import (SERVICE, by_pid, go_raw, interps, raw_stacks, remove_made_dirs, start_service,
+                       wait_metrics)
 from test_agent import agents, make_pod, pull  # noqa: F401  (agents: the fixture)
 from test_host import cgroup_roots
 
@@ -38,16 +39,9 @@ os.replace(ready + ".tmp", ready)
 before_work()
 os.execv(sys.executable, [sys.executable, %r])
 """
-LABEL_AFTER = """
-import time
-def after_work():
-    while True:
-        t = time.monotonic() + 0.02
-        while time.monotonic() < t:
-            sum(range(200))
-        time.sleep(0.02)
-after_work()
-"""
+# The exec'd program: a service spinning in after_work (its ready file
+# written again, read by no one).
+LABEL_AFTER = SERVICE.format(func="after_work")
 
 
 def services_of(port, tmp_path, pid):
