@@ -64,6 +64,24 @@ struct walk_ctx {
 	__u32 ts_lo, ts_hi;
 };
 
+/*
+ * A walk's state lives in a per-CPU slot (one for the sampler, one for
+ * switch-out copies), not on the stack: the stack is 512 bytes for the
+ * program and every function it calls, and a walk is three deep in it
+ * (program, step, a miss's keep). bpf_loop passes the step a pointer to
+ * the slot.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SCRATCH_SLOTS);
+	__type(key, __u32);
+	__type(value, struct walk_ctx);
+} walks SEC(".maps");
+
+struct walk_ref {
+	struct walk_ctx *c;
+};
+
 /* Masked offsets stay below PBP_SPAN_MAX whatever user space sent. */
 #define SPAN_MASK (PBP_SPAN_MAX - 1)
 
@@ -380,9 +398,9 @@ static __always_inline void note_coro(struct walk_ctx *c)
  * (it may reach a page the fields themselves do not) is retried field by
  * field, so spans never lose a frame the old reads would have got.
  */
-static long walk_step(__u32 i, void *vctx)
+static long walk_step(__u32 i, void *vref)
 {
-	struct walk_ctx *c = vctx;
+	struct walk_ctx *c = ((struct walk_ref *)vref)->c;
 	struct frame_fields ff = {};
 	struct code_id id = {};
 	struct pbp_sample *s;
@@ -578,51 +596,56 @@ static __always_inline bool walk(struct pbp_sample *s, const struct pbp_proc *p,
 				 __u32 buf)
 {
 	const struct pbp_offsets *o = &p->off;
-	__u32 epoch = p->epoch;
-	struct walk_ctx c = { .o = *o, .buf = buf, .tgid = s->tgid, .epoch = epoch };
+	struct walk_ctx *c = bpf_map_lookup_elem(&walks, &buf);
 	struct spanbuf *b = bpf_map_lookup_elem(&spanbufs, &buf);
+	struct walk_ref ref = { .c = c };
 	bool ds, interp;
 
-	if (!b)
+	if (!c || !b)
 		return false;
-	span_check(&c);
-	ds = c.fr_span && !o->instr_is_int && o->ts_datastack != PBP_NOOFF;
-	interp = epoch && o->ts_interp != PBP_NOOFF &&
+	__builtin_memset(c, 0, sizeof(*c));
+	c->o = *o;
+	c->buf = buf;
+	c->tgid = s->tgid;
+	c->epoch = p->epoch;
+	span_check(c);
+	ds = c->fr_span && !o->instr_is_int && o->ts_datastack != PBP_NOOFF;
+	interp = c->epoch && o->ts_interp != PBP_NOOFF &&
 		 (o->is_code_gen != PBP_NOOFF || p->code_count ||
 		  (o->is_code_new != PBP_NOOFF && o->is_code_new));
-	ts_span(&c, b, tstate, ds, interp);
+	ts_span(c, b, tstate, ds, interp);
 	if (o->ts_running_task) {
 		__u64 task = 0;
 
 		/* With the stack, the task it belongs to: user space names it later. */
-		if (ts_ptr(&c, b, tstate, o->ts_running_task, &task) == 0) {
+		if (ts_ptr(c, b, tstate, o->ts_running_task, &task) == 0) {
 			s->task = task;
 			s->flags |= PBP_F_TASK;
 		}
 	}
-	c.frame = first_frame(&c, b, tstate);
-	if (!c.err && ds)
-		data_stack(&c, b, tstate);
-	if (!c.err && interp)
-		code_gen(&c, b, tstate, p->code_count);
-	if (!c.err)
-		bpf_loop(MAX_WALK, walk_step, &c, 0);
-	stat_add(PBP_STAT_CODE_HITS, c.nhit);
-	stat_add(PBP_STAT_CODE_MISSES, c.nmiss);
-	stat_add(PBP_STAT_BULK_FRAMES, c.nbulk);
-	stat_add(PBP_STAT_FRAME_READS, c.nread);
-	stat_add(PBP_STAT_BULK_READS, c.ncopies);
-	if (c.err)
+	c->frame = first_frame(c, b, tstate);
+	if (!c->err && ds)
+		data_stack(c, b, tstate);
+	if (!c->err && interp)
+		code_gen(c, b, tstate, p->code_count);
+	if (!c->err)
+		bpf_loop(MAX_WALK, walk_step, &ref, 0);
+	stat_add(PBP_STAT_CODE_HITS, c->nhit);
+	stat_add(PBP_STAT_CODE_MISSES, c->nmiss);
+	stat_add(PBP_STAT_BULK_FRAMES, c->nbulk);
+	stat_add(PBP_STAT_FRAME_READS, c->nread);
+	stat_add(PBP_STAT_BULK_READS, c->ncopies);
+	if (c->err)
 		s->flags |= PBP_F_FAULT;
-	else if (c.frame)
+	else if (c->frame)
 		s->flags |= PBP_F_TRUNCATED;
-	s->resume = c.frame;
-	s->nframes = c.n;
-	if (c.coro) {
-		s->task = c.coro;
+	s->resume = c->frame;
+	s->nframes = c->n;
+	if (c->coro) {
+		s->task = c->coro;
 		s->flags |= PBP_F_CORO;
 	}
-	return c.fresh;
+	return c->fresh;
 }
 
 /*
