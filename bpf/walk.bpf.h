@@ -408,15 +408,16 @@ static __always_inline void note_coro(struct walk_ctx *c)
 }
 
 /*
- * One step of the frame walk, run by bpf_loop so the verifier checks it once.
- * A frame is counted only when all its reads succeeded. Each frame costs one
- * copy of its span and one of its code object's; a span copy that faults
- * (it may reach a page the fields themselves do not) is retried field by
- * field, so spans never lose a frame the old reads would have got.
+ * One frame of the walk: 0 to go on, 1 to stop. A frame is counted only
+ * when all its reads succeeded. Most come from the data-stack window and
+ * the code cache, read nothing and call nothing; one read alone costs a
+ * copy of its span (a span copy that faults, as it may on a page the
+ * fields themselves do not reach, is retried field by field, so spans
+ * never lose a frame the old reads would have got), and a code object
+ * not cached a copy of its own.
  */
-static long walk_step(__u32 i, void *vref)
+static __always_inline long walk_frame(struct walk_ctx *c)
 {
-	struct walk_ctx *c = ((struct walk_ref *)vref)->c;
 	struct frame_fields ff = {};
 	struct code_id id = {};
 	struct pbp_sample *s;
@@ -471,6 +472,22 @@ found:
 	}
 	c->frame = ff.prev;
 	return 0;
+}
+
+/*
+ * A step of bpf_loop, which the verifier checks once whatever the count:
+ * two frames a step, as a step's call and return cost about what a frame
+ * from the window does.
+ */
+#define WALK_PER_STEP 2
+
+static long walk_step(__u32 i, void *vref)
+{
+	struct walk_ctx *c = ((struct walk_ref *)vref)->c;
+
+	if (walk_frame(c))
+		return 1;
+	return walk_frame(c);
 }
 
 /* A field of width bytes at off lies inside the span [lo, lo + len): its place there. */
@@ -645,7 +662,7 @@ static __always_inline bool walk(struct pbp_sample *s, const struct pbp_proc *p,
 	if (!c->err && interp)
 		code_gen(c, b, tstate, p->code_count);
 	if (!c->err)
-		bpf_loop(MAX_WALK, walk_step, &ref, 0);
+		bpf_loop((MAX_WALK + WALK_PER_STEP - 1) / WALK_PER_STEP, walk_step, &ref, 0);
 	stat_add(PBP_STAT_CODE_HITS, c->nhit);
 	stat_add(PBP_STAT_CODE_MISSES, c->nmiss);
 	stat_add(PBP_STAT_BULK_FRAMES, c->nbulk);
