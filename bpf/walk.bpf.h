@@ -480,6 +480,7 @@ found:
  * from the window does.
  */
 #define WALK_PER_STEP 2
+_Static_assert(WALK_PER_STEP == 2, "walk_step walks two frames");
 
 static long walk_step(__u32 i, void *vref)
 {
