@@ -92,6 +92,8 @@ const volatile __u64 walk_budget_ns = 0;   /* 0: no limit */
  * pays an irq_work for a wakeup nobody waits for.
  */
 const volatile __u64 wake_bytes = 4 << 20;
+/* How often a CPU asks how full the ring is: after this many bytes of its records (record.bpf.h). */
+const volatile __u64 wake_check_bytes = 64 << 10;
 
 /* Whole-host mode: every exec may start a Python process; user space checks it. */
 const volatile bool all_execs = false;

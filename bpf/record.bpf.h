@@ -20,35 +20,53 @@ __u32 ns_depth = 0;                     /* 0: not known yet, else depth + 1 */
  */
 #define FRESH_GAP_NS (2 * 1000000ull)
 
+/*
+ * Per CPU: when a first sight last woke user space, and the bytes this CPU
+ * put on the ring since it last asked how full the ring is. The question
+ * is a helper call, so it is asked once per wake_check_bytes of records,
+ * not at every sample: with every CPU just short of its share, the ring
+ * holds at most ncpu * wake_check_bytes (a quarter of wake_bytes, as user
+ * space sets it) past wake_bytes before a wakeup is asked for.
+ */
+struct ring_note {
+	__u64 fresh_woke;
+	__u64 unasked;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, __u64);
-} fresh_woke SEC(".maps");
+	__type(value, struct ring_note);
+} ring_notes SEC(".maps");
 
-static __always_inline bool fresh_wake(__u64 now)
+static __always_inline bool wake_due(__u64 size, bool fresh, __u64 now)
 {
 	__u32 k = 0;
-	__u64 *last = bpf_map_lookup_elem(&fresh_woke, &k);
+	struct ring_note *r = bpf_map_lookup_elem(&ring_notes, &k);
 
-	if (!last || now - *last < FRESH_GAP_NS)
+	if (!r)
 		return false;
-	*last = now;
-	return true;
+	if (fresh && now - r->fresh_woke >= FRESH_GAP_NS) {
+		r->fresh_woke = now;
+		return true;
+	}
+	r->unasked += size;
+	if (r->unasked < wake_check_bytes)
+		return false;
+	r->unasked = 0;
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > wake_bytes;
 }
 
 static __always_inline long output(struct pbp_sample *s, bool fresh)
 {
 	__u64 size = __builtin_offsetof(struct pbp_sample, frames) +
 		     (__u64)(s->nframes & (PBP_MAX_FRAMES - 1)) * sizeof(struct pbp_frame);
-	__u64 flags = BPF_RB_NO_WAKEUP;
 
 	if (s->nframes == PBP_MAX_FRAMES)
 		size = sizeof(*s);
-	if ((fresh && fresh_wake(s->ts)) || bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > wake_bytes)
-		flags = BPF_RB_FORCE_WAKEUP;
-	return bpf_ringbuf_output(&events, s, size, flags);
+	return bpf_ringbuf_output(&events, s, size,
+				  wake_due(size, fresh, s->ts) ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 }
 
 /* The id a struct pid has at depth d, if that level is our namespace; else 0. */

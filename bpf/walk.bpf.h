@@ -171,41 +171,55 @@ static __always_inline bool in_chunk(struct walk_ctx *c, __u64 lo, __u64 hi)
  * ends at the first frame outside the last one and reaches down at most
  * BULK_WINDOW bytes, never below its chunk, whose words up to top have all
  * been written (a copy does not fault on a page never touched). One copy
- * per chunk usually holds every frame the walk takes. Returns 0, or <0
- * when the frame is elsewhere (a generator's, a shim on the C stack) or
- * the copy faulted: then it is read alone. A global function: the verifier
- * checks it once, for any values, and not once per step with the window's
- * every bound.
+ * per chunk usually holds every frame the walk takes.
+ *
+ * window_take moves the window to the span [lo, hi): 0, or <0 when the
+ * span is elsewhere (a generator's frame, a shim on the C stack) or the
+ * copy faulted (then no frame of this walk is taken from a copy). A global
+ * function: the verifier checks it once, for any values, and not once per
+ * step with the window's every bound; it runs once per chunk, not per frame.
  */
 #define BULK_WINDOW (PBP_BULK_MAX - 8)   /* what a mask by PBP_BULK_MAX - 1 leaves whole */
 
-__noinline int frame_by_bulk(struct walk_ctx *c, struct frame_fields *ff)
+__noinline int window_take(struct walk_ctx *c, __u64 lo, __u64 hi)
 {
-	__u64 lo, hi, start, len;
+	__u64 start, len;
 	struct bulkbuf *b;
-	__u32 at;
 
-	if (!c || !ff || !c->top)
-		return -1;
-	lo = c->frame + c->o.fr_span_lo;
-	hi = lo + span_len(c->o.fr_span_len);
-	if (!in_chunk(c, lo, hi))
+	if (!c || !in_chunk(c, lo, hi))
 		return -1;
 	b = bpf_map_lookup_elem(&bulkbufs, &c->buf);
 	if (!b)
 		return -1;
-	if (lo < c->wlo || hi > c->whi) {
-		start = hi - c->chunk > BULK_WINDOW ? hi - BULK_WINDOW : c->chunk;
-		len = hi - start;
-		c->ncopies++;
-		/* The mask changes nothing (len <= BULK_WINDOW): it bounds len for the verifier. */
-		if (bpf_probe_read_user(b->data, len & (PBP_BULK_MAX - 1), (const void *)start)) {
-			c->top = 0;
-			return -1;
-		}
-		c->wlo = start;
-		c->whi = start + len;
+	start = hi - c->chunk > BULK_WINDOW ? hi - BULK_WINDOW : c->chunk;
+	len = hi - start;
+	c->ncopies++;
+	/* The mask changes nothing (len <= BULK_WINDOW): it bounds len for the verifier. */
+	if (bpf_probe_read_user(b->data, len & (PBP_BULK_MAX - 1), (const void *)start)) {
+		c->top = 0;
+		return -1;
 	}
+	c->wlo = start;
+	c->whi = start + len;
+	return 0;
+}
+
+/*
+ * The frame's fields from the window, moved first if it does not hold the
+ * frame. Inlined in the step: a frame the window holds (nearly every one)
+ * costs loads from the copy and no call. Returns 0, or <0: read it alone.
+ */
+static __always_inline int frame_by_bulk(struct walk_ctx *c, struct frame_fields *ff)
+{
+	__u64 lo = c->frame + c->o.fr_span_lo, hi = lo + span_len(c->o.fr_span_len);
+	struct bulkbuf *b;
+	__u32 at;
+
+	if (!c->top || ((lo < c->wlo || hi > c->whi) && window_take(c, lo, hi)))
+		return -1;
+	b = bpf_map_lookup_elem(&bulkbufs, &c->buf);
+	if (!b)
+		return -1;
 	at = (__u32)(lo - c->wlo);
 	ff->prev = *(__u64 *)(b->data + ((at + c->r_prev) & (PBP_BULK_MAX - 1)));
 	ff->code = *(__u64 *)(b->data + ((at + c->r_code) & (PBP_BULK_MAX - 1))) &
@@ -310,14 +324,16 @@ static __always_inline __u32 code_slot_of(__u64 code)
  * or made (3.12, 3.13), before another can be at a freed one's address: an
  * address whose object was freed and reused since never matches. The
  * count was read before any field, so a slot kept during the walk holds
- * fields read after it. Global functions, verified once, not once per step.
+ * fields read after it. A hit, every frame of a steady stack, is inlined in
+ * the step (a few loads and compares, no call); keeping a slot, a miss's
+ * work, is a global function, verified once.
  */
-__noinline int code_cached(struct walk_ctx *c, __u64 code, struct code_id *out)
+static __always_inline int code_cached(struct walk_ctx *c, __u64 code, struct code_id *out)
 {
 	__u32 i = code_slot_of(code);
 	struct code_slot *e = bpf_map_lookup_elem(&codecache, &i);
 
-	if (!c || !out || !e || e->code != code || e->gen != c->gen || e->interp != c->interp ||
+	if (!e || e->code != code || e->gen != c->gen || e->interp != c->interp ||
 	    e->tgid != c->tgid || e->epoch != c->epoch)
 		return -1;
 	out->firstlineno = e->firstlineno;
@@ -392,15 +408,16 @@ static __always_inline void note_coro(struct walk_ctx *c)
 }
 
 /*
- * One step of the frame walk, run by bpf_loop so the verifier checks it once.
- * A frame is counted only when all its reads succeeded. Each frame costs one
- * copy of its span and one of its code object's; a span copy that faults
- * (it may reach a page the fields themselves do not) is retried field by
- * field, so spans never lose a frame the old reads would have got.
+ * One frame of the walk: 0 to go on, 1 to stop. A frame is counted only
+ * when all its reads succeeded. Most come from the data-stack window and
+ * the code cache, read nothing and call nothing; one read alone costs a
+ * copy of its span (a span copy that faults, as it may on a page the
+ * fields themselves do not reach, is retried field by field, so spans
+ * never lose a frame the old reads would have got), and a code object
+ * not cached a copy of its own.
  */
-static long walk_step(__u32 i, void *vref)
+static __always_inline long walk_frame(struct walk_ctx *c)
 {
-	struct walk_ctx *c = ((struct walk_ref *)vref)->c;
 	struct frame_fields ff = {};
 	struct code_id id = {};
 	struct pbp_sample *s;
@@ -455,6 +472,23 @@ found:
 	}
 	c->frame = ff.prev;
 	return 0;
+}
+
+/*
+ * A step of bpf_loop, which the verifier checks once whatever the count:
+ * two frames a step, as a step's call and return cost about what a frame
+ * from the window does.
+ */
+#define WALK_PER_STEP 2
+_Static_assert(WALK_PER_STEP == 2, "walk_step walks two frames");
+
+static long walk_step(__u32 i, void *vref)
+{
+	struct walk_ctx *c = ((struct walk_ref *)vref)->c;
+
+	if (walk_frame(c))
+		return 1;
+	return walk_frame(c);
 }
 
 /* A field of width bytes at off lies inside the span [lo, lo + len): its place there. */
@@ -629,7 +663,7 @@ static __always_inline bool walk(struct pbp_sample *s, const struct pbp_proc *p,
 	if (!c->err && interp)
 		code_gen(c, b, tstate, p->code_count);
 	if (!c->err)
-		bpf_loop(MAX_WALK, walk_step, &ref, 0);
+		bpf_loop((MAX_WALK + WALK_PER_STEP - 1) / WALK_PER_STEP, walk_step, &ref, 0);
 	stat_add(PBP_STAT_CODE_HITS, c->nhit);
 	stat_add(PBP_STAT_CODE_MISSES, c->nmiss);
 	stat_add(PBP_STAT_BULK_FRAMES, c->nbulk);

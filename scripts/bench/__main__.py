@@ -83,6 +83,9 @@ between the "analysis" markers is written by hand and kept across runs.
 
 BENCH_QUICK=1 (or --quick): fewer repetitions, shorter runs; a smoke test.
 PBP_BIN=path measures another pybpfprof binary (before/after comparisons).
+PBP_BEFORE=path: the walk scenario also runs this binary beside PBP_BIN's, on
+the same target at the same time, and reports each one's BPF time and their
+ratio: a before/after comparison that the machine's drift does not touch.
 Python 3 standard library only; run as root (BPF, chroot, bpf_stats).
 pybpfprof's figures are read from its --stats=json line, never its wording.
 

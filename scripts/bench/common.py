@@ -7,6 +7,9 @@ import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PBP = os.environ.get("PBP_BIN") or os.path.join(REPO, "build", "pybpfprof")
+# The walk scenario's "before": another binary run side by side with PBP (both
+# sample the same target at once), so the two compare under the same load.
+BEFORE = os.environ.get("PBP_BEFORE") or None
 DEFAULT_RESULTS = os.path.join(REPO, "bench", "RESULTS.md")
 PYENV = os.environ.get("PYENV_ROOT") or "/root/.pyenv"
 CHROOT = os.environ.get("PBP_CHROOT", "/var/cache/pybpfprof/sid-chroot").rstrip("/")

@@ -7,12 +7,19 @@ does) and by the program's own clock; each option's time over the default
 run of the same repetition; and how the default walk read its frames (the
 share taken from a copy of the thread's data stack, 3.11+) and their code
 objects (the kernel cache's hit rate, 3.14+). Ways are
-interleaved, as everywhere: a repetition runs each once, in rotated order."""
+interleaved, as everywhere: a repetition runs each once, in rotated order.
 
-from common import Figure, med, rotate
+With PBP_BEFORE, every run is two: the binary under test and the "before"
+one profile the target at the same time (started in turns, first one and
+then the other), each with its own perf events and BPF program, so both
+meet the same load, the same speed of the host and the same cache misses;
+each one's BPF time per sample is reported and, per repetition, their
+ratio, whose median is the before/after figure."""
+
+from common import BEFORE, Figure, med, rotate
 from cost import kernel_us, program_us
 from kernel import BpfStats
-from runs import run_pbp
+from runs import finish_pbp, start_pbp
 from targets import kill, spawn
 
 WALK_DEPTHS = [30, 300]
@@ -25,21 +32,31 @@ WAYS = [("plain", "no options", []),
 
 
 def walk_runs(bench, busy, idle, reps, run_s):
-    """{way key or None: [Run]}, None the idle-target baseline."""
+    """({way key or None: [Run]}, the same for BEFORE or None), None the
+    idle-target baseline; a way a binary refuses gives None runs."""
     cases = [None] + [w[0] for w in WAYS]
     extra = dict((k, x) for k, _, x in WAYS)
     runs = dict((c, []) for c in cases)
+    before = dict((c, []) for c in cases) if BEFORE else None
     with BpfStats():
         for rep in range(reps):
             for c in rotate(cases, rep):
                 pid = idle if c is None else busy
-                try:
-                    r = run_pbp(["-p", pid, "-F", 999, "-d", run_s] + (extra.get(c) or []),
-                                bench.out("walk"), grab=True, ref=pid)
-                except RuntimeError:
-                    r = None        # a way this interpreter refuses: no figure
-                runs[c].append(r)
-    return runs
+                args = ["-p", pid, "-F", 999, "-d", run_s] + (extra.get(c) or [])
+                bins = [(runs, None)] + ([(before, BEFORE)] if BEFORE else [])
+                started = []
+                for into, binary in (bins if rep % 2 == 0 else bins[::-1]):
+                    try:
+                        started.append((into, start_pbp(args, bench.out("walk"), grab=True,
+                                                        binary=binary)))
+                    except OSError:
+                        started.append((into, None))
+                for into, r in started:
+                    try:
+                        into[c].append(finish_pbp(r) if r else None)
+                    except RuntimeError:
+                        into[c].append(None)    # a way this interpreter refuses: no figure
+    return runs, before
 
 
 def bulk_share(r):
@@ -60,32 +77,50 @@ def walk(bench, it):
         busy, _ = spawn(it, "hold", depth)
         idle, _ = spawn(it, "idle")
         try:
-            runs = walk_runs(bench, busy.pid, idle.pid, reps, run_s)
+            runs, before = walk_runs(bench, busy.pid, idle.pid, reps, run_s)
         finally:
             kill(busy)
             kill(idle)
-        base = runs[None]
-
-        def us(r, b):
-            return kernel_us(r, b) if r and b else None
-
-        plain = [us(r, b) for r, b in zip(runs["plain"], base)]
-        for key, label, _ in WAYS:
-            vals = [us(r, b) for r, b in zip(runs[key], base)]
-            bench.add(it, Figure("walk_%s_us@%d" % (key, depth), "BPF time/sample, depth %d, %s"
-                                 % (depth, label), "µs", vals, "%.2f"))
-            bench.add(it, Figure("walk_%s_prog_us@%d" % (key, depth), "BPF time/sample by the "
-                                 "program's clock, depth %d, %s" % (depth, label), "µs",
-                                 [program_us(r) if r else None for r in runs[key]], "%.2f"))
-            if key != "plain":
-                bench.add(it, Figure("walk_%s_added_us@%d" % (key, depth), "BPF time/sample added "
-                                     "by %s, depth %d" % (label, depth), "µs",
-                                     [v - p if v is not None and p is not None else None
-                                      for v, p in zip(vals, plain)], "%.2f"))
-        bench.add(it, Figure("walk_bulk@%d" % depth, "frames read from a data-stack copy, depth %d"
-                             % depth, "%", [bulk_share(r) for r in runs["plain"]], "%.1f"))
-        bench.add(it, Figure("walk_codehit@%d" % depth, "kernel code-object cache hit rate, "
-                             "depth %d" % depth, "%", [code_hits(r) for r in runs["plain"]], "%.1f"))
+        walk_figures(bench, it, depth, runs, before)
         bench.det("walk", "| %s | depth %d | %s |" % (it.name, depth, "; ".join(
             "%s: %d taken" % (label, int(med([r.s.get("taken", 0) for r in runs[key] if r]) or 0))
             for key, label, _ in WAYS)))
+
+
+def bpf_us(runs):
+    """BPF time per sample of each repetition's run of each way: {key: [µs]}."""
+    base = runs[None]
+    return dict((key, [kernel_us(r, b) if r and b else None for r, b in zip(runs[key], base)])
+                for key, _, _ in WAYS)
+
+
+def walk_figures(bench, it, depth, runs, before):
+    us = bpf_us(runs)
+    plain = us["plain"]
+    for key, label, _ in WAYS:
+        vals = us[key]
+        bench.add(it, Figure("walk_%s_us@%d" % (key, depth), "BPF time/sample, depth %d, %s"
+                             % (depth, label), "µs", vals, "%.2f"))
+        bench.add(it, Figure("walk_%s_prog_us@%d" % (key, depth), "BPF time/sample by the "
+                             "program's clock, depth %d, %s" % (depth, label), "µs",
+                             [program_us(r) if r else None for r in runs[key]], "%.2f"))
+        if key != "plain":
+            bench.add(it, Figure("walk_%s_added_us@%d" % (key, depth), "BPF time/sample added "
+                                 "by %s, depth %d" % (label, depth), "µs",
+                                 [v - p if v is not None and p is not None else None
+                                  for v, p in zip(vals, plain)], "%.2f"))
+    bench.add(it, Figure("walk_bulk@%d" % depth, "frames read from a data-stack copy, depth %d"
+                         % depth, "%", [bulk_share(r) for r in runs["plain"]], "%.1f"))
+    bench.add(it, Figure("walk_codehit@%d" % depth, "kernel code-object cache hit rate, "
+                         "depth %d" % depth, "%", [code_hits(r) for r in runs["plain"]], "%.1f"))
+    if before is None:
+        return
+    was = bpf_us(before)
+    for key, label, _ in WAYS:
+        bench.add(it, Figure("walk_%s_before_us@%d" % (key, depth), "BPF time/sample, depth %d, "
+                             "%s, before (PBP_BEFORE, side by side)" % (depth, label), "µs",
+                             was[key], "%.2f"))
+        bench.add(it, Figure("walk_%s_ratio@%d" % (key, depth), "BPF time/sample, depth %d, %s, "
+                             "now / before (side by side)" % (depth, label), "x",
+                             [n / b if n is not None and b else None
+                              for n, b in zip(us[key], was[key])], "%.3f"))

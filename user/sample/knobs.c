@@ -18,8 +18,11 @@ void knobs_set(struct profile_bpf *skel, const struct sampler_opts *o, uint64_t 
 	       unsigned budget_pct)
 {
 	long tick = sysconf(_SC_CLK_TCK);
+	int ncpu = libbpf_num_possible_cpus();
 
 	skel->rodata->wake_bytes = bpf_map__max_entries(skel->maps.events) / 4;
+	/* Each CPU asks after a share of a quarter of wake_bytes: the overshoot stays within that quarter. */
+	skel->rodata->wake_check_bytes = skel->rodata->wake_bytes / 4 / (ncpu > 0 ? (unsigned)ncpu : 1);
 	skel->rodata->ns_inum = pidns_self_inum();
 	skel->rodata->walk_budget_ns = PBP_BUDGET_WINDOW_NS * budget_pct / 200;
 	/* Switch-out copies of stacks: on average no more than one per thread per tick. */
