@@ -34,6 +34,22 @@ struct frame_fields {
 	bool entry;            /* 3.11: the frame's is_entry */
 };
 
+/* The fields a code object gives each frame (struct pbp_frame's). */
+struct code_id {
+	__u32 firstlineno, code_key;
+};
+
+/*
+ * Within one walk a code object read once need not be read again: the
+ * sampled thread is stopped, and each of its frames holds a reference to
+ * its code object, so an address met twice in one walk is the same live
+ * object. Where the kernel keeps no cache across samples (3.6-3.11, a 3.12
+ * or 3.13 whose count is not known), a frame whose code object this walk
+ * read last in its slot (a recursion's, a loop of wrappers') takes the
+ * fields from there (code_near).
+ */
+#define NEAR_SLOTS 4
+
 struct walk_ctx {
 	struct pbp_offsets o;
 	__u64 frame;
@@ -53,7 +69,10 @@ struct walk_ctx {
 	__u64 chunk, top, wlo, whi;
 	__u64 older, older_top;    /* the chunk before: 0 not read yet, 1 none */
 	__u32 nbulk, nread, ncopies;
-	/* 3.12+: the code-object cache's key parts (cache: on), and its hits and misses. */
+	/*
+	 * 3.12+: the code-object cache's key parts (cache: on); frames named
+	 * without reading their code object (from the cache, or code_near) and with.
+	 */
 	__u64 interp, gen;
 	__u32 epoch, nhit, nmiss;
 	bool cache;
@@ -62,6 +81,9 @@ struct walk_ctx {
 	bool fresh;            /* a code object never seen before: wake user space */
 	/* The thread state's bytes [ts_lo, ts_hi) copied into the span buffer's co (ts_span). */
 	__u32 ts_lo, ts_hi;
+	/* No cache: the code objects this walk read last, by address (code_near). */
+	__u64 near_code[NEAR_SLOTS];
+	struct code_id near_id[NEAR_SLOTS];
 };
 
 /*
@@ -307,10 +329,6 @@ static __always_inline int code_by_field(const struct pbp_offsets *o, __u64 code
 	return err;
 }
 
-/* The fields a code object gives each frame (struct pbp_frame's). */
-struct code_id {
-	__u32 firstlineno, code_key;
-};
 
 static __always_inline __u32 code_slot_of(__u64 code)
 {
@@ -356,6 +374,31 @@ __noinline int code_keep(struct walk_ctx *c, __u64 code, __u32 firstlineno, __u3
 	e->firstlineno = firstlineno;
 	e->code_key = code_key;
 	return 0;
+}
+
+static __always_inline __u32 near_slot_of(__u64 code)
+{
+	return (__u32)(code >> 4) & (NEAR_SLOTS - 1);
+}
+
+/* No cache: the fields of the code object at code, if this walk read it last in its slot. */
+static __always_inline int code_near(struct walk_ctx *c, __u64 code, struct code_id *out)
+{
+	__u32 i = near_slot_of(code);
+
+	if (!code || c->near_code[i] != code)
+		return -1;
+	*out = c->near_id[i];
+	return 0;
+}
+
+static __always_inline void code_near_keep(struct walk_ctx *c, __u64 code, const struct pbp_frame *f)
+{
+	__u32 i = near_slot_of(code);
+
+	c->near_code[i] = code;
+	c->near_id[i].firstlineno = f->firstlineno;
+	c->near_id[i].code_key = f->code_key;
 }
 
 /* Two words, by name: an index computed from i is one the verifier cannot bound. */
@@ -452,7 +495,7 @@ found:
 		 * name) and set its bit, which nothing clears. That spares a
 		 * random line of "seen" per frame.
 		 */
-		if (c->cache && code_cached(c, ff.code, &id) == 0) {
+		if (c->cache ? code_cached(c, ff.code, &id) == 0 : code_near(c, ff.code, &id) == 0) {
 			f->firstlineno = id.firstlineno;
 			f->code_key = id.code_key;
 			c->nhit++;
@@ -461,10 +504,11 @@ found:
 				c->err = code_by_field(&c->o, ff.code, f);
 			if (c->err)
 				return 1;
-			if (c->cache) {
-				c->nmiss++;
+			c->nmiss++;
+			if (c->cache)
 				code_keep(c, ff.code, f->firstlineno, f->code_key);
-			}
+			else
+				code_near_keep(c, ff.code, f);
 			c->fresh |= first_sight(seen_key(c->tgid, f));
 		}
 		c->n++;

@@ -34,7 +34,8 @@ ROWS = [
     (k % d, "walk") for d in (30, 300) for k in (
         "walk_plain_us@%d", "walk_bulk@%d", "walk_codehit@%d", "walk_native_added_us@%d", "walk_fp_added_us@%d",
         "walk_kernel_added_us@%d", "walk_async_added_us@%d", "walk_wall_added_us@%d",
-        "walk_plain_before_us@%d", "walk_plain_ratio@%d")]
+        "walk_plain_before_us@%d", "walk_plain_ratio@%d", "walk_distinct_us@%d",
+        "walk_codehit_distinct@%d", "walk_distinct_ratio@%d")]
 DETAIL_KEYS = [
     "oncpuslow@99", "oncpuslow@999", "oncpuslow@9999", "fastshare",
     "minslow@99", "minslow@999", "minslow@9999",
@@ -47,7 +48,7 @@ DETAIL_KEYS = [
     "lost@99", "lost@999", "lost@9999",
     "bytes_steady", "reads_999", "deep_reads",
 ] + ["walk_%s_%s@%d" % (w, k, d) for d in (30, 300) for w in ("plain", "native", "fp", "kernel",
-                                                                 "async", "wall")
+                                                                 "async", "wall", "distinct")
      for k in ("us", "prog_us", "before_us", "ratio")]
 
 

@@ -68,6 +68,16 @@ def hold(n):
     return hold(n - 1) + 1
 
 
+def hold_distinct(n):
+    """As hold, through n functions of their own (f0 calls f1 ... calls leaf
+    forever): a stack of distinct code objects, none met twice."""
+    src = "".join("def f%d():\n    return f%d() + 1\n" % (i, i + 1) for i in range(n))
+    src += "def f%d():\n    while True:\n        leaf()\n" % n
+    names = {"leaf": leaf}
+    exec(compile(src, "<distinct>", "exec"), names)
+    return names["f0"]()
+
+
 def wake_main(depth):
     """depth frames down, sleeps 10 ms and 30 ms by turns: 50 wakeups a second."""
     if depth > 1:
@@ -133,6 +143,9 @@ def main():
     elif what == "hold":                    # hold DEPTH READY
         ready(sys.argv[3])
         hold(int(sys.argv[2]))
+    elif what == "distinct":                # distinct DEPTH READY
+        ready(sys.argv[3])
+        hold_distinct(int(sys.argv[2]))
     elif what == "zlib":                    # zlib READY: in libz without the GIL
         import zlib
         data = bytes(range(256)) * 4096 + os.urandom(1 << 20)

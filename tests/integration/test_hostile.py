@@ -492,7 +492,8 @@ def test_code_freed_and_remade_at_one_address(interp, start_target, tmp_path):
         # deep-stack test in test_record checks them on a steady stack.
         assert walk["code_misses"] > 0, walk
     else:
-        assert walk["code_hits"] == walk["code_misses"] == 0, walk
+        # No cache across samples: every sample reads its code objects, each once a walk.
+        assert walk["code_misses"] >= st["taken"], walk
 
 
 @pytest.mark.families

@@ -150,12 +150,13 @@ def test_kernel_walk_copies_the_data_stack(interp, shared_target, tmp_path):
         assert walk["bulk_copies"] <= 3 * st["taken"], walk
     else:
         assert walk["bulk_frames"] == walk["bulk_copies"] == 0, walk
-    # 3.14+, and a 3.13 of a known layout: a steady stack's code objects come from the kernel's cache.
+    # 3.14+, and a 3.13 of a known layout: a steady stack's code objects come from the kernel's
+    # cache. Elsewhere a recursion's object is read once a walk (each sample, 3 or 4 objects)
+    # and its other frames take what that read gave (code_near).
     named = walk["code_hits"] + walk["code_misses"]
-    if kernel_code_cache(interp):
-        assert named >= 128 * total(deep) and walk["code_hits"] >= 0.95 * named, walk
-    else:
-        assert named == 0, walk
+    assert named >= 128 * total(deep) and walk["code_hits"] >= 0.95 * named, walk
+    if not kernel_code_cache(interp):
+        assert walk["code_misses"] >= st["taken"], walk
 
 
 # --- achieved rate: one interpreter is enough, it measures the kernel side -----
